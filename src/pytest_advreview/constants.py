@@ -1,0 +1,22 @@
+"""Fixed strings shared by the plugin, its reports and its tests."""
+
+from __future__ import annotations
+
+#: Marker carried by every review item (``-m adversarial_review``).
+MARKER = "adversarial_review"
+#: Node-id suffixes of the two kinds of review item.
+PLAN_ITEM_NAME = "adversarial-review"
+CODE_ITEM_NAME = "code-review"
+#: Key prefix of everything the plugin stores in ``config.cache``.
+CACHE_PREFIX = "advreview/"
+#: Prefix of environment variables that configure the plugin.
+ENV_PREFIX = "ADVREVIEW_"
+#: The first line of every prompt sent to the reviewer; ties a rollout file to one attempt.
+SESSION_MARKER = "<!-- ADVERSARIAL-REVIEW-SESSION: {review_id}-{attempt_id} -->"
+#: The two verdict literals of the markdown contract (always English).
+VERDICT_APPROVED = "VERDICT: APPROVED"
+VERDICT_REVISE = "VERDICT: REVISE"
+#: Codex CLI version the plugin was verified against (see docs/codex-compat.md).
+PINNED_CODEX_VERSION = "0.171.0"
+#: Shortest and longest allowed ``errors`` text of a runner result (seed: <= 500 chars).
+MAX_ERROR_CHARS = 500

@@ -1,0 +1,247 @@
+"""Wire formats: the pydantic models that cross a process, file or cache boundary.
+
+Every model is frozen and forbids unknown fields, so a typo in a result file or a cache
+entry is an error instead of a silently ignored value.  :class:`RunnerResult` keeps the
+field names and values of the seed "Runner Result Schema" exactly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from enum import Enum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "ChangeSet",
+    "Finding",
+    "Location",
+    "Operation",
+    "OutputFormat",
+    "Review",
+    "ReviewQuality",
+    "RunnerResult",
+    "RunnerStatus",
+    "Severity",
+    "TokenUsage",
+    "Triage",
+    "Verdict",
+    "finding_id",
+]
+
+
+class WireModel(BaseModel):
+    """Base of every wire format: immutable, strict about unknown fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Severity(str, Enum):
+    """Severity of a finding; ``critical > high > medium``."""
+
+    CRITICAL = "critical"
+    HIGH = "high"
+    MEDIUM = "medium"
+
+    @property
+    def rank(self) -> int:
+        """Higher is worse: critical 3, high 2, medium 1."""
+        return _SEVERITY_RANK[self]
+
+    def at_least(self, other: Severity) -> bool:
+        """True when this severity is ``other`` or worse."""
+        return self.rank >= other.rank
+
+
+_SEVERITY_RANK = {Severity.CRITICAL: 3, Severity.HIGH: 2, Severity.MEDIUM: 1}
+
+
+class Verdict(str, Enum):
+    """The reviewer's verdict, taken from the last non-empty line of the review."""
+
+    APPROVED = "APPROVED"
+    REVISE = "REVISE"
+
+
+class Operation(str, Enum):
+    """The three dispatch operations of the runner contract."""
+
+    INITIAL = "initial"
+    RESUME = "resume"
+    FRESH_EXEC = "fresh-exec"
+
+
+class OutputFormat(str, Enum):
+    """How the reviewer answers: the seed markdown contract or strict JSON."""
+
+    MARKDOWN = "markdown"
+    JSON = "json"
+
+
+class RunnerStatus(str, Enum):
+    """``result`` of the seed runner result schema."""
+
+    SUCCESS = "success"
+    TIMEOUT = "timeout"
+    LAUNCH_FAILURE = "launch_failure"
+    INFRA_ERROR = "infra_error"
+    INPUT_ERROR = "input_error"
+
+
+class ReviewQuality(str, Enum):
+    """``review_quality`` of the seed runner result schema."""
+
+    VALID = "valid"
+    DEGRADED_ENVIRONMENTAL = "degraded_environmental"
+    DEGRADED_CONTENT = "degraded_content"
+    UNKNOWN = "unknown"
+
+
+class Location(WireModel):
+    """Where a finding points: a file (code) or a section (plans), with lines when given."""
+
+    file: str | None = None
+    section: str | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+
+    def __str__(self) -> str:
+        where = self.file or self.section or ""
+        if self.line_start is not None:
+            end = self.line_end if self.line_end is not None else self.line_start
+            lines = f"line {self.line_start}" if end == self.line_start else (
+                f"lines {self.line_start}-{end}"
+            )
+            where = f"{where} {lines}".strip()
+        return where
+
+
+_WS = re.compile(r"\s+")
+
+
+def finding_id(title: str, location: Location | None) -> str:
+    """A short id that stays the same for the same finding title and location.
+
+    Whitespace and case are normalised so that a reviewer re-wrapping a title does not
+    produce a new id; a person can quote the id in a decisions file.
+    """
+    norm = _WS.sub(" ", title).strip().lower()
+    where = _WS.sub(" ", str(location) if location else "").strip().lower()
+    digest = hashlib.sha256(f"{norm}\x00{where}".encode()).hexdigest()
+    return f"AR-{digest[:6]}"
+
+
+class Finding(WireModel):
+    """One finding of a review, with the four answers the finding bar asks for."""
+
+    id: str
+    severity: Severity
+    title: str
+    location: Location | None = None
+    what_can_go_wrong: str | None = None
+    why_vulnerable: str | None = None
+    impact: str | None = None
+    recommendation: str | None = None
+
+    def line(self) -> str:
+        """The one-line form used in failures: ``[severity: X] ID title (location)``."""
+        where = f" ({self.location})" if self.location and str(self.location) else ""
+        return f"[severity: {self.severity.value}] {self.id} {self.title}{where}"
+
+
+class Review(WireModel):
+    """A parsed review: summary, findings, verdict and the text exactly as received."""
+
+    summary: str = ""
+    findings: tuple[Finding, ...] = ()
+    verdict: Verdict | None = None
+    raw: str = ""
+
+    @property
+    def max_severity(self) -> Severity | None:
+        """The worst severity among the findings, or ``None`` without findings."""
+        if not self.findings:
+            return None
+        return max((f.severity for f in self.findings), key=lambda s: s.rank)
+
+
+class Triage(WireModel):
+    """``triage`` of the seed runner result schema: cheap counts over the findings."""
+
+    status: Literal["ok", "skipped", "failed"] = "skipped"
+    finding_count: int = 0
+    max_severity: Literal["critical", "high", "medium", "none"] = "none"
+    covered_critical: int = 0
+    covered_high: int = 0
+    covered_medium: int = 0
+    truncated: bool = False
+    needs_lead_judgment: bool = False
+
+
+class RunnerResult(WireModel):
+    """The seed "Runner Result Schema", field for field.
+
+    A result that lacks ``review_quality`` or ``triage`` (an older runner) reads as
+    ``unknown`` / ``skipped``, as the refresh design's backward-compatibility rule says.
+    """
+
+    result: RunnerStatus
+    verdict: Verdict | None = None
+    review_file: str | None = None
+    codex_session_id: str | None = None
+    attempt_id: str
+    errors: str | None = None
+    archived_stdout: str | None = None
+    archived_stderr: str | None = None
+    user_warning: str | None = None
+    review_quality: ReviewQuality = ReviewQuality.UNKNOWN
+    triage: Triage = Field(default_factory=Triage)
+
+
+class TokenUsage(WireModel):
+    """Token counts of one dispatch (per-round deltas, not Codex's cumulative totals)."""
+
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_output_tokens: int = 0
+
+    @property
+    def total(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            reasoning_output_tokens=self.reasoning_output_tokens + other.reasoning_output_tokens,
+        )
+
+    def minus(self, earlier: TokenUsage) -> TokenUsage:
+        """The delta since ``earlier`` (Codex reports usage cumulatively per thread)."""
+        return TokenUsage(
+            input_tokens=max(0, self.input_tokens - earlier.input_tokens),
+            cached_input_tokens=max(0, self.cached_input_tokens - earlier.cached_input_tokens),
+            output_tokens=max(0, self.output_tokens - earlier.output_tokens),
+            reasoning_output_tokens=max(
+                0, self.reasoning_output_tokens - earlier.reasoning_output_tokens
+            ),
+        )
+
+
+class ChangeSet(WireModel):
+    """The code change under review, as the code prompts describe it.
+
+    ``description`` is the human phrase of the seed prompt ("unstaged + staged changes",
+    "branch changes vs main"); ``diff_commands`` are the exact git commands the reviewer
+    is told to run.
+    """
+
+    files: tuple[str, ...]
+    description: str
+    diff_commands: tuple[str, ...]
+    base: str | None = None

@@ -1,0 +1,3 @@
+"""The ``pytest11`` entry point: options, hookspecs and sub-plugin registration only."""
+
+from __future__ import annotations

@@ -1,0 +1,77 @@
+"""Reviewer backends: the :class:`Reviewer` protocol and the data one dispatch uses.
+
+One *dispatch* is the runner contract's unit of work: at most two launches of the
+reviewer (one attempt plus one retry) for one operation (initial, resume, fresh-exec).
+The loop (``loop.py``) decides what to dispatch; a backend only runs it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from pydantic import Field
+
+from ..models import (
+    Operation,
+    OutputFormat,
+    Review,
+    RunnerResult,
+    TokenUsage,
+    WireModel,
+)
+
+__all__ = ["DispatchRequest", "DispatchResult", "Reviewer"]
+
+
+class DispatchRequest(WireModel):
+    """The runner contract's input block, typed.
+
+    ``prompt_body`` is the body *without* the session marker: the runner prepends a fresh
+    marker for every attempt.  ``work_dir`` is private to one review (one item), so
+    reviews running side by side under xdist never share a file.
+    """
+
+    review_id: str
+    repo_root: Path
+    operation: Operation
+    prompt_body: str
+    work_dir: Path
+    session_id: str | None = None
+    output_format: OutputFormat = OutputFormat.MARKDOWN
+    #: Cumulative usage Codex reported for this thread so far (resume reports totals).
+    prior_usage: TokenUsage = Field(default_factory=TokenUsage)
+
+
+class DispatchResult(WireModel):
+    """What one dispatch produced: the seed result plus what the loop needs next."""
+
+    runner: RunnerResult
+    operation: Operation
+    review: Review | None = None
+    #: Tokens used by this dispatch alone (a per-round delta).
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    #: Cumulative usage of the thread after this dispatch (feed into the next request).
+    thread_usage: TokenUsage = Field(default_factory=TokenUsage)
+    attempts: int = 0
+    duration_s: float = 0.0
+    #: Paths the reviewer reported writing (``file_change`` / write-like commands).
+    reported_writes: tuple[str, ...] = ()
+
+
+@runtime_checkable
+class Reviewer(Protocol):
+    """A reviewer backend.  Codex is the built-in one; ``command`` is the second."""
+
+    #: Short name shown in the header and summaries (``codex``, ``command``).
+    name: str
+    #: Whether ``Operation.RESUME`` is possible; without it, later rounds are fresh runs.
+    supports_resume: bool
+
+    def dispatch(self, request: DispatchRequest) -> DispatchResult:
+        """Run one dispatch (at most one retry inside) and return its result."""
+        ...
+
+    def can_resume(self, session_id: str) -> bool:
+        """Whether the thread ``session_id`` can be resumed on this machine."""
+        ...
