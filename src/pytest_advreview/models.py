@@ -16,12 +16,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "ChangeSet",
+    "Decision",
+    "DecisionAction",
     "Finding",
     "Location",
     "Operation",
     "OutputFormat",
     "Review",
     "ReviewQuality",
+    "ReviewStatus",
+    "RoundRecord",
     "RunnerResult",
     "RunnerStatus",
     "Severity",
@@ -245,3 +249,49 @@ class ChangeSet(WireModel):
     description: str
     diff_commands: tuple[str, ...]
     base: str | None = None
+
+
+class DecisionAction(str, Enum):
+    """What the author did with a finding (the seed evaluation matrix)."""
+
+    ACCEPT = "accept"
+    RESCOPE = "re-scope"
+    REJECT = "reject"
+
+
+class Decision(WireModel):
+    """One decision on one finding, from the decisions file or the fixer hook.
+
+    ``reason`` says what was applied (accept), how the scope changed (re-scope) or why
+    the finding is wrong (reject; a rejection without a reason is refused upstream).
+    """
+
+    finding: str
+    action: DecisionAction
+    reason: str | None = None
+
+
+class ReviewStatus(str, Enum):
+    """Final status of a review item, as the operator summary names it."""
+
+    APPROVED = "approved"
+    REVISE = "revise"
+    MAX_ROUNDS = "max rounds"
+    NOT_VERIFIED = "not verified"
+    ABORTED = "aborted"
+    CACHED = "cached"
+    BUDGET_EXHAUSTED = "budget exhausted"
+
+
+class RoundRecord(WireModel):
+    """One counted round: what was dispatched, what came back, what was decided."""
+
+    number: int
+    operation: Operation
+    runner: RunnerResult
+    review: Review | None = None
+    decisions: tuple[Decision, ...] = ()
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    duration_s: float = 0.0
+    #: Content hash of the artifact this round reviewed (plan bytes, or diff + plan).
+    content_hash: str | None = None
