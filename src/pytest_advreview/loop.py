@@ -1,0 +1,478 @@
+"""The lead: rounds, the operation-aware dispatch table and the fallback chain, headless.
+
+This module is the seed "lead" without an operator.  It decides *what* to dispatch
+(initial, resume, fresh-exec), dispatches through the :class:`~.runner.Reviewer`
+protocol, and turns each :class:`~.runner.DispatchResult` into the next step following
+the seed "Runner Result Schema" dispatch table and the Step 7.3/7.4 fallback chain.
+It never touches pytest, files or the cache: the caller supplies the history of earlier
+runs and reacts to the :class:`LoopResult`.
+
+Headless choices, where the seeds ask an operator:
+
+* ``degraded_content`` ("ask operator whether to advance"): the round is advanced and
+  counted like a valid one, with a warning.  Refusing to advance would turn a review the
+  runner already judged parseable into an infrastructure error; the verdict and findings
+  still decide the outcome, and the warning tells the reader to look twice.
+* The fallback chain takes the non-interactive branch of Step 7.4: critical/high (or no
+  severity found, which the seed reads as critical) -> fresh exec; medium only -> NOT
+  VERIFIED.
+* Within one run a further round happens only when :meth:`LoopHooks.fix` returns
+  decisions; in CI nobody applies fixes, so the run stops at ``revise``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from .models import (
+    Decision,
+    DecisionAction,
+    Operation,
+    OutputFormat,
+    Review,
+    ReviewQuality,
+    ReviewStatus,
+    RoundRecord,
+    RunnerResult,
+    RunnerStatus,
+    Severity,
+    TokenUsage,
+    Verdict,
+    WireModel,
+)
+from .prompts import PreviousRound, fresh_exec_prompt, rereview_prompt
+from .runner import DispatchRequest, DispatchResult, Reviewer
+
+__all__ = [
+    "LoopHooks",
+    "LoopResult",
+    "ReviewTarget",
+    "render_decisions",
+    "run_loop",
+]
+
+
+class ReviewTarget(WireModel):
+    """One thing to review (a plan file or the code change) and how to talk about it."""
+
+    #: ``docs/plans/x.md`` or ``code-review``: the key of persisted state and decisions.
+    key: str
+    kind: Literal["plan", "code"]
+    review_id: str
+    repo_root: Path
+    #: Private to this review, so reviews side by side under xdist never share a file.
+    work_dir: Path
+    #: The round-1 prompt body, without the session marker (the runner adds it).
+    initial_prompt: str
+    #: The artifact's current text: the "Current state" section of a fresh exec.
+    content: str
+    content_hash: str
+    language: str = "English"
+    output_format: OutputFormat = OutputFormat.MARKDOWN
+
+
+class LoopHooks:
+    """Extension points of the loop; every method is a no-op by default.
+
+    The plugin subclasses this to forward to its pluggy hooks; tests subclass it to
+    script a fixer or a mutation.
+    """
+
+    def modify_prompt(self, operation: Operation, prompt: str) -> str:
+        """Return the prompt body to send for ``operation`` (default: unchanged)."""
+        return prompt
+
+    def fix(self, review: Review, record: RoundRecord) -> Sequence[Decision] | None:
+        """Apply fixes for a REVISE review and return the decisions taken.
+
+        ``None`` means nobody fixes anything in this run, so the loop stops at
+        ``revise``.  An empty sequence means fixes were applied without per-finding
+        decisions; the loop re-reviews.
+        """
+        return None
+
+    def round_done(self, record: RoundRecord) -> None:
+        """Observe a counted round (PR comments, dashboards)."""
+
+    def check_mutation(self, round_no: int) -> Sequence[str]:
+        """Paths the reviewer changed during the last dispatch (default: none)."""
+        return ()
+
+    def applied_summary(self) -> str | None:
+        """What changed since the last reviewed content, for the "Applied" section."""
+        return None
+
+
+class LoopResult(WireModel):
+    """What one run of the loop ended with."""
+
+    #: approved | revise | max rounds | not verified | aborted.
+    status: ReviewStatus
+    #: The counted rounds of this run only (earlier runs are the caller's history).
+    rounds: tuple[RoundRecord, ...] = ()
+    #: The last valid review, from this run or, failing that, from the history.
+    review: Review | None = None
+    #: Why the reviewer could not run, or why the result is NOT VERIFIED.
+    error: str | None = None
+    #: ``user_warning`` texts and notes on degraded or unclassified reviews.
+    warnings: tuple[str, ...] = ()
+    #: Mutation messages; non-empty means the caller errors in teardown.
+    mutations: tuple[str, ...] = ()
+    #: Tokens of every dispatch of this run, failed ones included.
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    #: The thread to resume next time.
+    session_id: str | None = None
+    #: Number of the last counted round, history included (0: none yet).
+    last_round: int = 0
+
+
+def render_decisions(decisions: Sequence[Decision], review: Review | None = None) -> str:
+    """Decisions as one bullet each, the form the fresh-exec history shows.
+
+    With ``review`` the finding's title follows its id, so the reviewer need not
+    match bare ids against an earlier round's text.
+    """
+    if not decisions:
+        return "(no decisions recorded)"
+    return "\n".join(
+        f"- {_label(d.finding, review)}: {d.action.value}" + (f" — {d.reason}" if d.reason else "")
+        for d in decisions
+    )
+
+
+def _label(finding_id: str, review: Review | None) -> str:
+    if review is not None:
+        for f in review.findings:
+            if f.id == finding_id:
+                return f"{finding_id} ({f.title})"
+    return finding_id
+
+
+def _item(d: Decision, review: Review | None) -> str:
+    label = _label(d.finding, review)
+    return f"{label}: {d.reason}" if d.reason else label
+
+
+def _runner_error(runner: RunnerResult, default: str) -> str:
+    """The error text of a failed dispatch: the runner's ``errors`` and ``user_warning``."""
+    parts = [p for p in (runner.errors, runner.user_warning) if p]
+    return "\n".join(parts) if parts else default
+
+
+class _Run:
+    """Mutable state of one :func:`run_loop` call; kept private so the API stays a function."""
+
+    def __init__(
+        self,
+        target: ReviewTarget,
+        reviewer: Reviewer,
+        max_rounds: int,
+        hooks: LoopHooks,
+        history: Sequence[RoundRecord],
+    ) -> None:
+        self.target = target
+        self.reviewer = reviewer
+        self.max_rounds = max_rounds
+        self.hooks = hooks
+        self.history = tuple(history)
+        self.rounds: list[RoundRecord] = []
+        self.warnings: list[str] = []
+        self.usage = TokenUsage()
+        self.session_id: str | None = None
+        for record in self.history:
+            if record.runner.codex_session_id:
+                self.session_id = record.runner.codex_session_id
+        self.thread_usage = _thread_usage(self.history)
+
+    # -- bookkeeping ---------------------------------------------------------------
+
+    @property
+    def all_rounds(self) -> tuple[RoundRecord, ...]:
+        return self.history + tuple(self.rounds)
+
+    @property
+    def last_round(self) -> int:
+        return self.all_rounds[-1].number if self.all_rounds else 0
+
+    def last_review(self) -> Review | None:
+        for record in reversed(self.all_rounds):
+            if record.review is not None:
+                return record.review
+        return None
+
+    def finish(
+        self,
+        status: ReviewStatus,
+        *,
+        error: str | None = None,
+        mutations: Sequence[str] = (),
+    ) -> LoopResult:
+        return LoopResult(
+            status=status,
+            rounds=tuple(self.rounds),
+            review=self.last_review(),
+            error=error,
+            warnings=tuple(self.warnings),
+            mutations=tuple(mutations),
+            usage=self.usage,
+            session_id=self.session_id,
+            last_round=self.last_round,
+        )
+
+    # -- prompts -------------------------------------------------------------------
+
+    def resume_prompt(self, decisions: Sequence[Decision]) -> str:
+        review = self.last_review()
+        applied = [_item(d, review) for d in decisions if d.action is DecisionAction.ACCEPT]
+        summary = self.hooks.applied_summary()
+        if summary:
+            applied.insert(0, summary)
+        body = rereview_prompt(
+            applied=applied,
+            rescoped=[_item(d, review) for d in decisions if d.action is DecisionAction.RESCOPE],
+            rejected=[_item(d, review) for d in decisions if d.action is DecisionAction.REJECT],
+            language=self.target.language,
+            output_format=self.target.output_format,
+        )
+        return self.hooks.modify_prompt(Operation.RESUME, body)
+
+    def fresh_prompt(self, pending: Sequence[Decision]) -> str:
+        # A round's decisions travel with the *next* round's prompt, so the decisions on
+        # round k are stored on round k+1 -- or, for the last round, are still pending.
+        counted = self.all_rounds
+        previous: list[PreviousRound] = []
+        for index, record in enumerate(counted):
+            if record.review is None:
+                continue
+            answered = counted[index + 1].decisions if index + 1 < len(counted) else pending
+            previous.append(
+                PreviousRound(
+                    number=record.number,
+                    review=record.review.raw,
+                    decisions=render_decisions(answered, record.review),
+                )
+            )
+        body = fresh_exec_prompt(
+            self.target.initial_prompt,
+            previous_rounds=previous,
+            current_state=self.target.content,
+        )
+        return self.hooks.modify_prompt(Operation.FRESH_EXEC, body)
+
+    # -- dispatch ------------------------------------------------------------------
+
+    def dispatch(self, operation: Operation, prompt: str) -> tuple[DispatchResult, float]:
+        resume = operation is Operation.RESUME
+        request = DispatchRequest(
+            review_id=self.target.review_id,
+            repo_root=self.target.repo_root,
+            operation=operation,
+            prompt_body=prompt,
+            work_dir=self.target.work_dir,
+            session_id=self.session_id if resume else None,
+            output_format=self.target.output_format,
+            # A fresh exec or an initial run starts a new thread: nothing to subtract.
+            prior_usage=self.thread_usage if resume else TokenUsage(),
+        )
+        started = time.monotonic()
+        result = self.reviewer.dispatch(request)
+        elapsed = time.monotonic() - started
+        self.usage = self.usage + result.usage
+        base = self.thread_usage if resume else TokenUsage()
+        # Prefer the runner's cumulative figure; fall back to adding this delta.
+        self.thread_usage = (
+            result.thread_usage if result.thread_usage != TokenUsage() else base + result.usage
+        )
+        if result.runner.user_warning:
+            self.warnings.append(result.runner.user_warning)
+        return result, elapsed
+
+    def can_resume(self) -> bool:
+        if not self.reviewer.supports_resume or self.session_id is None:
+            return False
+        return self.reviewer.can_resume(self.session_id)
+
+
+def _thread_usage(history: Sequence[RoundRecord]) -> TokenUsage:
+    """Cumulative usage of the current thread, rebuilt from the counted rounds.
+
+    The thread starts at the last initial or fresh-exec round.  Failed dispatches of
+    earlier runs are not in the history, so this can undercount; the runner clamps
+    negative deltas (:meth:`TokenUsage.minus`), so an undercount only overstates a delta.
+    """
+    total = TokenUsage()
+    for record in history:
+        total = record.usage if record.operation is not Operation.RESUME else total + record.usage
+    return total
+
+
+def _usable(result: DispatchResult) -> Review | None:
+    """The review of a successful, non-environmental dispatch with a verdict, else None."""
+    runner = result.runner
+    if runner.result is not RunnerStatus.SUCCESS:
+        return None
+    if runner.review_quality is ReviewQuality.DEGRADED_ENVIRONMENTAL:
+        return None
+    review = result.review
+    if review is None:
+        return None
+    if review.verdict is None and runner.verdict is not None:
+        review = review.model_copy(update={"verdict": runner.verdict})
+    return review if review.verdict is not None else None
+
+
+def run_loop(
+    target: ReviewTarget,
+    reviewer: Reviewer,
+    *,
+    max_rounds: int,
+    hooks: LoopHooks | None = None,
+    history: Sequence[RoundRecord] = (),
+    decisions: Sequence[Decision] = (),
+) -> LoopResult:
+    """Run review rounds for ``target`` until a terminal state of this run.
+
+    ``history`` holds the counted rounds of earlier runs; numbering continues from it
+    and, when it is non-empty, the next round re-reviews (resume, or the fallback chain
+    when the thread cannot be resumed) with ``decisions`` in the re-review prompt.
+    At most ``max_rounds`` rounds are counted over history and this run together.
+    """
+    if max_rounds < 1:
+        raise ValueError(f"max_rounds must be at least 1, got {max_rounds}")
+    run = _Run(target, reviewer, max_rounds, hooks or LoopHooks(), history)
+
+    operation: Operation
+    pending: tuple[Decision, ...] = tuple(decisions)
+    if not run.history:
+        operation = Operation.INITIAL
+        prompt = run.hooks.modify_prompt(operation, target.initial_prompt)
+    elif run.last_round >= max_rounds:
+        # Every round is spent already; a further dispatch would break the limit.
+        return run.finish(ReviewStatus.MAX_ROUNDS)
+    elif run.can_resume():
+        operation = Operation.RESUME
+        prompt = run.resume_prompt(pending)
+    else:
+        step = _fallback(run, pending, "the thread cannot be resumed on this machine")
+        if isinstance(step, LoopResult):
+            return step
+        operation, prompt = step
+
+    while True:
+        number = run.last_round + 1
+        result, elapsed = run.dispatch(operation, prompt)
+        # The mutation check comes first: a reviewer that changed the workspace broke its
+        # contract, so nothing it returned is trusted and the fixer must never run.
+        mutated = tuple(run.hooks.check_mutation(number))
+        if mutated:
+            return run.finish(
+                ReviewStatus.ABORTED,
+                error=f"the reviewer changed the workspace during round {number}",
+                mutations=mutated,
+            )
+
+        runner = result.runner
+        if runner.result in (RunnerStatus.INFRA_ERROR, RunnerStatus.INPUT_ERROR):
+            return run.finish(
+                ReviewStatus.ABORTED,
+                error=_runner_error(runner, f"{runner.result.value} on {operation.value}"),
+            )
+
+        review = _usable(result)
+        if review is None:
+            why = _failure_reason(result)
+            if operation is Operation.INITIAL:
+                # No earlier valid review exists to recover from: terminal.
+                return run.finish(ReviewStatus.ABORTED, error=why)
+            if operation is Operation.FRESH_EXEC:
+                # Fresh exec already was the fallback; the environment is reliably broken.
+                return run.finish(
+                    ReviewStatus.NOT_VERIFIED,
+                    error=f"the fresh review (round {number}) failed: {why}",
+                )
+            step = _fallback(run, pending, f"resume failed: {why}")
+            if isinstance(step, LoopResult):
+                return step
+            operation, prompt = step
+            continue
+
+        if runner.review_quality is ReviewQuality.DEGRADED_CONTENT:
+            run.warnings.append(
+                f"round {number}: the runner marked the review as degraded content "
+                "(not clearly actionable); it was counted as a round - read it critically"
+            )
+        elif runner.review_quality is ReviewQuality.UNKNOWN:
+            run.warnings.append(
+                f"round {number}: the review quality could not be classified; "
+                "it was treated as valid"
+            )
+        if runner.codex_session_id:
+            run.session_id = runner.codex_session_id
+        record = RoundRecord(
+            number=number,
+            operation=operation,
+            runner=runner,
+            review=review,
+            decisions=pending,
+            usage=result.usage,
+            duration_s=result.duration_s or elapsed,
+            content_hash=target.content_hash,
+        )
+        run.rounds.append(record)
+        run.hooks.round_done(record)
+
+        if review.verdict is Verdict.APPROVED:
+            return run.finish(ReviewStatus.APPROVED)
+        if number >= max_rounds:
+            return run.finish(ReviewStatus.MAX_ROUNDS)
+        fixed = run.hooks.fix(review, record)
+        if fixed is None:
+            return run.finish(ReviewStatus.REVISE)
+        pending = tuple(fixed)
+        if run.can_resume():
+            operation, prompt = Operation.RESUME, run.resume_prompt(pending)
+            continue
+        step = _fallback(run, pending, "the thread cannot be resumed")
+        if isinstance(step, LoopResult):
+            return step
+        operation, prompt = step
+
+
+def _failure_reason(result: DispatchResult) -> str:
+    runner = result.runner
+    if runner.result is not RunnerStatus.SUCCESS:
+        return _runner_error(runner, runner.result.value)
+    if runner.review_quality is ReviewQuality.DEGRADED_ENVIRONMENTAL:
+        return _runner_error(
+            runner, "the reviewer's environment failed (degraded_environmental review)"
+        )
+    return _runner_error(runner, "the reviewer returned no review with a verdict")
+
+
+def _fallback(
+    run: _Run, pending: Sequence[Decision], why: str
+) -> tuple[Operation, str] | LoopResult:
+    """Step 7.4, non-interactive: fresh exec for critical/high or no severity, else NOT VERIFIED.
+
+    Returns the next dispatch, or the terminal result.
+    """
+    review = run.last_review()
+    severity = review.max_severity if review is not None else None
+    # A backend without resume (``command``) re-reviews by design as a fresh run with the
+    # history; the severity rule only governs recovery from a *failed* resume.
+    if severity is Severity.MEDIUM and run.reviewer.supports_resume:
+        return run.finish(
+            ReviewStatus.NOT_VERIFIED,
+            error=(
+                f"{why}; the last round's maximum severity is medium, so no fresh review "
+                "was run and the remaining findings are NOT VERIFIED"
+            ),
+        )
+    if run.last_round >= run.max_rounds:
+        return run.finish(ReviewStatus.MAX_ROUNDS, error=why)
+    return Operation.FRESH_EXEC, run.fresh_prompt(pending)

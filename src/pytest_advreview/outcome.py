@@ -1,0 +1,253 @@
+"""The one place that turns a loop result and the fail-on threshold into a pytest outcome.
+
+The table is design.md §2 "Outcomes":
+
+==============================================  ===========================================
+what happened                                   outcome
+==============================================  ===========================================
+APPROVED (also from cache)                      passed
+REVISE, some finding >= fail-on                 failed
+REVISE, every finding below fail-on             warned: passes, plus a :class:`ReviewWarning`
+maximum rounds reached, still REVISE            failed if some finding >= fail-on, else warned
+REVISE without a parsable finding               failed (defensive: the runner retries drift)
+aborted / not verified / budget exhausted       error: never passed, never a finding
+==============================================  ===========================================
+
+Maximum rounds with only below-threshold findings warns instead of failing: the fail-on
+threshold is the user's one statement of what blocks a merge, and running out of rounds
+does not make a medium finding more severe.  The summary still says the limit was hit.
+
+Workspace mutation is not decided here: the caller raises :class:`WorkspaceMutated` in
+teardown from ``LoopResult.mutations``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from enum import Enum
+
+import pytest
+
+from .loop import LoopResult
+from .models import Finding, Review, ReviewStatus, Severity, Verdict, WireModel
+
+__all__ = [
+    "Outcome",
+    "OutcomeKind",
+    "ReviewFailed",
+    "ReviewWarning",
+    "ReviewerUnavailable",
+    "WorkspaceMutated",
+    "decide",
+    "error_report",
+    "failure_report",
+    "user_properties",
+    "warning_message",
+]
+
+
+class OutcomeKind(str, Enum):
+    """The pytest outcome of a review item."""
+
+    PASSED = "passed"
+    WARNED = "warned"
+    FAILED = "failed"
+    ERROR = "error"
+
+
+class Outcome(WireModel):
+    """A decided outcome, with the findings split at the fail-on threshold."""
+
+    kind: OutcomeKind
+    status: ReviewStatus
+    #: One line for the terminal summary.
+    summary: str
+    #: Findings at or above fail-on, highest first (ties ordered by id).
+    failing: tuple[Finding, ...] = ()
+    #: Findings below fail-on, highest first (ties ordered by id).
+    below: tuple[Finding, ...] = ()
+    max_severity: Severity | None = None
+    #: Number of the last counted round, history included.
+    rounds: int = 0
+    verdict: Verdict | None = None
+
+
+class ReviewWarning(pytest.PytestWarning):
+    """Findings below the fail-on threshold."""
+
+
+class ReviewFailed(Exception):
+    """The review found problems at or above fail-on; raised in the call phase."""
+
+    def __init__(self, outcome: Outcome, report: str) -> None:
+        super().__init__(report)
+        self.outcome = outcome
+        self.report = report
+
+
+class ReviewerUnavailable(Exception):
+    """The reviewer could not run; raised in setup so pytest reports an ERROR."""
+
+    def __init__(self, error: str) -> None:
+        super().__init__(error)
+        self.error = error
+
+
+class WorkspaceMutated(Exception):
+    """The reviewer changed the workspace; raised in teardown, naming the paths."""
+
+    def __init__(self, paths: Sequence[str]) -> None:
+        self.paths = tuple(paths)
+        listing = "\n".join(f"  {p}" for p in self.paths)
+        super().__init__(f"the reviewer changed the workspace:\n{listing}")
+
+
+_ERROR_STATUSES = frozenset(
+    {ReviewStatus.ABORTED, ReviewStatus.NOT_VERIFIED, ReviewStatus.BUDGET_EXHAUSTED}
+)
+
+
+def _sorted(findings: Sequence[Finding]) -> tuple[Finding, ...]:
+    return tuple(sorted(findings, key=lambda f: (-f.severity.rank, f.id)))
+
+
+def _rounds(result: LoopResult) -> int:
+    last = result.rounds[-1].number if result.rounds else 0
+    return max(result.last_round, last)
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def decide(result: LoopResult, fail_on: Severity) -> Outcome:
+    """Map ``result`` and the ``fail_on`` threshold to an :class:`Outcome` (see the table)."""
+    rounds = _rounds(result)
+    if result.status in _ERROR_STATUSES:
+        lines = (result.error or "").strip().splitlines() or ["no error text"]
+        return Outcome(
+            kind=OutcomeKind.ERROR,
+            status=result.status,
+            summary=f"reviewer could not run ({result.status.value}): {lines[0]}",
+            rounds=rounds,
+        )
+
+    review: Review | None = result.review
+    findings = _sorted(review.findings) if review is not None else ()
+    failing = tuple(f for f in findings if f.severity.at_least(fail_on))
+    below = tuple(f for f in findings if not f.severity.at_least(fail_on))
+    verdict = review.verdict if review is not None else None
+
+    def make(kind: OutcomeKind, summary: str) -> Outcome:
+        return Outcome(
+            kind=kind,
+            status=result.status,
+            summary=summary,
+            failing=failing,
+            below=below,
+            max_severity=review.max_severity if review is not None else None,
+            rounds=rounds,
+            verdict=verdict,
+        )
+
+    after = f"after {_count(rounds, 'round')}"
+    if result.status is ReviewStatus.APPROVED or (
+        result.status is ReviewStatus.CACHED and verdict is Verdict.APPROVED
+    ):
+        return make(OutcomeKind.PASSED, f"APPROVED {after}")
+    if result.status is ReviewStatus.CACHED and verdict is None:
+        # A cache entry without a verdict is corrupt; it must not pass or invent findings.
+        return make(OutcomeKind.ERROR, "cached state has no verdict")
+
+    prefix = (
+        f"maximum rounds reached ({rounds}), still REVISE"
+        if result.status is ReviewStatus.MAX_ROUNDS
+        else f"REVISE {after}"
+    )
+    if failing:
+        summary = (
+            f"{prefix}: {_count(len(failing), 'finding')} at or above {fail_on.value} "
+            f"(max {failing[0].severity.value})"
+        )
+        if below:
+            summary += f", {len(below)} below"
+        return make(OutcomeKind.FAILED, summary)
+    if below:
+        return make(
+            OutcomeKind.WARNED,
+            f"{prefix}: {_count(len(below), 'finding')} below {fail_on.value} "
+            "(passed with a warning)",
+        )
+    # REVISE without a parsable finding: the runner retries format drift, so this should
+    # not happen -- but it must never pass.
+    return make(OutcomeKind.FAILED, f"{prefix}: no parsable findings")
+
+
+def warning_message(item_name: str, outcome: Outcome) -> str:
+    """The text of the :class:`ReviewWarning` for a warned outcome: one line per finding."""
+    lines = [f"Adversarial review — {item_name} — {outcome.summary}"]
+    lines.extend(f.line() for f in outcome.below)
+    return "\n".join(lines)
+
+
+def _header(item_name: str, tail: str) -> str:
+    return f"Adversarial review — {item_name} — {tail}"
+
+
+def _warnings_block(result: LoopResult) -> list[str]:
+    return [f"warning: {w}" for w in result.warnings]
+
+
+def failure_report(item_name: str, result: LoopResult, outcome: Outcome) -> str:
+    """The failure text: header, the review verbatim, then one line per finding.
+
+    The review text is inserted unchanged (its bytes are the reviewer's), so the report
+    never disagrees with what the reviewer wrote; the finding lines after it are the
+    parsed form, failing ones first, then those below fail-on marked as such.
+    """
+    parts = [_header(item_name, f"round {outcome.rounds}"), ""]
+    raw = result.review.raw if result.review is not None else ""
+    if raw:
+        parts.append(raw if not raw.endswith("\n") else raw[:-1])
+    else:
+        parts.append("(no review text)")
+    parts.append("")
+    parts.extend(f.line() for f in outcome.failing)
+    parts.extend(f"{f.line()} — below the fail-on threshold" for f in outcome.below)
+    extra = _warnings_block(result)
+    if extra:
+        parts.append("")
+        parts.extend(extra)
+    return "\n".join(parts) + "\n"
+
+
+def error_report(item_name: str, result: LoopResult) -> str:
+    """The error text when the reviewer could not run: header, error, warnings."""
+    parts = [
+        _header(item_name, f"reviewer could not run ({result.status.value})"),
+        "",
+        (result.error or "no error text").rstrip("\n"),
+    ]
+    extra = _warnings_block(result)
+    if extra:
+        parts.append("")
+        parts.extend(extra)
+    return "\n".join(parts) + "\n"
+
+
+def user_properties(result: LoopResult, outcome: Outcome) -> list[tuple[str, object]]:
+    """Structured results for ``item.user_properties`` (JUnit ``<property>``, xdist-safe).
+
+    ``findings`` is a JSON string so that every consumer sees the same value: JUnit XML
+    stringifies property values anyway.
+    """
+    findings = [f.model_dump(mode="json") for f in (*outcome.failing, *outcome.below)]
+    return [
+        ("verdict", outcome.verdict.value if outcome.verdict is not None else None),
+        ("max_severity", outcome.max_severity.value if outcome.max_severity else None),
+        ("findings", json.dumps(findings, ensure_ascii=False, sort_keys=True)),
+        ("rounds", outcome.rounds),
+        ("tokens", result.usage.total),
+        ("status", outcome.status.value),
+    ]

@@ -1,0 +1,89 @@
+"""Launching a reviewer process safely: argv lists, files for I/O, group kill on timeout."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from ..constants import MAX_ERROR_CHARS
+
+#: Seconds between SIGTERM to the process group and SIGKILL.
+KILL_GRACE_S = 3.0
+
+
+def launch(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    stdin_file: Path,
+    stdout_file: Path,
+    stderr_file: Path,
+    env: Mapping[str, str],
+    timeout: float,
+) -> int | None:
+    """Run ``argv`` with ``stdin_file`` on stdin; return the exit code, ``None`` on timeout.
+
+    stdout and stderr go straight to files, so a long event stream never sits in this
+    process's memory.  The child gets its own process group: the Codex npm wrapper does
+    not forward SIGKILL to the native binary, so only killing the whole group leaves
+    nothing behind (also on Ctrl-C).
+    """
+    with (
+        stdin_file.open("rb") as stdin,
+        stdout_file.open("wb") as out,
+        stderr_file.open("wb") as err,
+    ):
+        proc = subprocess.Popen(
+            list(argv),
+            stdin=stdin,
+            stdout=out,
+            stderr=err,
+            cwd=cwd,
+            env=dict(env),
+            start_new_session=True,
+        )
+        try:
+            return proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_group(proc)
+            return None
+        except BaseException:
+            kill_group(proc)
+            raise
+
+
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the process group, SIGKILL what is left after a grace period, reap."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=KILL_GRACE_S)
+    # Members of the group (the native binary under the npm wrapper) may outlive the
+    # leader; SIGKILL the group whatever the leader did.
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def read_text(path: Path) -> str | None:
+    """The file as text (undecodable bytes replaced), or ``None`` when it is missing."""
+    try:
+        return path.read_bytes().decode("utf-8", "replace")
+    except FileNotFoundError:
+        return None
+
+
+def tail(text: str | None, limit: int = MAX_ERROR_CHARS - 60) -> str:
+    """The last ``limit`` characters of ``text``, stripped (the useful end of stderr)."""
+    if not text:
+        return ""
+    return text.strip()[-limit:]
+
+
+def clip(text: str) -> str:
+    """``text`` cut to the seed's 500-character ``errors`` limit."""
+    return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"

@@ -1,0 +1,605 @@
+"""The Codex CLI backend: the seed runner contract (R1-R6) in Python.
+
+One :meth:`CodexReviewer.dispatch` is one runner dispatch: at most two launches of
+``codex exec`` (an attempt and one retry, each with a fresh attempt id), strict checks in
+the seed order, two-tier session-id capture, archival of a failed resume, and a
+:class:`~pytest_advreview.models.RunnerResult` with the seed's field names.
+
+Where Codex CLI 0.171 differs from the seeds, the measured behaviour wins (see
+``docs/codex-compat.md``): the sandbox is *not* inherited on resume, so every launch
+passes it again; ``-o`` keeps stale content, so it is deleted before every attempt;
+``resume <non-uuid>`` silently starts a new thread, so the thread id is checked; the npm
+wrapper orphans the native binary on SIGKILL, so the whole process group is killed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import subprocess
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from .. import parse
+from ..constants import MAX_ERROR_CHARS
+from ..models import (
+    Operation,
+    OutputFormat,
+    ReviewQuality,
+    RunnerResult,
+    RunnerStatus,
+    TokenUsage,
+    Triage,
+    Verdict,
+    WireModel,
+)
+from ..prompts import with_marker
+from . import DispatchRequest, DispatchResult
+from ._process import clip, launch, read_text, tail
+
+__all__ = [
+    "CodexCapabilities",
+    "CodexOptions",
+    "CodexReviewer",
+    "approval_args",
+    "sandbox_args",
+]
+
+Sandbox = Literal["read-only", "workspace-write", "danger-full-access", "inherit"]
+Approvals = Literal["auto_review", "user", "never"]
+
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_ROLLOUT_ID = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$")
+_STDERR_FAILURE = re.compile(r"^Error:|Failed to write", re.MULTILINE)
+
+
+class CodexCapabilities(WireModel):
+    """Facts about the installed Codex CLI that the runner depends on, in one place.
+
+    The defaults are the measured behaviour of Codex 0.171.0.  A CLI upgrade that
+    changes one of them is one edit here (and a failing row in the doctor).
+    """
+
+    #: The sandbox must be passed again on ``exec resume`` (not persisted in the thread).
+    resume_needs_sandbox: bool = True
+    #: ``-o`` keeps stale content after a failed turn, so it is deleted before an attempt.
+    stale_output_file: bool = True
+    #: ``resume <id>`` may silently start a new thread; compare the thread ids.
+    resume_may_start_new_thread: bool = True
+    #: Rollouts live at ``$CODEX_HOME/sessions/*/*/*/rollout-*-<id>.jsonl``.
+    rollout_glob: str = "sessions/*/*/*/rollout-*-{thread_id}.jsonl"
+
+
+class CodexOptions(WireModel):
+    """How to launch Codex: executable, model settings and the user's ``-c`` pairs."""
+
+    executable: str = "codex"
+    model: str = "gpt-5.5"
+    reasoning: str = "high"
+    sandbox: Sandbox = "workspace-write"
+    approvals: Approvals = "auto_review"
+    #: ``KEY=VALUE`` pairs passed as ``-c`` to every exec *and* resume.
+    config: tuple[str, ...] = ()
+    #: Wall-clock seconds per attempt.
+    timeout: float = 600.0
+    #: Extra environment for the Codex process (on top of ``os.environ``).
+    env: Mapping[str, str] = Field(default_factory=dict)
+    capabilities: CodexCapabilities = Field(default_factory=CodexCapabilities)
+
+
+def sandbox_args(sandbox: Sandbox) -> list[str]:
+    """``-s MODE``, or nothing for ``inherit`` (the user's Codex config decides)."""
+    return [] if sandbox == "inherit" else ["-s", sandbox]
+
+
+def approval_args(approvals: Approvals) -> list[str]:
+    """The refresh design's approval mapping, as ``-c`` overrides (TOML-quoted values)."""
+    if approvals == "never":
+        return ["-c", 'approval_policy="never"']
+    args = ["-c", 'approval_policy="on-request"']
+    if approvals == "auto_review":
+        args += ["-c", 'approvals_reviewer="auto_review"']
+    return args
+
+
+class _Attempt(WireModel):
+    """What one launch produced, before it becomes a :class:`RunnerResult`."""
+
+    attempt_id: str
+    status: RunnerStatus = RunnerStatus.SUCCESS
+    #: True when the failure must not be retried (several rollouts matched the marker).
+    terminal: bool = False
+    errors: str | None = None
+    user_warning: str | None = None
+    verdict: Verdict | None = None
+    session_id: str | None = None
+    review_text: str | None = None
+    quality: ReviewQuality = ReviewQuality.UNKNOWN
+    triage: Triage = Field(default_factory=Triage)
+    thread_usage: TokenUsage | None = None
+    writes: tuple[str, ...] = ()
+    archived_stdout: str | None = None
+    archived_stderr: str | None = None
+
+
+class _Stream(WireModel):
+    """What the runner keeps from the JSONL event stream (read line by line)."""
+
+    first_thread_id: str | None = None
+    usage: TokenUsage | None = None
+    turn_failed: str | None = None
+    writes: tuple[str, ...] = ()
+
+
+class CodexReviewer:
+    """The built-in reviewer backend: OpenAI's Codex CLI, driven non-interactively."""
+
+    name = "codex"
+    supports_resume = True
+
+    def __init__(self, options: CodexOptions) -> None:
+        self.options = options
+        self._preflight: str | Literal[False] | None = False  # False = not run yet
+
+    # -- public ------------------------------------------------------------------------
+
+    @property
+    def codex_home(self) -> Path:
+        """``$CODEX_HOME`` as the Codex process sees it (``~/.codex`` when unset)."""
+        home = self.options.env.get("CODEX_HOME") or os.environ.get("CODEX_HOME")
+        return Path(home) if home else Path.home() / ".codex"
+
+    def can_resume(self, session_id: str) -> bool:
+        """True when the thread's rollout is on this machine (resume would find it)."""
+        if not _UUID.match(session_id):
+            return False
+        pattern = self.options.capabilities.rollout_glob.format(thread_id=session_id)
+        return any(self.codex_home.glob(pattern))
+
+    def dispatch(self, request: DispatchRequest) -> DispatchResult:
+        """Run one dispatch: an attempt, one retry on failure, then the seed result."""
+        started = time.monotonic()
+        request.work_dir.mkdir(parents=True, exist_ok=True)
+        problem = self._input_problem(request)
+        if problem is not None:
+            return self._result(
+                request,
+                _Attempt(attempt_id="000000", status=RunnerStatus.INPUT_ERROR, errors=problem),
+                0,
+                started,
+            )
+        if self.options.sandbox == "workspace-write":
+            broken = self.sandbox_preflight(request.work_dir)
+            if broken is not None:
+                attempt = _Attempt(
+                    attempt_id="000000",
+                    status=RunnerStatus.SUCCESS,
+                    quality=ReviewQuality.DEGRADED_ENVIRONMENTAL,
+                    errors=broken,
+                    user_warning="the Codex sandbox does not work on this host; "
+                    "see README 'Linux sandbox prerequisites' or pass "
+                    "--advreview-sandbox=read-only",
+                )
+                return self._result(request, attempt, 0, started)
+        attempt = self._attempt(request)
+        attempts = 1
+        if attempt.status is not RunnerStatus.SUCCESS and not attempt.terminal:
+            # R5: exactly one retry, with a fresh attempt id and a fresh marker.
+            attempt = self._attempt(request)
+            attempts = 2
+        if attempt.status is not RunnerStatus.SUCCESS and request.operation is Operation.RESUME:
+            attempt = self._archive_failed_resume(request, attempt)
+        return self._result(request, attempt, attempts, started)
+
+    def sandbox_preflight(self, scratch: Path) -> str | None:
+        """Probe the workspace-write sandbox once per reviewer; ``None`` when it works.
+
+        The seed's bwrap preflight, done with Codex's own sandbox so it tests exactly
+        what the review will use.  The probe runs ``true`` in a scratch directory and
+        writes nothing to the repository.
+        """
+        if self._preflight is not False:
+            return self._preflight
+        # No -C: on 0.171 `sandbox -C` demands a permission profile; the cwd does the job.
+        argv = [
+            self.options.executable,
+            "sandbox",
+            "-c",
+            "sandbox_mode=workspace-write",
+            "--",
+            "true",
+        ]
+        try:
+            proc = subprocess.run(
+                argv,
+                cwd=scratch,
+                env=self._env(),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=min(60.0, self.options.timeout),
+                start_new_session=True,
+                check=False,
+            )
+        except FileNotFoundError:
+            # A missing executable is reported by the real launch (launch_failure).
+            self._preflight = None
+            return None
+        except subprocess.TimeoutExpired:
+            self._preflight = "sandbox preflight timed out (codex sandbox -- true)"
+            return self._preflight
+        stderr = proc.stderr.decode("utf-8", "replace")
+        if proc.returncode == 0 or (proc.returncode == 2 and "Usage:" in stderr):
+            # rc 2 with a usage text: this Codex has no such probe.  The launch itself
+            # still exposes a broken sandbox (degraded_environmental), so do not block.
+            self._preflight = None
+        else:
+            tail = stderr.strip()[-MAX_ERROR_CHARS:]
+            self._preflight = (
+                f"sandbox preflight failed: `codex sandbox -- true` exited "
+                f"{proc.returncode}: {tail}"
+            )
+        return self._preflight
+
+    def argv(
+        self, request: DispatchRequest, output_file: Path, schema_file: Path | None
+    ) -> list[str]:
+        """The launch command of the refresh design, as an argv list (never a shell)."""
+        opts = self.options
+        argv = [
+            opts.executable,
+            "exec",
+            "--json",
+            "-m",
+            opts.model,
+            "-c",
+            f"model_reasoning_effort={opts.reasoning}",
+        ]
+        # Measured on 0.171: the sandbox is not persisted in the thread, so resume gets it
+        # again, as do the approval settings and every user -c pair.
+        if request.operation is not Operation.RESUME or opts.capabilities.resume_needs_sandbox:
+            argv += sandbox_args(opts.sandbox)
+        argv += approval_args(opts.approvals)
+        for pair in opts.config:
+            argv += ["-c", pair]
+        argv += ["-C", str(request.repo_root)]
+        if request.operation is Operation.RESUME:
+            assert request.session_id is not None  # checked by _input_problem
+            argv += ["resume", request.session_id]
+        argv += ["-o", str(output_file)]
+        if schema_file is not None:
+            argv += ["--output-schema", str(schema_file)]
+        argv.append("-")
+        return argv
+
+    # -- one attempt -------------------------------------------------------------------
+
+    def _input_problem(self, request: DispatchRequest) -> str | None:
+        if not request.prompt_body.strip():
+            return "empty prompt body"
+        if not request.repo_root.is_dir():
+            return f"repository root {request.repo_root} is not a directory"
+        if request.operation is Operation.RESUME and not request.session_id:
+            return "resume needs the session id of the thread to continue"
+        return None
+
+    def _attempt(self, request: DispatchRequest) -> _Attempt:
+        attempt_id = f"{secrets.randbelow(1_000_000):06d}"
+        work = request.work_dir
+        kind = "resume-prompt" if request.operation is Operation.RESUME else "prompt"
+        prompt_file = work / f"{kind}.md"
+        output_file = work / "review.md"
+        stdout_file = work / "stdout.jsonl"
+        stderr_file = work / "stderr.txt"
+        marker_body = with_marker(request.prompt_body, request.review_id, attempt_id)
+        try:
+            prompt_file.write_text(marker_body, encoding="utf-8")
+            # Codex keeps stale -o content after a failed turn: an old review must never
+            # pass for this attempt's answer.
+            output_file.unlink(missing_ok=True)
+            schema_file = None
+            if request.output_format is OutputFormat.JSON:
+                schema_file = work / "review-schema.json"
+                schema_file.write_text(json.dumps(parse.review_schema()), encoding="utf-8")
+        except OSError as exc:
+            return _Attempt(
+                attempt_id=attempt_id,
+                status=RunnerStatus.INFRA_ERROR,
+                terminal=True,
+                errors=f"cannot write review files in {work}: {exc}",
+            )
+        anchor = prompt_file.stat().st_mtime
+        argv = self.argv(request, output_file, schema_file)
+
+        try:
+            rc = launch(
+                argv,
+                cwd=request.repo_root,
+                stdin_file=prompt_file,
+                stdout_file=stdout_file,
+                stderr_file=stderr_file,
+                env=self._env(),
+                timeout=self.options.timeout,
+            )
+        except FileNotFoundError:
+            return _Attempt(
+                attempt_id=attempt_id,
+                status=RunnerStatus.LAUNCH_FAILURE,
+                terminal=True,
+                errors=f"Codex executable not found: {self.options.executable!r}; install it "
+                "with `npm install -g @openai/codex` or set --advreview-codex=PATH",
+            )
+        except OSError as exc:
+            return _Attempt(
+                attempt_id=attempt_id,
+                status=RunnerStatus.LAUNCH_FAILURE,
+                terminal=True,
+                errors=f"cannot start Codex: {exc}",
+            )
+
+        stream = _read_stream(stdout_file)
+        stderr = read_text(stderr_file)
+        base = _Attempt(attempt_id=attempt_id, thread_usage=stream.usage, writes=stream.writes)
+
+        def fail(status: RunnerStatus, errors: str, *, terminal: bool = False) -> _Attempt:
+            return base.model_copy(
+                update={"status": status, "errors": clip(errors), "terminal": terminal}
+            )
+
+        # R4.1 exit code.
+        if rc is None:
+            return fail(
+                RunnerStatus.TIMEOUT,
+                f"Codex did not finish within {self.options.timeout:g}s; "
+                "the process group was killed",
+            )
+        if rc != 0:
+            detail = stream.turn_failed or tail(stderr) or "no output on stderr"
+            return fail(RunnerStatus.LAUNCH_FAILURE, f"codex exited {rc}: {detail}")
+        # R4.2 stderr: only these lines mean failure; other stderr is noise (warnings).
+        if stderr is None:
+            return fail(
+                RunnerStatus.INFRA_ERROR, f"stderr file {stderr_file} is missing", terminal=True
+            )
+        if _STDERR_FAILURE.search(stderr):
+            return fail(RunnerStatus.LAUNCH_FAILURE, f"codex reported an error: {tail(stderr)}")
+        # R4.3 review file.
+        text = read_text(output_file)
+        if not text or not text.strip():
+            failed = f"; {stream.turn_failed}" if stream.turn_failed else ""
+            return fail(RunnerStatus.LAUNCH_FAILURE, f"review file is missing or empty{failed}")
+        analysis = parse.analyse(text, request.output_format)
+        if (
+            analysis.drift is not None
+            and analysis.quality is not ReviewQuality.DEGRADED_ENVIRONMENTAL
+        ):
+            return fail(RunnerStatus.LAUNCH_FAILURE, f"reviewer format drift: {analysis.drift}")
+        verdict = analysis.review.verdict
+        # R4.4 session id, two tiers.
+        session_id, warning, problem, terminal = self._session_id(
+            request, stream.first_thread_id, request.review_id, attempt_id, anchor, verdict
+        )
+        if problem is not None:
+            return fail(RunnerStatus.LAUNCH_FAILURE, problem, terminal=terminal)
+        return base.model_copy(
+            update=dict(
+                verdict=verdict,
+                session_id=session_id,
+                user_warning=warning,
+                review_text=text,
+                quality=analysis.quality,
+                triage=analysis.triage,
+            )
+        )
+
+    def _env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(self.options.env)
+        return env
+
+    def _session_id(
+        self,
+        request: DispatchRequest,
+        first_thread_id: str | None,
+        review_id: str,
+        attempt_id: str,
+        anchor: float,
+        verdict: Verdict | None,
+    ) -> tuple[str | None, str | None, str | None, bool]:
+        """Return ``(session_id, user_warning, problem, terminal)``."""
+        found = first_thread_id
+        if found is None:
+            marker = f"ADVERSARIAL-REVIEW-SESSION: {review_id}-{attempt_id}"
+            matches = self._rollouts_with(marker, anchor)
+            if len(matches) > 1:
+                return (
+                    None,
+                    None,
+                    (
+                        "multiple rollouts matched marker — aborting to avoid wrong-session bind: "
+                        + ", ".join(str(m) for m in matches[:3])
+                    ),
+                    True,
+                )
+            if matches:
+                m = _ROLLOUT_ID.search(matches[0].name)
+                found = m.group(1) if m else None
+        if request.operation is Operation.RESUME:
+            if found is not None and found != request.session_id:
+                # resume <id> can silently start a new thread; that is not a re-review.
+                return (
+                    None,
+                    None,
+                    (f"resume asked for thread {request.session_id} but Codex ran thread {found}"),
+                    False,
+                )
+            if found is None:
+                return (
+                    request.session_id,
+                    (
+                        "session-id refresh on resume: both tiers empty, continuing with the "
+                        "previous thread id"
+                    ),
+                    None,
+                    False,
+                )
+            return found, None, None, False
+        if found is None and verdict is Verdict.REVISE:
+            return (
+                None,
+                None,
+                ("session-id capture failed: both tiers empty on initial/fresh-exec"),
+                False,
+            )
+        return found, None, None, False
+
+    def _rollouts_with(self, marker: str, anchor: float) -> list[Path]:
+        """Rollout files newer than the prompt that contain the attempt marker."""
+        hits: list[Path] = []
+        sessions = self.codex_home / "sessions"
+        for path in sessions.glob("*/*/*/rollout-*.jsonl"):
+            try:
+                if path.stat().st_mtime < anchor - 1.0:
+                    continue
+                if _file_contains(path, marker):
+                    hits.append(path)
+            except OSError:
+                continue
+        return sorted(hits)
+
+    def _archive_failed_resume(self, request: DispatchRequest, attempt: _Attempt) -> _Attempt:
+        """Keep a failed resume's stdout/stderr for diagnosis (the fallback reuses paths)."""
+        archived: dict[str, str | None] = {"archived_stdout": None, "archived_stderr": None}
+        for key, name, target in (
+            ("archived_stdout", "stdout.jsonl", "stdout-failed-resume.jsonl"),
+            ("archived_stderr", "stderr.txt", "stderr-failed-resume.txt"),
+        ):
+            src = request.work_dir / name
+            if src.exists():
+                dst = request.work_dir / target
+                src.replace(dst)
+                archived[key] = str(dst)
+        return attempt.model_copy(update=archived)
+
+    def _result(
+        self, request: DispatchRequest, attempt: _Attempt, attempts: int, started: float
+    ) -> DispatchResult:
+        review_file = request.work_dir / "review.md"
+        success = attempt.status is RunnerStatus.SUCCESS
+        runner = RunnerResult(
+            result=attempt.status,
+            verdict=attempt.verdict if success else None,
+            review_file=str(review_file) if success and attempt.review_text else None,
+            codex_session_id=attempt.session_id if success else None,
+            attempt_id=attempt.attempt_id,
+            errors=clip(attempt.errors) if attempt.errors else None,
+            archived_stdout=attempt.archived_stdout,
+            archived_stderr=attempt.archived_stderr,
+            user_warning=attempt.user_warning,
+            review_quality=attempt.quality if success else ReviewQuality.UNKNOWN,
+            triage=attempt.triage if success else Triage(status="skipped"),
+        )
+        review = None
+        if success and attempt.review_text is not None:
+            review = parse.analyse(attempt.review_text, request.output_format).review
+        thread_usage = attempt.thread_usage or request.prior_usage
+        if request.operation is Operation.RESUME:
+            usage = thread_usage.minus(request.prior_usage)
+        else:
+            usage = attempt.thread_usage or TokenUsage()
+        return DispatchResult(
+            runner=runner,
+            operation=request.operation,
+            review=review,
+            usage=usage,
+            thread_usage=thread_usage,
+            attempts=attempts,
+            duration_s=time.monotonic() - started,
+            reported_writes=attempt.writes,
+        )
+
+
+# -- helpers ---------------------------------------------------------------------------
+
+
+def _file_contains(path: Path, needle: str) -> bool:
+    """Whether ``needle`` occurs in ``path``, read in chunks (rollouts can be large)."""
+    data = needle.encode()
+    keep = len(data) - 1
+    tail = b""
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            if data in tail + chunk:
+                return True
+            tail = chunk[-keep:] if keep else b""
+    return False
+
+
+def _lines(path: Path) -> Iterator[str]:
+    """The JSONL stream line by line: never the whole stream in memory."""
+    try:
+        fh = path.open("rb")
+    except FileNotFoundError:
+        return
+    with fh:
+        for raw in fh:
+            yield raw.decode("utf-8", "replace")
+
+
+def _read_stream(path: Path) -> _Stream:
+    """Pick the few events the runner needs out of Codex's ``--json`` stream."""
+    first: str | None = None
+    usage: TokenUsage | None = None
+    failed: str | None = None
+    writes: list[str] = []
+    for index, line in enumerate(_lines(path)):
+        # Cheap pre-filter: most lines of a long stream are events we do not need.
+        if index > 0 and not any(
+            key in line for key in ('"turn.', '"file_change"', '"thread.started"')
+        ):
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(event, dict):
+            continue
+        kind = event.get("type")
+        if index == 0 and kind == "thread.started":
+            tid = event.get("thread_id")
+            if isinstance(tid, str) and _UUID.match(tid):
+                first = tid
+        elif kind == "turn.completed":
+            usage = _usage(event.get("usage"))
+        elif kind == "turn.failed":
+            err = event.get("error")
+            if isinstance(err, dict) and isinstance(err.get("message"), str):
+                failed = err["message"]
+        elif kind == "item.completed":
+            item = event.get("item")
+            if isinstance(item, dict) and item.get("type") == "file_change":
+                for change in item.get("changes") or ():
+                    if isinstance(change, dict) and isinstance(change.get("path"), str):
+                        writes.append(change["path"])
+    return _Stream(first_thread_id=first, usage=usage, turn_failed=failed, writes=tuple(writes))
+
+
+def _usage(raw: object) -> TokenUsage | None:
+    if not isinstance(raw, dict):
+        return None
+
+    def num(key: str) -> int:
+        value = raw.get(key)
+        return value if isinstance(value, int) and value >= 0 else 0
+
+    return TokenUsage(
+        input_tokens=num("input_tokens"),
+        cached_input_tokens=num("cached_input_tokens"),
+        output_tokens=num("output_tokens"),
+        reasoning_output_tokens=num("reasoning_output_tokens"),
+    )

@@ -1,0 +1,201 @@
+"""Pytest fixtures of the advreview testing kit.
+
+Enable them in a ``conftest.py`` with::
+
+    pytest_plugins = ["pytest_advreview.testing.fixtures"]
+
+Fixtures: ``advreview_server`` (a started :class:`ScriptedServer`), ``codex_home`` (an empty
+``CODEX_HOME``), ``codex_executable`` (the real, pinned Codex CLI, or a skip), ``codex_env``
+(an environment for running Codex offline), ``fake_codex`` (a factory installing a fake
+``codex``) and ``git_repo`` (a fresh git repository with one commit).
+
+A real-Codex test is skipped with a reason when the CLI is missing or has another version,
+unless the environment variable ``CI`` is ``true``: then it fails, so a CI job cannot pass
+by silently skipping the end-to-end layer.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, NoReturn
+
+import pytest
+
+from ..constants import PINNED_CODEX_VERSION
+from .fake_codex import Behaviour, FakeCodex, install_fake_codex
+from .server import FAKE_KEY_ENV, FAKE_KEY_VALUE, ScriptedServer
+
+__all__ = [
+    "CODEX_ENV_VAR",
+    "FakeCodexFactory",
+    "advreview_server",
+    "codex_env",
+    "codex_executable",
+    "codex_home",
+    "fake_codex",
+    "find_codex",
+    "git_repo",
+    "offline_env",
+]
+
+#: Environment variable naming the Codex executable for the real-Codex tests.
+CODEX_ENV_VAR = "ADVREVIEW_CODEX"
+#: Where ``.ci``/setup scripts install the pinned CLI, relative to the rootdir.
+_LOCAL_CODEX = Path(".tools/node_modules/.bin/codex")
+#: Variables that could let a test reach a real model service; never passed to Codex.
+_SECRET_VARS = ("OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORGANIZATION")
+_INSTALL_HINT = (
+    f"install it with `npm install --prefix .tools @openai/codex@{PINNED_CODEX_VERSION}` "
+    f"or point {CODEX_ENV_VAR} at a codex {PINNED_CODEX_VERSION} executable"
+)
+
+#: Signature of the ``fake_codex`` fixture.
+FakeCodexFactory = Callable[..., FakeCodex]
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() == "true"
+
+
+def _unavailable(reason: str) -> NoReturn:
+    """Skip locally, fail in CI (``CI=true``): the real-Codex layer must run there."""
+    message = f"pytest-advreview: real Codex CLI unavailable: {reason}"
+    if _in_ci():
+        pytest.fail(f"{message} (CI=true, so this is a failure, not a skip)", pytrace=False)
+    pytest.skip(message)
+
+
+def find_codex(rootdir: Path | None = None) -> Path | None:
+    """Locate the Codex executable: ``$ADVREVIEW_CODEX``, ``codex`` on PATH, then
+    ``<rootdir>/.tools/node_modules/.bin/codex``.
+
+    :param rootdir: the project root to look under for the locally installed CLI.
+    :returns: the path, or ``None`` when none is found.
+    """
+    explicit = os.environ.get(CODEX_ENV_VAR)
+    if explicit:
+        return Path(explicit)
+    on_path = shutil.which("codex")
+    if on_path:
+        return Path(on_path)
+    if rootdir is not None and (rootdir / _LOCAL_CODEX).exists():
+        return rootdir / _LOCAL_CODEX
+    return None
+
+
+def offline_env(base: Mapping[str, str] | None = None, **extra: str) -> dict[str, str]:
+    """A copy of ``base`` (default ``os.environ``) that cannot reach a real model service.
+
+    Real API keys and base URLs are removed, the fake provider key is set, and loopback is
+    exempted from any HTTP proxy (the scripted server must be reached directly).
+
+    :param extra: variables to set on top.
+    """
+    env = dict(os.environ if base is None else base)
+    for name in _SECRET_VARS:
+        env.pop(name, None)
+    env[FAKE_KEY_ENV] = FAKE_KEY_VALUE
+    for name in ("NO_PROXY", "no_proxy"):
+        current = [part for part in env.get(name, "").split(",") if part]
+        env[name] = ",".join([*current, "127.0.0.1", "localhost"])
+    env.update(extra)
+    return env
+
+
+@pytest.fixture
+def advreview_server() -> Iterator[ScriptedServer]:
+    """A started :class:`ScriptedServer` on loopback (empty script), stopped at teardown."""
+    with ScriptedServer() as server:
+        yield server
+
+
+@pytest.fixture
+def codex_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An empty directory to use as ``CODEX_HOME``."""
+    return tmp_path_factory.mktemp("codex-home")
+
+
+@pytest.fixture(scope="session")
+def codex_executable(pytestconfig: pytest.Config) -> Path:
+    """The real Codex CLI, checked to be the pinned version; skip (or fail in CI) otherwise."""
+    found = find_codex(pytestconfig.rootpath)
+    if found is None:
+        _unavailable(f"no codex executable found; {_INSTALL_HINT}")
+    expected = f"codex-cli {PINNED_CODEX_VERSION}"
+    problem = _version_problem(found, expected)
+    if problem is not None:
+        _unavailable(f"{problem}; {_INSTALL_HINT}")
+    return found
+
+
+def _version_problem(codex: Path, expected: str) -> str | None:
+    """Why ``codex --version`` is not ``expected``, or ``None`` when it is."""
+    try:
+        proc = subprocess.run(
+            [str(codex), "--version"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=offline_env(),
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{codex} --version failed: {exc}"
+    version = proc.stdout.strip()
+    if proc.returncode != 0 or version != expected:
+        return (
+            f"{codex} --version printed {version!r} (rc {proc.returncode}), expected {expected!r}"
+        )
+    return None
+
+
+@pytest.fixture
+def codex_env(codex_home: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """An environment for running Codex offline against the scripted server.
+
+    ``CODEX_HOME`` is :func:`codex_home`, the fake provider key is set, real API keys are
+    removed, and ``TMPDIR`` is a directory that does not contain ``CODEX_HOME`` (which
+    silences Codex's harmless "Refusing to create helper binaries" warning).
+    """
+    tmpdir = tmp_path_factory.mktemp("codex-tmp")
+    return offline_env(CODEX_HOME=str(codex_home), TMPDIR=str(tmpdir))
+
+
+@pytest.fixture
+def fake_codex(tmp_path_factory: pytest.TempPathFactory) -> FakeCodexFactory:
+    """A factory ``fake_codex(*behaviours, version=...) -> FakeCodex``.
+
+    Each call installs a new fake ``codex`` in its own temp directory; see
+    :class:`~pytest_advreview.testing.fake_codex.Behaviour` for the behaviours.
+    """
+
+    def install(*behaviours: Behaviour | Mapping[str, Any], **kwargs: Any) -> FakeCodex:
+        return install_fake_codex(tmp_path_factory.mktemp("fake-codex"), behaviours, **kwargs)
+
+    return install
+
+
+def _git(repo: Path, *args: str) -> None:
+    # Neutral identity and no signing, whatever the user's global git config says.
+    env = dict(os.environ, GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0")
+    subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, timeout=60)
+
+
+@pytest.fixture
+def git_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh git repository on branch ``main`` with one commit holding ``README.md``."""
+    if shutil.which("git") is None:
+        pytest.skip("pytest-advreview: git is not installed")
+    repo = tmp_path_factory.mktemp("repo")
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "config", "user.name", "advreview tests")
+    _git(repo, "config", "user.email", "advreview-tests@example.invalid")
+    _git(repo, "config", "commit.gpgsign", "false")
+    (repo / "README.md").write_text("# Test repository\n", encoding="utf-8")
+    _git(repo, "add", "README.md")
+    _git(repo, "commit", "-q", "-m", "Initial commit")
+    return repo

@@ -1,0 +1,388 @@
+"""Fault injection: the Codex runner against the fake ``codex`` of the testing kit.
+
+Each test is one row of the seed failure table (DESIGN §2.5) or of codex-facts §2: the
+failures a real CLI shows only in some environments.  The expected ``result`` and
+``review_quality`` are the runner contract's.
+"""
+
+from __future__ import annotations
+
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_advreview.models import Operation, ReviewQuality, RunnerStatus, Verdict
+from pytest_advreview.runner import DispatchRequest, DispatchResult
+from pytest_advreview.runner.codex import CodexOptions, CodexReviewer
+from pytest_advreview.testing import (
+    Behaviour,
+    FakeCodex,
+    FindingSpec,
+    approved_review,
+    revise_review,
+)
+
+HIGH = FindingSpec("high", "Migration is not idempotent", section="Step 3")
+SID = "0193a2b4-c5d6-7e8f-9a0b-1c2d3e4f5a6b"
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    return {"CODEX_HOME": str(home)}
+
+
+def run(
+    fake: FakeCodex,
+    repo: Path,
+    work: Path,
+    env: dict[str, str],
+    op: Operation = Operation.INITIAL,
+    *,
+    sandbox: str = "read-only",
+    timeout: float = 30.0,
+    session_id: str | None = None,
+) -> DispatchResult:
+    options = CodexOptions.model_validate(
+        {"executable": str(fake.path), "sandbox": sandbox, "timeout": timeout, "env": env}
+    )
+    req = DispatchRequest(
+        review_id="1700000000-00000001",
+        repo_root=repo,
+        operation=op,
+        prompt_body="review docs/plans/x.md",
+        work_dir=work,
+        session_id=session_id,
+    )
+    return CodexReviewer(options).dispatch(req)
+
+
+# -- the seed failure table (DESIGN §2.5) ----------------------------------------------
+
+
+def test_success_reference_environment(fake_codex, git_repo, tmp_path, env):
+    fake = fake_codex(Behaviour(review=revise_review(HIGH), thread_id=SID))
+    result = run(fake, git_repo, tmp_path / "w", env)
+    assert result.runner.result is RunnerStatus.SUCCESS
+    assert result.runner.review_quality is ReviewQuality.VALID
+    assert result.runner.codex_session_id == SID
+    assert result.attempts == 1
+
+
+def test_affected_sandbox_empty_stdout_uses_rollout_tier(fake_codex, git_repo, tmp_path, env):
+    # --json suppressed: no thread.started; the rollout holding the marker names the id.
+    fake = fake_codex(Behaviour(review=revise_review(HIGH), thread_started=False, thread_id=SID))
+    result = run(fake, git_repo, tmp_path / "w", env)
+    assert result.runner.result is RunnerStatus.SUCCESS
+    assert result.runner.codex_session_id == SID
+
+
+def test_empty_stdout_and_no_rollout_retries_then_fails(fake_codex, git_repo, tmp_path, env):
+    fake = fake_codex(Behaviour(review=revise_review(HIGH), thread_started=False, rollouts=0))
+    result = run(fake, git_repo, tmp_path / "w", env)
+    assert result.runner.result is RunnerStatus.LAUNCH_FAILURE
+    assert result.attempts == 2
+    assert "both tiers empty" in (result.runner.errors or "")
+
+
+def test_approved_without_session_id_still_succeeds(fake_codex, git_repo, tmp_path, env):
+    # Review sanity comes before session capture: an APPROVED round needs no id.
+    fake = fake_codex(Behaviour(review=approved_review(), thread_started=False, rollouts=0))
+    result = run(fake, git_repo, tmp_path / "w", env)
+    assert result.runner.result is RunnerStatus.SUCCESS
+    assert result.runner.verdict is Verdict.APPROVED
+    assert result.runner.codex_session_id is None
+
+
+def test_timeout_exit_124(fake_codex, git_repo, tmp_path, env):
+    fake = fake_codex(Behaviour(rc=124, review=None))
+    result = run(fake, git_repo, tmp_path / "w", env)
+    assert result.runner.result is RunnerStatus.LAUNCH_FAILURE
+    assert "codex exited 124" in (result.runner.errors or "")
+
+
+def test_model_not_available(fake_codex, git_repo, tmp_path, env):
+    fake = fake_codex(Behaviour(rc=1, review=None, turn_failed="The model `bogus` does not exist"))
+    result = run(fake, git_repo, tmp_path / "w", env)
+    assert result.runner.result is RunnerStatus.LAUNCH_FAILURE
+    assert result.attempts == 2
+    assert "does not exist" in (result.runner.errors or "")
+
+
+def test_output_file_unwritable_exit_zero(fake_codex, git_repo, tmp_path, env):
+    # Exit 0 is misleading here: stderr says the last message could not be written.
+    fake = fake_codex(
+        Behaviour(review=None, stderr="Failed to write last message file /x/review.md\n")
+    )
+    result = run(fake, git_repo, tmp_path / "w", env)
+    assert result.runner.result is RunnerStatus.LAUNCH_FAILURE
+    assert "Failed to write" in (result.runner.errors or "")
+
+
+def test_not_inside_trusted_directory(fake_codex, git_repo, tmp_path, env):
+    fake = fake_codex(
+        Behaviour(
+            rc=1,
+            review=None,
+            stderr="Not inside a trusted directory and --skip-git-repo-check was not specified.\n",
+        )
+    )
+    result = run(fake, git_repo, tmp_path / "w", env)
+    assert result.runner.result is RunnerStatus.LAUNCH_FAILURE
+    assert "trusted directory" in (result.runner.errors or "")
+
+
+def test_resume_bad_uuid_archives_diagnostics(fake_codex, git_repo, tmp_path, env):
+    fake = fake_codex(
+        Behaviour(
+            rc=1,
+            review=None,
+            stderr="Error: thread/resume: thread/resume failed: no rollout found\n",
+        )
+    )
+    work = tmp_path / "w"
+    result = run(fake, git_repo, work, env, Operation.RESUME, session_id=SID)
+    assert result.runner.result is RunnerStatus.LAUNCH_FAILURE
+    assert result.attempts == 2
+    assert result.runner.archived_stdout == str(work / "stdout-failed-resume.jsonl")
+    assert "no rollout found" in Path(result.runner.archived_stderr or "").read_text()
+
+
+def test_exit_1_with_empty_stderr(fake_codex, git_repo, tmp_path, env):
+    fake = fake_codex(Behaviour(rc=1, review=None, thread_started=False))
+    result = run(fake, git_repo, tmp_path / "w", env)
+    assert result.runner.result is RunnerStatus.LAUNCH_FAILURE
+    assert "no output on stderr" in (result.runner.errors or "")
+
+
+# -- codex-facts §2 ----------------------------------------------------------------------
+
+
+def test_stale_output_file_is_never_taken_for_a_review(fake_codex, git_repo, tmp_path, env):
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / "review.md").write_text(approved_review())  # left over from an earlier run
+    fake = fake_codex(Behaviour(rc=1, review=None, stale_o=True, turn_failed="boom"))
+    result = run(fake, git_repo, work, env)
+    assert result.runner.result is RunnerStatus.LAUNCH_FAILURE
+    assert result.runner.verdict is None
+
+
+def test_exit_zero_with_empty_output_file(fake_codex, git_repo, tmp_path, env):
+    fake = fake_codex(Behaviour(review=""))
+    result = run(fake, git_repo, tmp_path / "w", env)
+    assert result.runner.result is RunnerStatus.LAUNCH_FAILURE
+    assert "missing or empty" in (result.runner.errors or "")
+
+
+def test_stderr_noise_on_success_is_not_failure(fake_codex, git_repo, tmp_path, env):
+    noise = (
+        "WARNING: proceeding, even though we could not create PATH aliases\n"
+        "2026-11-30T10:00:00Z ERROR codex_core::tools::router: approval policy is Never\n"
+    )
+    fake = fake_codex(Behaviour(review=approved_review(), stderr=noise))
+    result = run(fake, git_repo, tmp_path / "w", env)
+    assert result.runner.result is RunnerStatus.SUCCESS
+
+
+def test_resume_of_non_uuid_starting_a_new_thread_is_a_failure(fake_codex, git_repo, tmp_path, env):
+    other = "0193a2b4-0000-7000-8000-000000000000"
+    fake = fake_codex(Behaviour(review=revise_review(HIGH), thread_id=other))
+    result = run(fake, git_repo, tmp_path / "w", env, Operation.RESUME, session_id=SID)
+    assert result.runner.result is RunnerStatus.LAUNCH_FAILURE
+    assert f"Codex ran thread {other}" in (result.runner.errors or "")
+
+
+def test_resume_zero_find_keeps_previous_id_with_warning(fake_codex, git_repo, tmp_path, env):
+    fake = fake_codex(Behaviour(review=revise_review(HIGH), thread_started=False, rollouts=0))
+    result = run(fake, git_repo, tmp_path / "w", env, Operation.RESUME, session_id=SID)
+    assert result.runner.result is RunnerStatus.SUCCESS
+    assert result.runner.codex_session_id == SID
+    assert "both tiers empty" in (result.runner.user_warning or "")
+
+
+def test_several_rollouts_matching_the_marker_abort(fake_codex, git_repo, tmp_path, env):
+    fake = fake_codex(Behaviour(review=revise_review(HIGH), thread_started=False, rollouts=2))
+    result = run(fake, git_repo, tmp_path / "w", env)
+    assert result.runner.result is RunnerStatus.LAUNCH_FAILURE
+    assert result.attempts == 1  # binding the wrong session is worse than stopping
+    assert "multiple rollouts" in (result.runner.errors or "")
+
+
+def test_format_drift_is_retried_once(fake_codex, git_repo, tmp_path, env):
+    drift = "## Findings\nThe rollback is broken.\n\nVERDICT: REVISE"
+    fake = fake_codex(Behaviour(review=drift), Behaviour(review=revise_review(HIGH)))
+    result = run(fake, git_repo, tmp_path / "w", env)
+    assert result.runner.result is RunnerStatus.SUCCESS
+    assert result.attempts == 2
+    prompts = [call["prompt"].splitlines()[0] for call in fake.calls()]
+    assert len(set(prompts)) == 2  # a fresh attempt id (and marker) on the retry
+
+
+def test_degraded_pseudo_review_is_environmental(fake_codex, git_repo, tmp_path, env):
+    pseudo = (
+        "## Summary\nI could not read the plan: every command failed with "
+        "`bwrap: setting up uid map: Permission denied`.\n\n## Findings\n"
+        "### [severity: high] Sandbox prevented the review\n\nVERDICT: REVISE"
+    )
+    fake = fake_codex(Behaviour(review=pseudo, thread_id=SID))
+    result = run(fake, git_repo, tmp_path / "w", env)
+    assert result.runner.result is RunnerStatus.SUCCESS
+    assert result.runner.review_quality is ReviewQuality.DEGRADED_ENVIRONMENTAL
+
+
+def test_non_utf8_output_is_replaced_not_a_crash(fake_codex, git_repo, tmp_path, env):
+    fake = fake_codex(
+        Behaviour(
+            review=approved_review(),
+            stdout_bytes=b"\xff\xfe not json \x80\n",
+            stderr="caf\udcc3 noise",
+        )
+    )
+    result = run(fake, git_repo, tmp_path / "w", env)
+    assert result.runner.result is RunnerStatus.SUCCESS
+
+
+def test_missing_executable_is_launch_failure_with_fix(git_repo, tmp_path, env):
+    options = CodexOptions(executable=str(tmp_path / "nope" / "codex"), sandbox="read-only")
+    req = DispatchRequest(
+        review_id="1-2",
+        repo_root=git_repo,
+        operation=Operation.INITIAL,
+        prompt_body="x",
+        work_dir=tmp_path / "w",
+    )
+    result = CodexReviewer(options).dispatch(req)
+    assert result.runner.result is RunnerStatus.LAUNCH_FAILURE
+    assert "--advreview-codex" in (result.runner.errors or "")
+
+
+def test_usage_is_a_per_round_delta_on_resume(fake_codex, git_repo, tmp_path, env):
+    fake = fake_codex(
+        Behaviour(
+            review=revise_review(HIGH),
+            thread_id=SID,
+            usage={"input_tokens": 30, "output_tokens": 9},
+        )
+    )
+    options = CodexOptions.model_validate(
+        {"executable": str(fake.path), "sandbox": "read-only", "env": env}
+    )
+    from pytest_advreview.models import TokenUsage
+
+    req = DispatchRequest(
+        review_id="1-2",
+        repo_root=git_repo,
+        operation=Operation.RESUME,
+        session_id=SID,
+        prompt_body="x",
+        work_dir=tmp_path / "w",
+        prior_usage=TokenUsage(input_tokens=20, output_tokens=6),
+    )
+    result = CodexReviewer(options).dispatch(req)
+    assert result.usage == TokenUsage(input_tokens=10, output_tokens=3)
+    assert result.thread_usage == TokenUsage(input_tokens=30, output_tokens=9)
+
+
+def test_timeout_kills_the_whole_process_group(fake_codex, git_repo, tmp_path, env):
+    fake = fake_codex(Behaviour(sleep=60, spawn_child_sleep=60, review=None))
+    started = time.monotonic()
+    result = run(fake, git_repo, tmp_path / "w", env, timeout=1.0)
+    assert result.runner.result is RunnerStatus.TIMEOUT
+    assert result.attempts == 2
+    assert time.monotonic() - started < 15
+    assert fake.child_pids()
+    assert not [pid for pid in fake.child_pids() if _alive(pid)]
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie waiting for a reaper that never comes counts as dead)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state not in ("Z", "X")
+
+
+def _broken_sandbox_codex(fake: FakeCodex, tmp_path: Path) -> Path:
+    wrapper = tmp_path / "codex-broken-sandbox"
+    wrapper.write_text(
+        textwrap.dedent(
+            f"""\
+            #!/bin/sh
+            if [ "$1" = sandbox ]; then
+              echo "bwrap: setting up uid map: Permission denied" >&2
+              exit 1
+            fi
+            exec "{fake.path}" "$@"
+            """
+        )
+    )
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IEXEC)
+    return wrapper
+
+
+def test_broken_sandbox_preflight_is_degraded_environmental(fake_codex, git_repo, tmp_path, env):
+    fake = fake_codex(Behaviour(review=approved_review()))
+    wrapper = _broken_sandbox_codex(fake, tmp_path)
+    options = CodexOptions.model_validate(
+        {"executable": str(wrapper), "sandbox": "workspace-write", "env": env}
+    )
+    req = DispatchRequest(
+        review_id="1-2",
+        repo_root=git_repo,
+        operation=Operation.INITIAL,
+        prompt_body="x",
+        work_dir=tmp_path / "w",
+    )
+    result = CodexReviewer(options).dispatch(req)
+    assert result.runner.result is RunnerStatus.SUCCESS
+    assert result.runner.review_quality is ReviewQuality.DEGRADED_ENVIRONMENTAL
+    assert "uid map" in (result.runner.errors or "")
+    assert fake.calls() == []  # no review launch was wasted on a broken sandbox
+
+
+def test_ctrl_c_during_a_review_leaves_no_codex(fake_codex, git_repo, tmp_path, env):
+    fake = fake_codex(Behaviour(sleep=60, spawn_child_sleep=60, review=None))
+    script = tmp_path / "drive.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""\
+            from pathlib import Path
+            from pytest_advreview.models import Operation
+            from pytest_advreview.runner import DispatchRequest
+            from pytest_advreview.runner.codex import CodexOptions, CodexReviewer
+            opts = CodexOptions(executable={str(fake.path)!r}, sandbox="read-only",
+                                timeout=60, env={env!r})
+            req = DispatchRequest(review_id="1-2", repo_root=Path({str(git_repo)!r}),
+                                  operation=Operation.INITIAL, prompt_body="x",
+                                  work_dir=Path({str(tmp_path / "w")!r}))
+            try:
+                CodexReviewer(opts).dispatch(req)
+            except KeyboardInterrupt:
+                print("interrupted", flush=True)
+            """
+        )
+    )
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while not fake.child_pids() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert fake.child_pids(), "the fake codex never started"
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert "interrupted" in out
+    assert fake.child_pids()
+    assert not [pid for pid in fake.child_pids() if _alive(pid)]
