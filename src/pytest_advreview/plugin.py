@@ -1,3 +1,51 @@
-"""The ``pytest11`` entry point: options, hookspecs and sub-plugin registration only."""
+"""The ``pytest11`` entry point: options, hookspecs and sub-plugin registration only.
+
+Everything else lives in the modules named for what they own (see ``design.md`` §1).
+Without ``--adversarial-review`` nothing but the options and markers is registered, so
+installing the plugin never changes an unrelated suite.
+"""
 
 from __future__ import annotations
+
+import pytest
+
+from . import hookspecs, settings
+from .constants import MARKER
+
+_SEVERITY_MARKERS = ("critical", "high", "medium")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Register the ``--adversarial-review`` / ``--advreview-*`` options and ini keys."""
+    settings.add_options(parser)
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """Register the ``pytest_advreview_*`` hook specifications."""
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register markers; with ``--adversarial-review``, resolve settings and start a run."""
+    config.addinivalue_line("markers", f"{MARKER}: an adversarial review item (pytest-advreview)")
+    for level in _SEVERITY_MARKERS:
+        config.addinivalue_line(
+            "markers",
+            f"severity_{level}: the review's highest open finding is {level} (pytest-advreview)",
+        )
+    # The fixture works in any run (a test may call a review without the flag).
+    from . import fixtures
+
+    config.pluginmanager.register(fixtures, "advreview-fixtures")
+    if not config.getoption("advreview_enabled", default=False):
+        return
+    from .runner.factory import BuiltinReviewers
+    from .session import ReviewSession
+
+    resolved = settings.from_config(config)
+    if config.pluginmanager.hasplugin("xdist") or config.pluginmanager.hasplugin("xdist.plugin"):
+        from .xdist import XdistHooks
+
+        config.pluginmanager.register(XdistHooks(config), "advreview-xdist")
+    config.pluginmanager.register(BuiltinReviewers(resolved), "advreview-builtin-reviewers")
+    config.pluginmanager.register(ReviewSession(config, resolved), "advreview-session")

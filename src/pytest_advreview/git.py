@@ -1,0 +1,165 @@
+"""The one way pytest-advreview runs git: an argv list, captured output, ``-z`` parsing.
+
+Targets (what to review) and mutation snapshots (what the reviewer changed) both ask git
+about the work tree.  They do it through :func:`run_git`, so every call gets the same
+environment (no optional locks, C messages, no prompts) and every failure becomes one
+:class:`GitError` that callers turn into a user-facing message.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "GitError",
+    "StatusEntry",
+    "literal_pathspec",
+    "parse_status_z",
+    "run_git",
+    "split_z",
+]
+
+
+class GitError(Exception):
+    """A git command could not run or exited non-zero.
+
+    :param argv: the full command that was run, ``git`` included.
+    :param cwd: the directory it ran in.
+    :param returncode: git's exit code, ``None`` when git could not be started.
+    :param stderr: what git said on stderr (decoded, stripped).
+    """
+
+    def __init__(self, argv: Sequence[str], cwd: Path, returncode: int | None, stderr: str) -> None:
+        self.argv = tuple(argv)
+        self.cwd = cwd
+        self.returncode = returncode
+        self.stderr = stderr
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        command = shlex.join(self.argv)
+        if self.returncode is None:
+            return f"could not run `{command}` in {self.cwd}: {self.stderr}"
+        said = f": {self.stderr}" if self.stderr else ""
+        return f"`{command}` failed in {self.cwd} (exit code {self.returncode}){said}"
+
+
+def _git_env() -> dict[str, str]:
+    env = dict(os.environ)
+    # A snapshot must not take index.lock: the reviewer (or another xdist worker) may run
+    # git at the same moment, and a refreshed index would look like a mutation.
+    env["GIT_OPTIONAL_LOCKS"] = "0"
+    # Messages are matched in a few places ("not a git repository"); keep them English.
+    env["LC_ALL"] = "C"
+    env["LANGUAGE"] = "C"
+    # Nothing here may wait for a credential prompt nobody can answer.
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    return env
+
+
+def run_git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+    """Run ``git <args>`` in ``cwd`` and return the completed process (bytes output).
+
+    Arguments are passed as an argv list, never through a shell, so paths with spaces,
+    quotes or ``$`` need no quoting.  Output is raw bytes: parse it with :func:`split_z`
+    or :func:`parse_status_z` when the command was given ``-z``.
+
+    :param cwd: the directory git runs in (``git -C`` is not used, so relative paths in
+        ``args`` are relative to it).
+    :param args: git's arguments, without the leading ``git``.
+    :param check: raise :class:`GitError` on a non-zero exit code; with ``False`` the
+        caller inspects ``returncode`` itself (``rev-parse --verify --quiet``).
+    :raises GitError: git is not installed, ``cwd`` does not exist, or git failed.
+    """
+    argv = ["git", *args]
+    try:
+        proc = subprocess.run(
+            argv,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            env=_git_env(),
+            check=False,
+        )
+    except OSError as exc:  # git missing from PATH, cwd gone
+        raise GitError(argv, cwd, None, exc.strerror or str(exc)) from exc
+    if check and proc.returncode != 0:
+        raise GitError(argv, cwd, proc.returncode, _decode(proc.stderr).strip())
+    return proc
+
+
+def _decode(data: bytes) -> str:
+    # Paths are bytes to git; ``fsdecode`` round-trips undecodable names through
+    # surrogateescape instead of failing on them.
+    return os.fsdecode(data)
+
+
+def split_z(data: bytes) -> list[str]:
+    """Split NUL-terminated ``-z`` output into decoded paths (empty fields dropped)."""
+    return [_decode(part) for part in data.split(b"\0") if part]
+
+
+@dataclass(frozen=True)
+class StatusEntry:
+    """One entry of ``git status --porcelain=v1 -z``.
+
+    ``path`` is relative to the repository top level (porcelain output always is);
+    ``orig_path`` is the source of a rename or copy.
+    """
+
+    xy: str
+    path: str
+    orig_path: str | None = None
+
+    @property
+    def untracked(self) -> bool:
+        """True for ``??`` entries."""
+        return self.xy == "??"
+
+    @property
+    def staged(self) -> bool:
+        """True when the index differs from HEAD for this path."""
+        return self.xy[0] not in " ?!"
+
+    @property
+    def unstaged(self) -> bool:
+        """True when the work tree differs from the index for this path."""
+        return self.xy[1] not in " ?!"
+
+
+def parse_status_z(data: bytes) -> list[StatusEntry]:
+    """Parse ``git status --porcelain=v1 -z`` output.
+
+    Each record is ``XY PATH\\0``; renames and copies carry the source as an extra
+    ``ORIG\\0`` field after the destination.
+    """
+    fields = data.split(b"\0")
+    entries: list[StatusEntry] = []
+    i = 0
+    while i < len(fields):
+        record = fields[i]
+        i += 1
+        if not record:
+            continue
+        xy = record[:2].decode("ascii", "replace")
+        path = _decode(record[3:])
+        orig: str | None = None
+        if "R" in xy or "C" in xy:
+            orig = _decode(fields[i]) if i < len(fields) else None
+            i += 1
+        entries.append(StatusEntry(xy, path, orig))
+    return entries
+
+
+def literal_pathspec(path: str, *, exclude: bool = False) -> str:
+    """A pathspec that matches exactly ``path`` (no glob), optionally as an exclusion.
+
+    ``:(top)`` anchors it at the repository top level, whatever directory git runs in.
+    """
+    magic = "exclude,literal,top" if exclude else "literal,top"
+    return f":({magic}){path}"

@@ -1,0 +1,140 @@
+"""Collection nodes: a plan file collector and the review item.
+
+Phases follow the design: the reviewer loop runs in **setup** (so "the reviewer could not
+run" is a setup error), the verdict is judged in **call**, and the workspace is compared
+in **teardown** (so a reviewer that changed files errors even when the review passed).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from _pytest._code.code import ExceptionInfo, TerminalRepr
+
+from .constants import MARKER, PLAN_ITEM_NAME
+from .outcome import (
+    OutcomeKind,
+    ReviewerUnavailable,
+    ReviewFailed,
+    ReviewWarning,
+    WorkspaceMutated,
+    error_report,
+    failure_report,
+    user_properties,
+    warning_message,
+)
+from .review import ReviewInputError, ReviewRun, TargetSpec
+
+if TYPE_CHECKING:
+    from .session import ReviewSession
+
+__all__ = ["PlanFile", "ReviewItem"]
+
+_OWN_ERRORS = (ReviewFailed, ReviewerUnavailable, WorkspaceMutated)
+
+
+class PlanFile(pytest.File):
+    """A markdown plan selected for review; collects one :class:`ReviewItem`."""
+
+    def collect(self) -> Iterable[ReviewItem]:
+        """One review item per plan, named ``adversarial-review``."""
+        session = _session(self.config)
+        key = session.relpath(self.path)
+        yield ReviewItem.from_parent(
+            self, name=PLAN_ITEM_NAME, spec=TargetSpec(kind="plan", key=key, path=self.path)
+        )
+
+
+class ReviewItem(pytest.Item):
+    """One adversarial review (a plan or the change set) as a test item."""
+
+    def __init__(self, *, spec: TargetSpec, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.spec = spec
+        self.add_marker(MARKER)
+        self.review: ReviewRun | None = None
+        severity = _session(self.config).stored_severity(spec.key)
+        if severity is not None:
+            # Re-run exactly the items whose last review had open findings of this level:
+            # pytest --adversarial-review -m severity_critical
+            self.add_marker(f"severity_{severity}")
+
+    @classmethod
+    def from_parent(  # type: ignore[override]
+        cls, parent: pytest.Collector | pytest.Session, *, name: str, spec: TargetSpec
+    ) -> ReviewItem:
+        """The public named constructor."""
+        item: ReviewItem = super().from_parent(parent=parent, name=name, spec=spec)
+        return item
+
+    # -- phases ------------------------------------------------------------------------
+
+    def setup(self) -> None:
+        """Run the reviewer loop; "could not run" becomes an error of this phase."""
+        session = _session(self.config)
+        self.review = session.new_run(self)
+        try:
+            result, outcome = session.run_review(self.review)
+        except ReviewInputError as exc:
+            raise ReviewerUnavailable(
+                f"Adversarial review — {self.spec.key} — cannot review: {exc}\n"
+            ) from None
+        for name, value in user_properties(result, outcome):
+            self.user_properties.append((name, value))
+        if outcome.max_severity is not None:
+            self.add_marker(f"severity_{outcome.max_severity.value}")
+        if outcome.kind is OutcomeKind.ERROR:
+            text = error_report(self.spec.key, result)
+            kept = self.review.cleanup(keep=True)
+            raise ReviewerUnavailable(f"{text}reviewer files kept in {kept}\n")
+
+    def runtest(self) -> None:
+        """Judge the verdict: fail at or above fail-on, warn below it."""
+        assert self.review is not None and self.review.outcome is not None
+        assert self.review.result is not None
+        outcome = self.review.outcome
+        if outcome.kind is OutcomeKind.FAILED:
+            raise ReviewFailed(outcome, failure_report(self.spec.key, self.review.result, outcome))
+        if outcome.kind is OutcomeKind.WARNED:
+            warnings.warn(ReviewWarning(warning_message(self.spec.key, outcome)), stacklevel=1)
+
+    def teardown(self) -> None:
+        """Compare the workspace with the snapshot taken before the first dispatch."""
+        if self.review is None:
+            return
+        changed = self.review.final_mutations()
+        errored = self.review.outcome is None or self.review.outcome.kind is OutcomeKind.ERROR
+        kept = self.review.cleanup(keep=bool(changed) or errored)
+        self.config.stash[_SESSION_KEY].finished(self)
+        if changed:
+            hint = (
+                "pass --advreview-sandbox=read-only, or --advreview-isolation=worktree to "
+                "review in a private copy of the working tree"
+            )
+            raise WorkspaceMutated([*changed, f"(fix: {hint}; reviewer files kept in {kept})"])
+
+    # -- reporting ---------------------------------------------------------------------
+
+    def repr_failure(
+        self, excinfo: ExceptionInfo[BaseException], style: Any = None
+    ) -> str | TerminalRepr:
+        """Review results are shown as text, never as a Python traceback."""
+        if isinstance(excinfo.value, _OWN_ERRORS):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        """Point at the plan file (or the repository root for the change set)."""
+        path = self.spec.path or self.path
+        return path, None, f"[advreview] {self.spec.key}"
+
+
+_SESSION_KEY: pytest.StashKey[ReviewSession] = pytest.StashKey()
+
+
+def _session(config: pytest.Config) -> ReviewSession:
+    return config.stash[_SESSION_KEY]

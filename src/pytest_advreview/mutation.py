@@ -1,0 +1,266 @@
+"""Workspace snapshots before and after a review, and what changed between them.
+
+The refresh design ("Workspace Mutation Detection") watches two layers:
+
+* the repository: ``git status --porcelain`` (tracked changes and new untracked files),
+  plus a sha256 of every path that status lists, because a file that was already dirty
+  before the review and is changed again keeps its status code;
+* the review inputs outside the repository (prompt bodies, the materialised plan), by
+  sha256.
+
+Files ignored by git are not watched (too costly, and they churn on every test run);
+``--advreview-sandbox=read-only`` and ``--advreview-isolation=worktree`` are the remedies
+for sensitive ignored state.  Outside a git work tree only the inputs are watched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import stat
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from .git import GitError, parse_status_z, run_git
+from .models import WireModel
+from .targets import compile_glob, match_any
+
+__all__ = [
+    "Mutation",
+    "MutationError",
+    "MutationKind",
+    "Snapshot",
+    "compare",
+    "describe",
+    "take_snapshot",
+]
+
+_PREFIX = "pytest-advreview"
+#: Hash value of a path that does not exist (an input deleted, a status entry gone).
+MISSING = "missing"
+
+MutationKind = Literal["modified", "added", "deleted", "untracked", "input-changed"]
+
+
+class MutationError(Exception):
+    """The workspace could not be snapshotted (git failed); the message says where."""
+
+
+class Snapshot(WireModel):
+    """The watched state of the workspace at one moment.
+
+    :param root: the work tree's top level, ``None`` outside git.
+    :param head: the commit ``HEAD`` points at (``None`` outside git or on an unborn
+        branch); a reviewer that commits, resets or checks out moves it.
+    :param status: top-level-relative path -> porcelain ``XY`` code.
+    :param status_hashes: the same paths -> content hash (see :func:`_hash_path`).
+    :param inputs: absolute path of each review input -> content hash.
+    """
+
+    root: str | None = None
+    head: str | None = None
+    status: dict[str, str] = Field(default_factory=dict)
+    status_hashes: dict[str, str] = Field(default_factory=dict)
+    inputs: dict[str, str] = Field(default_factory=dict)
+
+
+class Mutation(WireModel):
+    """One change the reviewer made: which path, what kind, and a human detail."""
+
+    path: str
+    kind: MutationKind
+    detail: str = ""
+
+
+_CHUNK = 1 << 20
+
+
+def _hash_path(path: Path) -> str:
+    """sha256 of a file's bytes; ``link:`` + target for a symlink; ``dir`` for a folder.
+
+    Folders appear in status for submodules and nested repositories; their content is
+    not hashed (their own status is not ours to watch).
+    """
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return MISSING
+    except OSError as exc:
+        return f"unreadable:{exc.errno}"
+    if stat.S_ISLNK(info.st_mode):
+        target = os.fsencode(os.readlink(path))
+        return "link:" + hashlib.sha256(target).hexdigest()
+    if stat.S_ISDIR(info.st_mode):
+        return "dir"
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as fh:
+            while chunk := fh.read(_CHUNK):
+                digest.update(chunk)
+    except OSError as exc:
+        return f"unreadable:{exc.errno}"
+    return digest.hexdigest()
+
+
+def take_snapshot(root: Path | None, inputs: Sequence[Path]) -> Snapshot:
+    """Snapshot the work tree containing ``root`` (if any) and hash the review inputs.
+
+    One ``git status --porcelain=v1 -z --untracked-files=all --no-renames`` and one
+    ``git rev-parse HEAD``; only the files that status lists are read.
+
+    :param root: a directory of the git work tree, or ``None`` to watch inputs only.
+    :param inputs: files the reviewer must not change (prompt bodies, plan copies, the
+        plan under review); a missing input is recorded as missing.
+    :raises MutationError: git failed.
+    """
+    hashed = {str(Path(p).absolute()): _hash_path(Path(p)) for p in inputs}
+    if root is None:
+        return Snapshot(inputs=hashed)
+    try:
+        top_out = run_git(root, "rev-parse", "--show-toplevel").stdout
+        top = Path(os.fsdecode(top_out.rstrip(b"\n")))
+        out = run_git(
+            root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"
+        ).stdout
+    except GitError as exc:
+        raise MutationError(f"{_PREFIX}: cannot snapshot the workspace: {exc}") from None
+    head_proc = run_git(root, "rev-parse", "--verify", "--quiet", "HEAD", check=False)
+    head = os.fsdecode(head_proc.stdout).strip() if head_proc.returncode == 0 else None
+    status = {e.path: e.xy for e in parse_status_z(out)}
+    hashes = {path: _hash_path(top / path) for path in status}
+    return Snapshot(root=str(top), head=head, status=status, status_hashes=hashes, inputs=hashed)
+
+
+def _display(path: str, root: str | None) -> str:
+    """An input's path relative to the repository when it lives inside it."""
+    if root is not None:
+        try:
+            return Path(path).relative_to(root).as_posix()
+        except ValueError:
+            pass
+    return path
+
+
+def _untracked_or_absent(code: str | None) -> bool:
+    return code is None or code == "??"
+
+
+def _status_change(
+    path: str, before: str | None, after: str | None, changed_hash: bool
+) -> Mutation | None:
+    if after is None:
+        if before == "??":
+            return Mutation(path=path, kind="deleted", detail="untracked file removed")
+        return Mutation(
+            path=path,
+            kind="modified",
+            detail=(
+                f"was {before!r} before the review and now matches HEAD "
+                "(the change was reverted, committed or deleted)"
+            ),
+        )
+    if before is None:
+        if after == "??":
+            return Mutation(path=path, kind="untracked", detail="new untracked file")
+        if "D" in after:
+            return Mutation(path=path, kind="deleted", detail=f"tracked file deleted ({after!r})")
+        if after[0] == "A":
+            return Mutation(
+                path=path, kind="added", detail=f"new file added to the index ({after!r})"
+            )
+        return Mutation(path=path, kind="modified", detail=f"tracked file changed ({after!r})")
+    if "D" in after and "D" not in before:
+        return Mutation(path=path, kind="deleted", detail=f"status {before!r} -> {after!r}")
+    if before != after:
+        return Mutation(path=path, kind="modified", detail=f"status {before!r} -> {after!r}")
+    if changed_hash:
+        what = "untracked file" if after == "??" else "file already changed before the review"
+        return Mutation(path=path, kind="modified", detail=f"{what}, changed again")
+    return None
+
+
+def compare(before: Snapshot, after: Snapshot, *, allow_untracked: Sequence[str]) -> list[Mutation]:
+    """Everything that changed from ``before`` to ``after``, sorted by path.
+
+    :param allow_untracked: globs (relative to the repository top level, ``**`` for any
+        number of folders) of untracked files that may appear, change or vanish without
+        counting, such as ``.pytest_cache/**`` and ``**/__pycache__/**``.
+    :returns: an empty list when nothing the reviewer must not touch changed.  A review
+        input inside the repository is reported once, as ``input-changed``.
+    """
+    allowed = [compile_glob(g) for g in allow_untracked]
+    found: list[Mutation] = []
+    reported_inputs: set[str] = set()
+    for key in sorted(before.inputs.keys() & after.inputs.keys()):
+        old, new = before.inputs[key], after.inputs[key]
+        if old == new:
+            continue
+        shown = _display(key, after.root or before.root)
+        reported_inputs.add(shown)
+        detail = (
+            "review input deleted"
+            if new == MISSING
+            else "review input created"
+            if old == MISSING
+            else "review input changed"
+        )
+        found.append(Mutation(path=shown, kind="input-changed", detail=detail))
+    for path in sorted(before.status.keys() | after.status.keys()):
+        if path in reported_inputs:
+            continue
+        old_code, new_code = before.status.get(path), after.status.get(path)
+        changed_hash = before.status_hashes.get(path) != after.status_hashes.get(path)
+        if old_code == new_code and not changed_hash:
+            continue
+        untracked = _untracked_or_absent(old_code) and _untracked_or_absent(new_code)
+        if untracked and match_any(path, allowed):
+            continue
+        mutation = _status_change(path, old_code, new_code, changed_hash)
+        if mutation is not None:
+            found.append(mutation)
+    if before.root is not None and before.head != after.head:
+        found.append(
+            Mutation(
+                path="HEAD",
+                kind="modified",
+                detail=(
+                    f"HEAD moved from {(before.head or 'an unborn branch')[:12]} to "
+                    f"{(after.head or 'an unborn branch')[:12]} (a commit, reset or checkout)"
+                ),
+            )
+        )
+    return sorted(found, key=lambda m: (m.path, m.kind))
+
+
+def _show(path: str) -> str:
+    return shlex.quote(path)
+
+
+def describe(mutations: Sequence[Mutation], round_no: int | None) -> str:
+    """The error message for mutations: each path and kind, the round, and the remedies.
+
+    :param round_no: the review round during which they appeared, ``None`` when unknown.
+    """
+    when = f"during round {round_no}" if round_no is not None else "during the review"
+    lines = [f"{_PREFIX}: the reviewer changed the workspace {when}:"]
+    for m in mutations:
+        detail = f" ({m.detail})" if m.detail else ""
+        lines.append(f"  {m.kind}: {_show(m.path)}{detail}")
+    lines.append(
+        "The review is not trusted, and the changes are still on disk: inspect them with "
+        "`git status` and `git diff` and restore what should not be there."
+    )
+    lines.append(
+        "To keep the reviewer from writing, rerun with --advreview-sandbox=read-only, or "
+        "with --advreview-isolation=worktree to let it write in a private worktree."
+    )
+    if any(m.kind == "untracked" for m in mutations):
+        lines.append(
+            "If a new untracked file is a harmless by-product (a cache, a build artifact), "
+            "add a glob for it to ini advreview_allow_untracked."
+        )
+    return "\n".join(lines)

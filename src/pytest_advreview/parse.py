@@ -1,0 +1,1014 @@
+"""Review text -> :class:`~pytest_advreview.models.Review`, plus drift, quality and triage.
+
+Two contracts are understood:
+
+* **markdown** (the seed contract): ``Summary`` / ``Findings`` / ``Verdict`` sections, one
+  sub-header per finding carrying ``[severity: critical|high|medium]``, and the verdict on
+  the *last non-empty line*, exactly ``VERDICT: APPROVED`` or ``VERDICT: REVISE``.
+* **json**: a single object matching :func:`review_schema`, generated from
+  :class:`ReviewerOutput` (Codex forwards the schema but never validates the answer, so
+  :func:`parse_json` does).
+
+Parsing never raises on markdown: anything the reviewer writes becomes a best-effort
+:class:`Review` whose ``raw`` is the text verbatim.  Whether the text honours the contract
+is a separate question answered by :func:`analyse` (``drift``), because the runner retries
+on drift instead of failing the item.
+
+Decisions made here, conservatively:
+
+* The verdict line must be *exactly* one of the two literals after stripping surrounding
+  whitespace.  ``**VERDICT: APPROVED**``, a backticked verdict, a quoted one (``> …``) or
+  one inside a fenced block is no verdict: drift means a retry, never a false pass.
+* ``[severity: low]`` findings are dropped: the prompts tell the reviewer to approve when
+  everything is low, so a low finding is not actionable and must not fail an item.
+* Severity tokens inside fenced code blocks and block quotes are ignored: that is where a
+  reviewer quotes the plan or the code, which may carry such tokens itself.
+* Every pattern is either anchored on a literal or free of adjacent unbounded quantifiers
+  that can match the same character, so a hostile 1 MB review parses in linear time.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError
+
+from .constants import VERDICT_APPROVED, VERDICT_REVISE
+from .models import (
+    Finding,
+    Location,
+    OutputFormat,
+    Review,
+    ReviewQuality,
+    Severity,
+    Triage,
+    Verdict,
+    WireModel,
+    finding_id,
+)
+
+__all__ = [
+    "MAX_COVERED_MEDIUM",
+    "Analysis",
+    "ReviewFormatError",
+    "ReviewerFinding",
+    "ReviewerOutput",
+    "analyse",
+    "classify_quality",
+    "find_verdict",
+    "make_triage",
+    "parse_json",
+    "parse_markdown",
+    "review_schema",
+]
+
+#: Triage covers every critical and high finding but at most this many medium ones.
+MAX_COVERED_MEDIUM = 10
+
+
+class ReviewFormatError(ValueError):
+    """A JSON review that is not valid JSON or does not match :func:`review_schema`."""
+
+
+class Analysis(WireModel):
+    """Everything the runner needs from one review text.
+
+    ``review`` is always present (``raw`` verbatim, findings best-effort); ``drift`` is
+    ``None`` when the text honours the contract and otherwise a short reason, on which the
+    runner retries.
+    """
+
+    review: Review
+    drift: str | None = None
+    quality: ReviewQuality
+    triage: Triage
+
+
+# --------------------------------------------------------------------------------------
+# The JSON contract
+
+
+class ReviewerFinding(WireModel):
+    """One finding as the reviewer writes it under the JSON contract."""
+
+    severity: Literal["critical", "high", "medium"] = Field(
+        description="critical (data loss/security) > high (bug in prod) > medium (edge case)"
+    )
+    title: str = Field(description="Short title of the finding")
+    file: str | None = Field(
+        default=None, description="Path of the file the finding is about (code reviews)"
+    )
+    section: str | None = Field(
+        default=None, description="Which part of the plan the finding is about (plan reviews)"
+    )
+    line_start: int | None = Field(default=None, description="First line, if known")
+    line_end: int | None = Field(default=None, description="Last line, if known")
+    what_can_go_wrong: str = Field(description="Concrete scenario, not hypothetical")
+    why_vulnerable: str = Field(description="Why the artifact is vulnerable; cite it")
+    impact: str = Field(description="What breaks and how badly")
+    recommendation: str = Field(description="Specific change that fixes it")
+
+
+class ReviewerOutput(WireModel):
+    """The whole answer of the reviewer under the JSON contract."""
+
+    summary: str = Field(description="One paragraph: what the artifact does, overall view")
+    findings: list[ReviewerFinding] = Field(
+        description="Actionable findings; empty when there are none"
+    )
+    verdict: Literal["APPROVED", "REVISE"] = Field(
+        description="APPROVED if no findings; REVISE if any high or critical finding"
+    )
+
+
+def review_schema() -> dict[str, Any]:
+    """The strict JSON schema for ``codex exec --output-schema``.
+
+    Generated from :class:`ReviewerOutput` and made OpenAI-strict: ``$ref`` inlined,
+    every object closed (``additionalProperties: false``) with every property required,
+    optional values as ``anyOf [..., {"type": "null"}]`` and no ``default`` anywhere.
+    Codex forwards the file unchanged with ``strict: true``; the API rejects anything less.
+
+    :returns: a fresh copy the caller may mutate.
+    """
+    return copy.deepcopy(_strict_schema())
+
+
+@functools.lru_cache(maxsize=1)
+def _strict_schema() -> dict[str, Any]:
+    raw = ReviewerOutput.model_json_schema()
+    defs = raw.pop("$defs", {})
+    strict = _make_strict(_inline_refs(raw, defs))
+    assert isinstance(strict, dict)
+    return strict
+
+
+def _inline_refs(node: Any, defs: dict[str, Any]) -> Any:
+    # Inlining keeps the schema free of ``$ref`` siblings, which strict mode rejects.
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            target = _inline_refs(defs[ref.rsplit("/", 1)[-1]], defs)
+            siblings = {k: _inline_refs(v, defs) for k, v in node.items() if k != "$ref"}
+            return {**target, **siblings}
+        return {k: _inline_refs(v, defs) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_inline_refs(v, defs) for v in node]
+    return node
+
+
+def _make_strict(node: Any) -> Any:
+    if isinstance(node, dict):
+        out = {k: _make_strict(v) for k, v in node.items() if k != "default"}
+        if out.get("type") == "object" or "properties" in out:
+            props = out.get("properties", {})
+            out["properties"] = props
+            out["required"] = list(props)
+            out["additionalProperties"] = False
+        return out
+    if isinstance(node, list):
+        return [_make_strict(v) for v in node]
+    return node
+
+
+def parse_json(text: str) -> Review:
+    """Parse a review written under the JSON contract.
+
+    :param text: the content of the ``-o`` file.
+    :returns: the review; ``raw`` is ``text`` verbatim.
+    :raises ReviewFormatError: the text is empty, not JSON, or does not match the schema;
+        the message says which field is wrong.
+    """
+    if not text.strip():
+        raise ReviewFormatError("the JSON review is empty")
+    try:
+        out = ReviewerOutput.model_validate_json(text)
+    except ValidationError as exc:
+        raise ReviewFormatError(_explain(exc)) from None
+    findings = []
+    for item in out.findings:
+        title = item.title.strip() or _UNTITLED
+        location = _location(
+            _blank_to_none(item.file),
+            _blank_to_none(item.section),
+            item.line_start,
+            item.line_end,
+        )
+        findings.append(
+            Finding(
+                id=finding_id(title, location),
+                severity=Severity(item.severity),
+                title=title,
+                location=location,
+                what_can_go_wrong=_blank_to_none(item.what_can_go_wrong),
+                why_vulnerable=_blank_to_none(item.why_vulnerable),
+                impact=_blank_to_none(item.impact),
+                recommendation=_blank_to_none(item.recommendation),
+            )
+        )
+    return Review(
+        summary=out.summary.strip(),
+        findings=tuple(findings),
+        verdict=Verdict(out.verdict),
+        raw=text,
+    )
+
+
+def _explain(exc: ValidationError) -> str:
+    errors = exc.errors(include_url=False)
+    for err in errors:
+        if err.get("type") == "json_invalid":
+            return f"the review is not valid JSON: {err.get('msg', '')}"
+    parts = []
+    for err in errors[:3]:
+        where = ".".join(str(p) for p in err.get("loc", ())) or "(root)"
+        parts.append(f"{where}: {err.get('msg', '')}")
+    more = f" (+{len(errors) - 3} more)" if len(errors) > 3 else ""
+    return "the JSON review does not match the schema: " + "; ".join(parts) + more
+
+
+def _blank_to_none(value: str | None) -> str | None:
+    if value is None:
+        return None
+    value = value.strip()
+    return value or None
+
+
+# --------------------------------------------------------------------------------------
+# The markdown contract: lines, fences, verdict
+
+
+def _code_mask(stripped_lines: Sequence[str]) -> list[bool]:
+    """Which lines (already stripped) are fenced code, fence lines included."""
+    # Fences are recognised at any indentation: reviewers indent them inside list items,
+    # and treating a little too much as code only hides tokens, it never invents them.
+    mask: list[bool] = []
+    fence = ""
+    for stripped in stripped_lines:
+        if fence:
+            mask.append(True)
+            if stripped.startswith(fence) and not stripped.strip(fence[0]):
+                fence = ""
+            continue
+        head = stripped[:3]
+        if head in ("```", "~~~"):
+            run = len(stripped) - len(stripped.lstrip(head[0]))
+            # A backtick fence's info string has no backticks: "```x```" is inline code.
+            if head[0] == "~" or "`" not in stripped[run:]:
+                fence = stripped[:run]
+                mask.append(True)
+                continue
+        mask.append(False)
+    return mask
+
+
+def find_verdict(text: str) -> Verdict | None:
+    """The verdict on the last non-empty line, or ``None``.
+
+    The line must read exactly ``VERDICT: APPROVED`` or ``VERDICT: REVISE`` once
+    surrounding whitespace is stripped, and must not sit inside a fenced code block.  A
+    ``VERDICT:`` anywhere else (quoted plan text, a code block, the middle of the review)
+    never counts.
+
+    :param text: the review text.
+    """
+    lines = text.splitlines()
+    return _verdict(lines, _code_mask([line.strip() for line in lines]))
+
+
+def _verdict(lines: Sequence[str], code: Sequence[bool]) -> Verdict | None:
+    for index in range(len(lines) - 1, -1, -1):
+        stripped = lines[index].strip()
+        if not stripped:
+            continue
+        if code[index]:
+            return None
+        if stripped == VERDICT_APPROVED:
+            return Verdict.APPROVED
+        if stripped == VERDICT_REVISE:
+            return Verdict.REVISE
+        return None
+    return None
+
+
+def _last_line(text: str) -> str:
+    for line in reversed(text.splitlines()):
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+# --------------------------------------------------------------------------------------
+# The markdown contract: severity tokens, fields, locations
+
+_SEV_BRACKET = re.compile(
+    r"\[[ \t]*severity[ \t]*:[ \t]*(critical|high|medium|low)[ \t]*\]", re.IGNORECASE
+)
+# ``**Severity:** High``, ``**Severity**: high``, ``Severity: HIGH``.  The optional
+# emphasis group must start with a marker, so the two whitespace runs never compete.
+_SEV_LABEL = re.compile(
+    r"\bseverity(?:[*_]{1,2})?[ \t]*:(?:[ \t]*[*_`]{1,2})?[ \t]*(critical|high|medium|low)\b",
+    re.IGNORECASE,
+)
+_SEV_VALUE = re.compile(r"[ \t*_`\[(]*(critical|high|medium|low)\b", re.IGNORECASE)
+_LIST_MARKER = re.compile(r"(?:[-*+]|\d{1,3}[.)])[ \t]+")
+_HEADING = re.compile(r"(#{1,6})(?:[ \t]+(.*))?$")
+# A list marker, if any, must be followed by a blank, so "**Impact" never reads as "* ".
+_FIELD = re.compile(
+    r"(?:(?:[-*+]|\d{1,3}[.)])[ \t]+)?[*_]{0,2}[ \t]*"
+    r"(?P<label>section|files?|location|lines?|what can go wrong"
+    r"|why (?:is (?:this|the) (?:plan|code|change) )?vulnerable|impact|recommendation"
+    r"|suggested fix|fix|severity)"
+    r"(?:[*_]{1,2}[ \t]*[:?—–]|[ \t]*[:?—–])[*_]{0,2}",
+    re.IGNORECASE,
+)
+_NUMBERING = re.compile(
+    r"(?:finding[ \t]*#?\d{1,3}|#\d{1,3}|\d{1,3}[.)])(?:[ \t]*[:.)—–-])?(?:[ \t]+|$)",
+    re.IGNORECASE,
+)
+_EMPTY_BRACKETS = re.compile(r"\([ \t]*\)|\[[ \t]*\]")
+_LINES_WORD = re.compile(
+    r"\blines?[ \t]*(\d{1,9})(?:[ \t]*(?:-|–|—|to|through)[ \t]*(\d{1,9}))?", re.IGNORECASE
+)
+_COLON_LINES = re.compile(r":(\d{1,9})(?:[-–—](\d{1,9}))?")
+_HASH_LINES = re.compile(r"#L(\d{1,9})(?:[-–—]L?(\d{1,9}))?")
+_PATHISH = re.compile(r"[/\\]|\.[A-Za-z][A-Za-z0-9]{0,7}$")
+_SECTION_NAMES = {
+    "summary": "summary",
+    "overall assessment": "summary",
+    "findings": "findings",
+    "finding": "findings",
+    "key findings": "findings",
+    "detailed findings": "findings",
+    "verdict": "verdict",
+    "final verdict": "verdict",
+}
+_FIELD_KEYS = {
+    "section": "section",
+    "file": "file",
+    "files": "file",
+    "location": "location",
+    "line": "lines",
+    "lines": "lines",
+    "what can go wrong": "what",
+    "impact": "impact",
+    "recommendation": "recommendation",
+    "suggested fix": "recommendation",
+    "fix": "recommendation",
+    "severity": "severity",
+}
+_UNTITLED = "untitled finding"
+_SEPARATORS = " \t-–—:|"
+
+
+def _strip_list(stripped: str) -> str:
+    m = _LIST_MARKER.match(stripped)
+    return stripped[m.end() :] if m else stripped
+
+
+def _heading(stripped: str) -> tuple[int, str] | None:
+    if not stripped.startswith("#"):
+        return None
+    m = _HEADING.match(stripped)
+    if not m:
+        return None
+    title = (m.group(2) or "").strip()
+    # A closing ``###`` sequence needs a space before it ("C#" keeps its hash).
+    if title.endswith("#"):
+        bare = title.rstrip("#")
+        if not bare or bare[-1] in " \t":
+            title = bare.strip()
+    return len(m.group(1)), title
+
+
+def _field(stripped: str) -> tuple[str, str] | None:
+    m = _FIELD.match(stripped)
+    if not m:
+        return None
+    label = m.group("label").lower()
+    key = "why" if label.startswith("why") else _FIELD_KEYS[label]
+    return key, stripped[m.end() :].strip()
+
+
+def _severity_token(text: str) -> tuple[str, re.Match[str]] | None:
+    m = _SEV_BRACKET.search(text) or _SEV_LABEL.search(text)
+    return (m.group(1).lower(), m) if m else None
+
+
+def _section_name(stripped: str) -> tuple[str, int] | None:
+    """``(name, heading level)`` of a Summary/Findings/Verdict line; level 0 if not a heading."""
+    heading = _heading(stripped)
+    level, text = heading if heading else (0, stripped)
+    if not heading and not (
+        (text.startswith("**") and text.endswith("**")) or text.endswith(":") or len(text) < 24
+    ):
+        return None
+    norm = text.replace("*", "").replace("_", "").strip().rstrip(":").strip()
+    m = _NUMBERING.match(norm)
+    if m:
+        norm = norm[m.end() :]
+    name = _SECTION_NAMES.get(norm.strip().lower())
+    return (name, level) if name else None
+
+
+def _clean_title(text: str) -> str:
+    for pattern in (_SEV_BRACKET, _SEV_LABEL):
+        text = pattern.sub(" ", text)
+    text = text.replace("**", "").replace("__", "")
+    text = _EMPTY_BRACKETS.sub(" ", text)
+    text = text.strip().strip("*").lstrip(_SEPARATORS)
+    m = _NUMBERING.match(text)
+    if m:
+        text = text[m.end() :]
+    text = text.strip().strip("*").strip(_SEPARATORS).strip()
+    return " ".join(text.split()) or _UNTITLED
+
+
+def _split_path_token(token: str) -> tuple[str, int | None, int | None]:
+    token = token.strip(",;()[]\"'")
+    for pattern in (_HASH_LINES, _COLON_LINES):
+        m = pattern.search(token)
+        if m and m.start() > 0:
+            end = int(m.group(2)) if m.group(2) else None
+            return token[: m.start()], int(m.group(1)), end
+    return token, None, None
+
+
+def _parse_file(value: str) -> tuple[str | None, int | None, int | None]:
+    value = value.replace("`", "").replace("**", "").strip()
+    path: str | None = None
+    start = end = None
+    tokens = value.split(maxsplit=1)
+    if tokens and tokens[0].lower().strip(",;()") not in {"line", "lines", "l"}:
+        path, start, end = _split_path_token(tokens[0])
+        path = path or None
+    if start is None:
+        m = _LINES_WORD.search(value)
+        if m:
+            start = int(m.group(1))
+            end = int(m.group(2)) if m.group(2) else None
+    return path, start, end
+
+
+def _location(
+    file: str | None, section: str | None, start: int | None, end: int | None
+) -> Location | None:
+    if file is None and section is None and start is None:
+        return None
+    if start is None:
+        end = None
+    elif end is not None and end < start:
+        start, end = end, start
+    return Location(file=file, section=section, line_start=start, line_end=end)
+
+
+# --------------------------------------------------------------------------------------
+# The markdown contract: sections, finding blocks
+
+
+@dataclass
+class _Block:
+    """One candidate finding: its title line and the lines below it."""
+
+    title: str
+    severity: str | None
+    #: Heading level of the title line; 0 for a bold, numbered or bracketed line.
+    level: int
+    body: list[int] = field(default_factory=list)
+
+
+class _Doc:
+    """A review split into lines, with the per-line facts each computed once."""
+
+    def __init__(self, text: str) -> None:
+        self.lines = text.splitlines()
+        self.stripped = [line.strip() for line in self.lines]
+        self.code = _code_mask(self.stripped)
+        # Block quotes are where a reviewer quotes the plan: treated like code.
+        self.quoted = [
+            c or s.startswith(">") for c, s in zip(self.code, self.stripped, strict=True)
+        ]
+        self.fields = [
+            None if quoted else _field(stripped)
+            for quoted, stripped in zip(self.quoted, self.stripped, strict=True)
+        ]
+        self._titles: list[bool | None] = [None] * len(self.lines)
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def title_line(self, index: int) -> bool:
+        """Whether the line is a non-heading finding title (see :func:`_is_title_line`)."""
+        got = self._titles[index]
+        if got is None:
+            got = self._titles[index] = (
+                not self.quoted[index]
+                and self.fields[index] is None
+                and _is_title_line(self.stripped[index])
+            )
+        return got
+
+    def section(self, index: int) -> tuple[str, int] | None:
+        """``(name, level)`` when the line is a Summary/Findings/Verdict header."""
+        return None if self.quoted[index] else _section_name(self.stripped[index])
+
+
+def _findings_area(doc: _Doc) -> tuple[int, int, int]:
+    """``(start, end, level)`` of the Findings section, or the whole text when absent."""
+    count = len(doc)
+    for index in range(count):
+        section = doc.section(index)
+        if not section or section[0] != "findings":
+            continue
+        level = section[1]
+        for end in range(index + 1, count):
+            other = doc.section(end)
+            if other and other[0] != "findings":
+                return index + 1, end, level
+            heading = None if doc.quoted[end] else _heading(doc.stripped[end])
+            if level and heading and heading[0] <= level and not _severity_token(heading[1]):
+                return index + 1, end, level
+        return index + 1, count, level
+    return 0, count, 0
+
+
+def _summary_range(doc: _Doc) -> tuple[int, int] | None:
+    for index in range(len(doc)):
+        section = doc.section(index)
+        if not section or section[0] != "summary":
+            continue
+        for end in range(index + 1, len(doc)):
+            if not doc.quoted[end] and (
+                _heading(doc.stripped[end]) or doc.section(end) or doc.title_line(end)
+            ):
+                return index + 1, end
+        return index + 1, len(doc)
+    return None
+
+
+def _is_title_line(stripped: str) -> bool:
+    """A non-heading line that opens a finding: ``1. [severity: high] Title``.
+
+    The bracketed token must lead the line (after list, numbering and emphasis markers) or
+    end it, so a token quoted in the middle of a sentence does not split a finding.
+    """
+    if "[" not in stripped:
+        return False
+    rest = _strip_list(stripped).lstrip("*_ \t")
+    m = _NUMBERING.match(rest)
+    if m:
+        rest = rest[m.end() :].lstrip("*_ \t")
+    rest = rest.rstrip("*_ \t")
+    token = _SEV_BRACKET.match(rest)
+    if token is None:
+        token = _SEV_BRACKET.search(rest)
+        if token is None or token.end() != len(rest):
+            return False
+    return _clean_title(rest) != _UNTITLED
+
+
+def _is_soft_start(raw: str, stripped: str) -> bool:
+    """A bold-only or top-level numbered line that may title a finding below it."""
+    if len(raw) - len(raw.lstrip()) > 3:
+        return False
+    bold = len(stripped) > 4 and stripped[:2] in ("**", "__") and stripped[-2:] == stripped[:2]
+    return bold or bool(_NUMBERING.match(stripped))
+
+
+def _soft_has_severity(doc: _Doc, index: int, end: int) -> bool:
+    # A soft title only opens a finding when a severity field follows within a few lines.
+    seen = 0
+    for j in range(index + 1, end):
+        if not doc.stripped[j] or doc.quoted[j]:
+            continue
+        got = doc.fields[j]
+        if got and got[0] == "severity":
+            return _SEV_VALUE.match(got[1]) is not None
+        if _heading(doc.stripped[j]) or doc.title_line(j):
+            return False
+        seen += 1
+        if seen >= 4:
+            return False
+    return False
+
+
+def _segment(doc: _Doc, start: int, end: int, skip: tuple[int, int] | None) -> list[_Block]:
+    blocks: list[_Block] = []
+    cur: _Block | None = None
+    for index in range(start, end):
+        if skip and skip[0] - 1 <= index < skip[1]:
+            continue
+        stripped = doc.stripped[index]
+        if stripped in (VERDICT_APPROVED, VERDICT_REVISE) and not doc.code[index]:
+            continue  # the verdict line is never part of a finding's text
+        if not stripped or doc.quoted[index]:
+            if cur:
+                cur.body.append(index)
+            continue
+        heading = _heading(stripped)
+        if heading:
+            token = _severity_token(heading[1])
+            if token is None and cur and cur.severity and 0 < cur.level < heading[0]:
+                # "#### Evidence" under "### [severity: high] X" belongs to X.
+                cur.body.append(index)
+                continue
+            cur = _Block(_clean_title(heading[1]), token[0] if token else None, heading[0])
+            blocks.append(cur)
+            continue
+        got = doc.fields[index]
+        if got:
+            if cur:
+                cur.body.append(index)
+                if got[0] == "severity" and cur.severity is None:
+                    m = _SEV_VALUE.match(got[1])
+                    cur.severity = m.group(1).lower() if m else None
+            continue
+        if doc.title_line(index):
+            token = _severity_token(stripped)
+            assert token is not None
+            cur = _Block(_clean_title(_strip_list(stripped)), token[0], 0)
+            blocks.append(cur)
+            continue
+        lone = _SEV_BRACKET.fullmatch(stripped.strip("*_` "))
+        if lone and cur and cur.severity is None:
+            cur.severity = lone.group(1).lower()
+            cur.body.append(index)
+            continue
+        if (
+            _is_soft_start(doc.lines[index], stripped)
+            and not (cur and cur.level and cur.severity is None)
+            and _soft_has_severity(doc, index, end)
+        ):
+            cur = _Block(_clean_title(stripped), None, 0)
+            blocks.append(cur)
+            continue
+        if cur:
+            cur.body.append(index)
+    return blocks
+
+
+def _finding(doc: _Doc, block: _Block) -> Finding | None:
+    if block.severity not in ("critical", "high", "medium"):
+        return None
+    fields: dict[str, list[str]] = {}
+    prose: list[str] = []
+    current: list[str] | None = None
+    for index in block.body:
+        got = doc.fields[index]
+        if got:
+            current = fields.setdefault(got[0], [])
+            if current:
+                current = None  # a repeated label: keep the first, ignore the rest
+            else:
+                current.append(got[1])
+            continue
+        if current is not None:
+            current.append(doc.lines[index].rstrip() if doc.code[index] else doc.stripped[index])
+        elif not doc.quoted[index]:
+            prose.append(doc.stripped[index])
+    values = {key: "\n".join(parts).strip() for key, parts in fields.items()}
+    location = _block_location(values, [block.title, *prose])
+
+    def text(key: str) -> str | None:
+        return values.get(key) or None
+
+    return Finding(
+        id=finding_id(block.title, location),
+        severity=Severity(block.severity),
+        title=block.title,
+        location=location,
+        what_can_go_wrong=text("what"),
+        why_vulnerable=text("why"),
+        impact=text("impact"),
+        recommendation=text("recommendation"),
+    )
+
+
+def _block_location(values: dict[str, str], prose: Sequence[str]) -> Location | None:
+    file: str | None = None
+    section: str | None = None
+    start = end = None
+    if values.get("file"):
+        file, start, end = _parse_file(values["file"].splitlines()[0])
+    where = values.get("location")
+    if where:
+        first = where.splitlines()[0]
+        token = first.replace("`", "").split(maxsplit=1)
+        path = _split_path_token(token[0])[0] if token else ""
+        if file is None and (_PATHISH.search(path) or _COLON_LINES.search(first)):
+            file, start, end = _parse_file(first)
+        elif section is None:
+            section = first.strip()
+    if values.get("section"):
+        section = values["section"].splitlines()[0].strip()
+    if start is None and values.get("lines"):
+        m = _LINES_WORD.search("lines " + values["lines"])
+        if m:
+            start = int(m.group(1))
+            end = int(m.group(2)) if m.group(2) else None
+    if file is None and section is None and start is None:
+        # Best effort: a ``path:N-M`` reference in the title or the finding's prose.
+        for line in prose:
+            for word in line.replace("`", " ").split():
+                if ":" not in word and "#L" not in word:
+                    continue
+                path, first_line, last_line = _split_path_token(word)
+                if first_line is not None and _PATHISH.search(path):
+                    return _location(path, None, first_line, last_line)
+    return _location(file, section, start, end)
+
+
+def _summary(doc: _Doc, area: tuple[int, int, int], found: tuple[int, int] | None) -> str:
+    if found:
+        start, end = found
+    elif area[0] > 0:
+        # Without a Summary header: the text before the Findings header ...
+        start, end = 0, area[0] - 1
+    else:
+        # ... or before the first finding.
+        start, end = 0, next((i for i in range(len(doc)) if _starts_block(doc, i)), len(doc))
+    parts = [
+        doc.stripped[i]
+        for i in range(start, end)
+        if not doc.code[i]
+        and not _heading(doc.stripped[i])
+        and doc.stripped[i] not in (VERDICT_APPROVED, VERDICT_REVISE)
+    ]
+    return "\n".join(parts).strip()
+
+
+def _starts_block(doc: _Doc, index: int) -> bool:
+    if doc.quoted[index]:
+        return False
+    heading = _heading(doc.stripped[index])
+    if heading:
+        return _severity_token(heading[1]) is not None
+    return doc.title_line(index)
+
+
+def parse_markdown(text: str) -> Review:
+    """Parse a review written under the markdown contract, best effort; never raises.
+
+    Findings are the sub-headers (``###``/``####``, or bold/numbered lines) under the
+    Findings section (the whole text when there is none) that carry a severity, in any of
+    the forms the seeds saw drift into: ``[severity: high]``, ``[Severity: HIGH]``,
+    ``**Severity:** High`` or ``Severity: high`` (on the title line or as a field below
+    it).  ``[severity: low]`` findings are dropped (see the module docstring).
+
+    :param text: the review text.
+    :returns: the review; ``raw`` is ``text`` verbatim.
+    """
+    doc = _Doc(text)
+    area = _findings_area(doc)
+    summary = _summary_range(doc)
+    # Without a Findings header the whole text is searched, except the Summary.
+    blocks = _segment(doc, area[0], area[1], summary if area[0] == 0 else None)
+    return Review(
+        summary=_summary(doc, area, summary),
+        findings=tuple(f for b in blocks if (f := _finding(doc, b)) is not None),
+        verdict=_verdict(doc.lines, doc.code),
+        raw=text,
+    )
+
+
+# --------------------------------------------------------------------------------------
+# Drift, quality, triage
+
+
+def _drift(review: Review) -> str | None:
+    if not review.raw.strip():
+        return "empty review"
+    if review.verdict is None:
+        last = _last_line(review.raw)
+        shown = last if len(last) <= 80 else last[:77] + "..."
+        return f"no verdict on the last line (got {shown!r})"
+    if review.verdict is Verdict.REVISE and not review.findings:
+        return "verdict REVISE without any [severity: critical|high|medium] finding"
+    if review.verdict is Verdict.APPROVED and any(
+        f.severity.at_least(Severity.HIGH) for f in review.findings
+    ):
+        return "contradictory: VERDICT: APPROVED with a critical or high finding"
+    return None
+
+
+def _patterns(*parts: str) -> re.Pattern[str]:
+    # Case-sensitive on purpose: the text is lowercased once, which keeps matching fast.
+    return re.compile("|".join(f"(?:{p})" for p in parts))
+
+
+# Error texts an environment failure produces; unlikely in a reviewer's own prose.
+_ENV_STRONG = _patterns(
+    r"\bbwrap:",
+    r"operation not permitted",
+    r"read-only file system",
+    r"not inside a trusted directory",
+    r"--skip-git-repo-check",
+    r"\bdo you trust (?:the )?(?:contents|files|this)",
+    r"too many requests",
+    r"\b429\b",
+    r"rate[ -]?limit(?:ed)?[ \t]+(?:reached|exceeded|hit)",
+    r"(?:reached|hit|exceeded)[ \t]+(?:the[ \t]+|your[ \t]+)?(?:rate|usage)[ \t]+limit",
+    r"\busage limit\b",
+    r"quota[ \t]+(?:exceeded|exhausted)",
+    r"no such file or directory",
+    r"permission denied",
+    r"sandbox\w{0,8}[ \t]+(?:\w+[ \t]+){0,3}?(?:failed|failure|error)",
+    r"failed to (?:set ?up|start|create|initiali[sz]e) (?:the )?sandbox",
+    r"sandbox (?:prevented|blocked) (?:me|all|any|every)",
+)
+# Looser mentions; they only count together with a statement of inability.
+_ENV_WEAK = _patterns(
+    r"\bbwrap\b",
+    r"\bsandbox",
+    r"\brate[ -]?limit",
+    r"\bquota\b",
+    r"\btrusted director",
+    r"\bfile not found\b",
+)
+_INABLE = (
+    r"(?:unable to|not able to|could not|couldn't|couldn’t|cannot|can not|can't|can’t"
+    r"|failed to|did not manage to)"
+)
+_MATERIAL = (
+    r"(?:(?:the|your|this|that|any|provided|referenced|given)[ \t]+){0,2}"
+    r"(?:implementation plan|plan|files?|diffs?|repo|repository|code|changes?|material"
+    r"|document|workspace|directory|project|review target)\b"
+)
+_FIRST_PERSON = r"\b(?:i|we)(?:'m|’m|[ \t]+am|[ \t]+was|[ \t]+were|[ \t]+are)?[ \t]+"
+# "I could not read the plan": the reviewer's own inability to see the material.
+_SELF_MATERIAL = re.compile(
+    _FIRST_PERSON + _INABLE + r"[ \t]+(?:read|access|open|load|view|inspect)[ \t]+" + _MATERIAL
+)
+# "unable to access the plan" without a subject: only counts with an environment error.
+_MATERIAL_INABILITY = re.compile(
+    r"\b"
+    + _INABLE
+    + r"[ \t]+(?:read|access|open|load|view|inspect)[ \t]+"
+    + _MATERIAL
+    + r"|could not be (?:read|accessed|opened|found)"
+)
+# "I could not run anything": an inability to act at all, not "I could not find an issue".
+_SELF_GENERIC = re.compile(
+    _FIRST_PERSON
+    + _INABLE
+    + r"[ \t]+(?:read|access|open|load|view|inspect|run|execute|launch|start|use|perform"
+    r"|complete|review)\b"
+)
+_STUB_CHARS = 600
+# Only this much of each end of a text is searched for an environment failure: a
+# pseudo-review states its inability up front or next to the verdict, and the bound keeps
+# classification cheap on a megabyte review.
+_SCAN_CHARS = 16_000
+
+
+def _window(text: str) -> str:
+    if len(text) > 2 * _SCAN_CHARS:
+        text = text[:_SCAN_CHARS] + "\n" + text[-_SCAN_CHARS:]
+    return text.lower()
+
+
+def _backed(finding: Finding) -> bool:
+    return finding.location is not None or any(
+        (
+            finding.what_can_go_wrong,
+            finding.why_vulnerable,
+            finding.impact,
+            finding.recommendation,
+        )
+    )
+
+
+def _finding_text(finding: Finding) -> str:
+    parts = (
+        finding.title,
+        finding.what_can_go_wrong,
+        finding.why_vulnerable,
+        finding.impact,
+        finding.recommendation,
+    )
+    return _window("\n".join(p for p in parts if p))
+
+
+def _environmental_finding(finding: Finding) -> bool:
+    # A finding that is really the reviewer reporting its own broken environment.
+    text = _finding_text(finding)
+    if _SELF_MATERIAL.search(text):
+        return True
+    if finding.location is not None:
+        return False
+    return bool(_SELF_GENERIC.search(text) or _ENV_STRONG.search(text))
+
+
+def _stub_like(text: str) -> bool:
+    # An error message dressed as a review: short, no markdown structure, not JSON.
+    stripped = text.strip()
+    if len(stripped) > _STUB_CHARS or stripped.startswith("{"):
+        return False
+    return not any(line.lstrip().startswith("#") for line in stripped.splitlines())
+
+
+def classify_quality(review: Review) -> ReviewQuality:
+    """Whether a review is a real review, an environment failure, or content-free.
+
+    ``degraded_environmental``: no substantive finding, and the text reports the
+    reviewer's own inability to work (a sandbox or ``bwrap`` failure, a trust prompt, a
+    rate-limit stub, not being able to read the material), even when it carries a verdict.
+    A review that merely *discusses* such topics, e.g. a finding "API has no rate
+    limiting" with a location, stays ``valid``.
+
+    ``degraded_content``: findings carry severities but none has any backing (no location
+    and none of the four finding-bar fields).  When in doubt the answer is ``valid``.
+
+    :param review: a parsed review.
+    :returns: ``unknown`` for an empty review, else one of the three above.
+    """
+    if not review.raw.strip():
+        return ReviewQuality.UNKNOWN
+    if not any(_backed(f) and not _environmental_finding(f) for f in review.findings):
+        raw = _window(review.raw)
+        if _SELF_MATERIAL.search(raw):
+            return ReviewQuality.DEGRADED_ENVIRONMENTAL
+        strong = _ENV_STRONG.search(raw) is not None
+        if (strong or _ENV_WEAK.search(raw)) and (
+            _SELF_GENERIC.search(raw) or _MATERIAL_INABILITY.search(raw)
+        ):
+            return ReviewQuality.DEGRADED_ENVIRONMENTAL
+        if strong and _stub_like(raw):
+            return ReviewQuality.DEGRADED_ENVIRONMENTAL
+        if review.findings and not any(_backed(f) for f in review.findings):
+            return ReviewQuality.DEGRADED_CONTENT
+    return ReviewQuality.VALID
+
+
+_TRIAGE_SEVERITY: dict[Severity | None, Literal["critical", "high", "medium", "none"]] = {
+    Severity.CRITICAL: "critical",
+    Severity.HIGH: "high",
+    Severity.MEDIUM: "medium",
+    None: "none",
+}
+
+
+def _triage(review: Review, *, needs_lead_judgment: bool) -> Triage:
+    counts = {s: 0 for s in Severity}
+    for finding in review.findings:
+        counts[finding.severity] += 1
+    medium = counts[Severity.MEDIUM]
+    return Triage(
+        status="ok",
+        finding_count=len(review.findings),
+        max_severity=_TRIAGE_SEVERITY[review.max_severity],
+        covered_critical=counts[Severity.CRITICAL],
+        covered_high=counts[Severity.HIGH],
+        covered_medium=min(medium, MAX_COVERED_MEDIUM),
+        truncated=medium > MAX_COVERED_MEDIUM,
+        needs_lead_judgment=needs_lead_judgment,
+    )
+
+
+def make_triage(review: Review) -> Triage:
+    """Cheap triage counts (seed 003 "Triage rules").
+
+    All critical and high findings are covered, and up to :data:`MAX_COVERED_MEDIUM`
+    medium ones; ``truncated`` says more medium findings remain.  Lead judgment is needed
+    when the review drifts from the contract or is not ``valid``.
+
+    :param review: a parsed review.
+    """
+    needs = _drift(review) is not None or classify_quality(review) is not ReviewQuality.VALID
+    return _triage(review, needs_lead_judgment=needs)
+
+
+def analyse(text: str, output_format: OutputFormat = OutputFormat.MARKDOWN) -> Analysis:
+    """Parse a review and judge it: drift, quality and triage in one go; never raises.
+
+    Under the JSON contract a text that fails validation is still parsed as markdown, best
+    effort, so the raw text and any findings stay available; the drift names the error.
+
+    :param text: the review text (the ``-o`` file).
+    :param output_format: the contract the reviewer was asked to follow.
+    """
+    drift: str | None
+    if OutputFormat(output_format) is OutputFormat.JSON:
+        try:
+            review = parse_json(text)
+        except ReviewFormatError as exc:
+            review = parse_markdown(text)
+            drift = str(exc)
+        else:
+            drift = _drift(review)
+    else:
+        review = parse_markdown(text)
+        drift = _drift(review)
+    quality = classify_quality(review)
+    needs = drift is not None or quality is not ReviewQuality.VALID
+    return Analysis(
+        review=review,
+        drift=drift,
+        quality=quality,
+        triage=_triage(review, needs_lead_judgment=needs),
+    )

@@ -1,0 +1,529 @@
+"""Prompt bodies sent to the reviewer.
+
+The four bodies of the seed (plan; code with the file list; code without it for more than
+:data:`MAX_LISTED_FILES` files; code against a plan) are kept verbatim in substance, with
+the additions of the refresh design: the reviewer behavior contract, the abstraction-level
+calibration (plan prompts only) and the ``<language>`` block.  The machine-readable
+literals (``[severity: …]``, ``VERDICT: …``, JSON keys and values) always stay English.
+
+Values (paths, file names, commands, languages) are inserted literally, in one pass: the
+prompt travels over stdin, so nothing needs shell quoting, and a value that happens to look
+like a placeholder is never expanded again.
+
+:data:`PROMPT_VERSION` is a short hash over every template string, so a cached verdict can
+be tied to the exact wording that produced it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+
+from .constants import SESSION_MARKER, VERDICT_APPROVED, VERDICT_REVISE
+from .models import ChangeSet, OutputFormat, WireModel
+
+__all__ = [
+    "MAX_LISTED_FILES",
+    "PROMPT_VERSION",
+    "PreviousRound",
+    "code_prompt",
+    "fresh_exec_prompt",
+    "plan_prompt",
+    "rereview_prompt",
+    "with_marker",
+]
+
+#: Up to this many changed files are listed in the code prompt's ``<task>``.
+MAX_LISTED_FILES = 50
+
+# --------------------------------------------------------------------------------------
+# Templates.  Every string below is part of PROMPT_VERSION (see _TEMPLATES).
+
+_PLAN_HEAD = """\
+<role>
+You are a senior adversarial reviewer of implementation plans.
+Your job is to break confidence in the plan, not to validate it.
+</role>
+
+<operating_stance>
+Default to skepticism. Assume the plan has gaps until the evidence says otherwise.
+Do not give credit for good intent or likely follow-up work.
+If something only works on the happy path, treat that as a real weakness.
+</operating_stance>
+
+<task>
+Review the implementation plan in {plan_path}.
+</task>
+
+<attack_surface>
+Check each area. Skip if not applicable:
+- Feasibility — will this approach actually work given the codebase and constraints?
+- Missing steps — what is forgotten or assumed but not stated?
+- Risk areas — what could go wrong during implementation? Data loss? Downtime?
+- Sequencing — are steps in the right order? Are there hidden dependencies?
+- Alternatives — is there a simpler or more robust approach?
+- Rollback — can this be safely reverted if it fails halfway?
+- Security — auth, data exposure, injection, unsafe operations
+</attack_surface>
+
+<finding_bar>
+Each finding MUST answer:
+1. What can go wrong? (concrete scenario, not hypothetical)
+2. Why is this plan vulnerable? (cite specific section)
+3. Impact — what breaks and how badly?
+4. Recommendation — specific change to the plan
+</finding_bar>
+
+<scope_exclusions>
+DO NOT comment on: formatting, wording style, speculative issues without concrete trigger scenario.
+</scope_exclusions>
+
+<calibration>
+Prefer one strong finding over several weak ones.
+If the plan is solid, say so clearly — false positives erode trust.
+Judge the plan at its declared level of abstraction.
+Do not demand implementation details unless their absence blocks feasibility,
+safety, rollback, verification, or a public contract.
+If a detail can reasonably be decided during implementation, do not count it
+as a finding.
+</calibration>
+"""
+
+_CODE_ROLE = """\
+<role>
+You are a senior adversarial code reviewer.
+Your job is to break confidence in the change, not to validate it.
+</role>
+
+<operating_stance>
+Default to skepticism. Assume the change can fail in subtle, high-cost,
+or user-visible ways until the evidence says otherwise.
+Do not give credit for good intent, partial fixes, or likely follow-up work.
+If something only works on the happy path, treat that as a real weakness.
+</operating_stance>
+"""
+
+_CODE_TASK_LISTED = """\
+<task>
+Review the code changes in this repo{against}. Changed files:
+
+{files}
+
+Changes include: {description}
+Run {commands} to see the full diffs.
+</task>
+"""
+
+_CODE_TASK_UNLISTED = """\
+<task>
+Review the code changes in this repo{against}.
+Changes include: {description}
+Run {commands} to see changed files and full diffs.
+</task>
+"""
+
+_AGAINST_PLAN = " against the implementation plan in {plan_path}"
+
+_CODE_ATTACK_SURFACE = """\
+<attack_surface>
+Check each area. Skip if not applicable to this change:
+- Auth & permissions: bypasses, privilege escalation, missing checks
+- Data integrity: loss, corruption, partial writes, constraint violations
+- Race conditions: TOCTOU, concurrent access, deadlocks
+- Rollback safety: can this change be safely reverted?
+- Schema drift: migrations, backward compatibility, data format changes
+- Error handling: swallowed errors, missing retries, cascading failures
+- Observability: will operators know when this breaks?
+{plan_items}</attack_surface>
+"""
+
+_PLAN_ATTACK_ITEMS = """\
+- Completeness: does the implementation cover all plan steps?
+- Deviations: where does the code differ from the plan? Are deviations justified?
+- Missing: what from the plan is not yet implemented?
+"""
+
+_CODE_TAIL = """\
+<finding_bar>
+Each finding MUST answer:
+1. What can go wrong? (concrete scenario, not hypothetical)
+2. Why is this code vulnerable? (cite specific file and lines)
+3. Impact — what breaks and how badly? (data loss > downtime > degraded UX)
+4. Recommendation — specific fix with code reference
+</finding_bar>
+
+<scope_exclusions>
+DO NOT comment on: code style, formatting, naming conventions,
+speculative issues without concrete trigger scenario,
+"nice to have" improvements unrelated to correctness or safety.
+</scope_exclusions>
+
+<calibration>
+Prefer one strong finding over several weak ones.
+Severity: critical (data loss/security) > high (bug in prod) > medium (edge case).
+If the change is solid, say so clearly — false positives erode trust.
+</calibration>
+"""
+
+_REVIEWER_BEHAVIOR = """\
+<reviewer_behavior>
+You may run commands to verify findings when useful.
+Do not create, edit, delete, commit, or apply fixes to project files.
+Prefer commands that do not mutate the working tree.
+Do not run commands likely to rewrite generated files, snapshots, migrations,
+lockfiles, or configs.
+If verification would require mutation, report that limitation instead.
+If a command unexpectedly changes files, stop and report it.
+</reviewer_behavior>
+"""
+
+_LANGUAGE_MARKDOWN = """\
+<language>
+Respond in the operator's language: {language}.
+Keep these machine-readable literals unchanged in English:
+- [severity: critical|high|medium]
+- VERDICT: APPROVED
+- VERDICT: REVISE
+</language>
+"""
+
+_LANGUAGE_JSON = """\
+<language>
+Respond in the operator's language: {language}.
+Keep these machine-readable literals unchanged in English:
+- every JSON key
+- the severity values "critical", "high" and "medium"
+- the verdict values "APPROVED" and "REVISE"
+</language>
+"""
+
+_OUTPUT_MARKDOWN = """\
+<output_format>
+Use markdown headers for sections: Summary, Findings, Verdict.
+
+Summary: one paragraph — what this {subject} does and your overall assessment.
+
+Findings: for each finding, use a sub-header with [severity: critical|high|medium] and title.
+Include these fields per finding:
+{location_field}
+- **What can go wrong:** ...
+- **Why vulnerable:** ...
+- **Impact:** ...
+- **Recommendation:** ...
+
+If no findings: "No actionable findings."
+
+Verdict rules: approve if no findings or all low severity; revise if any high/critical.
+Choose exactly one. The LAST line of your response must be one of:
+VERDICT: APPROVED
+VERDICT: REVISE
+</output_format>
+"""
+
+_LOCATION_PLAN = "- **Section:** which part of the plan"
+_LOCATION_CODE = "- **File:** path/to/file.ext lines N-M"
+
+_OUTPUT_JSON = """\
+<output_format>
+Answer with a single JSON object that matches the provided output schema.
+Do not wrap it in markdown fences and write nothing before or after it.
+
+"summary": one paragraph — what this {subject} does and your overall assessment.
+
+"findings": one object per finding, with these keys:
+- "severity": "critical", "high" or "medium"
+- "title": a short title
+- "section": which part of the plan, or null
+- "file": path/to/file.ext, or null
+- "line_start", "line_end": the lines the finding cites, or null
+- "what_can_go_wrong", "why_vulnerable", "impact", "recommendation": the four answers
+  of the finding bar
+If no findings: an empty list. Leave low-severity issues out.
+
+"verdict": "APPROVED" if no findings or all low severity; "REVISE" if any high/critical.
+Choose exactly one.
+</output_format>
+"""
+
+_REREVIEW = """\
+I've evaluated the findings.
+
+## Applied
+{applied}
+
+## Re-scoped
+{rescoped}
+
+## Rejected with reasoning
+{rejected}
+
+## Specific asks for re-review
+1. Are my rejections technically valid?
+2. Did the applied/re-scoped fixes resolve the original findings?
+3. Did the fixes introduce new issues?
+
+Re-review with the same adversarial stance.
+
+{language_block}
+{closing}"""
+
+_REREVIEW_CLOSING_MARKDOWN = f"End with {VERDICT_APPROVED} or {VERDICT_REVISE}"
+_REREVIEW_CLOSING_JSON = (
+    "Answer with a single JSON object that matches the provided output schema, as before,\n"
+    'with "verdict" set to "APPROVED" or "REVISE".'
+)
+
+_FRESH_EXEC = """\
+{original_body}
+
+## Previous review rounds
+
+{rounds}
+
+## Current state of the artifact
+
+{current_state}
+"""
+
+_FRESH_ROUND = """\
+### Round {number}
+
+<review round="{number}">
+{review}
+</review>
+
+<decisions round="{number}">
+{decisions}
+</decisions>
+"""
+
+_NONE_ITEM = "- (none)"
+
+_TEMPLATES: tuple[str, ...] = (
+    _PLAN_HEAD,
+    _CODE_ROLE,
+    _CODE_TASK_LISTED,
+    _CODE_TASK_UNLISTED,
+    _AGAINST_PLAN,
+    _CODE_ATTACK_SURFACE,
+    _PLAN_ATTACK_ITEMS,
+    _CODE_TAIL,
+    _REVIEWER_BEHAVIOR,
+    _LANGUAGE_MARKDOWN,
+    _LANGUAGE_JSON,
+    _OUTPUT_MARKDOWN,
+    _LOCATION_PLAN,
+    _LOCATION_CODE,
+    _OUTPUT_JSON,
+    _REREVIEW,
+    _REREVIEW_CLOSING_MARKDOWN,
+    _REREVIEW_CLOSING_JSON,
+    _FRESH_EXEC,
+    _FRESH_ROUND,
+    _NONE_ITEM,
+    SESSION_MARKER,
+)
+
+
+def _version(templates: Iterable[str]) -> str:
+    # NUL cannot occur in a template, so moving text between templates changes the hash.
+    digest = hashlib.sha256("\x00".join(templates).encode("utf-8")).hexdigest()
+    return digest[:12]
+
+
+#: Short sha256 over every template string; changes whenever any wording changes.
+PROMPT_VERSION: str = _version(_TEMPLATES)
+
+
+class PreviousRound(WireModel):
+    """One earlier round, as the fresh-exec prompt replays it.
+
+    :param number: the round number.
+    :param review: the review text, verbatim.
+    :param decisions: what was decided on its findings, rendered as text.
+    """
+
+    number: int
+    review: str
+    decisions: str
+
+
+# --------------------------------------------------------------------------------------
+# Builders
+
+
+def _blocks(*blocks: str) -> str:
+    return "\n".join(block.rstrip("\n") + "\n" for block in blocks).rstrip("\n") + "\n"
+
+
+def _is_json(output_format: OutputFormat) -> bool:
+    # Accept the plain string too: OutputFormat is a str enum and settings arrive as text.
+    return OutputFormat(output_format) is OutputFormat.JSON
+
+
+def _language(language: str, output_format: OutputFormat) -> str:
+    template = _LANGUAGE_JSON if _is_json(output_format) else _LANGUAGE_MARKDOWN
+    return template.format(language=language)
+
+
+def _output(subject: str, location_field: str, output_format: OutputFormat) -> str:
+    if _is_json(output_format):
+        return _OUTPUT_JSON.format(subject=subject)
+    return _OUTPUT_MARKDOWN.format(subject=subject, location_field=location_field)
+
+
+def plan_prompt(
+    plan_path: str,
+    *,
+    language: str = "English",
+    output_format: OutputFormat = OutputFormat.MARKDOWN,
+) -> str:
+    """The plan review body (no session marker; see :func:`with_marker`).
+
+    :param plan_path: the plan's path as the reviewer should open it, inserted literally.
+    :param language: the operator's language for the review's prose.
+    :param output_format: markdown (last-line verdict) or JSON (``--output-schema``).
+    """
+    return _blocks(
+        _PLAN_HEAD.format(plan_path=plan_path),
+        _REVIEWER_BEHAVIOR,
+        _language(language, output_format),
+        _output("plan", _LOCATION_PLAN, output_format),
+    )
+
+
+def _describe(description: str) -> str:
+    description = description.strip()
+    return description if description.endswith(".") else description + "."
+
+
+def _join_commands(commands: Sequence[str]) -> str:
+    quoted = [f"`{c}`" for c in commands] or ["`git diff`"]
+    if len(quoted) == 1:
+        return quoted[0]
+    return ", ".join(quoted[:-1]) + " and " + quoted[-1]
+
+
+def code_prompt(
+    change: ChangeSet,
+    *,
+    against_plan: str | None = None,
+    language: str = "English",
+    output_format: OutputFormat = OutputFormat.MARKDOWN,
+) -> str:
+    """The code review body, or the code-vs-plan body when ``against_plan`` is given.
+
+    The changed files are listed one per line when there are 1 to
+    :data:`MAX_LISTED_FILES`; otherwise the reviewer is told to list them with the diff
+    commands.  Without diff commands the reviewer is told to run ``git diff``.
+
+    :param change: the files, the human description and the exact diff commands.
+    :param against_plan: the plan's path for a code-vs-plan review, inserted literally.
+    :param language: the operator's language for the review's prose.
+    :param output_format: markdown (last-line verdict) or JSON (``--output-schema``).
+    """
+    against = _AGAINST_PLAN.format(plan_path=against_plan) if against_plan is not None else ""
+    fields = {
+        "against": against,
+        "description": _describe(change.description),
+        "commands": _join_commands(change.diff_commands),
+    }
+    if 0 < len(change.files) <= MAX_LISTED_FILES:
+        task = _CODE_TASK_LISTED.format(files="\n".join(change.files), **fields)
+    else:
+        task = _CODE_TASK_UNLISTED.format(**fields)
+    items = _PLAN_ATTACK_ITEMS if against_plan is not None else ""
+    return _blocks(
+        _CODE_ROLE,
+        task,
+        _CODE_ATTACK_SURFACE.format(plan_items=items),
+        _CODE_TAIL,
+        _REVIEWER_BEHAVIOR,
+        _language(language, output_format),
+        _output("change", _LOCATION_CODE, output_format),
+    )
+
+
+def _items(items: Sequence[str]) -> str:
+    lines = []
+    for item in items:
+        text = item.strip()
+        if not text:
+            continue
+        first, *rest = text.splitlines()
+        bullet = first if first.startswith("- ") else f"- {first}"
+        # Continuation lines are indented so they stay inside their bullet.
+        lines.append("\n".join([bullet, *(f"  {line}" if line else "" for line in rest)]))
+    return "\n".join(lines) or _NONE_ITEM
+
+
+def rereview_prompt(
+    *,
+    applied: Sequence[str],
+    rescoped: Sequence[str],
+    rejected: Sequence[str],
+    language: str = "English",
+    output_format: OutputFormat = OutputFormat.MARKDOWN,
+) -> str:
+    """The structured re-review prompt sent on resume (seed 003 "Prompt Changes").
+
+    Each section reads ``- (none)`` when empty.  The markdown variant ends with the
+    verdict instruction; the JSON variant with a reminder of the schema.
+
+    :param applied: one entry per applied fix.
+    :param rescoped: one entry per re-scoped finding, saying how the scope changed.
+    :param rejected: one entry per rejected finding, with the reasoning.
+    :param language: the operator's language for the review's prose.
+    :param output_format: the contract of the first round.
+    """
+    json = _is_json(output_format)
+    return _REREVIEW.format(
+        applied=_items(applied),
+        rescoped=_items(rescoped),
+        rejected=_items(rejected),
+        language_block=_language(language, output_format),
+        closing=_REREVIEW_CLOSING_JSON if json else _REREVIEW_CLOSING_MARKDOWN,
+    )
+
+
+def fresh_exec_prompt(
+    original_body: str,
+    *,
+    previous_rounds: Sequence[PreviousRound],
+    current_state: str,
+) -> str:
+    """The fresh-exec fallback body (seed 000 Step 7.4).
+
+    The original body, then ``## Previous review rounds`` (each round's review verbatim
+    and the decisions on it), then ``## Current state of the artifact``.
+
+    :param original_body: the first round's body for the current mode.
+    :param previous_rounds: the earlier rounds, oldest first.
+    :param current_state: what the artifact looks like now, inserted verbatim.
+    """
+    rounds = "\n".join(
+        _FRESH_ROUND.format(
+            number=r.number,
+            review=r.review.strip("\n"),
+            decisions=r.decisions.strip("\n") or _NONE_ITEM,
+        )
+        for r in previous_rounds
+    )
+    return _FRESH_EXEC.format(
+        original_body=original_body.rstrip("\n"),
+        rounds=rounds.rstrip("\n") or _NONE_ITEM,
+        current_state=current_state.strip("\n"),
+    )
+
+
+def with_marker(body: str, review_id: str, attempt_id: str) -> str:
+    """The prompt as sent: the session marker on the first line, then the body.
+
+    The marker ties a Codex rollout file to one attempt (seed runner step R2).
+
+    :param body: the prompt body.
+    :param review_id: the review's id.
+    :param attempt_id: the attempt's id.
+    """
+    marker = SESSION_MARKER.format(review_id=review_id, attempt_id=attempt_id)
+    return f"{marker}\n{body}"

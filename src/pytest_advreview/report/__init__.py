@@ -1,0 +1,1 @@
+"""Reports built from review results: the terminal operator summary (more to come)."""

@@ -1,0 +1,277 @@
+"""One review, end to end: target → prompt → loop → outcome, with mutation watching.
+
+Both the collected review items (``items.py``) and the ``adversarial_review`` fixture
+(``fixtures.py``) run reviews through :class:`ReviewRun`, so there is one path from a
+plan file to a pytest outcome.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import shutil
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import pytest
+
+from . import mutation, prompts, targets
+from .loop import LoopHooks, LoopResult, ReviewTarget, run_loop
+from .models import ChangeSet, Decision, Operation, Review, RoundRecord, WireModel
+from .outcome import Outcome, decide
+from .runner import DispatchRequest, DispatchResult, Reviewer
+
+if TYPE_CHECKING:
+    from .settings import Settings
+
+__all__ = ["ReviewInputError", "ReviewRun", "TargetSpec", "new_review_id"]
+
+
+class ReviewInputError(Exception):
+    """The material to review is unusable (not UTF-8, empty, missing): the user must fix it."""
+
+
+class TargetSpec(WireModel):
+    """What one item reviews; plain data, so it survives xdist and the cache."""
+
+    kind: Literal["plan", "code"]
+    #: ``docs/plans/x.md`` (repo-relative) or ``code-review``.
+    key: str
+    #: The plan file (plan items).
+    path: Path | None = None
+    #: The change set (code items).
+    change: ChangeSet | None = None
+    #: The plan a code change is reviewed against (code-vs-plan).
+    against_plan: Path | None = None
+
+
+def new_review_id() -> str:
+    """The seed's ``{unix_ts}-{8 digits}`` review id."""
+    return f"{int(time.time())}-{secrets.randbelow(100_000_000):08d}"
+
+
+def read_plan(path: Path) -> str:
+    """The plan's text, or a :class:`ReviewInputError` that names the file and the fix."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ReviewInputError(f"plan file {path} does not exist") from None
+    except OSError as exc:
+        raise ReviewInputError(f"cannot read plan file {path}: {exc.strerror}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ReviewInputError(
+            f"plan file {path} is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
+            f"{exc.start}); save it as UTF-8 to have it reviewed"
+        ) from None
+    if not text.strip():
+        raise ReviewInputError(
+            f"plan file {path} is empty; write the plan or remove it from advreview_plans"
+        )
+    return text
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+class _WatchedReviewer:
+    """Wraps the backend to remember what the reviewer itself reported writing."""
+
+    def __init__(self, inner: Reviewer) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.supports_resume = inner.supports_resume
+        self.last: DispatchResult | None = None
+
+    def can_resume(self, session_id: str) -> bool:
+        return self.inner.can_resume(session_id)
+
+    def dispatch(self, request: DispatchRequest) -> DispatchResult:
+        self.last = None
+        self.last = self.inner.dispatch(request)
+        return self.last
+
+
+class _Hooks(LoopHooks):
+    """Forwards the loop's extension points to pluggy hooks and the mutation watch."""
+
+    def __init__(self, run: ReviewRun, target: ReviewTarget) -> None:
+        self.run = run
+        self.target = target
+
+    def modify_prompt(self, operation: Operation, prompt: str) -> str:
+        replaced = self.run.config.hook.pytest_advreview_modify_prompt(
+            target=self.target, operation=operation, prompt=prompt
+        )
+        return prompt if replaced is None else str(replaced)
+
+    def fix(self, review: Review, record: RoundRecord) -> Sequence[Decision] | None:
+        if self.run.item is None:
+            return None
+        decisions: Sequence[Decision] | None = self.run.config.hook.pytest_advreview_fix(
+            item=self.run.item, review=review
+        )
+        if decisions is not None:
+            # The fixer changed the workspace on purpose: that is the new baseline.
+            self.run.rebaseline()
+        return decisions
+
+    def round_done(self, record: RoundRecord) -> None:
+        if self.run.item is not None:
+            self.run.config.hook.pytest_advreview_round_done(item=self.run.item, record=record)
+
+    def check_mutation(self, round_no: int) -> Sequence[str]:
+        return self.run.check_mutation(round_no)
+
+
+class ReviewRun:
+    """Runs one target through the loop and keeps what the item phases need."""
+
+    def __init__(
+        self,
+        config: pytest.Config,
+        settings: Settings,
+        spec: TargetSpec,
+        *,
+        repo_root: Path,
+        reviewer: Reviewer,
+        item: pytest.Item | None = None,
+    ) -> None:
+        self.config = config
+        self.settings = settings
+        self.spec = spec
+        self.repo_root = repo_root
+        self.reviewer = _WatchedReviewer(reviewer)
+        self.item = item
+        self.review_id = new_review_id()
+        self.work_dir = Path(tempfile.mkdtemp(prefix=f"advreview-{self.review_id}-"))
+        self.result: LoopResult | None = None
+        self.outcome: Outcome | None = None
+        self.mutations: list[str] = []
+        self._before: mutation.Snapshot | None = None
+        self._seen: set[str] = set()
+
+    # -- inputs ------------------------------------------------------------------------
+
+    def _inputs(self) -> list[Path]:
+        paths = [p for p in (self.spec.path, self.spec.against_plan) if p is not None]
+        return paths
+
+    def target(self) -> ReviewTarget:
+        """Build the loop's target: read the plan, pick the prompt, hash the content."""
+        settings = self.settings
+        fmt = settings.output_format
+        if self.spec.kind == "plan":
+            assert self.spec.path is not None
+            text = read_plan(self.spec.path)
+            body = prompts.plan_prompt(
+                _relative(self.spec.path, self.repo_root),
+                language=settings.language,
+                output_format=fmt,
+            )
+            content = text
+            digest = targets.plan_hash(self.spec.path)
+        else:
+            assert self.spec.change is not None
+            plan_rel = None
+            plan_text = ""
+            if self.spec.against_plan is not None:
+                plan_text = read_plan(self.spec.against_plan)
+                plan_rel = _relative(self.spec.against_plan, self.repo_root)
+            body = prompts.code_prompt(
+                self.spec.change,
+                against_plan=plan_rel,
+                language=settings.language,
+                output_format=fmt,
+            )
+            content = (
+                "Changed files:\n"
+                + "\n".join(f"- {f}" for f in self.spec.change.files)
+                + ("\n\nPlan:\n" + plan_text if plan_text else "")
+            )
+            # The diff itself (not just the names) decides whether a code review is stale.
+            digest = hashlib.sha256(
+                (targets.change_set_hash(self.repo_root, self.spec.change) + plan_text).encode()
+            ).hexdigest()
+        return ReviewTarget(
+            key=self.spec.key,
+            kind=self.spec.kind,
+            review_id=self.review_id,
+            repo_root=self.repo_root,
+            work_dir=self.work_dir,
+            initial_prompt=body,
+            content=content,
+            content_hash=digest,
+            language=settings.language,
+            output_format=fmt,
+        )
+
+    # -- mutation watch ----------------------------------------------------------------
+
+    def snapshot(self) -> mutation.Snapshot:
+        """The workspace as it is now (git status + hashes of the review inputs)."""
+        return mutation.take_snapshot(self.repo_root, self._inputs())
+
+    def rebaseline(self) -> None:
+        """Take a new "before" snapshot (after a fixer changed files on purpose)."""
+        self._before = self.snapshot()
+
+    def check_mutation(self, round_no: int) -> list[str]:
+        """New mutations since the baseline, as messages naming path and round."""
+        found: list[str] = []
+        if self._before is not None:
+            changes = mutation.compare(
+                self._before, self.snapshot(), allow_untracked=self.settings.allow_untracked
+            )
+            for change in changes:
+                if change.path not in self._seen:
+                    self._seen.add(change.path)
+                    found.append(f"{change.path} ({change.kind}, round {round_no})")
+        last = self.reviewer.last
+        if last is not None:
+            for path in last.reported_writes:
+                if path not in self._seen:
+                    self._seen.add(path)
+                    found.append(f"{path} (reported by the reviewer, round {round_no})")
+        self.mutations.extend(found)
+        return found
+
+    # -- run ---------------------------------------------------------------------------
+
+    def run(
+        self, *, history: Sequence[RoundRecord] = (), decisions: Sequence[Decision] = ()
+    ) -> tuple[LoopResult, Outcome]:
+        """Run the loop and decide the outcome (``ReviewInputError`` for bad material)."""
+        target = self.target()
+        self._before = self.snapshot()
+        self.result = run_loop(
+            target,
+            self.reviewer,
+            max_rounds=self.settings.max_rounds,
+            hooks=_Hooks(self, target),
+            history=history,
+            decisions=decisions,
+        )
+        self.outcome = decide(self.result, self.settings.fail_on)
+        return self.result, self.outcome
+
+    def final_mutations(self) -> list[str]:
+        """All mutations, including any that appeared after the last dispatch."""
+        if self.result is not None:
+            self.check_mutation(self.result.last_round or 1)
+        return list(self.mutations)
+
+    def cleanup(self, *, keep: bool) -> str | None:
+        """Remove the temp files after success; keep them after an error (diagnostics)."""
+        if keep:
+            return str(self.work_dir)
+        shutil.rmtree(self.work_dir, ignore_errors=True)
+        return None

@@ -1,0 +1,214 @@
+"""The per-run plugin object: what to collect, how to build reviewers, what to summarise.
+
+Registered by ``plugin.py`` only when ``--adversarial-review`` is given, so an installed
+plugin never changes an unrelated suite.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from . import targets
+from .constants import CODE_ITEM_NAME, MARKER
+from .items import _SESSION_KEY, PlanFile, ReviewItem
+from .loop import LoopResult
+from .models import ChangeSet
+from .outcome import Outcome
+from .report.terminal import SummaryCollector
+from .review import ReviewRun, TargetSpec
+from .runner import Reviewer
+
+if TYPE_CHECKING:
+    from .settings import Settings
+
+__all__ = ["ReviewSession"]
+
+
+class ReviewSession:
+    """Collection, reviewer construction and reporting of one pytest run."""
+
+    def __init__(self, config: pytest.Config, settings: Settings) -> None:
+        self.config = config
+        self.settings = settings
+        self.rootdir = Path(config.rootpath)
+        self.repo: targets.GitRepoInfo | None = None
+        self.repo_note: str | None = None
+        self.selection: targets.PlanSelection | None = None
+        self.base: str | None = None
+        self._reviewer: Reviewer | None = None
+        self._collected: set[Path] = set()
+        self.summary = SummaryCollector(config)
+        config.stash[_SESSION_KEY] = self
+        self._discover()
+
+    # -- what to review ----------------------------------------------------------------
+
+    def _discover(self) -> None:
+        """Find the repository, the base and the plans to review (git runs once here)."""
+        try:
+            self.repo = targets.repo_info(self.rootdir)
+        except targets.TargetError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        if self.repo is None:
+            self.repo_note = (
+                f"{self.rootdir} is not inside a git repository: plan items only, no code review"
+            )
+        else:
+            self.repo_note = self.repo.warning
+            self.base = targets.resolve_base(self.repo.root, self.settings.base, os.environ)
+        self.selection = targets.plan_files(
+            self.rootdir,
+            self.settings.plans,
+            self.settings.plan_scope,
+            self.base,
+            repo=self.repo,
+        )
+
+    @property
+    def repo_root(self) -> Path:
+        """The repository root (or rootdir outside git): where the reviewer runs."""
+        return self.repo.root if self.repo else self.rootdir
+
+    def relpath(self, path: Path) -> str:
+        """A repo-relative posix path, the key of a plan in state and decisions."""
+        try:
+            return path.resolve().relative_to(self.repo_root.resolve()).as_posix()
+        except ValueError:
+            return str(path)
+
+    def _explicit_plans(self) -> list[Path]:
+        """``.md`` files named on the command line: always reviewed."""
+        found = []
+        for arg in self.config.args:
+            path = Path(arg.split("::", 1)[0])
+            if not path.is_absolute():
+                path = Path(self.config.invocation_params.dir) / path
+            if path.suffix == ".md" and path.is_file():
+                found.append(path.resolve())
+        return found
+
+    def _wanted(self, path: Path) -> bool:
+        resolved = path.resolve()
+        if resolved in self._explicit_plans():
+            return True
+        return self.selection is not None and resolved in self.selection.selected
+
+    @pytest.hookimpl
+    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> PlanFile | None:
+        """Collect a plan file that is selected or named on the command line."""
+        if file_path.suffix != ".md" or not self._wanted(file_path):
+            return None
+        self._collected.add(file_path.resolve())
+        plan: PlanFile = PlanFile.from_parent(parent, path=file_path)
+        return plan
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(
+        self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        """Add selected plans outside the collected paths, and the code-review item.
+
+        ``tryfirst`` so that ``-m``/``-k`` deselection (which runs in the same hook) sees
+        the added items.
+        """
+        explicit = self._explicit_plans()
+        if explicit:
+            return  # laptop mode: exactly the plans named on the command line
+        assert self.selection is not None
+        for path in self.selection.selected:
+            if path in self._collected:
+                continue
+            plan = PlanFile.from_parent(session, path=path)
+            items.extend(plan.collect())
+        change = self._change_set()
+        if change is not None:
+            spec = TargetSpec(
+                kind="code",
+                key=CODE_ITEM_NAME,
+                change=change,
+                against_plan=Path(self.settings.against_plan).resolve()
+                if self.settings.against_plan
+                else None,
+            )
+            items.append(ReviewItem.from_parent(session, name=CODE_ITEM_NAME, spec=spec))
+
+    def _change_set(self) -> ChangeSet | None:
+        if self.repo is None or self.settings.diff == "none":
+            return None
+        assert self.selection is not None
+        # A plan reviewed as a plan item is not reviewed again as code.
+        return targets.change_set(
+            self.repo.root, self.settings.diff, self.base, self.selection.selected
+        )
+
+    def stored_severity(self, key: str) -> str | None:
+        """The max severity of the last stored review of ``key`` (state arrives later)."""
+        return None
+
+    # -- running -----------------------------------------------------------------------
+
+    def reviewer(self) -> Reviewer:
+        """The backend named by the settings, built once per run through the hook."""
+        if self._reviewer is None:
+            made = self.config.hook.pytest_advreview_make_reviewer(
+                config=self.config, name=self.settings.reviewer
+            )
+            if made is None:
+                raise pytest.UsageError(
+                    f"pytest-advreview: no reviewer backend is called "
+                    f"{self.settings.reviewer!r}; use codex, command, or install the plugin "
+                    "that provides it"
+                )
+            self._reviewer = made
+        return self._reviewer
+
+    def new_run(self, item: ReviewItem) -> ReviewRun:
+        """A :class:`ReviewRun` for ``item``."""
+        return ReviewRun(
+            self.config,
+            self.settings,
+            item.spec,
+            repo_root=self.repo_root,
+            reviewer=self.reviewer(),
+            item=item,
+        )
+
+    def run_review(self, run: ReviewRun) -> tuple[LoopResult, Outcome]:
+        """Run one review (persisted state and cache join here in a later step)."""
+        return run.run()
+
+    def finished(self, item: ReviewItem) -> None:
+        """Called from the item's teardown (hook for state writes)."""
+
+    # -- reporting ---------------------------------------------------------------------
+
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        """Effective settings, the plan selection, and the runtime hints."""
+        from .settings import header_lines, runtime_hints
+
+        lines = header_lines(self.settings)
+        if self.selection is not None:
+            lines.append(f"advreview: {self.selection.summary}")
+        if self.repo_note:
+            lines.append(
+                self.repo_note
+                if self.repo_note.startswith("advreview:")
+                else f"advreview: {self.repo_note}"
+            )
+        lines.extend(f"advreview: {hint}" for hint in runtime_hints(self.settings))
+        return lines
+
+    @pytest.hookimpl
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Feed the operator summary (also from xdist workers' reports)."""
+        if MARKER in report.keywords:
+            self.summary.add(report)
+
+    @pytest.hookimpl
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        """The final operator summary: one block per review item."""
+        self.summary.write(terminalreporter)

@@ -1,0 +1,514 @@
+"""What to review: the repository, its base, the plan files and the code change set.
+
+Pure functions over git (through :mod:`pytest_advreview.git`), with no dependency on the
+pytest config: the plugin passes in the resolved settings.  Costs stay flat in the number
+of files: selecting among thousands of plans takes three git calls and reads no file.
+
+Paths come back in two flavours, and each function says which: relative to the
+repository top level (what git prints and what the reviewer, launched at the top level,
+sees) or absolute :class:`~pathlib.Path` objects (what pytest collects).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shlex
+import subprocess
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from .git import GitError, StatusEntry, literal_pathspec, parse_status_z, run_git, split_z
+from .models import ChangeSet
+
+__all__ = [
+    "GitRepoInfo",
+    "PlanSelection",
+    "TargetError",
+    "change_set",
+    "change_set_hash",
+    "compile_glob",
+    "match_any",
+    "plan_files",
+    "plan_hash",
+    "repo_info",
+    "resolve_base",
+    "status_entries",
+]
+
+_PREFIX = "pytest-advreview"
+#: Branches tried in order when neither an explicit base nor ``GITHUB_BASE_REF`` decides.
+FALLBACK_BASES = ("origin/HEAD", "main", "master")
+
+
+class TargetError(Exception):
+    """The targets cannot be determined; the message says why and what to do."""
+
+
+def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+    """:func:`run_git`, with failures turned into a :class:`TargetError`."""
+    try:
+        return run_git(cwd, *args, check=check)
+    except GitError as exc:
+        raise TargetError(f"{_PREFIX}: {exc}") from None
+
+
+# -- the repository ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GitRepoInfo:
+    """The git work tree that contains the directory pytest reviews.
+
+    :param root: the work tree's top level (``git rev-parse --show-toplevel``).
+    :param superproject: the superproject's work tree when ``root`` is a submodule.
+    """
+
+    root: Path
+    superproject: Path | None = None
+
+    @property
+    def warning(self) -> str | None:
+        """A header line for a submodule, whose changes are seen from inside only."""
+        if self.superproject is None:
+            return None
+        return (
+            f"advreview: {self.root} is a git submodule of {self.superproject}; "
+            "plans and changes are taken from the submodule only"
+        )
+
+
+def _lines(data: bytes) -> list[str]:
+    # rev-parse prints one value per line; only the newline is stripped, because a
+    # directory name may end in a space.
+    return [os.fsdecode(line) for line in data.split(b"\n")]
+
+
+def repo_info(path: Path) -> GitRepoInfo | None:
+    """Find the git work tree containing ``path``.
+
+    :returns: ``None`` when ``path`` is not inside a git repository.
+    :raises TargetError: ``path`` is in a bare repository or inside a ``.git`` directory
+        (there is no work tree to review), or git refused to run (unsafe ownership, git
+        missing); the message carries git's own words.
+    """
+    proc = _git(path, "rev-parse", "--is-bare-repository", "--is-inside-work-tree", check=False)
+    if proc.returncode != 0:
+        said = os.fsdecode(proc.stderr).strip()
+        if "not a git repository" in said:
+            return None
+        raise TargetError(f"{_PREFIX}: cannot inspect the git repository at {path}: {said}")
+    bare, inside = _lines(proc.stdout)[:2]
+    if bare == "true":
+        raise TargetError(
+            f"{_PREFIX}: {path} is a bare repository: it has no work tree to review; "
+            "run pytest inside a work tree (a clone, or `git worktree add`)"
+        )
+    if inside != "true":
+        raise TargetError(
+            f"{_PREFIX}: {path} is inside a .git directory, not a work tree; "
+            "run pytest from the repository's work tree"
+        )
+    out = _git(path, "rev-parse", "--show-toplevel", "--show-superproject-working-tree").stdout
+    lines = [line for line in _lines(out) if line]
+    superproject = Path(lines[1]) if len(lines) > 1 else None
+    return GitRepoInfo(root=Path(lines[0]), superproject=superproject)
+
+
+def _verify(repo: Path, ref: str) -> bool:
+    proc = _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
+    return proc.returncode == 0
+
+
+def resolve_base(repo: Path, explicit: str | None, env: Mapping[str, str]) -> str | None:
+    """The base of branch diffs and of plan scope ``changed``.
+
+    ``explicit`` (``--advreview-base`` / ini ``advreview_base``) when given; else
+    ``origin/$GITHUB_BASE_REF`` when that variable is set and the ref exists; else the
+    first of ``origin/HEAD``, ``main``, ``master`` that git knows.
+
+    :returns: the ref as named (not its commit id), or ``None`` when none exists.
+    :raises TargetError: the explicit base is not a commit git knows.
+    """
+    if explicit is not None:
+        if explicit.startswith("-") or not _verify(repo, explicit):
+            raise TargetError(
+                f"{_PREFIX}: the base {explicit!r} (--advreview-base / ini advreview_base) "
+                f"is not a commit, branch or tag of the repository at {repo}; fetch it "
+                f"(git fetch origin {shlex.quote(explicit)}) or pass another "
+                "--advreview-base=REF"
+            )
+        return explicit
+    candidates = list(FALLBACK_BASES)
+    github = env.get("GITHUB_BASE_REF", "").strip()
+    if github and not github.startswith("-"):
+        candidates.insert(0, f"origin/{github}")
+    for ref in candidates:
+        if _verify(repo, ref):
+            return ref
+    return None
+
+
+def status_entries(root: Path) -> list[StatusEntry]:
+    """``git status --porcelain=v1 -z --untracked-files=all --no-renames`` of ``root``.
+
+    Renames are reported as a deletion plus an addition, so each path is one entry and
+    agrees with ``git diff --no-renames``.  Paths are relative to the top level.
+    """
+    out = _git(
+        root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"
+    ).stdout
+    return parse_status_z(out)
+
+
+# -- globs ---------------------------------------------------------------------------------
+
+
+def _segment(part: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(part):
+        ch = part[i]
+        if ch == "*":
+            out.append("[^/]*")
+        elif ch == "?":
+            out.append("[^/]")
+        elif ch == "[":
+            end = part.find("]", i + 2 if part[i + 1 : i + 2] in ("!", "]") else i + 1)
+            if end == -1:
+                out.append(re.escape(ch))
+            else:
+                body = part[i + 1 : end]
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append("[" + body.replace("\\", "\\\\") + "]")
+                i = end
+        else:
+            out.append(re.escape(ch))
+        i += 1
+    return "".join(out)
+
+
+def compile_glob(pattern: str) -> re.Pattern[str]:
+    """A regex for a ``/``-separated relative glob with :mod:`pathlib` semantics.
+
+    ``*`` and ``?`` stay inside one path segment, ``[...]`` is a character class and a
+    ``**`` segment matches zero or more folders (so ``docs/**/plans/*.md`` matches
+    ``docs/plans/x.md``); a trailing ``**`` matches everything below.  Matching is
+    case-sensitive, like :class:`~pathlib.PurePosixPath`.
+    """
+    parts = [p for p in pattern.replace("\\", "/").split("/") if p not in ("", ".")]
+    regex = ""
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if part == "**":
+            regex += ".*" if last else "(?:[^/]+/)*"
+        else:
+            regex += _segment(part) + ("" if last else "/")
+    return re.compile(regex + r"\Z")
+
+
+def match_any(path: str, patterns: Iterable[re.Pattern[str]]) -> bool:
+    """True when the relative ``/``-separated ``path`` matches one of the compiled globs."""
+    return any(p.match(path) for p in patterns)
+
+
+# -- plans ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlanSelection:
+    """The plans chosen for review and how many the globs matched in all.
+
+    :param selected: absolute paths, sorted.
+    :param total: how many files the globs matched before the scope filter.
+    :param summary: one human line for the report header ("0 of 12 plans changed against
+        main; use advreview_plan_scope = all").
+    """
+
+    selected: tuple[Path, ...]
+    total: int
+    summary: str
+
+
+def _plural(n: int) -> str:
+    return f"{n} plan" if n == 1 else f"{n} plans"
+
+
+def _prefix(root: Path, top: Path) -> str:
+    """``root`` relative to the top level, as a ``/``-terminated prefix ("" at the top)."""
+    try:
+        rel = root.resolve().relative_to(top.resolve())
+    except ValueError:
+        rel_str = _git(root, "rev-parse", "--show-prefix").stdout
+        return _lines(rel_str)[0]
+    return "" if rel == Path(".") else rel.as_posix() + "/"
+
+
+def _changed_paths(root: Path, base: str | None) -> set[str]:
+    """Top-level-relative paths added or modified against ``base`` or not yet committed."""
+    changed = {e.path for e in status_entries(root) if e.untracked or "D" not in e.xy}
+    if base is not None:
+        try:
+            out = run_git(
+                root,
+                "diff",
+                "--name-only",
+                "-z",
+                "--no-renames",
+                "--diff-filter=AM",
+                f"{base}...HEAD",
+                "--",
+            ).stdout
+        except GitError as exc:
+            raise _branch_error(root, base, exc) from None
+        changed.update(split_z(out))
+    return changed
+
+
+def plan_files(
+    root: Path,
+    globs: Sequence[str],
+    scope: Literal["changed", "all"] | str,
+    base: str | None,
+    *,
+    repo: GitRepoInfo | Literal["detect"] | None = "detect",
+) -> PlanSelection:
+    """Select the plan files to review.
+
+    In a git work tree the candidates are the tracked and untracked, not ignored files
+    under ``root`` (``git ls-files``), matched against ``globs`` (relative to ``root``,
+    :func:`compile_glob` semantics).  Scope ``changed`` keeps those added or modified
+    against ``base`` (``git diff --diff-filter=AM BASE...HEAD``) plus staged, unstaged and
+    untracked ones (``git status``).  No file is read or hashed here.
+
+    Outside git the globs are applied to the file system and every match is selected:
+    without history there is no "changed".
+
+    :param root: rootdir; globs and the summary are relative to it.
+    :param scope: ``changed`` or ``all``.
+    :param base: from :func:`resolve_base`; ``None`` limits ``changed`` to uncommitted.
+    :param repo: the work tree, ``None`` outside git; detected when not given.
+    :raises TargetError: git failed (for example a base without a merge base).
+    """
+    if repo == "detect":
+        repo = repo_info(root)
+    compiled = [compile_glob(g) for g in globs]
+    root_abs = root.resolve()
+    if repo is None:
+        found = {
+            p.resolve()
+            for g in globs
+            for p in root_abs.glob(g.replace("\\", "/").lstrip("/"))
+            if p.is_file()
+        }
+        matched = sorted(found)
+    else:
+        out = _git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard").stdout
+        rels = sorted({p for p in split_z(out) if match_any(p, compiled)})
+        # ``--cached`` still lists files deleted from the work tree; only matches are
+        # checked, so this stays one stat per plan, never a read.
+        matched = [root_abs / p for p in rels if (root_abs / p).is_file()]
+    total = len(matched)
+    if total == 0:
+        shown = ", ".join(globs) if globs else "no globs"
+        return PlanSelection((), 0, f"no plan files match advreview_plans ({shown})")
+    if scope == "all":
+        return PlanSelection(
+            tuple(matched), total, f"{_plural(total)} (advreview_plan_scope = all)"
+        )
+    if repo is None:
+        return PlanSelection(
+            tuple(matched), total, f"not a git repository: reviewing all {_plural(total)}"
+        )
+    prefix = _prefix(root, repo.root)
+    changed = {p[len(prefix) :] for p in _changed_paths(root, base) if p.startswith(prefix)}
+    selected = tuple(p for p in matched if p.relative_to(root_abs).as_posix() in changed)
+    n = len(selected)
+    if base is None:
+        summary = f"{n} of {_plural(total)} changed (uncommitted only: no base branch found)"
+    else:
+        summary = f"{n} of {_plural(total)} changed against {base}"
+    if n == 0:
+        summary += "; use advreview_plan_scope = all"
+    return PlanSelection(selected, total, summary)
+
+
+# -- the change set ------------------------------------------------------------------------
+
+_UNTRACKED_COMMAND = "git ls-files --others --exclude-standard"
+
+
+def _toplevel(root: Path) -> Path:
+    out = _git(root, "rev-parse", "--show-toplevel").stdout
+    return Path(_lines(out)[0])
+
+
+def _relative_excludes(top: Path, exclude: Collection[str | os.PathLike[str]]) -> set[str]:
+    rels: set[str] = set()
+    top_abs = top.resolve()
+    for item in exclude:
+        path = Path(item)
+        if path.is_absolute():
+            try:
+                rels.add(path.resolve().relative_to(top_abs).as_posix())
+            except ValueError:
+                continue  # outside the repository: cannot be part of its change set
+        else:
+            rels.add(path.as_posix())
+    return rels
+
+
+def _command(base: str, excluded: Iterable[str]) -> str:
+    specs = [shlex.quote(literal_pathspec(p, exclude=True)) for p in sorted(excluded)]
+    return base + (" -- " + " ".join(specs) if specs else "")
+
+
+def _branch_error(root: Path, base: str, exc: GitError) -> TargetError:
+    return TargetError(
+        f"{_PREFIX}: cannot diff {base}...HEAD in {root}: {exc.stderr or exc}; "
+        "a shallow clone has no merge base: fetch the history (actions/checkout "
+        "fetch-depth: 0), or pass --advreview-diff=uncommitted or another --advreview-base"
+    )
+
+
+def _uncommitted(root: Path, excluded: set[str]) -> ChangeSet | None:
+    every = status_entries(root)
+    entries = [e for e in every if e.path not in excluded]
+    unstaged = [e.path for e in entries if e.unstaged]
+    staged = [e.path for e in entries if e.staged]
+    untracked = [e.path for e in entries if e.untracked]
+    if not (unstaged or staged or untracked):
+        return None
+    # Only name an excluded path in a command when that command would have shown it.
+    all_entries = {e.path: e for e in every if e.path in excluded}
+    kinds = [k for k, on in (("unstaged", unstaged), ("staged", staged)) if on]
+    description = " + ".join(kinds) + " changes" if kinds else ""
+    if untracked:
+        description = f"{description} + untracked files" if description else "untracked files"
+    commands: list[str] = []
+    if unstaged:
+        commands.append(_command("git diff", (p for p, e in all_entries.items() if e.unstaged)))
+    if staged:
+        commands.append(
+            _command("git diff --cached", (p for p, e in all_entries.items() if e.staged))
+        )
+    if untracked:
+        commands.append(
+            _command(_UNTRACKED_COMMAND, (p for p, e in all_entries.items() if e.untracked))
+        )
+    files = sorted({*unstaged, *staged, *untracked})
+    return ChangeSet(files=tuple(files), description=description, diff_commands=tuple(commands))
+
+
+def _branch(root: Path, base: str, excluded: set[str]) -> ChangeSet | None:
+    try:
+        out = run_git(
+            root, "diff", "--name-only", "-z", "--no-renames", f"{base}...HEAD", "--"
+        ).stdout
+    except GitError as exc:
+        raise _branch_error(root, base, exc) from None
+    names = split_z(out)
+    files = sorted({p for p in names if p not in excluded})
+    if not files:
+        return None
+    command = _command(f"git diff {shlex.quote(base)}...HEAD", (p for p in names if p in excluded))
+    return ChangeSet(
+        files=tuple(files),
+        description=f"branch changes vs {base}",
+        diff_commands=(command,),
+        base=base,
+    )
+
+
+def change_set(
+    root: Path,
+    mode: Literal["auto", "uncommitted", "branch", "none"] | str,
+    base: str | None,
+    exclude: Collection[str | os.PathLike[str]] = (),
+) -> ChangeSet | None:
+    """The code change to review, as the code prompts describe it.
+
+    ``uncommitted``: staged, unstaged and untracked files (one ``git status``), described
+    as "unstaged changes", "staged changes" or "unstaged + staged changes" (plus
+    "untracked files"), with only the diff commands that have content.  ``branch``:
+    ``git diff --name-only BASE...HEAD``, described as "branch changes vs BASE".
+    ``auto``: uncommitted when there is any, else branch when a base is known.
+
+    :param root: a directory of the work tree; file names are relative to its top level.
+    :param exclude: files reviewed as plan items (absolute, or relative to the top level);
+        they are left out of ``files`` and excluded from the diff commands by pathspec, so
+        a branch that only edits plans has no change set.
+    :returns: ``None`` when nothing is left to review (or ``mode`` is ``none``).  The
+        change set has ``base`` only in branch mode.
+    :raises TargetError: ``branch`` without a base, or git cannot diff against the base.
+    """
+    if mode == "none":
+        return None
+    excluded = _relative_excludes(_toplevel(root), exclude)
+    if mode in ("auto", "uncommitted"):
+        found = _uncommitted(root, excluded)
+        if found is not None or mode == "uncommitted":
+            return found
+    if base is None:
+        if mode == "branch":
+            raise TargetError(
+                f"{_PREFIX}: --advreview-diff=branch needs a base, and none of "
+                f"origin/$GITHUB_BASE_REF, {', '.join(FALLBACK_BASES)} exists in {root}; "
+                "pass --advreview-base=REF or set ini advreview_base"
+            )
+        return None
+    return _branch(root, base, excluded)
+
+
+# -- content hashes ------------------------------------------------------------------------
+
+_CHUNK = 1 << 20
+
+
+def plan_hash(path: Path) -> str:
+    """sha256 (hex) of a plan's bytes, read in chunks; the cache key of a plan item."""
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+_DIFF = ("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--binary", "--no-renames")
+
+
+def change_set_hash(root: Path, change: ChangeSet) -> str:
+    """sha256 (hex) of exactly what the change set shows the reviewer; its cache key.
+
+    Branch mode (``change.base`` set): ``git diff BASE...HEAD`` of the change set's files.
+    Uncommitted: ``git diff HEAD`` (staged and unstaged together; the index alone on an
+    unborn branch) plus the name and bytes of each untracked file.  Files outside
+    ``change.files`` (plans reviewed on their own) never move the hash.
+
+    :raises TargetError: git failed.
+    """
+    top = _toplevel(root)
+    specs = [literal_pathspec(p) for p in change.files]
+    digest = hashlib.sha256()
+    if change.base is not None:
+        digest.update(_git(root, *_DIFF, f"{change.base}...HEAD", "--", *specs).stdout)
+        return digest.hexdigest()
+    has_head = _git(root, "rev-parse", "--verify", "--quiet", "HEAD", check=False)
+    if has_head.returncode == 0:
+        digest.update(_git(root, *_DIFF, "HEAD", "--", *specs).stdout)
+    else:  # unborn branch: no HEAD to diff against, so index and work tree separately
+        digest.update(_git(root, *_DIFF, "--cached", "--", *specs).stdout)
+        digest.update(b"\0worktree\0")
+        digest.update(_git(root, *_DIFF, "--", *specs).stdout)
+    wanted = set(change.files)
+    for entry in sorted(status_entries(root), key=lambda e: e.path):
+        if entry.untracked and entry.path in wanted:
+            path = top / entry.path
+            digest.update(b"\0untracked\0" + os.fsencode(entry.path) + b"\0")
+            if path.is_file():
+                digest.update(plan_hash(path).encode())
+    return digest.hexdigest()

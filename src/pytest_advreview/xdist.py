@@ -1,0 +1,26 @@
+"""pytest-xdist integration: the controller decides, the workers execute.
+
+Registered only when xdist is active (``plugin.py``), so the plugin works without it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from .settings import WORKERINPUT_KEY, from_config
+
+__all__ = ["XdistHooks"]
+
+
+class XdistHooks:
+    """Sends the controller's resolved settings to every worker node."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    @pytest.hookimpl
+    def pytest_configure_node(self, node: Any) -> None:
+        """Put the settings (as JSON) into the worker's ``workerinput``."""
+        node.workerinput[WORKERINPUT_KEY] = from_config(self.config).model_dump_json()

@@ -1,0 +1,250 @@
+"""Tests of ``pytest_advreview.mutation``: snapshots of real temporary git repositories.
+
+Each test plays the reviewer between two snapshots and checks what :func:`compare`
+reports.  git runs without global or system config, below a ceiling at ``tmp_path``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pytest_advreview.mutation import (
+    Mutation,
+    MutationError,
+    Snapshot,
+    compare,
+    describe,
+    take_snapshot,
+)
+from pytest_advreview.settings import DEFAULT_ALLOW_UNTRACKED
+
+WEIRD = 'sp ace "q" $HOME.txt'
+
+
+def git(cwd: Path, *args: str) -> str:
+    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+@pytest.fixture(autouse=True)
+def hermetic_git(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def write(root: Path, rel: str, text: str = "x\n") -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A committed repository with a few tracked files, one of them with an odd name."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    git(root, "config", "user.name", "Test")
+    git(root, "config", "user.email", "test@example.com")
+    write(root, "src/app.py", "v1\n")
+    write(root, "docs/plans/p.md", "plan\n")
+    write(root, WEIRD, "odd\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "initial")
+    return root.resolve()
+
+
+@pytest.fixture
+def inputs(tmp_path: Path) -> list[Path]:
+    """Review inputs outside the repository, like the per-item prompt files."""
+    work = tmp_path / "work"
+    return [write(work, "prompt.md", "prompt\n"), write(work, "plan-copy.md", "copy\n")]
+
+
+def check(repo: Path | None, inputs: list[Path], act: object) -> list[Mutation]:
+    before = take_snapshot(repo, inputs)
+    assert callable(act)
+    act()
+    after = take_snapshot(repo, inputs)
+    return compare(before, after, allow_untracked=DEFAULT_ALLOW_UNTRACKED)
+
+
+def test_no_change_is_empty_even_with_dirty_and_untracked_files(
+    repo: Path, inputs: list[Path]
+) -> None:
+    write(repo, "src/app.py", "dirty before the review\n")
+    write(repo, "notes.txt", "untracked before the review\n")
+    assert check(repo, inputs, lambda: None) == []
+
+
+def test_tracked_change_is_modified(repo: Path, inputs: list[Path]) -> None:
+    found = check(repo, inputs, lambda: write(repo, "src/app.py", "reviewer\n"))
+    assert found == [
+        Mutation(path="src/app.py", kind="modified", detail="tracked file changed (' M')")
+    ]
+
+
+def test_new_untracked_file_is_reported(repo: Path, inputs: list[Path]) -> None:
+    found = check(repo, inputs, lambda: write(repo, "out/result.log"))
+    assert found == [Mutation(path="out/result.log", kind="untracked", detail="new untracked file")]
+
+
+def test_allowed_untracked_files_are_ignored(repo: Path, inputs: list[Path]) -> None:
+    def act() -> None:
+        write(repo, ".pytest_cache/x")
+        write(repo, "src/__pycache__/app.cpython-311.pyc")
+        write(repo, "__pycache__/top.pyc")
+
+    assert check(repo, inputs, act) == []
+
+
+def test_allow_list_does_not_hide_other_untracked_files(repo: Path, inputs: list[Path]) -> None:
+    def act() -> None:
+        write(repo, ".pytest_cache/x")
+        write(repo, "pytest_cache_lookalike/x")
+
+    found = check(repo, inputs, act)
+    assert [m.path for m in found] == ["pytest_cache_lookalike/x"]
+
+
+def test_changed_input_outside_the_repo_is_input_changed(repo: Path, inputs: list[Path]) -> None:
+    found = check(repo, inputs, lambda: inputs[0].write_text("tampered\n"))
+    assert found == [
+        Mutation(path=str(inputs[0]), kind="input-changed", detail="review input changed")
+    ]
+
+
+def test_deleted_input_is_input_changed(repo: Path, inputs: list[Path]) -> None:
+    found = check(repo, inputs, inputs[1].unlink)
+    assert found == [
+        Mutation(path=str(inputs[1]), kind="input-changed", detail="review input deleted")
+    ]
+
+
+def test_plan_under_review_inside_the_repo_is_reported_once(repo: Path) -> None:
+    plan = repo / "docs/plans/p.md"
+    found = check(repo, [plan], lambda: plan.write_text("rewritten\n"))
+    assert found == [
+        Mutation(path="docs/plans/p.md", kind="input-changed", detail="review input changed")
+    ]
+
+
+def test_already_dirty_file_changed_again_is_modified(repo: Path, inputs: list[Path]) -> None:
+    write(repo, "src/app.py", "user's uncommitted edit\n")
+    found = check(repo, inputs, lambda: write(repo, "src/app.py", "reviewer's edit\n"))
+    assert found == [
+        Mutation(
+            path="src/app.py",
+            kind="modified",
+            detail="file already changed before the review, changed again",
+        )
+    ]
+
+
+def test_untracked_file_changed_again_is_modified(repo: Path, inputs: list[Path]) -> None:
+    write(repo, "notes.txt", "mine\n")
+    found = check(repo, inputs, lambda: write(repo, "notes.txt", "reviewer\n"))
+    assert [(m.path, m.kind) for m in found] == [("notes.txt", "modified")]
+
+
+def test_odd_path_is_reported_exactly(repo: Path, inputs: list[Path]) -> None:
+    def act() -> None:
+        write(repo, WEIRD, "changed\n")
+        write(repo, f"new {WEIRD}")
+
+    found = check(repo, inputs, act)
+    assert [(m.path, m.kind) for m in found] == [
+        (f"new {WEIRD}", "untracked"),
+        (WEIRD, "modified"),
+    ]
+
+
+def test_tracked_deletion_is_deleted(repo: Path, inputs: list[Path]) -> None:
+    found = check(repo, inputs, (repo / "src/app.py").unlink)
+    assert [(m.path, m.kind) for m in found] == [("src/app.py", "deleted")]
+
+
+def test_staging_a_new_file_is_added(repo: Path, inputs: list[Path]) -> None:
+    def act() -> None:
+        write(repo, "src/extra.py")
+        git(repo, "add", "src/extra.py")
+
+    found = check(repo, inputs, act)
+    assert [(m.path, m.kind) for m in found] == [("src/extra.py", "added")]
+
+
+def test_reverting_the_users_change_is_reported(repo: Path, inputs: list[Path]) -> None:
+    write(repo, "src/app.py", "user's work in progress\n")
+    found = check(repo, inputs, lambda: git(repo, "checkout", "--", "src/app.py"))
+    assert [(m.path, m.kind) for m in found] == [("src/app.py", "modified")]
+    assert "reverted" in found[0].detail
+
+
+def test_commit_by_the_reviewer_moves_head(repo: Path, inputs: list[Path]) -> None:
+    def act() -> None:
+        write(repo, "src/app.py", "committed by the reviewer\n")
+        git(repo, "commit", "-q", "-am", "sneaky")
+
+    found = check(repo, inputs, act)
+    assert [(m.path, m.kind) for m in found] == [("HEAD", "modified")]
+    assert "HEAD moved" in found[0].detail
+
+
+def test_outside_git_only_inputs_are_watched(tmp_path: Path, inputs: list[Path]) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    snapshot = take_snapshot(None, inputs)
+    assert snapshot.root is None
+    assert snapshot.status == {}
+    assert check(None, inputs, lambda: write(plain, "anything")) == []
+    found = check(None, inputs, lambda: inputs[0].write_text("changed\n"))
+    assert [m.kind for m in found] == ["input-changed"]
+
+
+def test_snapshot_survives_a_json_round_trip(repo: Path, inputs: list[Path]) -> None:
+    write(repo, "src/app.py", "dirty\n")
+    write(repo, WEIRD, "dirty too\n")
+    snapshot = take_snapshot(repo, inputs)
+    assert snapshot.status == {"src/app.py": " M", WEIRD: " M"}
+    assert Snapshot.model_validate(snapshot.model_dump(mode="json")) == snapshot
+
+
+def test_describe_names_each_path_the_round_and_the_remedies() -> None:
+    text = describe(
+        [
+            Mutation(path="src/app.py", kind="modified", detail="tracked file changed (' M')"),
+            Mutation(path=WEIRD, kind="untracked", detail="new untracked file"),
+        ],
+        2,
+    )
+    lines = text.splitlines()
+    assert lines[0] == "pytest-advreview: the reviewer changed the workspace during round 2:"
+    assert lines[1] == "  modified: src/app.py (tracked file changed (' M'))"
+    assert lines[2].startswith("  untracked: 'sp ace \"q\" $HOME.txt'")
+    assert "--advreview-sandbox=read-only" in text
+    assert "--advreview-isolation=worktree" in text
+    assert "advreview_allow_untracked" in text
+
+
+def test_describe_without_untracked_files_has_no_allow_list_hint() -> None:
+    text = describe([Mutation(path="a.py", kind="deleted")], None)
+    assert "during the review:" in text
+    assert "advreview_allow_untracked" not in text
+
+
+def test_snapshot_of_a_directory_outside_git_is_a_mutation_error(
+    tmp_path: Path, inputs: list[Path]
+) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    with pytest.raises(MutationError, match="cannot snapshot the workspace"):
+        take_snapshot(plain, inputs)

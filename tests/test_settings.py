@@ -1,0 +1,434 @@
+"""Tests of ``pytest_advreview.settings``: options, precedence, validation, header, Codex args.
+
+The inner pytest runs use ``-p no:advreview`` and a conftest that calls
+:func:`~pytest_advreview.settings.add_options` itself, with a ``pytest_configure`` that
+calls :func:`~pytest_advreview.settings.resolve`.  That tests the settings module on its
+own, whatever the real entry point (``plugin.py``) registers: registering the options
+twice would be an argparse conflict.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from pytest_advreview.models import OutputFormat, Severity
+from pytest_advreview.runner.codex import approval_args, sandbox_args
+from pytest_advreview.settings import (
+    CHOICES,
+    Settings,
+    header_lines,
+    resolve,
+    runtime_hints,
+)
+
+CONFTEST = """
+from pytest_advreview.settings import add_options, header_lines, resolve
+
+def pytest_addoption(parser):
+    add_options(parser)
+
+def pytest_configure(config):
+    config._advreview_test_settings = resolve(config)
+
+def pytest_report_header(config):
+    return header_lines(config._advreview_test_settings)
+"""
+
+NO_PLUGIN = ("-p", "no:advreview")
+
+
+@pytest.fixture
+def pyt(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """A pytester dir with the settings conftest and no ``ADVREVIEW_*`` from the outer env."""
+    for name in list(os.environ):
+        if name.startswith("ADVREVIEW_") or name == "GITHUB_BASE_REF":
+            monkeypatch.delenv(name)
+    pytester.makeconftest(CONFTEST)
+    return pytester
+
+
+def settings_of(pytester: pytest.Pytester, *args: str) -> Settings:
+    config = pytester.parseconfigure(*NO_PLUGIN, *args)
+    return resolve(config)
+
+
+def usage_error(pytester: pytest.Pytester, *args: str) -> str:
+    """Run pytest, assert a clean usage error, return its combined output."""
+    result = pytester.runpytest(*NO_PLUGIN, *args)
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, out
+    assert "Traceback" not in out
+    return out
+
+
+# -- defaults and precedence ---------------------------------------------------------------
+
+
+def test_defaults_apply_when_nothing_is_set(pyt: pytest.Pytester) -> None:
+    settings = settings_of(pyt)
+    expected = Settings(decisions=str(pyt.path / ".advreview" / "decisions.toml"))
+    assert settings == expected
+    assert settings.model == "gpt-5.5"
+    assert settings.sandbox == "workspace-write"
+    assert not settings.sandbox_explicit
+    assert settings.fail_on is Severity.MEDIUM
+    assert settings.plans == ("docs/**/plans/**/*.md", "docs/**/specs/**/*.md")
+    assert settings.allow_untracked == (".pytest_cache/**", "**/__pycache__/**")
+
+
+@pytest.mark.parametrize(
+    ("field", "ini", "env", "cli", "expected"),
+    [
+        ("model", "m-ini", "m-env", "m-cli", ("m-ini", "m-env", "m-cli")),
+        ("reasoning", "low", "medium", "xhigh", ("low", "medium", "xhigh")),
+        ("timeout", "30", "45.5", "90", (30.0, 45.5, 90.0)),
+        ("max_rounds", "2", "3", "4", (2, 3, 4)),
+        (
+            "fail_on",
+            "critical",
+            "high",
+            "medium",
+            (Severity.CRITICAL, Severity.HIGH, Severity.MEDIUM),
+        ),
+        (
+            "output_format",
+            "json",
+            "markdown",
+            "json",
+            (OutputFormat.JSON, OutputFormat.MARKDOWN, OutputFormat.JSON),
+        ),
+    ],
+)
+def test_cli_beats_env_beats_ini_beats_default(
+    pyt: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    field: str,
+    ini: str,
+    env: str,
+    cli: str,
+    expected: tuple[object, object, object],
+) -> None:
+    option = "--advreview-" + field.replace("_", "-")
+    default = getattr(Settings(), field)
+    assert getattr(settings_of(pyt), field) == default
+
+    pyt.makeini(f"[pytest]\nadvreview_{field} = {ini}\n")
+    assert getattr(settings_of(pyt), field) == expected[0]
+
+    monkeypatch.setenv(f"ADVREVIEW_{field.upper()}", env)
+    assert getattr(settings_of(pyt), field) == expected[1]
+
+    assert getattr(settings_of(pyt, f"{option}={cli}"), field) == expected[2]
+
+
+def test_empty_environment_variable_counts_as_unset(
+    pyt: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pyt.makeini("[pytest]\nadvreview_model = from-ini\n")
+    monkeypatch.setenv("ADVREVIEW_MODEL", "")
+    assert settings_of(pyt).model == "from-ini"
+
+
+def test_pyproject_ini_options_are_read(pyt: pytest.Pytester) -> None:
+    pyt.makepyprojecttoml(
+        """
+        [tool.pytest.ini_options]
+        advreview_max_rounds = 7
+        advreview_plans = ["plans/*.md"]
+        advreview_codex_config = ["model_provider=fake"]
+        """
+    )
+    settings = settings_of(pyt)
+    assert settings.max_rounds == 7
+    assert settings.plans == ("plans/*.md",)
+    assert settings.codex_config == ("model_provider=fake",)
+
+
+def test_linelist_ini_keys_replace_their_defaults(pyt: pytest.Pytester) -> None:
+    pyt.makeini(
+        "[pytest]\n"
+        "advreview_plans =\n    plans/*.md\n    rfcs/**/*.md\n"
+        "advreview_allow_untracked =\n    build/**\n"
+        "advreview_plan_scope = all\n"
+    )
+    settings = settings_of(pyt)
+    assert settings.plans == ("plans/*.md", "rfcs/**/*.md")
+    assert settings.allow_untracked == ("build/**",)
+    assert settings.plan_scope == "all"
+
+
+def test_codex_config_merges_ini_lines_then_command_line_values(pyt: pytest.Pytester) -> None:
+    pyt.makeini("[pytest]\nadvreview_codex_config =\n    model_provider=fake\n    a.b=1\n")
+    settings = settings_of(
+        pyt, "--advreview-codex-config=a.b=2", '--advreview-codex-config=x="y z"'
+    )
+    assert settings.codex_config == ("model_provider=fake", "a.b=1", "a.b=2", 'x="y z"')
+
+
+def test_fresh_flag_and_environment(pyt: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert settings_of(pyt).fresh is False
+    assert settings_of(pyt, "--advreview-fresh").fresh is True
+    monkeypatch.setenv("ADVREVIEW_FRESH", "yes")
+    assert settings_of(pyt).fresh is True
+    monkeypatch.setenv("ADVREVIEW_FRESH", "0")
+    assert settings_of(pyt).fresh is False
+
+
+def test_enabled_follows_adversarial_review_flag(pyt: pytest.Pytester) -> None:
+    assert settings_of(pyt).enabled is False
+    assert settings_of(pyt, "--adversarial-review").enabled is True
+
+
+def test_sandbox_is_explicit_from_any_source(
+    pyt: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert settings_of(pyt).sandbox_explicit is False
+    pyt.makeini("[pytest]\nadvreview_sandbox = workspace-write\n")
+    assert settings_of(pyt).sandbox_explicit is True
+    monkeypatch.setenv("ADVREVIEW_SANDBOX", "read-only")
+    settings = settings_of(pyt)
+    assert (settings.sandbox, settings.sandbox_explicit) == ("read-only", True)
+
+
+def test_paths_are_made_absolute_against_the_invocation_dir(pyt: pytest.Pytester) -> None:
+    plan = pyt.path / "docs" / "plan with space.md"
+    plan.parent.mkdir()
+    plan.write_text("# plan\n")
+    settings = settings_of(
+        pyt,
+        "--advreview-report=out/r.md",
+        "--advreview-sarif=r.sarif",
+        "--advreview-json=r.json",
+        "--advreview-codex=bin/codex",
+        "--advreview-against-plan=docs/plan with space.md",
+    )
+    assert settings.report == str(pyt.path / "out" / "r.md")
+    assert settings.sarif == str(pyt.path / "r.sarif")
+    assert settings.json_report == str(pyt.path / "r.json")
+    assert settings.codex == str(pyt.path / "bin" / "codex")
+    assert settings.against_plan == str(plan)
+    assert settings_of(pyt, "--advreview-codex=codex-beta").codex == "codex-beta"
+
+
+def test_budget_tokens_accepts_off(pyt: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ADVREVIEW_BUDGET_TOKENS", "200000")
+    assert settings_of(pyt).budget_tokens == 200_000
+    assert settings_of(pyt, "--advreview-budget-tokens=off").budget_tokens is None
+
+
+def test_command_reviewer_with_command(pyt: pytest.Pytester) -> None:
+    settings = settings_of(
+        pyt, "--advreview-reviewer=command", "--advreview-command=my-review --strict 'a b'"
+    )
+    assert (settings.reviewer, settings.command) == ("command", "my-review --strict 'a b'")
+
+
+def test_settings_survive_the_json_round_trip_to_xdist_workers(pyt: pytest.Pytester) -> None:
+    settings = settings_of(
+        pyt, "--advreview-codex-config=a=1", "--advreview-fail-on=high", "--advreview-fresh"
+    )
+    assert Settings.model_validate(settings.model_dump(mode="json")) == settings
+
+
+# -- validation ----------------------------------------------------------------------------
+
+
+def test_invalid_cli_choice_names_the_option_and_the_choices(pyt: pytest.Pytester) -> None:
+    out = usage_error(pyt, "--adversarial-review", "--advreview-reasoning=extreme")
+    assert (
+        "pytest-advreview: --advreview-reasoning=extreme is not valid; "
+        "choose one of: low, medium, high, xhigh"
+    ) in out
+
+
+def test_invalid_environment_value_names_the_variable(
+    pyt: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ADVREVIEW_TIMEOUT", "abc")
+    out = usage_error(pyt)
+    assert (
+        "pytest-advreview: environment ADVREVIEW_TIMEOUT=abc is not valid; "
+        "expected a number of seconds greater than 0"
+    ) in out
+
+
+def test_invalid_ini_value_names_the_key_and_the_file(pyt: pytest.Pytester) -> None:
+    ini = pyt.makeini("[pytest]\nadvreview_max_rounds = 50\n")
+    out = usage_error(pyt)
+    assert (
+        f'pytest-advreview: ini advreview_max_rounds = "50" in {ini} is not valid; '
+        "expected a whole number from 1 to 20"
+    ) in out
+
+
+def test_invalid_override_ini_value_names_the_override(pyt: pytest.Pytester) -> None:
+    out = usage_error(pyt, "-o", "advreview_fail_on=low")
+    assert (
+        "pytest-advreview: -o advreview_fail_on=low is not valid; "
+        "choose one of: critical, high, medium"
+    ) in out
+
+
+@pytest.mark.parametrize(
+    ("arg", "expected"),
+    [
+        (
+            "--advreview-sandbox=none",
+            "choose one of: read-only, workspace-write, danger-full-access, inherit",
+        ),
+        ("--advreview-approvals=untrusted", "choose one of: auto_review, user, never"),
+        ("--advreview-output-format=yaml", "choose one of: markdown, json"),
+        ("--advreview-isolation=docker", "choose one of: none, worktree"),
+        ("--advreview-diff=staged", "choose one of: auto, uncommitted, branch, none"),
+        ("--advreview-timeout=0", "expected a number of seconds greater than 0"),
+        ("--advreview-timeout=inf", "expected a number of seconds greater than 0"),
+        ("--advreview-max-rounds=0", "expected a whole number from 1 to 20"),
+        ("--advreview-max-rounds=2.5", "expected a whole number from 1 to 20"),
+        ("--advreview-budget-tokens=-5", "expected a whole number of tokens of at least 1, or off"),
+        ("--advreview-model=", "expected a model name, not an empty value"),
+        ("--advreview-reviewer=my reviewer", "expected codex, command or the name of a reviewer"),
+        ("--advreview-command=x 'unclosed", "expected a shell-quoted command line"),
+        ("--advreview-codex-config=novalue", "expected KEY=VALUE with a non-empty key"),
+        ("--advreview-codex-config==value", "expected KEY=VALUE with a non-empty key"),
+    ],
+)
+def test_each_invalid_cli_value_is_a_usage_error(
+    pyt: pytest.Pytester, arg: str, expected: str
+) -> None:
+    out = usage_error(pyt, arg)
+    assert f"pytest-advreview: {arg} is not valid; {expected}" in out
+
+
+def test_invalid_ini_plan_scope_lists_choices(pyt: pytest.Pytester) -> None:
+    pyt.makeini("[pytest]\nadvreview_plan_scope = some\n")
+    out = usage_error(pyt)
+    assert 'advreview_plan_scope = "some"' in out
+    assert "choose one of: changed, all" in out
+
+
+def test_invalid_ini_codex_config_line_is_named(pyt: pytest.Pytester) -> None:
+    pyt.makeini("[pytest]\nadvreview_codex_config =\n    ok=1\n    broken\n")
+    out = usage_error(pyt)
+    assert 'ini advreview_codex_config line "broken"' in out
+
+
+def test_command_reviewer_without_command_says_how_to_fix(pyt: pytest.Pytester) -> None:
+    out = usage_error(pyt, "--advreview-reviewer=command")
+    assert "--advreview-reviewer=command needs the command to run" in out
+    assert "--advreview-command=" in out
+
+
+def test_missing_against_plan_file_is_a_usage_error(pyt: pytest.Pytester) -> None:
+    out = usage_error(pyt, "--advreview-against-plan=docs/nope.md")
+    assert "--advreview-against-plan=docs/nope.md: no such file" in out
+
+
+# -- help ----------------------------------------------------------------------------------
+
+
+def test_help_lists_options_ini_keys_and_generated_choices(pyt: pytest.Pytester) -> None:
+    result = pyt.runpytest(*NO_PLUGIN, "--help")
+    out = result.stdout.str()
+    for name in ("--adversarial-review", "--advreview-reasoning", "--advreview-codex-config"):
+        assert name in out
+    for key in ("advreview_plans", "advreview_allow_untracked", "advreview_max_rounds"):
+        assert key in out
+    flat = " ".join(out.split())  # argparse wraps lines; compare word by word
+    for field in ("sandbox", "reasoning", "diff"):
+        for value, text in CHOICES[field].items():
+            assert f"{value}: {text}" in flat
+
+
+# -- header, hints, Codex arguments --------------------------------------------------------
+
+
+def test_header_line_shows_the_effective_settings() -> None:
+    assert header_lines(Settings()) == [
+        "advreview: reviewer=codex model=gpt-5.5 reasoning=high sandbox=workspace-write "
+        "approvals=auto_review rounds<=5 fail-on>=medium format=markdown timeout=600s"
+    ]
+
+
+def test_header_second_line_lists_non_defaults_or_everything_when_verbose() -> None:
+    settings = Settings(isolation="worktree", budget_tokens=1000, language="Deutsch")
+    lines = header_lines(settings)
+    assert len(lines) == 2
+    assert lines[1] == "advreview: language=Deutsch isolation=worktree budget-tokens=1000"
+    verbose = header_lines(Settings(), verbose=True)
+    assert "plan-scope=changed" in verbose[1]
+    assert "allow-untracked=" in verbose[1]
+
+
+def test_header_for_command_reviewer_shows_the_command() -> None:
+    line = header_lines(Settings(reviewer="command", command="rev --x", timeout=1.5))[0]
+    assert line.startswith("advreview: reviewer=command command='rev --x' rounds<=5")
+    assert "model=" not in line
+    assert line.endswith("timeout=1.5s")
+
+
+def test_header_is_printed_by_report_header(pyt: pytest.Pytester) -> None:
+    result = pyt.runpytest(*NO_PLUGIN, "--advreview-max-rounds=3")
+    result.stdout.fnmatch_lines(["advreview: reviewer=codex model=gpt-5.5 * rounds<=3 *"])
+
+
+def test_workspace_write_hint_only_when_sandbox_not_explicit() -> None:
+    assert runtime_hints(Settings()) == [
+        "workspace-write in effect; pass --advreview-sandbox=read-only if sensitive ignored "
+        "state lives under the repo"
+    ]
+    assert runtime_hints(Settings(sandbox_explicit=True)) == []
+    assert runtime_hints(Settings(sandbox="read-only", sandbox_explicit=True)) == []
+
+
+def test_danger_full_access_warns() -> None:
+    hints = runtime_hints(Settings(sandbox="danger-full-access", sandbox_explicit=True))
+    assert len(hints) == 1
+    assert hints[0].startswith("WARNING: sandbox=danger-full-access")
+
+
+@pytest.mark.parametrize(
+    ("sandbox", "expected"),
+    [
+        ("read-only", ["-s", "read-only"]),
+        ("workspace-write", ["-s", "workspace-write"]),
+        ("danger-full-access", ["-s", "danger-full-access"]),
+        ("inherit", []),
+    ],
+)
+def test_settings_sandbox_maps_to_codex_args(sandbox: str, expected: list[str]) -> None:
+    assert sandbox_args(Settings.model_validate({"sandbox": sandbox}).sandbox) == expected
+
+
+@pytest.mark.parametrize(
+    ("approvals", "expected"),
+    [
+        (
+            "auto_review",
+            ["-c", 'approval_policy="on-request"', "-c", 'approvals_reviewer="auto_review"'],
+        ),
+        ("user", ["-c", 'approval_policy="on-request"']),
+        ("never", ["-c", 'approval_policy="never"']),
+    ],
+)
+def test_settings_approvals_map_to_codex_args(approvals: str, expected: list[str]) -> None:
+    assert approval_args(Settings.model_validate({"approvals": approvals}).approvals) == expected
+
+
+def test_settings_hash_covers_model_reasoning_sandbox_and_format_only() -> None:
+    base = Settings().settings_hash()
+    assert Settings(timeout=5, max_rounds=2, language="Deutsch").settings_hash() == base
+    for changed in (
+        Settings(model="other"),
+        Settings(reasoning="low"),
+        Settings(sandbox="read-only"),
+        Settings(output_format=OutputFormat.JSON),
+    ):
+        assert changed.settings_hash() != base
+
+
+def test_settings_are_frozen() -> None:
+    settings = Settings()
+    with pytest.raises(ValueError, match="frozen"):
+        settings.model = "x"  # type: ignore[misc]

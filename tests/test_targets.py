@@ -1,0 +1,522 @@
+"""Tests of ``pytest_advreview.targets`` against real temporary git repositories.
+
+Every test runs git with the global and system config switched off and a ceiling at the
+test's ``tmp_path``, so neither the machine's git setup nor a repository above the temp
+dir can leak in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pytest_advreview import targets
+from pytest_advreview.models import ChangeSet
+from pytest_advreview.targets import (
+    TargetError,
+    change_set,
+    change_set_hash,
+    compile_glob,
+    plan_files,
+    plan_hash,
+    repo_info,
+    resolve_base,
+)
+
+WEIRD = 'we ird "q" $HOME.md'
+
+
+def git(cwd: Path, *args: str) -> str:
+    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+@pytest.fixture(autouse=True)
+def hermetic_git(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def make_repo(path: Path, branch: str = "main") -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q", "-b", branch)
+    git(path, "config", "user.name", "Test")
+    git(path, "config", "user.email", "test@example.com")
+    return path
+
+
+def write(root: Path, rel: str, text: str = "x\n") -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def commit(root: Path, message: str = "commit") -> None:
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", message)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A repository on ``main`` with one commit: a source file and three plans."""
+    root = make_repo(tmp_path / "repo")
+    write(root, "src/app.py", "print(1)\n")
+    write(root, "docs/plans/a.md")
+    write(root, "docs/plans/b.md")
+    write(root, "docs/team/specs/c.md")
+    commit(root, "initial")
+    return root.resolve()
+
+
+# -- repository ----------------------------------------------------------------------------
+
+
+def test_repo_info_finds_the_top_level_from_a_subdirectory(repo: Path) -> None:
+    info = repo_info(repo / "src")
+    assert info is not None
+    assert info.root == repo
+    assert info.superproject is None
+    assert info.warning is None
+
+
+def test_repo_info_outside_git_is_none(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert repo_info(plain) is None
+
+
+def test_bare_repository_is_a_target_error(tmp_path: Path) -> None:
+    bare = tmp_path / "bare.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    with pytest.raises(TargetError, match="is a bare repository") as exc:
+        repo_info(bare)
+    assert "run pytest inside a work tree" in str(exc.value)
+
+
+def test_inside_dot_git_is_a_target_error(repo: Path) -> None:
+    with pytest.raises(TargetError, match=r"inside a \.git directory"):
+        repo_info(repo / ".git")
+
+
+def test_submodule_gives_a_warning(repo: Path, tmp_path: Path) -> None:
+    outer = make_repo(tmp_path / "outer")
+    write(outer, "README.md")
+    commit(outer)
+    git(outer, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(repo), "sub")
+    info = repo_info(outer / "sub")
+    assert info is not None
+    assert info.root == (outer / "sub").resolve()
+    assert info.superproject == outer.resolve()
+    assert info.warning is not None
+    assert "git submodule of" in info.warning
+
+
+# -- base ----------------------------------------------------------------------------------
+
+
+def test_explicit_base_is_used_when_it_exists(repo: Path) -> None:
+    git(repo, "tag", "v1")
+    assert resolve_base(repo, "v1", {}) == "v1"
+
+
+def test_unknown_explicit_base_is_a_target_error_with_the_fix(repo: Path) -> None:
+    with pytest.raises(TargetError, match="--advreview-base") as exc:
+        resolve_base(repo, "nope", {})
+    assert "git fetch origin nope" in str(exc.value)
+
+
+def test_github_base_ref_wins_over_fallbacks(repo: Path) -> None:
+    git(repo, "update-ref", "refs/remotes/origin/release", "HEAD")
+    assert resolve_base(repo, None, {"GITHUB_BASE_REF": "release"}) == "origin/release"
+
+
+def test_missing_github_base_ref_falls_back(repo: Path) -> None:
+    assert resolve_base(repo, None, {"GITHUB_BASE_REF": "gone"}) == "main"
+
+
+def test_origin_head_comes_before_main(repo: Path) -> None:
+    git(repo, "update-ref", "refs/remotes/origin/main", "HEAD")
+    git(repo, "symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/main")
+    assert resolve_base(repo, None, {}) == "origin/HEAD"
+
+
+def test_master_is_the_last_fallback(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "r", branch="master")
+    write(root, "f")
+    commit(root)
+    assert resolve_base(root, None, {}) == "master"
+
+
+def test_no_base_at_all_is_none(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "r", branch="trunk")
+    write(root, "f")
+    commit(root)
+    assert resolve_base(root, None, {}) is None
+
+
+# -- globs ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "matches"),
+    [
+        ("docs/**/plans/**/*.md", "docs/plans/x.md", True),
+        ("docs/**/plans/**/*.md", "docs/a/b/plans/c/d/x.md", True),
+        ("docs/**/plans/**/*.md", "docs/plans/x.txt", False),
+        ("docs/**/plans/**/*.md", "other/docs/plans/x.md", False),
+        ("*.md", "x.md", True),
+        ("*.md", "a/x.md", False),
+        ("plan-?.md", "plan-1.md", True),
+        ("plan-[ab].md", "plan-b.md", True),
+        ("plan-[!ab].md", "plan-b.md", False),
+        (".pytest_cache/**", ".pytest_cache/v/cache/x", True),
+        ("**/__pycache__/**", "__pycache__/m.pyc", True),
+        ("**/__pycache__/**", "pkg/sub/__pycache__/m.pyc", True),
+        ("**/__pycache__/**", "pkg/__pycache__x/m.pyc", False),
+        ("./docs/*.md", "docs/a.md", True),
+        ("docs/a+b (1).md", "docs/a+b (1).md", True),
+    ],
+)
+def test_compile_glob(pattern: str, path: str, matches: bool) -> None:
+    assert bool(compile_glob(pattern).match(path)) is matches
+
+
+def test_compile_glob_agrees_with_pathlib_glob(tmp_path: Path) -> None:
+    files = [
+        "docs/plans/x.md",
+        "docs/a/plans/y.md",
+        "docs/a/plans/deep/z.md",
+        "docs/plans.md",
+        "docs/specs/s.md",
+        "docs/x/specs/t.txt",
+        "plans/root.md",
+        ".hidden/docs/plans/h.md",
+    ]
+    for rel in files:
+        write(tmp_path, rel)
+    for pattern in ("docs/**/plans/**/*.md", "docs/**/specs/**/*.md", "**/*.md", "docs/*"):
+        expected = {
+            p.relative_to(tmp_path).as_posix() for p in tmp_path.glob(pattern) if p.is_file()
+        }
+        regex = compile_glob(pattern)
+        assert {f for f in files if regex.match(f)} == expected, pattern
+
+
+# -- plans ---------------------------------------------------------------------------------
+
+
+def targets_plans() -> tuple[str, ...]:
+    return ("docs/**/plans/**/*.md", "docs/**/specs/**/*.md")
+
+
+def test_scope_all_selects_every_matching_plan(repo: Path) -> None:
+    sel = plan_files(repo, targets_plans(), "all", "main")
+    assert sel.selected == (
+        repo / "docs/plans/a.md",
+        repo / "docs/plans/b.md",
+        repo / "docs/team/specs/c.md",
+    )
+    assert sel.total == 3
+    assert sel.summary == "3 plans (advreview_plan_scope = all)"
+
+
+def test_scope_changed_with_nothing_changed_says_how_many_were_skipped(repo: Path) -> None:
+    sel = plan_files(repo, targets_plans(), "changed", "main")
+    assert sel.selected == ()
+    assert sel.total == 3
+    assert sel.summary == "0 of 3 plans changed against main; use advreview_plan_scope = all"
+
+
+def test_scope_changed_takes_branch_staged_unstaged_and_untracked_plans(repo: Path) -> None:
+    write(repo, "docs/plans/gone.md")
+    write(repo, "docs/plans/unstaged.md")
+    write(repo, "docs/plans/staged.md")
+    commit(repo, "more plans")
+    git(repo, "checkout", "-q", "-b", "feature")
+    write(repo, "docs/plans/a.md", "changed on the branch\n")
+    write(repo, "docs/plans/new.md", "added on the branch\n")
+    git(repo, "rm", "-q", "docs/plans/gone.md")
+    commit(repo, "branch work")
+    write(repo, "docs/plans/unstaged.md", "edited\n")
+    write(repo, "docs/plans/staged.md", "staged\n")
+    git(repo, "add", "docs/plans/staged.md")
+    write(repo, f"docs/plans/{WEIRD}")
+    write(repo, "docs/plans/notes.txt")
+
+    sel = plan_files(repo, targets_plans(), "changed", "main")
+    assert [p.relative_to(repo).as_posix() for p in sel.selected] == [
+        "docs/plans/a.md",
+        "docs/plans/new.md",
+        "docs/plans/staged.md",
+        "docs/plans/unstaged.md",
+        f"docs/plans/{WEIRD}",
+    ]
+    assert sel.total == 7  # a, b, c, new, staged, unstaged, weird; gone was deleted
+    assert sel.summary == "5 of 7 plans changed against main"
+
+
+def test_scope_changed_without_base_uses_uncommitted_only(repo: Path) -> None:
+    write(repo, "docs/plans/b.md", "edited\n")
+    sel = plan_files(repo, targets_plans(), "changed", None)
+    assert sel.selected == (repo / "docs/plans/b.md",)
+    assert "no base branch found" in sel.summary
+
+
+def test_ignored_and_deleted_plans_are_not_candidates(repo: Path) -> None:
+    write(repo, ".gitignore", "docs/plans/private*.md\n")
+    write(repo, "docs/plans/private-x.md")
+    (repo / "docs/plans/b.md").unlink()
+    sel = plan_files(repo, targets_plans(), "all", "main")
+    assert [p.name for p in sel.selected] == ["a.md", "c.md"]
+
+
+def test_globs_are_relative_to_a_rootdir_below_the_top_level(repo: Path) -> None:
+    write(repo, "docs/plans/a.md", "edited\n")
+    sel = plan_files(repo / "docs", ("plans/*.md",), "changed", "main")
+    assert sel.selected == (repo / "docs/plans/a.md",)
+    assert sel.total == 2
+
+
+def test_outside_git_the_file_system_is_globbed_and_all_plans_selected(tmp_path: Path) -> None:
+    root = tmp_path / "plain"
+    write(root, "docs/plans/x.md")
+    write(root, "docs/a/specs/y.md")
+    write(root, "docs/plans/z.txt")
+    sel = plan_files(root, targets_plans(), "changed", None)
+    assert sel.selected == (
+        (root / "docs/a/specs/y.md").resolve(),
+        (root / "docs/plans/x.md").resolve(),
+    )
+    assert sel.summary == "not a git repository: reviewing all 2 plans"
+
+
+def test_no_match_summary_names_the_globs(repo: Path) -> None:
+    sel = plan_files(repo, ("rfcs/*.md",), "changed", "main")
+    assert (sel.selected, sel.total) == ((), 0)
+    assert sel.summary == "no plan files match advreview_plans (rfcs/*.md)"
+
+
+def test_many_plans_cost_three_git_calls_and_no_reads(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(2000):
+        write(repo, f"docs/plans/bulk/p{i:04d}.md")
+    commit(repo, "bulk")
+    write(repo, "docs/plans/bulk/p0042.md", "edited\n")
+    info = repo_info(repo)
+
+    calls: list[tuple[str, ...]] = []
+    real_run_git = targets.run_git
+
+    def spy(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+        calls.append(args)
+        return real_run_git(cwd, *args, check=check)
+
+    def no_read(*args: object, **kwargs: object) -> None:
+        raise AssertionError("plan_files must not read plan files")
+
+    monkeypatch.setattr(targets, "run_git", spy)
+    monkeypatch.setattr(Path, "open", no_read)
+    sel = plan_files(repo, targets_plans(), "changed", "main", repo=info)
+    monkeypatch.undo()
+    assert sel.selected == (repo / "docs/plans/bulk/p0042.md",)
+    assert sel.total == 2003
+    assert len(calls) <= 3
+
+
+# -- change set ----------------------------------------------------------------------------
+
+
+def test_clean_work_tree_without_base_has_no_change_set(repo: Path) -> None:
+    assert change_set(repo, "auto", None, ()) is None
+    assert change_set(repo, "auto", "main", ()) is None  # on main: nothing vs main
+
+
+def test_mode_none_has_no_change_set(repo: Path) -> None:
+    write(repo, "src/app.py", "changed\n")
+    assert change_set(repo, "none", "main", ()) is None
+
+
+@pytest.mark.parametrize(
+    ("unstaged", "staged", "untracked", "description", "commands"),
+    [
+        (True, False, False, "unstaged changes", ("git diff",)),
+        (False, True, False, "staged changes", ("git diff --cached",)),
+        (True, True, False, "unstaged + staged changes", ("git diff", "git diff --cached")),
+        (False, False, True, "untracked files", ("git ls-files --others --exclude-standard",)),
+        (
+            True,
+            True,
+            True,
+            "unstaged + staged changes + untracked files",
+            ("git diff", "git diff --cached", "git ls-files --others --exclude-standard"),
+        ),
+    ],
+)
+def test_uncommitted_description_and_commands_follow_what_has_content(
+    repo: Path,
+    unstaged: bool,
+    staged: bool,
+    untracked: bool,
+    description: str,
+    commands: tuple[str, ...],
+) -> None:
+    expected_files = []
+    if unstaged:
+        write(repo, "src/app.py", "unstaged\n")
+        expected_files.append("src/app.py")
+    if staged:
+        write(repo, "src/lib.py", "staged\n")
+        git(repo, "add", "src/lib.py")
+        expected_files.append("src/lib.py")
+    if untracked:
+        write(repo, f"src/{WEIRD}")
+        expected_files.append(f"src/{WEIRD}")
+    for mode in ("uncommitted", "auto"):
+        found = change_set(repo, mode, "main", ())
+        assert found == ChangeSet(
+            files=tuple(sorted(expected_files)),
+            description=description,
+            diff_commands=commands,
+        )
+
+
+def test_branch_mode_diffs_against_the_base(repo: Path) -> None:
+    git(repo, "checkout", "-q", "-b", "feature")
+    write(repo, "src/app.py", "branch\n")
+    write(repo, "src/new.py")
+    commit(repo)
+    expected = ChangeSet(
+        files=("src/app.py", "src/new.py"),
+        description="branch changes vs main",
+        diff_commands=("git diff main...HEAD",),
+        base="main",
+    )
+    assert change_set(repo, "branch", "main", ()) == expected
+    assert change_set(repo, "auto", "main", ()) == expected  # clean tree: auto = branch
+    write(repo, "src/app.py", "dirty\n")
+    auto = change_set(repo, "auto", "main", ())
+    assert auto is not None
+    assert auto.description == "unstaged changes"  # uncommitted wins in auto
+
+
+def test_branch_mode_without_base_is_a_target_error(repo: Path) -> None:
+    with pytest.raises(TargetError, match="--advreview-base=REF"):
+        change_set(repo, "branch", None, ())
+
+
+def test_branch_without_merge_base_is_a_target_error(repo: Path) -> None:
+    git(repo, "checkout", "-q", "--orphan", "lonely")
+    write(repo, "other.py")
+    commit(repo)
+    with pytest.raises(TargetError, match="fetch-depth: 0"):
+        change_set(repo, "branch", "main", ())
+
+
+def test_branch_that_only_edits_plans_has_no_change_set(repo: Path) -> None:
+    git(repo, "checkout", "-q", "-b", "feature")
+    write(repo, "docs/plans/a.md", "edited\n")
+    commit(repo)
+    assert change_set(repo, "auto", "main", [repo / "docs/plans/a.md"]) is None
+
+
+def test_excluded_plans_leave_files_and_the_diff_commands(repo: Path) -> None:
+    git(repo, "checkout", "-q", "-b", "feature")
+    write(repo, f"docs/plans/{WEIRD}", "plan\n")
+    write(repo, "src/app.py", "code\n")
+    commit(repo)
+    found = change_set(repo, "branch", "main", [f"docs/plans/{WEIRD}"])
+    assert found is not None
+    assert found.files == ("src/app.py",)
+    (command,) = found.diff_commands
+    assert command.startswith("git diff main...HEAD -- ")
+    # The command the reviewer is told to run shows the code but not the plan.
+    out = subprocess.run(shlex.split(command), cwd=repo, capture_output=True, check=True).stdout
+    assert b"src/app.py" in out
+    assert b"docs/plans" not in out
+
+
+def test_excluded_untracked_plan_is_left_out_of_uncommitted(repo: Path) -> None:
+    write(repo, "docs/plans/new.md")
+    write(repo, "src/app.py", "edited\n")
+    found = change_set(repo, "uncommitted", None, [repo / "docs/plans/new.md"])
+    assert found is not None
+    assert found.files == ("src/app.py",)
+    assert found.description == "unstaged changes"
+    assert found.diff_commands == ("git diff",)
+
+
+# -- hashes --------------------------------------------------------------------------------
+
+
+def test_plan_hash_is_the_sha256_of_the_bytes(tmp_path: Path) -> None:
+    path = write(tmp_path, WEIRD, "plan body\n")
+    assert plan_hash(path) == hashlib.sha256(b"plan body\n").hexdigest()
+
+
+def test_uncommitted_hash_follows_tracked_and_untracked_content(repo: Path) -> None:
+    write(repo, "src/app.py", "one\n")
+    write(repo, f"src/{WEIRD}", "u1\n")
+    change = change_set(repo, "auto", None, ())
+    assert change is not None
+    first = change_set_hash(repo, change)
+    assert change_set_hash(repo, change) == first
+    write(repo, f"src/{WEIRD}", "u2\n")
+    second = change_set_hash(repo, change)
+    assert second != first
+    write(repo, "src/app.py", "two\n")
+    assert change_set_hash(repo, change) not in (first, second)
+
+
+def test_change_hash_ignores_files_outside_the_change_set(repo: Path) -> None:
+    write(repo, "src/app.py", "one\n")
+    write(repo, "docs/plans/a.md", "plan edit 1\n")
+    change = change_set(repo, "auto", None, [repo / "docs/plans/a.md"])
+    assert change is not None
+    before = change_set_hash(repo, change)
+    write(repo, "docs/plans/a.md", "plan edit 2\n")
+    assert change_set_hash(repo, change) == before
+
+
+def test_branch_hash_changes_with_a_new_commit(repo: Path) -> None:
+    git(repo, "checkout", "-q", "-b", "feature")
+    write(repo, "src/app.py", "v1\n")
+    commit(repo)
+    change = change_set(repo, "branch", "main", ())
+    assert change is not None
+    before = change_set_hash(repo, change)
+    write(repo, "src/app.py", "v2\n")
+    commit(repo)
+    assert change_set_hash(repo, change) != before
+
+
+def test_unborn_branch_has_a_change_set_and_a_hash(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "fresh")
+    write(root, "a.py", "staged\n")
+    git(root, "add", "a.py")
+    write(root, "b.py", "untracked\n")
+    change = change_set(root, "auto", None, ())
+    assert change is not None
+    assert change.files == ("a.py", "b.py")
+    assert change.description == "staged changes + untracked files"
+    assert len(change_set_hash(root, change)) == 64
+
+
+def test_missing_git_is_a_target_error_not_a_traceback(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    with pytest.raises(TargetError, match="could not run `git rev-parse"):
+        repo_info(repo)
