@@ -543,6 +543,15 @@ def test_environment_failures_dressed_as_reviews_are_degraded_environmental(text
     assert analysis.triage.needs_lead_judgment
 
 
+def test_every_command_failing_in_the_sandbox_is_degraded_environmental() -> None:
+    text = review(
+        "No actionable findings.\n",
+        verdict="VERDICT: APPROVED",
+        summary="Every command failed in the sandbox, so nothing could be verified.",
+    )
+    assert classify_quality(parse_markdown(text)) is ReviewQuality.DEGRADED_ENVIRONMENTAL
+
+
 def test_usage_limit_stub_is_degraded_environmental() -> None:
     text = "You've hit your usage limit. Try again later.\nVERDICT: REVISE"
     assert analyse(text).quality is ReviewQuality.DEGRADED_ENVIRONMENTAL
@@ -567,6 +576,10 @@ def test_a_finding_about_rate_limiting_stays_valid() -> None:
         "The plan adds rate limiting to the API and handles HTTP 429 correctly.",
         "I could not find any issue with the sandbox setup described in Task 2.",
         "The change retries on 'Too Many Requests' with backoff; this is sound.",
+        "I could not run the test suite in the sandbox (no network), but the plan is sound.",
+        "The loader falls back to defaults when the config file could not be read "
+        "(Permission denied), which is the documented behaviour.",
+        "The sandbox error handling in Task 4 is correct.",
     ],
 )
 def test_approvals_that_mention_environment_topics_stay_valid(summary: str) -> None:

@@ -20,3 +20,5 @@ VERDICT_REVISE = "VERDICT: REVISE"
 PINNED_CODEX_VERSION = "0.171.0"
 #: Shortest and longest allowed ``errors`` text of a runner result (seed: <= 500 chars).
 MAX_ERROR_CHARS = 500
+#: Report attribute carrying an item's :class:`~pytest_advreview.models.ItemRecord` JSON.
+RECORD_ATTR = "advreview_record"

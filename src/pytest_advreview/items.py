@@ -57,6 +57,9 @@ class ReviewItem(pytest.Item):
         self.spec = spec
         self.add_marker(MARKER)
         self.review: ReviewRun | None = None
+        #: The item's ItemRecord as JSON; copied onto each phase report as
+        #: ``report.advreview_record`` (plain attributes travel through xdist).
+        self.record_json: str | None = None
         severity = _session(self.config).stored_severity(spec.key)
         if severity is not None:
             # Re-run exactly the items whose last review had open findings of this level:
@@ -80,11 +83,13 @@ class ReviewItem(pytest.Item):
         try:
             result, outcome = session.run_review(self.review)
         except ReviewInputError as exc:
+            self._attach(error=str(exc))
             raise ReviewerUnavailable(
                 f"Adversarial review — {self.spec.key} — cannot review: {exc}\n"
             ) from None
         for name, value in user_properties(result, outcome):
             self.user_properties.append((name, value))
+        self._attach()
         if outcome.max_severity is not None:
             self.add_marker(f"severity_{outcome.max_severity.value}")
         if outcome.kind is OutcomeKind.ERROR:
@@ -109,6 +114,8 @@ class ReviewItem(pytest.Item):
         changed = self.review.final_mutations()
         errored = self.review.outcome is None or self.review.outcome.kind is OutcomeKind.ERROR
         kept = self.review.cleanup(keep=bool(changed) or errored)
+        if changed:
+            self._attach()
         self.config.stash[_SESSION_KEY].finished(self)
         if changed:
             hint = (
@@ -118,6 +125,11 @@ class ReviewItem(pytest.Item):
             raise WorkspaceMutated([*changed, f"(fix: {hint}; reviewer files kept in {kept})"])
 
     # -- reporting ---------------------------------------------------------------------
+
+    def _attach(self, *, error: str | None = None) -> None:
+        """Keep the current :class:`ItemRecord` for the phase reports (see ``session``)."""
+        assert self.review is not None
+        self.record_json = self.review.record(self.nodeid, error=error).model_dump_json()
 
     def repr_failure(
         self, excinfo: ExceptionInfo[BaseException], style: Any = None

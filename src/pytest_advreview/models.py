@@ -19,6 +19,7 @@ __all__ = [
     "Decision",
     "DecisionAction",
     "Finding",
+    "ItemRecord",
     "Location",
     "Operation",
     "OutputFormat",
@@ -297,3 +298,45 @@ class RoundRecord(WireModel):
     duration_s: float = 0.0
     #: Content hash of the artifact this round reviewed (plan bytes, or diff + plan).
     content_hash: str | None = None
+
+
+class ItemRecord(WireModel):
+    """Everything the reports need about one review item, in one model.
+
+    It travels from the item (on whichever xdist worker ran it) to the controller inside
+    ``report.user_properties`` as JSON, so every report format (terminal summary, JSON,
+    markdown, SARIF, GitHub) is built from the same data.  The teardown report carries
+    the final version (with any mutations).
+    """
+
+    nodeid: str
+    #: ``docs/plans/x.md`` or ``code-review``: the key of state and decisions.
+    key: str
+    kind: Literal["plan", "code"]
+    #: Repo-relative path of the plan (plan items) or of the plan a code change is
+    #: reviewed against; ``None`` for a plain code review.
+    path: str | None = None
+    status: ReviewStatus
+    #: The outcome decided from the review: passed | warned | failed | error.
+    outcome: Literal["passed", "warned", "failed", "error"]
+    verdict: Verdict | None = None
+    max_severity: Severity | None = None
+    fail_on: Severity = Severity.MEDIUM
+    #: Open findings of the last valid review, highest first.
+    findings: tuple[Finding, ...] = ()
+    #: Ids of the findings at or above ``fail_on``.
+    failing_ids: tuple[str, ...] = ()
+    #: Every counted round, earlier runs included.
+    rounds: tuple[RoundRecord, ...] = ()
+    #: Decisions sent with the last re-review (from the decisions file or the fixer).
+    decisions: tuple[Decision, ...] = ()
+    #: Tokens used in this run (zero for a cached result).
+    tokens: TokenUsage = Field(default_factory=TokenUsage)
+    duration_s: float = 0.0
+    #: Why the reviewer could not run (error outcomes).
+    error: str | None = None
+    #: Workspace mutations found during the review or in teardown.
+    mutations: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    #: The review text of the last valid round, verbatim.
+    review_text: str | None = None

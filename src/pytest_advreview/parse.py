@@ -817,7 +817,8 @@ _ENV_STRONG = _patterns(
     r"quota[ \t]+(?:exceeded|exhausted)",
     r"no such file or directory",
     r"permission denied",
-    r"sandbox\w{0,8}[ \t]+(?:\w+[ \t]+){0,3}?(?:failed|failure|error)",
+    r"sandbox\w{0,8}[ \t]+(?:\w+[ \t]+){0,3}?(?:failed|failure)\b",
+    r"sandbox error:",
     r"failed to (?:set ?up|start|create|initiali[sz]e) (?:the )?sandbox",
     r"sandbox (?:prevented|blocked) (?:me|all|any|every)",
 )
@@ -844,20 +845,26 @@ _FIRST_PERSON = r"\b(?:i|we)(?:'m|’m|[ \t]+am|[ \t]+was|[ \t]+were|[ \t]+are)?
 _SELF_MATERIAL = re.compile(
     _FIRST_PERSON + _INABLE + r"[ \t]+(?:read|access|open|load|view|inspect)[ \t]+" + _MATERIAL
 )
-# "unable to access the plan" without a subject: only counts with an environment error.
+# "Unable to access the plan: ..." opening a sentence, without a subject: counts only
+# together with an environment error ("the code falls back when the file could not be
+# read" is a description, not an inability).
 _MATERIAL_INABILITY = re.compile(
-    r"\b"
+    r"(?:^|[.:!][ \t]+)[ \t*_>-]*"
     + _INABLE
     + r"[ \t]+(?:read|access|open|load|view|inspect)[ \t]+"
-    + _MATERIAL
-    + r"|could not be (?:read|accessed|opened|found)"
+    + _MATERIAL,
+    re.MULTILINE,
 )
-# "I could not run anything": an inability to act at all, not "I could not find an issue".
+# "I could not perform the review", "every command failed": an inability to work at all.
+# Deliberately not "I could not run the tests" (a caveat of a real review under a
+# network-less sandbox) nor "I could not find an issue".
 _SELF_GENERIC = re.compile(
     _FIRST_PERSON
     + _INABLE
-    + r"[ \t]+(?:read|access|open|load|view|inspect|run|execute|launch|start|use|perform"
-    r"|complete|review)\b"
+    + r"[ \t]+(?:(?:read|access|open|load|view|inspect|perform|complete|review)\b"
+    r"|(?:run|execute)[ \t]+any[ \t]+(?:commands?|shell|tools?)\b)"
+    r"|\b(?:every|all|each)[ \t]+(?:shell[ \t]+|tool[ \t]+)?(?:commands?|tool calls?)"
+    r"[ \t]+(?:i[ \t]+(?:ran|tried)[ \t]+)?(?:failed|fails|errored|was rejected|were rejected)"
 )
 _STUB_CHARS = 600
 # Only this much of each end of a text is searched for an environment failure: a

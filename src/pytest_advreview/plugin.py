@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from . import hookspecs, settings
+from . import doctor, hookspecs, settings
 from .constants import MARKER
 
 _SEVERITY_MARKERS = ("critical", "high", "medium")
@@ -18,6 +18,7 @@ _SEVERITY_MARKERS = ("critical", "high", "medium")
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Register the ``--adversarial-review`` / ``--advreview-*`` options and ini keys."""
     settings.add_options(parser)
+    doctor.add_options(parser)
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -49,3 +50,9 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(XdistHooks(config), "advreview-xdist")
     config.pluginmanager.register(BuiltinReviewers(resolved), "advreview-builtin-reviewers")
     config.pluginmanager.register(ReviewSession(config, resolved), "advreview-session")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    """``--advreview-doctor`` runs the Codex contract checks instead of a test session."""
+    return doctor.main(config)

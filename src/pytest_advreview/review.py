@@ -20,7 +20,16 @@ import pytest
 
 from . import mutation, prompts, targets
 from .loop import LoopHooks, LoopResult, ReviewTarget, run_loop
-from .models import ChangeSet, Decision, Operation, Review, RoundRecord, WireModel
+from .models import (
+    ChangeSet,
+    Decision,
+    ItemRecord,
+    Operation,
+    Review,
+    ReviewStatus,
+    RoundRecord,
+    WireModel,
+)
 from .outcome import Outcome, decide
 from .runner import DispatchRequest, DispatchResult, Reviewer
 
@@ -268,6 +277,48 @@ class ReviewRun:
         if self.result is not None:
             self.check_mutation(self.result.last_round or 1)
         return list(self.mutations)
+
+    def record(
+        self, nodeid: str, *, history: Sequence[RoundRecord] = (), error: str | None = None
+    ) -> ItemRecord:
+        """The item's results in the one model every report is built from."""
+        result, outcome = self.result, self.outcome
+        path = self.spec.path or self.spec.against_plan
+        rel = _relative(path, self.repo_root) if path is not None else None
+        if result is None or outcome is None:
+            return ItemRecord(
+                nodeid=nodeid,
+                key=self.spec.key,
+                kind=self.spec.kind,
+                path=rel,
+                status=ReviewStatus.ABORTED,
+                outcome="error",
+                fail_on=self.settings.fail_on,
+                error=error,
+                mutations=tuple(self.mutations),
+            )
+        findings = (*outcome.failing, *outcome.below)
+        return ItemRecord(
+            nodeid=nodeid,
+            key=self.spec.key,
+            kind=self.spec.kind,
+            path=rel,
+            status=outcome.status,
+            outcome=outcome.kind.value,
+            verdict=outcome.verdict,
+            max_severity=outcome.max_severity,
+            fail_on=self.settings.fail_on,
+            findings=findings,
+            failing_ids=tuple(f.id for f in outcome.failing),
+            rounds=(*history, *result.rounds),
+            decisions=result.rounds[-1].decisions if result.rounds else (),
+            tokens=result.usage,
+            duration_s=sum(r.duration_s for r in result.rounds),
+            error=error or result.error,
+            mutations=tuple(self.mutations),
+            warnings=result.warnings,
+            review_text=result.review.raw if result.review is not None else None,
+        )
 
     def cleanup(self, *, keep: bool) -> str | None:
         """Remove the temp files after success; keep them after an error (diagnostics)."""

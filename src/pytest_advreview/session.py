@@ -7,18 +7,21 @@ plugin never changes an unrelated suite.
 from __future__ import annotations
 
 import os
+from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
 from . import targets
-from .constants import CODE_ITEM_NAME, MARKER
+from .constants import CODE_ITEM_NAME, RECORD_ATTR
 from .items import _SESSION_KEY, PlanFile, ReviewItem
 from .loop import LoopResult
 from .models import ChangeSet
 from .outcome import Outcome
-from .report.terminal import SummaryCollector
+from .report.collect import ResultsCollector
+from .report.publish import exit_status, publish
+from .report.terminal import write_summary
 from .review import ReviewRun, TargetSpec
 from .runner import Reviewer
 
@@ -41,7 +44,7 @@ class ReviewSession:
         self.base: str | None = None
         self._reviewer: Reviewer | None = None
         self._collected: set[Path] = set()
-        self.summary = SummaryCollector(config)
+        self.results = ResultsCollector()
         config.stash[_SESSION_KEY] = self
         self._discover()
 
@@ -202,13 +205,33 @@ class ReviewSession:
         lines.extend(f"advreview: {hint}" for hint in runtime_hints(self.settings))
         return lines
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        """Put the item's record on each phase report (attributes travel through xdist)."""
+        report = yield
+        if isinstance(item, ReviewItem) and item.record_json is not None:
+            setattr(report, RECORD_ATTR, item.record_json)
+        return report
+
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Feed the operator summary (also from xdist workers' reports)."""
-        if MARKER in report.keywords:
-            self.summary.add(report)
+        """Collect review records (on the controller also those of xdist workers)."""
+        self.results.add(report)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        """Write the report files once, on the controller, also after errors."""
+        if hasattr(self.config, "workerinput"):
+            return
+        results = self.results.ordered()
+        publish(self.config, self.settings, results)
+        session.exitstatus = exit_status(self.settings, results, int(exitstatus))
 
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        """The final operator summary: one block per review item."""
-        self.summary.write(terminalreporter)
+        """The final operator summary: one block per review item (controller only)."""
+        if hasattr(self.config, "workerinput"):
+            return
+        write_summary(terminalreporter, self.results.ordered())

@@ -1,21 +1,18 @@
-"""The final operator summary, built from test reports only.
-
-Reports are the one channel that reaches the controller from xdist workers, so the
-summary is fed by ``pytest_runtest_logreport`` and written once, on the controller.
-"""
+"""The final operator summary in the terminal, built from the collected records."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
-from dataclasses import dataclass, field
 
 import pytest
 
-__all__ = ["ItemSummary", "SummaryCollector"]
+from .collect import ItemResult
 
-_MEANING = {
-    "approved": "the reviewer approved the artifact",
+__all__ = ["MEANING", "write_summary"]
+
+#: What a non-approved final status means, in one line (also used by the markdown report).
+MEANING = {
+    "approved": "the reviewer approved it",
     "revise": "open findings remain; fix them or record decisions, then run again",
     "max rounds": "the round limit was reached with findings open; use --advreview-fresh "
     "to start over",
@@ -27,72 +24,40 @@ _MEANING = {
 }
 
 
-@dataclass
-class ItemSummary:
-    """What the summary shows for one review item."""
-
-    nodeid: str
-    status: str = "aborted"
-    outcome: str = "passed"
-    rounds: int = 0
-    tokens: int = 0
-    seconds: float = 0.0
-    severities: Counter[str] = field(default_factory=Counter)
-    problems: list[str] = field(default_factory=list)
+def severity_counts(result: ItemResult) -> str:
+    """``1 critical, 2 medium`` or ``no findings``."""
+    counts = Counter(f.severity.value for f in result.record.findings)
+    return (
+        ", ".join(f"{counts[s]} {s}" for s in ("critical", "high", "medium") if counts[s])
+        or "no findings"
+    )
 
 
-class SummaryCollector:
-    """Collects review-item reports and writes the operator summary."""
-
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
-        self.items: dict[str, ItemSummary] = {}
-
-    def add(self, report: pytest.TestReport) -> None:
-        """Fold one phase report of a review item into its summary."""
-        entry = self.items.setdefault(report.nodeid, ItemSummary(report.nodeid))
-        entry.seconds += report.duration
-        props = dict(report.user_properties)
-        if "status" in props:
-            entry.status = str(props["status"])
-            entry.rounds = int(str(props.get("rounds") or 0))
-            entry.tokens = int(str(props.get("tokens") or 0))
-            findings = json.loads(str(props.get("findings") or "[]"))
-            entry.severities = Counter(f["severity"] for f in findings)
-        if report.failed:
-            if report.when == "call":
-                entry.outcome = "failed"
-            else:
-                entry.outcome = "error"
-                first = str(report.longrepr).strip().splitlines()
-                if report.when == "teardown":
-                    entry.problems.append("the reviewer changed the workspace")
-                elif first:
-                    entry.problems.append(first[-1] if len(first) < 3 else first[2])
-
-    def write(self, terminal: pytest.TerminalReporter) -> None:
-        """Write one concise block per item (no diffs), then the totals."""
-        if hasattr(self.config, "workerinput") or not self.items:
-            return
-        terminal.write_sep("=", "adversarial review summary")
-        total_tokens = 0
-        for entry in sorted(self.items.values(), key=lambda e: e.nodeid):
-            total_tokens += entry.tokens
-            counts = (
-                ", ".join(
-                    f"{entry.severities[s]} {s}"
-                    for s in ("critical", "high", "medium")
-                    if entry.severities[s]
-                )
-                or "no findings"
-            )
-            terminal.write_line(
-                f"{entry.nodeid}: {entry.status} ({entry.outcome}) — rounds {entry.rounds}, "
-                f"{counts}, {entry.tokens} tokens, {entry.seconds:.1f}s"
-            )
-            meaning = _MEANING.get(entry.status)
-            if meaning and entry.status != "approved":
-                terminal.write_line(f"    {meaning}")
-            for problem in entry.problems:
-                terminal.write_line(f"    {problem}")
-        terminal.write_line(f"total: {len(self.items)} reviews, {total_tokens} tokens")
+def write_summary(terminal: pytest.TerminalReporter, results: list[ItemResult]) -> None:
+    """One concise block per item (no diffs), then the totals."""
+    if not results:
+        return
+    terminal.write_sep("=", "adversarial review summary")
+    total = 0
+    for result in results:
+        record = result.record
+        total += record.tokens.total
+        decisions = Counter(d.action.value for d in record.decisions)
+        decided = ", ".join(f"{n} {a}" for a, n in sorted(decisions.items()))
+        rounds = record.rounds[-1].number if record.rounds else 0
+        terminal.write_line(
+            f"{record.nodeid}: {record.status.value} ({result.pytest_outcome}) — "
+            f"round {rounds}, {severity_counts(result)}, {record.tokens.total} tokens, "
+            f"{result.seconds:.1f}s"
+        )
+        if decided:
+            terminal.write_line(f"    decisions: {decided}")
+        if record.status.value != "approved":
+            terminal.write_line(f"    {MEANING.get(record.status.value, '')}")
+        if record.error:
+            terminal.write_line(f"    {record.error.strip().splitlines()[0]}")
+        for warning in record.warnings:
+            terminal.write_line(f"    warning: {warning}")
+        for mutation in record.mutations:
+            terminal.write_line(f"    changed by the reviewer: {mutation}")
+    terminal.write_line(f"total: {len(results)} reviews, {total} tokens")

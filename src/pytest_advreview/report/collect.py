@@ -1,0 +1,61 @@
+"""Gathering :class:`~pytest_advreview.models.ItemRecord` objects from test reports.
+
+Test reports are the one channel that reaches the xdist controller from every worker, so
+each review item's record rides on its phase reports (``report.advreview_record``) and
+is collected here, on the controller, for every report writer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from ..constants import RECORD_ATTR
+from ..models import ItemRecord
+
+__all__ = ["ItemResult", "ResultsCollector"]
+
+
+@dataclass
+class ItemResult:
+    """A review item's record plus what pytest made of it (per phase)."""
+
+    record: ItemRecord
+    #: ``passed`` / ``failed`` / ``error``: pytest's view, teardown errors included.
+    pytest_outcome: str = "passed"
+    seconds: float = 0.0
+    #: Text of a failed phase (the failure or error report), first lines only.
+    problems: list[str] = field(default_factory=list)
+
+
+class ResultsCollector:
+    """Collects one :class:`ItemResult` per review item, in the order they finish."""
+
+    def __init__(self) -> None:
+        self.results: dict[str, ItemResult] = {}
+
+    def add(self, report: pytest.TestReport) -> None:
+        """Fold one phase report of a review item in (reports without a record are ignored)."""
+        raw = getattr(report, RECORD_ATTR, None)
+        entry = self.results.get(report.nodeid)
+        if raw is not None:
+            record = ItemRecord.model_validate_json(str(raw))
+            if entry is None:
+                entry = self.results[report.nodeid] = ItemResult(record)
+            else:
+                entry.record = record
+        if entry is None:
+            return
+        entry.seconds += report.duration
+        if report.failed:
+            if report.when == "call":
+                entry.pytest_outcome = "failed"
+            else:
+                entry.pytest_outcome = "error"
+                if report.when == "teardown":
+                    entry.problems.append("the reviewer changed the workspace")
+
+    def ordered(self) -> list[ItemResult]:
+        """Results sorted by node id: the same order whatever xdist did."""
+        return [self.results[key] for key in sorted(self.results)]
