@@ -3,3 +3,111 @@
 from __future__ import annotations
 
 pytest_plugins = ["pytest_advreview.testing.fixtures"]
+
+
+# -- end-to-end helpers: a git repository under pytester, reviewed by the real Codex ----
+
+import subprocess  # noqa: E402
+from collections.abc import Sequence  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import pytest  # noqa: E402
+
+from pytest_advreview.testing import (  # noqa: E402
+    FAKE_KEY_ENV,
+    FAKE_KEY_VALUE,
+    ScriptedServer,
+    codex_provider_args,
+)
+
+
+def git(repo: Path, *args: str) -> str:
+    """Run git in ``repo`` (argv list) and return stdout."""
+    out = subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True)
+    return out.stdout
+
+
+class ReviewRepo:
+    """A pytester directory that is a git repository reviewed against the scripted server."""
+
+    def __init__(self, pytester: pytest.Pytester, server: ScriptedServer, codex: Path) -> None:
+        self.pytester = pytester
+        self.server = server
+        self.codex = codex
+        self.path = pytester.path
+        self.rules: list[dict[str, Any]] = []
+
+    def write(self, relpath: str, text: str | bytes) -> Path:
+        target = self.path / relpath
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(text, bytes):
+            target.write_bytes(text)
+        else:
+            target.write_text(text, encoding="utf-8")
+        return target
+
+    def plan(self, name: str, text: str = "# Plan\n\n1. Do the thing.\n") -> Path:
+        return self.write(f"docs/plans/{name}", text)
+
+    def answer(self, match: str, *steps: dict[str, Any], where: str = "last_user") -> None:
+        """Answer prompts containing ``match`` with ``steps`` (in order, last repeats).
+
+        ``where="body"`` matches anywhere in the request, history included (a resumed
+        thread's later prompts do not repeat the plan's name).
+        """
+        self.rules.append({"match": match, "in": where, "steps": list(steps)})
+        self.server.set_script({"rules": self.rules, "default": {"http_status": 404}})
+
+    def commit(self, message: str = "work") -> None:
+        git(self.path, "add", "-A")
+        git(self.path, "commit", "-qm", message)
+
+    def args(self, *extra: str) -> list[str]:
+        return [
+            "--adversarial-review",
+            f"--advreview-codex={self.codex}",
+            "--advreview-model=fake-model",
+            "--advreview-reasoning=low",
+            "--advreview-timeout=60",
+            *[f"--advreview-codex-config={v}" for v in codex_provider_args(self.server.url)],
+            *extra,
+        ]
+
+    def run(self, *extra: str) -> pytest.RunResult:
+        return self.pytester.runpytest(*self.args(*extra))
+
+    def run_subprocess(self, *extra: str) -> pytest.RunResult:
+        return self.pytester.runpytest_subprocess(*self.args(*extra))
+
+
+@pytest.fixture
+def review_repo(
+    pytester: pytest.Pytester,
+    advreview_server: ScriptedServer,
+    codex_executable: Path,
+    codex_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> ReviewRepo:
+    """A git repo under ``pytester`` whose reviews go to the scripted server via real Codex."""
+    monkeypatch.setenv("CODEX_HOME", str(codex_home))
+    monkeypatch.setenv(FAKE_KEY_ENV, FAKE_KEY_VALUE)
+    monkeypatch.setenv("TMPDIR", str(tmp_path_factory.mktemp("codex-tmp")))
+    for name in ("OPENAI_API_KEY", "CODEX_API_KEY", "GITHUB_ACTIONS", "GITHUB_BASE_REF"):
+        monkeypatch.delenv(name, raising=False)
+    repo = pytester.path
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.name", "Test")
+    git(repo, "config", "user.email", "test@example.invalid")
+    git(repo, "config", "commit.gpgsign", "false")
+    (repo / ".gitignore").write_text(".pytest_cache/\n__pycache__/\n")
+    (repo / "README.md").write_text("# project\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "initial")
+    return ReviewRepo(pytester, advreview_server, codex_executable)
+
+
+def ran_prompts(server: ScriptedServer, match: str) -> Sequence[str]:
+    """Last user messages of the model requests whose prompt contains ``match``."""
+    return [r.last_user_text for r in server.response_requests if match in r.last_user_text]

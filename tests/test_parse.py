@@ -308,6 +308,17 @@ def test_no_actionable_findings_gives_no_findings() -> None:
     assert parsed.verdict is Verdict.APPROVED
 
 
+def test_the_verdict_line_is_not_part_of_the_last_finding() -> None:
+    text = "### [severity: high] No rollback\n- **Impact:** data loss\nVERDICT: REVISE"
+    (finding,) = parse_markdown(text).findings
+    assert finding.impact == "data loss"
+
+
+def test_findings_at_the_level_of_the_findings_header_are_found() -> None:
+    text = review("## [severity: high] One\n- **Impact:** x\n\n## [severity: medium] Two\n")
+    assert [f.title for f in parse_markdown(text).findings] == ["One", "Two"]
+
+
 def test_raw_text_is_kept_verbatim() -> None:
     text = review() + "\n"
     assert parse_markdown(text).raw == text
@@ -736,14 +747,3 @@ def test_random_unicode_never_crashes() -> None:
         text = "".join(chr(rng.randint(0, 0x2FFFF)) for _ in range(rng.randint(0, 400)))
         text = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
         assert analyse(text).review.raw == text
-
-
-def test_the_verdict_line_is_not_part_of_the_last_finding() -> None:
-    text = "### [severity: high] No rollback\n- **Impact:** data loss\nVERDICT: REVISE"
-    (finding,) = parse_markdown(text).findings
-    assert finding.impact == "data loss"
-
-
-def test_findings_at_the_level_of_the_findings_header_are_found() -> None:
-    text = review("## [severity: high] One\n- **Impact:** x\n\n## [severity: medium] Two\n")
-    assert [f.title for f in parse_markdown(text).findings] == ["One", "Two"]

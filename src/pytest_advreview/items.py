@@ -92,6 +92,10 @@ class ReviewItem(pytest.Item):
         self._attach()
         if outcome.max_severity is not None:
             self.add_marker(f"severity_{outcome.max_severity.value}")
+        if result.mutations:
+            # The reviewer broke its contract; nothing it said is judged.  The teardown
+            # comparison reports the paths as this item's error.
+            return
         if outcome.kind is OutcomeKind.ERROR:
             text = error_report(self.spec.key, result)
             kept = self.review.cleanup(keep=True)
@@ -102,6 +106,8 @@ class ReviewItem(pytest.Item):
         assert self.review is not None and self.review.outcome is not None
         assert self.review.result is not None
         outcome = self.review.outcome
+        if self.review.result.mutations:
+            return  # judged in teardown: a reviewer that changed files is an error
         if outcome.kind is OutcomeKind.FAILED:
             raise ReviewFailed(outcome, failure_report(self.spec.key, self.review.result, outcome))
         if outcome.kind is OutcomeKind.WARNED:
