@@ -111,7 +111,14 @@ class ReviewItem(pytest.Item):
         if outcome.kind is OutcomeKind.FAILED:
             raise ReviewFailed(outcome, failure_report(self.spec.key, self.review.result, outcome))
         if outcome.kind is OutcomeKind.WARNED:
-            warnings.warn(ReviewWarning(warning_message(self.spec.key, outcome)), stacklevel=1)
+            # Attributed to the reviewed file, not to this line of the plugin.
+            where = self.spec.path or self.spec.against_plan or self.path
+            warnings.warn_explicit(
+                ReviewWarning(warning_message(self.spec.key, outcome)),
+                ReviewWarning,
+                filename=str(where),
+                lineno=1,
+            )
 
     def teardown(self) -> None:
         """Compare the workspace with the snapshot taken before the first dispatch."""

@@ -1,0 +1,117 @@
+"""Run ``pytest --adversarial-review`` on the bundled example repository, offline.
+
+The reviewer is the real Codex CLI; the model behind it is the testing kit's scripted
+Responses-API server on 127.0.0.1, answering with the reviews in ``reviews/``.  Nothing
+leaves this machine and no account or key is needed.
+
+What you should see: the sound plan passes, the flawed plan fails with its findings
+(critical and high), the code change passes with a warning (its one finding is medium,
+below ``--advreview-fail-on=high``), and the operator summary lists all three.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from pytest_advreview.testing import (
+    FAKE_KEY_ENV,
+    FAKE_KEY_VALUE,
+    ScriptedServer,
+    codex_provider_args,
+    find_codex,
+)
+
+HERE = Path(__file__).resolve().parent
+PROJECT = HERE.parents[1]
+
+
+def git(repo: Path, *args: str) -> None:
+    """Run git quietly in ``repo``."""
+    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+
+
+def build_repo(root: Path) -> Path:
+    """The example repository: plans on a feature branch, plus an uncommitted code change."""
+    repo = root / "demo-repo"
+    shutil.copytree(HERE / "repo", repo)
+    plans = repo / "docs"
+    shutil.move(str(plans), root / "docs")  # committed on the branch, not on main
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.name", "Demo")
+    git(repo, "config", "user.email", "demo@example.invalid")
+    git(repo, "config", "commit.gpgsign", "false")
+    (repo / ".gitignore").write_text(".pytest_cache/\n__pycache__/\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "service")
+    git(repo, "checkout", "-q", "-b", "feature")
+    shutil.move(str(root / "docs"), plans)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "plans")
+    shutil.copy(HERE / "change" / "accounts.py", repo / "src" / "accounts.py")
+    return repo
+
+
+def script() -> dict[str, object]:
+    """Server rules: each prompt names its plan (or is the code prompt)."""
+    review = {p.stem: p.read_text(encoding="utf-8") for p in (HERE / "reviews").glob("*.md")}
+    return {
+        "rules": [
+            {"match": "add-audit-log.md", "steps": [{"message": review["add-audit-log"]}]},
+            {"match": "rename-user-ids.md", "steps": [{"message": review["rename-user-ids"]}]},
+            {"match": "Review the code changes", "steps": [{"message": review["code-change"]}]},
+        ],
+        "default": {"http_status": 400, "body": {"error": {"message": "unscripted prompt"}}},
+    }
+
+
+def main() -> int:
+    """Build the repo, start the scripted server, run pytest, explain the result."""
+    codex = find_codex(PROJECT)
+    if codex is None:
+        print("demo: the Codex CLI is not installed; run scripts/setup first", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="advreview-demo-") as tmp:
+        root = Path(tmp)
+        repo = build_repo(root)
+        home = root / "codex-home"
+        home.mkdir()
+        env = {
+            **os.environ,
+            "CODEX_HOME": str(home),
+            FAKE_KEY_ENV: FAKE_KEY_VALUE,
+            "TMPDIR": str(root),
+        }
+        for secret in ("OPENAI_API_KEY", "CODEX_API_KEY"):
+            env.pop(secret, None)
+        with ScriptedServer(script()) as server:
+            argv = [
+                sys.executable,
+                "-m",
+                "pytest",
+                "--adversarial-review",
+                f"--advreview-codex={codex}",
+                "--advreview-model=fake-model",
+                "--advreview-fail-on=high",
+                "--advreview-base=main",
+                "-p",
+                "no:cacheprovider",
+                *[f"--advreview-codex-config={v}" for v in codex_provider_args(server.url)],
+            ]
+            print("demo: $ pytest --adversarial-review --advreview-fail-on=high ...", flush=True)
+            ret = subprocess.run(argv, cwd=repo, env=env, check=False).returncode
+    # The flawed plan is meant to fail: exit status 1 is the expected result of the demo.
+    if ret == 1:
+        print("\ndemo: finished as expected — one plan approved, one plan failed with its")
+        print("demo: findings, and the code change passed with a warning (medium < high).")
+        return 0
+    print(f"\ndemo: unexpected pytest exit status {ret}", file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
