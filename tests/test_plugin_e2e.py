@@ -70,6 +70,7 @@ def test_http_500_is_an_error_not_a_pass(review_repo: ReviewRepo) -> None:
     result = review_repo.run("--advreview-diff=none")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*reviewer could not run (aborted)*", "*codex exited 1*"])
+    assert "items.py" not in result.stdout.str()  # a message, not a traceback
 
 
 def test_hang_with_short_timeout_errors_quickly_and_leaves_no_codex(
@@ -155,7 +156,8 @@ def test_reviewer_writing_a_file_errors_in_teardown(review_repo: ReviewRepo) -> 
     )
     result = review_repo.run("--advreview-diff=none", "--advreview-sandbox=workspace-write")
     result.assert_outcomes(passed=1, errors=1)
-    result.stdout.fnmatch_lines(["*ERROR at teardown*", "*pwned.txt*"])
+    result.stdout.fnmatch_lines(["*ERROR at teardown*", "*pwned.txt (untracked, round 1)*"])
+    assert "items.py" not in result.stdout.str()  # a message, not a traceback
     assert (review_repo.path / "pwned.txt").exists()
 
 

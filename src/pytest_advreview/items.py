@@ -144,12 +144,18 @@ class ReviewItem(pytest.Item):
         assert self.review is not None
         self.record_json = self.review.record(self.nodeid, error=error).model_dump_json()
 
+    @staticmethod
+    def own_error_text(exc: BaseException) -> str | None:
+        """The message of a review failure or error (``None`` for any other exception)."""
+        return str(exc) if isinstance(exc, _OWN_ERRORS) else None
+
     def repr_failure(
         self, excinfo: ExceptionInfo[BaseException], style: Any = None
     ) -> str | TerminalRepr:
         """Review results are shown as text, never as a Python traceback."""
-        if isinstance(excinfo.value, _OWN_ERRORS):
-            return str(excinfo.value)
+        text = self.own_error_text(excinfo.value)
+        if text is not None:
+            return text
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:

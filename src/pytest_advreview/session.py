@@ -211,8 +211,15 @@ class ReviewSession:
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         """Put the item's record on each phase report (attributes travel through xdist)."""
         report = yield
-        if isinstance(item, ReviewItem) and item.record_json is not None:
-            setattr(report, RECORD_ATTR, item.record_json)
+        if isinstance(item, ReviewItem):
+            if item.record_json is not None:
+                setattr(report, RECORD_ATTR, item.record_json)
+            # pytest renders setup/teardown errors as tracebacks (repr_failure is only
+            # used for the call phase); review errors are messages, never tracebacks.
+            if call.excinfo is not None and report.when != "call":
+                text = item.own_error_text(call.excinfo.value)
+                if text is not None:
+                    report.longrepr = text
         return report
 
     @pytest.hookimpl

@@ -1,0 +1,59 @@
+"""Review items under real pytest-xdist workers (subprocess runs, real Codex CLI)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from conftest import ReviewRepo
+
+from pytest_advreview.testing import FindingSpec, approved_review, revise_review
+
+pytestmark = pytest.mark.real_codex
+
+VERDICTS = {
+    "p0.md": "approved",
+    "p1.md": "high",
+    "p2.md": "approved",
+    "p3.md": "medium",
+    "p4.md": "critical",
+    "p5.md": "approved",
+    "p6.md": "high",
+    "p7.md": "approved",
+}
+
+
+def _script(repo: ReviewRepo) -> None:
+    for name, verdict in VERDICTS.items():
+        repo.plan(name, f"# Plan {name}\n\n1. Step.\n")
+        if verdict == "approved":
+            repo.answer(name, {"message": approved_review()})
+        else:
+            spec = FindingSpec(verdict, f"Problem in {name}", section="Steps")
+            repo.answer(name, {"message": revise_review(spec)})
+
+
+def _outcomes(out: str) -> dict[str, str]:
+    found = dict(re.findall(r"docs/plans/(p\d\.md)::adversarial-review: (\w+)", out))
+    return found
+
+
+def test_eight_plans_on_four_workers_match_a_serial_run(review_repo: ReviewRepo) -> None:
+    _script(review_repo)
+    serial = review_repo.run_subprocess("--advreview-diff=none", "-p", "no:cacheprovider")
+    parallel = review_repo.run_subprocess(
+        "--advreview-diff=none", "-p", "no:cacheprovider", "-n", "4"
+    )
+    serial.assert_outcomes(passed=4, failed=4)
+    parallel.assert_outcomes(passed=4, failed=4)
+    expected = {name: ("approved" if v == "approved" else "revise") for name, v in VERDICTS.items()}
+    assert _outcomes(serial.stdout.str()) == expected
+    assert _outcomes(parallel.stdout.str()) == expected
+    # The operator summary is written once, on the controller, listing all eight.
+    summary = parallel.stdout.str().split("adversarial review summary", 1)[1]
+    assert summary.count("::adversarial-review:") == 8
+    assert parallel.stdout.str().count("adversarial review summary") == 1
+    # Each failure carries its own plan's finding (results land on the right item).
+    for name, verdict in VERDICTS.items():
+        if verdict != "approved":
+            parallel.stdout.fnmatch_lines([f"*[[]severity: {verdict}[]] AR-* Problem in {name}*"])
