@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import ReviewRepo
 
+from conftest import ReviewRepo
 from pytest_advreview.testing import FindingSpec, approved_review, revise_review
 
 pytestmark = pytest.mark.real_codex

@@ -22,3 +22,6 @@ PINNED_CODEX_VERSION = "0.171.0"
 MAX_ERROR_CHARS = 500
 #: Report attribute carrying an item's :class:`~pytest_advreview.models.ItemRecord` JSON.
 RECORD_ATTR = "advreview_record"
+#: Exit status of ``--advreview-strict-exit`` when review items errored (the reviewer could
+#: not run) and nothing failed: "the gate could not run", apart from pytest's 0-5.
+EXIT_REVIEW_ERRORS = 6

@@ -1,19 +1,1269 @@
 """``pytest --advreview-doctor``: check that the installed Codex CLI honours the contract.
 
-(Filled in by the doctor work.)
+The runner stands on measured facts about an external CLI that changes often (see
+``docs/codex-compat.md``).  The doctor turns the seed's manual smoke-test protocol into
+one command: it drives the Codex executable the settings select against the testing
+kit's :class:`~pytest_advreview.testing.ScriptedServer` on 127.0.0.1, with a throw-away
+``CODEX_HOME``, ``HOME`` and git repository, and reports one row per check::
+
+    PASS exec-json — first event thread.started, thread_id 0199…
+
+Required rows that fail make the exit status non-zero; ``WARN`` rows never do.  Rows
+that observe a fact the runner depends on (sandbox on resume, stale ``-o``, resume of a
+non-uuid) are compared with the defaults of
+:class:`~pytest_advreview.runner.codex.CodexCapabilities`, and
+:attr:`DoctorReport.capabilities` is what this Codex actually does.
+
+Nothing leaves the machine (loopback only, a dummy key, retries off), every launch has
+a wall-clock timeout and is killed as a process group, independent checks run side by
+side, and the temp directory and every process are gone when the doctor returns.
 """
 
 from __future__ import annotations
 
+import contextlib
+import datetime as _dt
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, NamedTuple, TextIO
+
 import pytest
 
-__all__ = ["add_options", "main"]
+from .constants import PINNED_CODEX_VERSION
+from .models import WireModel
+from .parse import review_schema
+from .prompts import with_marker
+from .runner._process import kill_group
+from .runner.codex import _STDERR_FAILURE, CodexCapabilities, approval_args
+from .testing.fixtures import offline_env
+from .testing.server import ScriptedServer, codex_config_argv
+
+__all__ = [
+    "CHECKS",
+    "SANDBOX_REMEDY",
+    "DoctorReport",
+    "DoctorRow",
+    "add_options",
+    "main",
+    "run",
+    "run_and_report",
+]
+
+Status = Literal["PASS", "FAIL", "WARN"]
+
+#: Wall-clock seconds one launch of Codex may take before its process group is killed.
+#: A healthy launch takes about 0.5 s (1-3 s with the other checks running beside it).
+LAUNCH_TIMEOUT_S = 12.0
+#: Seconds after the doctor's start at which no new launch is started (total stays < 30 s).
+BUDGET_S = 24.0
+#: How long the timeout check lets Codex wait on a server that never answers.
+HANG_PROBE_S = 2.0
+#: Environment variable that tags every process the doctor starts (and their children), so
+#: the final sweep can prove that nothing outlived the doctor.
+RUN_TAG_ENV = "ADVREVIEW_DOCTOR_RUN"
+
+#: Every row, in the order printed, with what it checks and whether it is required.
+#: Non-required rows observe a runner capability: a difference is a WARN, never a failure,
+#: because the runner's default assumption is the safe one.
+CHECKS: Mapping[str, tuple[str, bool]] = {
+    "version": ("`codex --version` runs and names the version", True),
+    "exec-json": ("`exec --json`: the first event is thread.started with a UUID", True),
+    "output-file": ("-o holds exactly the last agent message", True),
+    "stderr": ("stderr is empty or noise-only on success", True),
+    "rollout": ("the rollout file is where expected and holds the attempt marker", True),
+    "stale-output-file": ("-o after a failed turn (capability stale_output_file)", False),
+    "http-error": ("HTTP 500 with provider retries off: exit code 1 at once", True),
+    "timeout-kill": ("a hung Codex is killed as a process group, nothing left", True),
+    "resume-thread": ("`resume <id>` keeps the thread id and its rollout", True),
+    "resume-history": ("`resume` re-sends the full history", True),
+    "resume-bad-uuid": ("`resume <unknown uuid>` exits 1 with thread/resume failed", True),
+    "resume-non-uuid": (
+        "`resume <non-uuid>` (capability resume_may_start_new_thread)",
+        False,
+    ),
+    "resume-sandbox": ("`-s workspace-write` given on resume is honoured", True),
+    "resume-sandbox-inherit": (
+        "sandbox of a resume without -s (capability resume_needs_sandbox)",
+        False,
+    ),
+    "output-schema": ("--output-schema is forwarded strictly and unchanged", True),
+    "sandbox": ("read-only blocks a write, workspace-write allows it", True),
+    "cleanup": ("no process and no temp directory left behind", True),
+}
+
+#: Printed (never applied) when the sandbox probe fails; from seed 003 "Linux Sandbox
+#: Prerequisites".  Changing AppArmor policy is the operator's decision.
+SANDBOX_REMEDY = """\
+The Codex sandbox does not work on this host.  On Linux, Codex's workspace-write mode
+relies on bubblewrap and unprivileged user namespaces; on Ubuntu 24.04+ AppArmor
+restricts them.  Diagnose with:
+
+    bwrap --dev-bind / / --unshare-net /bin/echo ok
+
+If that fails because of AppArmor's user-namespace restriction, install the official
+bwrap AppArmor profile (needs root; the doctor does not apply it):
+
+    sudo apt install -y apparmor-profiles apparmor-utils
+    sudo install -m 0644 /usr/share/apparmor/extra-profiles/bwrap-userns-restrict \\
+      /etc/apparmor.d/bwrap-userns-restrict
+    sudo apparmor_parser -r /etc/apparmor.d/bwrap-userns-restrict
+
+Then verify with the bwrap probe above and re-run `pytest --advreview-doctor`.  Until
+then, --advreview-sandbox=read-only keeps reviews working (no tests or builds by the
+reviewer).  See https://developers.openai.com/codex/concepts/sandboxing"""
+
+_VERSION = re.compile(r"^codex-cli (\d+\.\d+\.\d+\S*)$")
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_SHOW = 160
+
+
+# -- the result ------------------------------------------------------------------------
+
+
+class DoctorRow(WireModel):
+    """One check: ``PASS/FAIL/WARN name — observed``."""
+
+    name: str
+    status: Status
+    observed: str
+    required: bool = True
+    #: What to do about a failure, printed after the table (never applied).
+    remedy: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        """True when this row makes the doctor fail (a required row that did not pass)."""
+        return self.required and self.status == "FAIL"
+
+    def line(self) -> str:
+        """The row as printed."""
+        return f"{self.status} {self.name} — {self.observed}"
+
+
+class Observed(WireModel):
+    """The runner facts the doctor saw; ``None`` where a check could not tell."""
+
+    resume_needs_sandbox: bool | None = None
+    stale_output_file: bool | None = None
+    resume_may_start_new_thread: bool | None = None
+    rollout_glob: str | None = None
+
+
+class DoctorReport(WireModel):
+    """The doctor's result table, as written by ``--advreview-doctor-json``."""
+
+    #: Local date of the run (ISO), for the version log in ``docs/codex-compat.md``.
+    date: str
+    #: Tags every process of this run (``ADVREVIEW_DOCTOR_RUN=<run_id>:<launch>``).
+    run_id: str
+    #: The Codex executable as selected (``--advreview-codex``) and as found.
+    codex: str
+    executable: str | None
+    version: str | None
+    pinned_version: str = PINNED_CODEX_VERSION
+    duration_s: float
+    ok: bool
+    rows: tuple[DoctorRow, ...]
+    observed: Observed
+    #: What the runner should assume for this Codex: the defaults, overridden by what
+    #: the doctor observed.
+    capabilities: CodexCapabilities
+
+    def row(self, name: str) -> DoctorRow:
+        """The row called ``name``."""
+        for row in self.rows:
+            if row.name == name:
+                return row
+        raise KeyError(name)
+
+    def table(self) -> str:
+        """The rows as printed, one per line."""
+        return "\n".join(row.line() for row in self.rows)
+
+
+# -- pytest wiring -----------------------------------------------------------------------
 
 
 def add_options(parser: pytest.Parser) -> None:
     """Register ``--advreview-doctor`` and ``--advreview-doctor-json``."""
+    group = parser.getgroup("advreview")
+    group.addoption(
+        "--advreview-doctor",
+        action="store_true",
+        dest="advreview_doctor",
+        default=False,
+        help=(
+            "Check that the Codex CLI selected by --advreview-codex still honours the "
+            "plugin's contract (offline, about 10 s), print one row per check and exit. "
+            "Run it after every Codex upgrade."
+        ),
+    )
+    group.addoption(
+        "--advreview-doctor-json",
+        dest="advreview_doctor_json",
+        default=None,
+        metavar="PATH",
+        help="With --advreview-doctor: also write the result table as JSON to PATH",
+    )
 
 
 def main(config: pytest.Config) -> int | None:
     """Run the doctor when asked (``None``: not asked, pytest goes on as usual)."""
-    return None
+    json_path = config.getoption("advreview_doctor_json", None)
+    if not config.getoption("advreview_doctor", False):
+        if json_path:
+            raise pytest.UsageError(
+                "pytest-advreview: --advreview-doctor-json only works together with "
+                "--advreview-doctor; add --advreview-doctor"
+            )
+        return None
+    from .settings import from_config
+
+    settings = from_config(config)
+    if json_path:
+        json_path = str(Path(config.invocation_params.dir, json_path))
+    return run_and_report(settings.codex, json_path=json_path, out=sys.stdout)
+
+
+def run_and_report(codex: str, *, json_path: str | None = None, out: TextIO) -> int:
+    """Run the doctor, print the table to ``out``, write the JSON; return the exit status.
+
+    :param codex: the Codex executable (a name on ``PATH`` or a path).
+    :param json_path: where to write the :class:`DoctorReport` as JSON, if anywhere.
+    :param out: the stream the table goes to.
+    :returns: 0 when every required row passed, 1 otherwise.
+    """
+    out.write(f"advreview doctor: checking {codex} (offline, scripted server on 127.0.0.1)\n")
+    out.flush()
+    report = run(codex)
+    out.write(report.table() + "\n")
+    remedies = dict.fromkeys(row.remedy for row in report.rows if row.remedy and row.failed)
+    for remedy in remedies:
+        assert remedy is not None
+        out.write("\n" + remedy + "\n")
+    failed = [row.name for row in report.rows if row.failed]
+    warned = [row.name for row in report.rows if row.status == "WARN"]
+    summary = (
+        f"FAILED: {', '.join(failed)}"
+        if failed
+        else "all required checks passed" + (f" ({len(warned)} warning(s))" if warned else "")
+    )
+    out.write(f"advreview doctor: {summary} in {report.duration_s:.1f}s\n")
+    if json_path:
+        _write_atomic(Path(json_path), report.model_dump_json(indent=2) + "\n")
+        out.write(f"advreview doctor: wrote {json_path}\n")
+    out.flush()
+    return 0 if report.ok else 1
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temp file and a rename (never half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+# -- running -----------------------------------------------------------------------------
+
+
+def run(codex: str) -> DoctorReport:
+    """Run every check against ``codex`` and return the report (nothing is printed).
+
+    :param codex: the Codex executable, a name on ``PATH`` or a path.
+    """
+    return _Doctor(codex).run()
+
+
+@dataclass(frozen=True)
+class _Launch:
+    """What one launch of Codex did."""
+
+    rc: int | None  # None: killed by the doctor's timeout
+    stdout: str
+    stderr: str
+    seconds: float
+    timeout: float
+    #: Processes of this launch still alive after the kill (should be none).
+    left: tuple[int, ...] = ()
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        """The JSONL events on stdout (lines that are not JSON objects are skipped)."""
+        found: list[dict[str, Any]] = []
+        for line in self.stdout.splitlines():
+            with contextlib.suppress(ValueError):
+                event = json.loads(line)
+                if isinstance(event, dict):
+                    found.append(event)
+        return found
+
+    def thread_started(self) -> str | None:
+        """The thread id of a ``thread.started`` event on the *first* stdout line."""
+        first = self.stdout.splitlines()[:1]
+        try:
+            event = json.loads(first[0]) if first else None
+        except ValueError:
+            return None
+        if not isinstance(event, dict) or event.get("type") != "thread.started":
+            return None
+        tid = event.get("thread_id")
+        return tid if isinstance(tid, str) else None
+
+    def turn_failed(self) -> str | None:
+        """The message of a ``turn.failed`` event."""
+        for event in self.events:
+            if event.get("type") == "turn.failed":
+                error = event.get("error")
+                if isinstance(error, dict):
+                    return str(error.get("message"))
+                return "turn.failed"
+        return None
+
+    def how(self) -> str:
+        """How the launch ended, for an observed value: ``rc 1 after 0.4 s`` etc."""
+        if self.rc is None:
+            return (
+                f"no exit within {self.timeout:g}s (process group killed"
+                + (f", {len(self.left)} process(es) survived" if self.left else "")
+                + ")"
+            )
+        return f"rc {self.rc} after {self.seconds:.1f}s"
+
+    def why(self) -> str:
+        """The launch's own explanation of a failure (turn.failed, else stderr's end)."""
+        text = self.turn_failed() or self.stderr.strip()
+        return _clip(text.splitlines()[-1] if text else "no error output")
+
+
+class _Probe(NamedTuple):
+    """What a write probe did: tool output came back, the command ran, the file exists."""
+
+    answered: bool
+    ran: bool
+    wrote: bool
+    detail: str
+
+
+class _Skip(Exception):
+    """A check could not run because an earlier step failed; the message says which."""
+
+
+class _Doctor:
+    """One doctor run: temp dirs, server, environment, checks and cleanup."""
+
+    def __init__(self, codex: str) -> None:
+        self.codex = codex
+        self.token = secrets.token_hex(4)
+        self.started = time.monotonic()
+        self.rows: dict[str, DoctorRow] = {}
+        self.observed: dict[str, Any] = {}
+        self.lock = threading.Lock()
+        self.cancel = threading.Event()
+        self.rules: list[dict[str, Any]] = []
+        self.defaults = CodexCapabilities()
+        self.executable: str | None = None
+        self.version: str | None = None
+
+    # -- orchestration -------------------------------------------------------------------
+
+    def run(self) -> DoctorReport:
+        date = _dt.date.today().isoformat()
+        root = Path(tempfile.mkdtemp(prefix="advreview-doctor-"))
+        server: ScriptedServer | None = None
+        try:
+            self.root = root
+            self.home = root / "codex-home"
+            self.user_home = root / "home"
+            self.tmp = root / "tmp"
+            self.repo = root / "repo"
+            for path in (self.home, self.user_home, self.tmp, self.repo):
+                path.mkdir()
+            self.env = offline_env(
+                CODEX_HOME=str(self.home),
+                # Codex must never see the user's home (~/.codex, shell rc files, git
+                # config); TMPDIR outside CODEX_HOME silences its helper-binary warning.
+                HOME=str(self.user_home),
+                TMPDIR=str(self.tmp),
+                GIT_CONFIG_NOSYSTEM="1",
+            )
+            if self._version():
+                self._script_rules()
+                server = ScriptedServer({"rules": self.rules, "default": {"message": "ok"}})
+                server.start()
+                self.server = server
+                self.provider = codex_config_argv(server.codex_args(retries=False))
+                self._parallel()
+        except BaseException:
+            self.cancel.set()
+            raise
+        finally:
+            if server is not None:
+                server.stop()
+            self._cleanup(root)
+        return self._report(date)
+
+    def _parallel(self) -> None:
+        try:
+            self._git_repo()
+        except (OSError, subprocess.SubprocessError) as exc:
+            problem = f"not run: cannot create the throw-away git repository: {_clip(str(exc))}"
+            for name in CHECKS:
+                if name not in ("version", "cleanup"):
+                    self._add(name, "FAIL", problem)
+            return
+        groups: list[Callable[[], None]] = [
+            self._check_exec_and_resume,
+            self._check_http_error,
+            self._check_timeout,
+            self._check_bad_uuid,
+            self._check_non_uuid,
+            self._check_output_schema,
+            self._check_sandbox,
+        ]
+        with ThreadPoolExecutor(max_workers=len(groups), thread_name_prefix="doctor") as pool:
+            futures = {pool.submit(self._guard, group): group for group in groups}
+            try:
+                for future in futures:
+                    future.result()
+            except BaseException:
+                # Ctrl-C: make every launch kill its process group now.
+                self.cancel.set()
+                raise
+
+    def _guard(self, check: Callable[[], None]) -> None:
+        """Run one group of checks; a doctor bug becomes a FAIL row, not a crash."""
+        try:
+            check()
+        except Exception as exc:  # pragma: no cover - defensive
+            self._add(
+                check.__name__.removeprefix("_check_").replace("_", "-"),
+                "FAIL",
+                f"doctor error: {type(exc).__name__}: {_clip(str(exc))}",
+            )
+
+    def _add(
+        self,
+        name: str,
+        status: Status,
+        observed: str,
+        *,
+        remedy: str | None = None,
+    ) -> None:
+        required = CHECKS.get(name, ("", True))[1]
+        if not required and status == "FAIL":
+            status = "WARN"
+        row = DoctorRow(
+            name=name, status=status, observed=observed, required=required, remedy=remedy
+        )
+        with self.lock:
+            self.rows.setdefault(name, row)
+
+    def _skip_rest(self, names: Sequence[str], why: str) -> None:
+        for name in names:
+            self._add(name, "FAIL", f"not run: {why}")
+
+    def _report(self, date: str) -> DoctorReport:
+        rows: list[DoctorRow] = []
+        for name in CHECKS:
+            row = self.rows.get(name)
+            if row is None:
+                row = DoctorRow(
+                    name=name,
+                    status="FAIL" if CHECKS[name][1] else "WARN",
+                    observed="not run: codex is not runnable (see the version row)",
+                    required=CHECKS[name][1],
+                )
+            rows.append(row)
+        rows += [row for name, row in self.rows.items() if name not in CHECKS]
+        observed = Observed(**self.observed)
+        return DoctorReport(
+            date=date,
+            run_id=self.token,
+            codex=self.codex,
+            executable=self.executable,
+            version=self.version,
+            duration_s=round(time.monotonic() - self.started, 2),
+            ok=not any(row.failed for row in rows),
+            rows=tuple(rows),
+            observed=observed,
+            capabilities=CodexCapabilities.from_observed(**observed.model_dump()),
+        )
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    def _marker(self, kind: str) -> str:
+        return f"ADVREVIEW-DOCTOR-{kind}-{self.token}"
+
+    def _rule(self, kind: str, *steps: dict[str, Any]) -> None:
+        self.rules.append({"match": self._marker(kind), "in": "last_user", "steps": list(steps)})
+
+    def _probe_cmd(self, kind: str) -> tuple[str, Path]:
+        target = self.repo / f"probe-{kind.lower()}-{self.token}.txt"
+        return f"echo RAN-{kind}-{self.token}; touch {target}", target
+
+    def _tool_steps(self, kind: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        cmd, _ = self._probe_cmd(kind)
+        call = {
+            "function_call": {"name": "exec_command", "arguments": {"cmd": cmd}},
+            "call_id": f"call_{kind.lower()}_{self.token}",
+        }
+        return call, {"message": f"probe {kind} done"}
+
+    def _script_rules(self) -> None:
+        """One rule per check, keyed by a marker that carries this run's token."""
+        self.answer1 = f"doctor answer {self.token}\nVERDICT: APPROVED"
+        self._rule("BASIC", {"message": self.answer1})
+        self._rule("RESUME-WW", *self._tool_steps("RESUME-WW"))
+        self._rule("RESUME-BARE", *self._tool_steps("RESUME-BARE"))
+        self._rule("NONUUID", {"message": "fresh thread"})
+        self._rule("HTTP", {"http_status": 500})
+        self._rule("HANG", {"hang": 60})
+        self._rule("SCHEMA", {"message": '{"doctor": true}'})
+        self._rule("SANDBOX-RO", *self._tool_steps("SANDBOX-RO"))
+        self._rule("SANDBOX-WW", *self._tool_steps("SANDBOX-WW"))
+
+    def _argv(
+        self,
+        *,
+        sandbox: str | None,
+        output: Path,
+        resume: str | None = None,
+        schema: Path | None = None,
+    ) -> list[str]:
+        """The runner's command shape: ``exec --json [-s] -c… -C R [resume ID] -o O -``."""
+        argv = [self.codex, "exec", "--json"]
+        if sandbox is not None:
+            argv += ["-s", sandbox]
+        # Pinned, not left to Codex's default: a tool call must never wait for approval.
+        argv += approval_args("never")
+        argv += self.provider
+        argv += ["-C", str(self.repo)]
+        if resume is not None:
+            argv += ["resume", resume]
+        argv += ["-o", str(output)]
+        if schema is not None:
+            argv += ["--output-schema", str(schema)]
+        argv.append("-")
+        return argv
+
+    def _prompt(self, kind: str, text: str = "Reply briefly.") -> str:
+        return with_marker(f"{self._marker(kind)} {text}\n", self.review_id, "000001")
+
+    @property
+    def review_id(self) -> str:
+        return f"doctor-{self.token}"
+
+    def _work(self, name: str) -> Path:
+        work = self.root / "runs" / name
+        work.mkdir(parents=True, exist_ok=True)
+        return work
+
+    def _launch(
+        self,
+        name: str,
+        argv: Sequence[str],
+        prompt: str,
+        *,
+        timeout: float = LAUNCH_TIMEOUT_S,
+    ) -> _Launch:
+        """Run one Codex process with a wall-clock timeout; kill its group when over.
+
+        :raises _Skip: the doctor's time budget is spent (no launch was started).
+        """
+        remaining = BUDGET_S - (time.monotonic() - self.started)
+        if remaining < 1.0 or self.cancel.is_set():
+            raise _Skip(f"the doctor's {BUDGET_S:g}s budget was spent before this launch")
+        limit = min(timeout, remaining)
+        work = self._work(name)
+        stdin_path, out_path, err_path = (
+            work / "stdin.txt",
+            work / "stdout.jsonl",
+            work / "stderr.txt",
+        )
+        stdin_path.write_text(prompt, encoding="utf-8")
+        env = dict(self.env, **{RUN_TAG_ENV: f"{self.token}:{name}"})
+        start = time.monotonic()
+        left: tuple[int, ...] = ()
+        with (
+            stdin_path.open("rb") as stdin,
+            out_path.open("wb") as out,
+            err_path.open("wb") as err,
+        ):
+            proc = subprocess.Popen(
+                list(argv),
+                stdin=stdin,
+                stdout=out,
+                stderr=err,
+                cwd=self.repo,
+                env=env,
+                start_new_session=True,
+            )
+            rc: int | None = None
+            try:
+                rc = self._wait(proc, limit)
+            finally:
+                if rc is None:
+                    kill_group(proc)
+        seconds = time.monotonic() - start
+        if rc is None:
+            left = tuple(_tagged_pids(f"{self.token}:{name}"))
+        return _Launch(
+            rc=rc,
+            stdout=out_path.read_text(encoding="utf-8", errors="replace"),
+            stderr=err_path.read_text(encoding="utf-8", errors="replace"),
+            seconds=seconds,
+            timeout=limit,
+            left=left,
+        )
+
+    def _wait(self, proc: subprocess.Popen[bytes], limit: float) -> int | None:
+        """Wait for ``proc`` up to ``limit`` seconds, waking up to honour a cancel."""
+        deadline = time.monotonic() + limit
+        while not self.cancel.is_set():
+            try:
+                return proc.wait(timeout=max(0.0, min(0.1, deadline - time.monotonic())))
+            except subprocess.TimeoutExpired:
+                if time.monotonic() >= deadline:
+                    return None
+        return None
+
+    def _requests(self, kind: str) -> list[Any]:
+        marker = self._marker(kind)
+        return [r for r in self.server.response_requests if marker in r.last_user_text]
+
+    def _tool_output(self, kind: str) -> str | None:
+        """What the probe command printed, as Codex posted it back to the server."""
+        call_id = f"call_{kind.lower()}_{self.token}"
+        for request in self._requests(kind):
+            for item in request.function_call_outputs:
+                if item.get("call_id") == call_id:
+                    output = item.get("output")
+                    text = output if isinstance(output, str) else json.dumps(output)
+                    return text.split("Output:\n", 1)[-1].strip()
+        return None
+
+    def _probe(self, kind: str, launch: _Launch) -> _Probe:
+        """What one write probe (``echo RAN…; touch <repo>/probe-…``) did."""
+        _, target = self._probe_cmd(kind)
+        output = self._tool_output(kind)
+        ran = output is not None and f"RAN-{kind}-{self.token}" in output
+        wrote = target.exists()
+        if output is None:
+            detail = f"the probe command never ran (no tool output came back; {launch.how()})"
+        else:
+            lines = [line for line in output.splitlines() if line.strip() and "RAN-" not in line]
+            # The throw-away path says nothing to a reader and would crowd the row.
+            shown = lines[-1].replace(str(self.repo), "<repo>") if lines else "no error output"
+            detail = _clip(shown)
+        return _Probe(answered=output is not None, ran=ran, wrote=wrote, detail=detail)
+
+    # -- checks --------------------------------------------------------------------------
+
+    def _version(self) -> bool:
+        """The version row; False when Codex cannot even be started."""
+        self.executable = shutil.which(self.codex)
+        if self.executable is None:
+            self._add("version", "FAIL", f"{self.codex!r} not found (not on PATH, not a file)")
+            return False
+        try:
+            proc = subprocess.run(
+                [self.executable, "--version"],
+                capture_output=True,
+                text=True,
+                env=self.env,
+                timeout=LAUNCH_TIMEOUT_S,
+                start_new_session=True,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            self._add("version", "FAIL", f"`{self.codex} --version` failed: {_clip(str(exc))}")
+            return False
+        printed = proc.stdout.strip()
+        match = _VERSION.match(printed)
+        if proc.returncode != 0 or match is None:
+            self._add(
+                "version",
+                "FAIL",
+                f"`--version` printed {_clip(printed)!r} (rc {proc.returncode}), "
+                "expected 'codex-cli X.Y.Z'",
+            )
+            return False
+        self.version = match.group(1)
+        if self.version == PINNED_CODEX_VERSION:
+            self._add("version", "PASS", printed)
+        else:
+            self._add(
+                "version",
+                "WARN",
+                f"{printed} (the plugin was verified against {PINNED_CODEX_VERSION}; "
+                "the rows below decide whether it still works)",
+            )
+        return True
+
+    def _git_repo(self) -> None:
+        def git(*args: str) -> None:
+            subprocess.run(
+                ["git", *args],
+                cwd=self.repo,
+                env=self.env,
+                check=True,
+                capture_output=True,
+                timeout=LAUNCH_TIMEOUT_S,
+            )
+
+        git("init", "-q")
+        git("config", "user.name", "advreview doctor")
+        git("config", "user.email", "advreview-doctor@example.invalid")
+        git("config", "commit.gpgsign", "false")
+        (self.repo / "README.md").write_text("# advreview doctor\n", encoding="utf-8")
+        git("add", "README.md")
+        git("commit", "-q", "-m", "doctor")
+
+    def _check_exec_and_resume(self) -> None:
+        """exec → rows exec-json, output-file, stderr, rollout; then the resume chain."""
+        chain = [
+            "exec-json",
+            "output-file",
+            "stderr",
+            "rollout",
+            "resume-thread",
+            "resume-history",
+            "resume-sandbox",
+            "resume-sandbox-inherit",
+        ]
+        out = self._work("exec") / "review.md"
+        try:
+            first = self._launch(
+                "exec",
+                self._argv(sandbox="workspace-write", output=out),
+                self._prompt("BASIC"),
+            )
+        except _Skip as skip:
+            self._skip_rest(chain, str(skip))
+            return
+        tid = first.thread_started()
+        events = first.events
+        if first.rc != 0:
+            self._add("exec-json", "FAIL", f"exec failed: {first.how()}: {first.why()}")
+        elif tid is None:
+            kind = events[0].get("type") if events else None
+            seen = f"first event is {kind!r}" if kind else "stdout has no JSON event"
+            self._add("exec-json", "FAIL", f"{seen}, not thread.started ({first.how()})")
+        elif not _UUID.match(tid):
+            self._add("exec-json", "FAIL", f"thread.started with a non-UUID id {tid!r}")
+        else:
+            self._add("exec-json", "PASS", f"first event thread.started, thread_id {tid}")
+
+        self._row_output_file(first, out)
+        self._row_stderr(first)
+        self._row_rollout(tid)
+
+        rest = chain[4:]
+        if tid is None or first.rc != 0:
+            self._skip_rest(rest, "the first exec gave no thread id to resume")
+            return
+        self._resume_chain(tid)
+
+    def _row_output_file(self, launch: _Launch, out: Path) -> None:
+        if launch.rc != 0:
+            self._add("output-file", "FAIL", f"not checked: exec failed ({launch.how()})")
+        elif not out.exists():
+            self._add("output-file", "FAIL", "-o was never created")
+        else:
+            text = out.read_text(encoding="utf-8", errors="replace")
+            if text == self.answer1:
+                self._add(
+                    "output-file",
+                    "PASS",
+                    f"holds exactly the agent message ({len(text.encode())} bytes, "
+                    "no trailing newline)",
+                )
+            elif not text:
+                self._add("output-file", "FAIL", "-o is empty (0 bytes) after a successful turn")
+            else:
+                self._add(
+                    "output-file",
+                    "FAIL",
+                    f"-o holds {_clip(text)!r}, expected the agent message {self.answer1!r}",
+                )
+
+    def _row_stderr(self, launch: _Launch) -> None:
+        if launch.rc != 0:
+            self._add("stderr", "FAIL", f"not checked: exec failed ({launch.how()})")
+            return
+        lines = [line for line in launch.stderr.splitlines() if line.strip()]
+        if not lines:
+            self._add("stderr", "PASS", "empty")
+        elif _STDERR_FAILURE.search(launch.stderr):
+            self._add(
+                "stderr",
+                "FAIL",
+                f"a successful run printed what the runner reads as failure: "
+                f"{_clip(next(ln for ln in lines if _STDERR_FAILURE.search(ln)))}",
+            )
+        else:
+            self._add("stderr", "PASS", f"noise only ({len(lines)} line(s): {_clip(lines[0])})")
+
+    def _row_rollout(self, tid: str | None) -> None:
+        if tid is None:
+            self._add("rollout", "FAIL", "not checked: no thread id from exec")
+            return
+        pattern = self.defaults.rollout_glob.format(thread_id=tid)
+        found = sorted(self.home.glob(pattern))
+        if len(found) != 1:
+            anywhere = sorted(p.relative_to(self.home) for p in self.home.rglob("rollout-*"))
+            self._add(
+                "rollout",
+                "FAIL",
+                f"{len(found)} file(s) match $CODEX_HOME/{pattern}; rollouts found: "
+                f"{_clip(', '.join(map(str, anywhere)) or 'none')}",
+            )
+            return
+        marker = f"ADVERSARIAL-REVIEW-SESSION: {self.review_id}-000001"
+        rel = found[0].relative_to(self.home)
+        if marker not in found[0].read_text(encoding="utf-8", errors="replace"):
+            self._add("rollout", "FAIL", f"{rel} does not hold the attempt marker")
+            return
+        self.observed["rollout_glob"] = self.defaults.rollout_glob
+        self._add("rollout", "PASS", f"$CODEX_HOME/{rel} holds the attempt marker")
+
+    def _resume_chain(self, tid: str) -> None:
+        """resume with -s workspace-write (the runner's form), then resume without -s."""
+        names = ["resume-thread", "resume-history", "resume-sandbox", "resume-sandbox-inherit"]
+        out = self._work("resume-ww") / "review.md"
+        try:
+            launch = self._launch(
+                "resume-ww",
+                self._argv(sandbox="workspace-write", output=out, resume=tid),
+                self._prompt("RESUME-WW", "Write the probe file."),
+            )
+        except _Skip as skip:
+            self._skip_rest(names, str(skip))
+            return
+        again = launch.thread_started()
+        rollouts = sorted(self.home.glob(self.defaults.rollout_glob.format(thread_id=tid)))
+        if launch.rc != 0:
+            self._add("resume-thread", "FAIL", f"resume failed: {launch.how()}: {launch.why()}")
+        elif again != tid:
+            seen = f"thread {again}" if again else "no thread.started"
+            self._add("resume-thread", "FAIL", f"resume of {tid} reported {seen}")
+        elif len(rollouts) != 1:
+            self._add(
+                "resume-thread",
+                "FAIL",
+                f"same thread id, but {len(rollouts)} rollout files match it (expected 1)",
+            )
+        else:
+            self._add("resume-thread", "PASS", f"same thread_id {tid}, same rollout file")
+        self._row_history()
+
+        probe = self._probe("RESUME-WW", launch)
+        if probe.wrote:
+            self._add("resume-sandbox", "PASS", "resume with -s workspace-write wrote the probe")
+        elif probe.ran:
+            # Not the AppArmor remedy: the sandbox row tells whether the host sandbox works;
+            # this row is about Codex ignoring the mode the runner passes on resume.
+            self._add(
+                "resume-sandbox",
+                "FAIL",
+                f"resume with -s workspace-write could not write: {probe.detail} "
+                "(reviews that resume would lose workspace-write)",
+            )
+        else:
+            self._add("resume-sandbox", "FAIL", probe.detail)
+
+        self._row_sandbox_inherit(tid)
+
+    def _row_history(self) -> None:
+        requests = self._requests("RESUME-WW")
+        if not requests:
+            self._add("resume-history", "FAIL", "the resume sent no request to the server")
+            return
+        texts = requests[0].input_texts
+        wanted = {
+            "prompt 1": self._marker("BASIC"),
+            "answer 1": self.answer1,
+            "prompt 2": self._marker("RESUME-WW"),
+        }
+        positions = {
+            label: next((i for i, text in enumerate(texts) if needle in text), None)
+            for label, needle in wanted.items()
+        }
+        missing = [label for label, pos in positions.items() if pos is None]
+        if missing:
+            self._add(
+                "resume-history",
+                "FAIL",
+                f"the resume request ({len(texts)} messages) lacks {', '.join(missing)}",
+            )
+            return
+        order = [pos for pos in positions.values() if pos is not None]
+        if order != sorted(order):
+            self._add("resume-history", "FAIL", f"history out of order: positions {order}")
+            return
+        self._add(
+            "resume-history",
+            "PASS",
+            f"{len(texts)} messages re-sent: prompt 1, answer 1, prompt 2 in order",
+        )
+
+    def _row_sandbox_inherit(self, tid: str) -> None:
+        out = self._work("resume-bare") / "review.md"
+        try:
+            launch = self._launch(
+                "resume-bare",
+                self._argv(sandbox=None, output=out, resume=tid),
+                self._prompt("RESUME-BARE", "Write the probe file."),
+            )
+        except _Skip as skip:
+            self._add("resume-sandbox-inherit", "WARN", f"not observed: {skip}")
+            return
+        probe = self._probe("RESUME-BARE", launch)
+        assumed = self.defaults.resume_needs_sandbox
+        if not probe.ran:
+            self._add("resume-sandbox-inherit", "WARN", f"not observed: {probe.detail}")
+            return
+        needs = not probe.wrote
+        self.observed["resume_needs_sandbox"] = needs
+        if needs:
+            seen = f"not inherited: a resume without -s ran read-only ({probe.detail})"
+        else:
+            seen = "inherited: a resume without -s could still write"
+        verdict = "as assumed" if needs == assumed else "differs from the default; "
+        if needs != assumed:
+            verdict += "the runner keeps passing -s, which stays safe"
+        self._add(
+            "resume-sandbox-inherit",
+            "PASS" if needs == assumed else "WARN",
+            f"{seen} (capabilities.resume_needs_sandbox={needs}, {verdict})",
+        )
+
+    def _check_http_error(self) -> None:
+        """A 500 with retries off: exit 1 at once; -o written earlier stays stale."""
+        out = self._work("http") / "review.md"
+        stale = f"STALE-{self.token}"
+        out.write_text(stale, encoding="utf-8")
+        try:
+            launch = self._launch(
+                "http", self._argv(sandbox="read-only", output=out), self._prompt("HTTP")
+            )
+        except _Skip as skip:
+            self._add("http-error", "FAIL", f"not run: {skip}")
+            self._add("stale-output-file", "WARN", f"not observed: {skip}")
+            return
+        count = len(self._requests("HTTP"))
+        if launch.rc == 1:
+            self._add(
+                "http-error",
+                "PASS" if count <= 1 else "WARN",
+                f"{launch.how()}, {count} request(s) (retries off): {launch.why()}",
+            )
+        else:
+            self._add(
+                "http-error",
+                "FAIL",
+                f"{launch.how()} on HTTP 500 (expected rc 1), {count} request(s)",
+            )
+        if launch.rc == 0:
+            self._add("stale-output-file", "WARN", "not observed: the failing turn exited 0")
+            return
+        assumed = self.defaults.stale_output_file
+        if not out.exists():
+            kept, seen = False, "-o was deleted by the failed turn"
+        else:
+            text = out.read_text(encoding="utf-8", errors="replace")
+            kept = text == stale
+            seen = (
+                "-o kept its stale content after the failed turn"
+                if kept
+                else f"-o was rewritten to {_clip(text)!r} by the failed turn"
+            )
+        self.observed["stale_output_file"] = kept
+        if kept == assumed:
+            self._add(
+                "stale-output-file",
+                "PASS",
+                f"{seen} (capabilities.stale_output_file={kept}, as assumed: the runner "
+                "deletes -o before every attempt)",
+            )
+        else:
+            self._add(
+                "stale-output-file",
+                "WARN",
+                f"{seen} (capabilities.stale_output_file={kept}, differs from the default; "
+                "the runner still deletes -o first, which stays safe)",
+            )
+
+    def _check_timeout(self) -> None:
+        """A server that never answers: the doctor's timeout kills the whole group."""
+        out = self._work("timeout") / "review.md"
+        try:
+            launch = self._launch(
+                "timeout",
+                self._argv(sandbox="read-only", output=out),
+                self._prompt("HANG"),
+                timeout=HANG_PROBE_S,
+            )
+        except _Skip as skip:
+            self._add("timeout-kill", "FAIL", f"not run: {skip}")
+            return
+        if launch.rc is not None:
+            self._add(
+                "timeout-kill",
+                "WARN",
+                f"not exercised: codex exited by itself ({launch.how()}) although the server "
+                "never answered",
+            )
+        elif launch.left:
+            self._add(
+                "timeout-kill",
+                "FAIL",
+                f"after SIGTERM+SIGKILL to the process group, pid(s) "
+                f"{', '.join(map(str, launch.left))} still run",
+            )
+        else:
+            self._add(
+                "timeout-kill",
+                "PASS",
+                f"still waiting after {launch.timeout:g}s; process group killed, no process left",
+            )
+
+    def _check_bad_uuid(self) -> None:
+        """``resume <unknown uuid>`` must fail loudly, not start something."""
+        bad = str(uuid.uuid4())
+        out = self._work("bad-uuid") / "review.md"
+        try:
+            launch = self._launch(
+                "bad-uuid",
+                self._argv(sandbox="read-only", output=out, resume=bad),
+                self._prompt("BADUUID"),
+            )
+        except _Skip as skip:
+            self._add("resume-bad-uuid", "FAIL", f"not run: {skip}")
+            return
+        said = "thread/resume failed" in launch.stderr
+        if launch.rc == 1 and said:
+            self._add(
+                "resume-bad-uuid",
+                "PASS",
+                f"rc 1: {_clip(_line_with(launch.stderr, 'thread/resume failed'))}",
+            )
+        elif launch.rc == 1:
+            self._add(
+                "resume-bad-uuid",
+                "FAIL",
+                f"rc 1 but stderr lacks 'thread/resume failed': {launch.why()}",
+            )
+        else:
+            got = launch.thread_started()
+            started = f", thread.started {got}" if got else ""
+            self._add(
+                "resume-bad-uuid",
+                "FAIL",
+                f"resume of unknown thread {bad}: {launch.how()}{started} "
+                "(expected rc 1 with 'thread/resume failed')",
+            )
+
+    def _check_non_uuid(self) -> None:
+        """``resume not-a-uuid``: 0.171 silently starts a new thread."""
+        out = self._work("non-uuid") / "review.md"
+        try:
+            launch = self._launch(
+                "non-uuid",
+                self._argv(sandbox="read-only", output=out, resume="not-a-uuid"),
+                self._prompt("NONUUID"),
+            )
+        except _Skip as skip:
+            self._add("resume-non-uuid", "WARN", f"not observed: {skip}")
+            return
+        assumed = self.defaults.resume_may_start_new_thread
+        tid = launch.thread_started()
+        if launch.rc == 0 and tid is not None:
+            new = True
+            seen = f"rc 0, started a new thread {tid}"
+        elif launch.rc is not None and launch.rc != 0:
+            new = False
+            seen = f"rejected ({launch.how()}: {launch.why()})"
+        else:
+            got = "" if launch.rc is None else " without thread.started"
+            self._add("resume-non-uuid", "WARN", f"not observed: {launch.how()}{got}")
+            return
+        self.observed["resume_may_start_new_thread"] = new
+        if new == assumed:
+            self._add(
+                "resume-non-uuid",
+                "PASS",
+                f"{seen} (capabilities.resume_may_start_new_thread={new}, as assumed: "
+                "the runner compares thread ids)",
+            )
+        else:
+            self._add(
+                "resume-non-uuid",
+                "WARN",
+                f"{seen} (capabilities.resume_may_start_new_thread={new}, differs from the "
+                "default; comparing thread ids stays safe)",
+            )
+
+    def _check_output_schema(self) -> None:
+        """``--output-schema``: the file goes out verbatim as a strict ``text.format``."""
+        work = self._work("schema")
+        schema = review_schema()
+        schema_file = work / "schema.json"
+        schema_file.write_text(json.dumps(schema), encoding="utf-8")
+        try:
+            launch = self._launch(
+                "schema",
+                self._argv(sandbox="read-only", output=work / "review.md", schema=schema_file),
+                self._prompt("SCHEMA"),
+            )
+        except _Skip as skip:
+            self._add("output-schema", "FAIL", f"not run: {skip}")
+            return
+        requests = self._requests("SCHEMA")
+        if not requests:
+            why = "" if launch.rc == 0 else f": {launch.why()}"
+            self._add(
+                "output-schema", "FAIL", f"no request reached the server ({launch.how()}{why})"
+            )
+            return
+        text = requests[0].body.get("text")
+        fmt = text.get("format") if isinstance(text, dict) else None
+        if not isinstance(fmt, dict):
+            self._add("output-schema", "FAIL", "the request has no text.format")
+        elif fmt.get("type") != "json_schema" or fmt.get("strict") is not True:
+            self._add(
+                "output-schema",
+                "FAIL",
+                f"text.format type={fmt.get('type')!r} strict={fmt.get('strict')!r} "
+                "(expected json_schema, true)",
+            )
+        elif fmt.get("schema") != schema:
+            self._add("output-schema", "FAIL", "the schema was changed on the way to the model")
+        else:
+            self._add(
+                "output-schema",
+                "PASS",
+                "text.format json_schema, strict: true, schema forwarded unchanged",
+            )
+
+    def _check_sandbox(self) -> None:
+        """Read-only must block a write, workspace-write must allow it (a real probe)."""
+        results: dict[str, _Probe] = {}
+        for kind, mode in (("SANDBOX-RO", "read-only"), ("SANDBOX-WW", "workspace-write")):
+            out = self._work(kind.lower()) / "review.md"
+            try:
+                launch = self._launch(
+                    kind.lower(),
+                    self._argv(sandbox=mode, output=out),
+                    self._prompt(kind, "Write the probe file."),
+                )
+            except _Skip as skip:
+                self._add("sandbox", "FAIL", f"not run: {skip}")
+                return
+            results[mode] = self._probe(kind, launch)
+        ro, ww = results["read-only"], results["workspace-write"]
+        problems: list[str] = []
+        if not ro.ran:
+            problems.append(f"read-only: {ro.detail}")
+        elif ro.wrote:
+            problems.append("read-only: the write went through (no sandbox)")
+        if not ww.ran:
+            problems.append(f"workspace-write: {ww.detail}")
+        elif not ww.wrote:
+            problems.append(f"workspace-write: the write was refused ({ww.detail})")
+        if problems:
+            # The AppArmor remedy only fits when Codex did run the tool call and the sandbox
+            # got in the way; a probe that never came back is a different problem.
+            sandboxed = ro.answered and ww.answered
+            self._add(
+                "sandbox",
+                "FAIL",
+                "; ".join(problems),
+                remedy=SANDBOX_REMEDY if sandboxed else None,
+            )
+        else:
+            self._add(
+                "sandbox",
+                "PASS",
+                f"read-only refused the write ({ro.detail}); workspace-write wrote it",
+            )
+
+    # -- cleanup -------------------------------------------------------------------------
+
+    def _cleanup(self, root: Path) -> None:
+        """Kill whatever the doctor started that is still alive, remove the temp dir."""
+        left = _tagged_pids(f"{self.token}:")
+        for pid in left:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(root, ignore_errors=True)
+        problems = []
+        if left:
+            problems.append(f"killed {len(left)} leftover process(es): {left[:5]}")
+        if root.exists():
+            problems.append(f"could not remove {root}")
+        if problems:
+            self._add("cleanup", "FAIL", "; ".join(problems))
+        else:
+            self._add("cleanup", "PASS", "no process left, temp directory removed")
+
+
+# -- helpers -----------------------------------------------------------------------------
+
+
+def _tagged_pids(tag: str) -> list[int]:
+    """Pids of live processes whose environment has ``ADVREVIEW_DOCTOR_RUN=<tag>…``.
+
+    The tag survives fork/exec and even ``setsid``, so it finds what a process-group kill
+    would miss.  Linux only (``/proc``); elsewhere the group kill is all there is.
+    """
+    needle = f"{RUN_TAG_ENV}={tag}".encode()
+    found: list[int] = []
+    proc = Path("/proc")
+    if not proc.is_dir():  # pragma: no cover - not Linux
+        return found
+    for entry in _iter_pids(proc):
+        try:
+            environ = (proc / str(entry) / "environ").read_bytes()
+        except OSError:
+            continue  # gone, or not ours
+        if any(var.startswith(needle) for var in environ.split(b"\0")):
+            found.append(entry)
+    return found
+
+
+def _iter_pids(proc: Path) -> Iterator[int]:
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(proc):
+            if entry.name.isdigit() and int(entry.name) != os.getpid():
+                yield int(entry.name)
+
+
+def _line_with(text: str, needle: str) -> str:
+    return next((line for line in text.splitlines() if needle in line), text.strip())
+
+
+def _clip(text: str, limit: int = _SHOW) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -25,7 +25,7 @@ from typing import Literal
 
 import pytest
 
-from .constants import ENV_PREFIX
+from .constants import ENV_PREFIX, EXIT_REVIEW_ERRORS
 from .models import OutputFormat, Severity, WireModel
 
 __all__ = [
@@ -85,6 +85,11 @@ CHOICES: Mapping[str, Mapping[str, str]] = {
         "changed": "Default: plans added or modified against the base, plus uncommitted ones.",
         "all": "Every plan that matches advreview_plans.",
     },
+    "github": {
+        "auto": "Default: on when the environment has GITHUB_ACTIONS=true.",
+        "on": "Always print annotations and append to $GITHUB_STEP_SUMMARY when it is set.",
+        "off": "Never.",
+    },
 }
 
 #: Default of ini ``advreview_plans``: globs relative to rootdir, pathlib semantics.
@@ -99,6 +104,7 @@ Approvals = Literal["auto_review", "user", "never"]
 Isolation = Literal["none", "worktree"]
 DiffMode = Literal["auto", "uncommitted", "branch", "none"]
 PlanScope = Literal["changed", "all"]
+GithubMode = Literal["auto", "on", "off"]
 
 
 class Settings(WireModel):
@@ -140,6 +146,10 @@ class Settings(WireModel):
     plan_scope: PlanScope = "changed"
     decisions: str = _DEFAULT_DECISIONS
     allow_untracked: tuple[str, ...] = DEFAULT_ALLOW_UNTRACKED
+    #: GitHub Actions annotations and step summary: auto (on under GITHUB_ACTIONS=true).
+    github: GithubMode = "auto"
+    #: Exit with EXIT_REVIEW_ERRORS when review items errored and none failed.
+    strict_exit: bool = False
 
     def settings_hash(self) -> str:
         """sha256 over the settings that change what a review says.
@@ -358,6 +368,15 @@ _ISOLATION_DESC = "Where the reviewer runs.\n" + _choices_help("isolation")
 _REPORT_DESC = "Write a markdown report of every review to this path"
 _SARIF_DESC = "Write the findings as a SARIF 2.1.0 log to this path"
 _JSON_DESC = "Write the review results as JSON to this path"
+_GITHUB_DESC = (
+    "GitHub Actions workflow-command annotations for the findings and the markdown report "
+    "appended to $GITHUB_STEP_SUMMARY.\n" + _choices_help("github")
+)
+_STRICT_EXIT_DESC = (
+    f"Exit with status {EXIT_REVIEW_ERRORS} instead of 1 when review items errored (the "
+    "reviewer could not run) and nothing failed, so CI can tell 'the gate could not run' "
+    "from 'the gate found problems'"
+)
 _BUDGET_DESC = (
     "Stop starting reviews once the run's token total passes this many tokens (default: off)"
 )
@@ -417,6 +436,8 @@ _SPECS: tuple[_Spec, ...] = (
     _Spec("report", _REPORT_DESC, _non_empty("a path"), "PATH", ini=None),
     _Spec("sarif", _SARIF_DESC, _non_empty("a path"), "PATH", ini=None),
     _Spec("json", _JSON_DESC, _non_empty("a path"), "PATH", ini=None),
+    _Spec("github", _GITHUB_DESC, _choice("github"), "MODE"),
+    _Spec("strict_exit", _STRICT_EXIT_DESC, _bool, cli="flag"),
     _Spec("fresh", _FRESH_DESC, _bool, cli="flag", ini=None),
     _Spec("diff", _DIFF_DESC, _choice("diff"), "MODE"),
     _Spec("base", _BASE_DESC, _non_empty("a branch, tag or commit"), "REF"),
@@ -666,6 +687,8 @@ def header_lines(settings: Settings, *, verbose: bool = False) -> list[str]:
         ("json", settings.json_report),
     ):
         add(name, path, None, _show(path or "off"))
+    add("github", settings.github, defaults.github)
+    add("strict-exit", settings.strict_exit, False, "yes" if settings.strict_exit else "no")
     if verbose:
         extra.append(f"decisions={_show(settings.decisions)}")
         extra.append("allow-untracked=" + ",".join(_show(g) for g in settings.allow_untracked))

@@ -1,26 +1,191 @@
 """Writing the report files and the CI integrations, once, on the controller.
 
-(Filled in by the reports work: JSON, markdown, SARIF, GitHub annotations.)
+:func:`publish` runs in ``pytest_sessionfinish`` on the xdist controller (or the only
+process) after every item has reported, also when items errored.  Each report is built
+and written on its own: one that cannot be written (a folder in the way, no permission)
+is named in a warning line with its option and path, and the others are still written.
+Report files are replaced atomically; ``$GITHUB_STEP_SUMMARY`` is appended to.
+
+GitHub workflow commands go to the terminal reporter's stream (stdout, where the runner
+reads them), or to ``sys.stdout`` when the terminal plugin is disabled; they are printed
+at session finish, before the adversarial review summary.
 """
 
 from __future__ import annotations
 
+import os
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
+from ..constants import EXIT_REVIEW_ERRORS
+from . import github
 from .collect import ItemResult
+from .files import Anchors, append_text, find_repo_root, write_atomic
+from .json_report import render_json
+from .markdown import render_markdown, step_summary
+from .sarif import render_sarif
 
 if TYPE_CHECKING:
     from ..settings import Settings
 
-__all__ = ["exit_status", "publish"]
+__all__ = ["exit_status", "other_failures", "publish"]
+
+_PREFIX = "pytest-advreview"
 
 
-def publish(config: pytest.Config, settings: Settings, results: list[ItemResult]) -> None:
-    """Write every report the settings ask for (controller only; atomic files)."""
+class _Output:
+    """Where publish prints: the terminal reporter's writer, else ``sys.stdout``."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.terminal: pytest.TerminalReporter | None = config.pluginmanager.get_plugin(
+            "terminalreporter"
+        )
+
+    def line(self, text: str, **markup: bool) -> None:
+        if self.terminal is not None:
+            self.terminal.write_line(text, **markup)
+        else:
+            sys.stdout.write(text + "\n")
+            sys.stdout.flush()
 
 
-def exit_status(settings: Settings, results: list[ItemResult], exitstatus: int) -> int:
-    """The exit status to end the run with (pytest's own unless a setting changes it)."""
-    return exitstatus
+def _fallback_path(config: pytest.Config, repo_root: Path) -> str | None:
+    """The pytest configuration file, repo-relative: where an unlocated finding is pinned."""
+    inipath = config.inipath
+    if inipath is None:
+        return None
+    try:
+        return Path(inipath).resolve().relative_to(repo_root).as_posix()
+    except ValueError:
+        return None
+
+
+def publish(
+    config: pytest.Config,
+    settings: Settings,
+    results: list[ItemResult],
+    *,
+    environ: Mapping[str, str] | None = None,
+) -> None:
+    """Write every report the settings ask for (controller only; atomic files).
+
+    :param config: the run's config (terminal output, rootdir, ini file).
+    :param settings: which reports to write, and where.
+    :param results: the collected review items, in node-id order.
+    :param environ: the environment for the GitHub integration (``os.environ`` if None).
+    """
+    env = os.environ if environ is None else environ
+    out = _Output(config)
+    repo_root = find_repo_root(Path(config.rootpath))
+    anchors = Anchors(repo_root)
+    fallback = _fallback_path(config, repo_root)
+
+    files: list[tuple[str, str | None, Callable[[], str]]] = [
+        ("--advreview-json", settings.json_report, lambda: render_json(settings, results)),
+        ("--advreview-report", settings.report, lambda: render_markdown(settings, results)),
+        (
+            "--advreview-sarif",
+            settings.sarif,
+            lambda: render_sarif(results, anchors, fallback_path=fallback),
+        ),
+    ]
+    for option, target, render in files:
+        if target is None:
+            continue
+        _write(out, option, Path(target), render)
+
+    if not github.enabled(settings.github, env):
+        return
+    try:
+        commands = github.workflow_commands(results, anchors)
+    except Exception as exc:  # a bug must not cost the summary below
+        _warn(out, f"could not build the GitHub annotations: {exc!r}; please report this bug")
+        commands = []
+    for command in commands:
+        out.line(command)
+    summary = env.get("GITHUB_STEP_SUMMARY", "").strip()
+    if not summary:
+        return
+    try:
+        append_text(Path(summary), step_summary(settings, results) + "\n")
+    except OSError as exc:
+        _warn(
+            out,
+            f"cannot append the step summary to GITHUB_STEP_SUMMARY={summary}: "
+            f"{exc.strerror or exc}; the other reports were written",
+        )
+    except Exception as exc:
+        _warn(out, f"could not build the step summary: {exc!r}; please report this bug")
+
+
+def _write(out: _Output, option: str, path: Path, render: Callable[[], str]) -> None:
+    """Build and write one report; a failure becomes one warning line, never a traceback."""
+    try:
+        text = render()
+    except Exception as exc:  # one broken format must not cost the other reports
+        _warn(out, f"could not build {option}={path}: {exc!r}; please report this bug")
+        return
+    try:
+        write_atomic(path, text)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        _warn(
+            out,
+            f"cannot write {option}={path}: {reason}"
+            + (f" ({exc.filename})" if exc.filename and str(exc.filename) != str(path) else "")
+            + "; pass a path in a writable folder",
+        )
+
+
+def _warn(out: _Output, message: str) -> None:
+    out.line(f"{_PREFIX}: WARNING: {message}", yellow=True, bold=True)
+
+
+def other_failures(config: pytest.Config, results: list[ItemResult]) -> bool:
+    """True when a test that is not a review item failed or errored in this run.
+
+    Read from the terminal reporter's statistics; without the terminal plugin, False.
+    """
+    terminal = config.pluginmanager.get_plugin("terminalreporter")
+    if terminal is None:
+        return False
+    reviews = {r.record.nodeid for r in results}
+    for key in ("failed", "error"):
+        for report in terminal.stats.get(key, ()):
+            if getattr(report, "nodeid", None) not in reviews:
+                return True
+    return False
+
+
+def exit_status(
+    settings: Settings,
+    results: list[ItemResult],
+    exitstatus: int,
+    *,
+    config: pytest.Config | None = None,
+) -> int:
+    """The exit status to end the run with: pytest's own, unless strict exit applies.
+
+    With ``--advreview-strict-exit``, a run whose only problems are review items that
+    errored (the reviewer could not run, or changed the workspace) exits with
+    :data:`~pytest_advreview.constants.EXIT_REVIEW_ERRORS` instead of 1.  Any failed
+    review, or (when ``config`` is given) any other failed or errored test, keeps 1.
+
+    :param settings: ``strict_exit`` decides.
+    :param results: the collected review items.
+    :param exitstatus: pytest's exit status.
+    :param config: the run's config, to see failures of tests that are not reviews.
+    """
+    if not settings.strict_exit or exitstatus != pytest.ExitCode.TESTS_FAILED:
+        return exitstatus
+    failed = any(r.record.outcome == "failed" or r.pytest_outcome == "failed" for r in results)
+    errored = any(r.record.outcome == "error" or r.pytest_outcome == "error" for r in results)
+    if failed or not errored:
+        return exitstatus
+    if config is not None and other_failures(config, results):
+        return exitstatus
+    return EXIT_REVIEW_ERRORS

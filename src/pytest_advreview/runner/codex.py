@@ -75,6 +75,28 @@ class CodexCapabilities(WireModel):
     #: Rollouts live at ``$CODEX_HOME/sessions/*/*/*/rollout-*-<id>.jsonl``.
     rollout_glob: str = "sessions/*/*/*/rollout-*-{thread_id}.jsonl"
 
+    @classmethod
+    def from_observed(
+        cls,
+        *,
+        resume_needs_sandbox: bool | None = None,
+        stale_output_file: bool | None = None,
+        resume_may_start_new_thread: bool | None = None,
+        rollout_glob: str | None = None,
+    ) -> CodexCapabilities:
+        """The defaults, overridden by every fact that was observed (``None``: not seen).
+
+        ``pytest --advreview-doctor`` fills this from its checks
+        (``DoctorReport.capabilities``).
+        """
+        observed = {
+            "resume_needs_sandbox": resume_needs_sandbox,
+            "stale_output_file": stale_output_file,
+            "resume_may_start_new_thread": resume_may_start_new_thread,
+            "rollout_glob": rollout_glob,
+        }
+        return cls.model_validate({k: v for k, v in observed.items() if v is not None})
+
 
 class CodexOptions(WireModel):
     """How to launch Codex: executable, model settings and the user's ``-c`` pairs."""
