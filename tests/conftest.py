@@ -102,7 +102,10 @@ def review_repo(
     git(repo, "config", "user.email", "test@example.invalid")
     git(repo, "config", "commit.gpgsign", "false")
     # runpytest_subprocess writes its output to ./stdout and ./stderr during the run.
-    (repo / ".gitignore").write_text(".pytest_cache/\n__pycache__/\n/stdout\n/stderr\n")
+    # and its --basetemp under ./runpytest-*.
+    (repo / ".gitignore").write_text(
+        ".pytest_cache/\n__pycache__/\n/stdout\n/stderr\n/runpytest-*\n"
+    )
     (repo / "README.md").write_text("# project\n")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "initial")

@@ -40,10 +40,8 @@ def _outcomes(out: str) -> dict[str, str]:
 
 def test_eight_plans_on_four_workers_match_a_serial_run(review_repo: ReviewRepo) -> None:
     _script(review_repo)
-    serial = review_repo.run_subprocess("--advreview-diff=none", "-p", "no:cacheprovider")
-    parallel = review_repo.run_subprocess(
-        "--advreview-diff=none", "-p", "no:cacheprovider", "-n", "4"
-    )
+    parallel = review_repo.run_subprocess("--advreview-diff=none", "-n", "4")
+    serial = review_repo.run_subprocess("--advreview-diff=none", "--advreview-fresh")
     serial.assert_outcomes(passed=4, failed=4)
     parallel.assert_outcomes(passed=4, failed=4)
     expected = {name: ("approved" if v == "approved" else "revise") for name, v in VERDICTS.items()}
@@ -53,6 +51,9 @@ def test_eight_plans_on_four_workers_match_a_serial_run(review_repo: ReviewRepo)
     summary = parallel.stdout.str().split("adversarial review summary", 1)[1]
     assert summary.count("::adversarial-review:") == 8
     assert parallel.stdout.str().count("adversarial review summary") == 1
+    # Every worker stored its targets' state in the one pytest cache.
+    states = review_repo.path / ".pytest_cache" / "d" / "advreview" / "state"
+    assert len(list(states.glob("*.json"))) == 8
     # Each failure carries its own plan's finding (results land on the right item).
     for name, verdict in VERDICTS.items():
         if verdict != "approved":

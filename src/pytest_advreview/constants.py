@@ -23,5 +23,7 @@ MAX_ERROR_CHARS = 500
 #: Report attribute carrying an item's :class:`~pytest_advreview.models.ItemRecord` JSON.
 RECORD_ATTR = "advreview_record"
 #: Exit status of ``--advreview-strict-exit`` when review items errored (the reviewer could
-#: not run) and nothing failed: "the gate could not run", apart from pytest's 0-5.
-EXIT_REVIEW_ERRORS = 6
+#: not run) and nothing failed: "the gate could not run"; pytest uses 0-6 (6: --max-warnings).
+EXIT_REVIEW_ERRORS = 10
+#: ``workerinput`` key of the run directory the controller shares with xdist workers.
+RUN_DIR_KEY = "advreview_run_dir"

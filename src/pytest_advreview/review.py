@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Literal
 import pytest
 
 from . import mutation, prompts, targets
+from .isolation import IsolationError, Worktree
 from .loop import LoopHooks, LoopResult, ReviewTarget, run_loop
 from .models import (
     ChangeSet,
@@ -112,9 +113,13 @@ class _WatchedReviewer:
 class _Hooks(LoopHooks):
     """Forwards the loop's extension points to pluggy hooks and the mutation watch."""
 
-    def __init__(self, run: ReviewRun, target: ReviewTarget) -> None:
+    def __init__(self, run: ReviewRun, target: ReviewTarget, applied: str | None) -> None:
         self.run = run
         self.target = target
+        self.applied = applied
+
+    def applied_summary(self) -> str | None:
+        return self.applied
 
     def modify_prompt(self, operation: Operation, prompt: str) -> str:
         replaced = self.run.config.hook.pytest_advreview_modify_prompt(
@@ -165,6 +170,12 @@ class ReviewRun:
         self.result: LoopResult | None = None
         self.outcome: Outcome | None = None
         self.mutations: list[str] = []
+        #: Where the reviewer runs: the repository, or a private worktree mirroring it.
+        self.review_root = repo_root
+        self.worktree: Worktree | None = None
+        self._target: ReviewTarget | None = None
+        #: Counted rounds of earlier runs this review continues (set by the coordinator).
+        self.history: tuple[RoundRecord, ...] = ()
         self._before: mutation.Snapshot | None = None
         self._seen: set[str] = set()
 
@@ -172,10 +183,20 @@ class ReviewRun:
 
     def _inputs(self) -> list[Path]:
         paths = [p for p in (self.spec.path, self.spec.against_plan) if p is not None]
+        if self.worktree is not None:
+            paths = [self.worktree.translate(p) for p in paths]
         return paths
 
     def target(self) -> ReviewTarget:
-        """Build the loop's target: read the plan, pick the prompt, hash the content."""
+        """The loop's target (built once): read the plan, pick the prompt, hash the content.
+
+        :raises ReviewInputError: the plan is missing, not UTF-8 or empty.
+        """
+        if self._target is None:
+            self._target = self._build_target()
+        return self._target
+
+    def _build_target(self) -> ReviewTarget:
         settings = self.settings
         fmt = settings.output_format
         if self.spec.kind == "plan":
@@ -227,7 +248,7 @@ class ReviewRun:
 
     def snapshot(self) -> mutation.Snapshot:
         """The workspace as it is now (git status + hashes of the review inputs)."""
-        return mutation.take_snapshot(self.repo_root, self._inputs())
+        return mutation.take_snapshot(self.review_root, self._inputs())
 
     def rebaseline(self) -> None:
         """Take a new "before" snapshot (after a fixer changed files on purpose)."""
@@ -256,21 +277,43 @@ class ReviewRun:
     # -- run ---------------------------------------------------------------------------
 
     def run(
-        self, *, history: Sequence[RoundRecord] = (), decisions: Sequence[Decision] = ()
+        self,
+        *,
+        history: Sequence[RoundRecord] = (),
+        decisions: Sequence[Decision] = (),
+        applied: str | None = None,
     ) -> tuple[LoopResult, Outcome]:
-        """Run the loop and decide the outcome (``ReviewInputError`` for bad material)."""
+        """Run the loop and decide the outcome.
+
+        :param history: counted rounds of earlier runs (rounds across CI runs).
+        :param decisions: decisions to send with the re-review.
+        :param applied: what changed since the last reviewed content ("Applied").
+        :raises ReviewInputError: unusable material, or no review worktree could be built.
+        """
         target = self.target()
+        if self.settings.isolation == "worktree" and self.worktree is None:
+            try:
+                self.worktree = Worktree.create(self.repo_root, self.work_dir)
+            except IsolationError as exc:
+                raise ReviewInputError(str(exc)) from None
+            self.review_root = self.worktree.path
+            target = target.model_copy(update={"repo_root": self.worktree.path})
         self._before = self.snapshot()
-        self.result = run_loop(
+        result = run_loop(
             target,
             self.reviewer,
             max_rounds=self.settings.max_rounds,
-            hooks=_Hooks(self, target),
+            hooks=_Hooks(self, target, applied),
             history=history,
             decisions=decisions,
         )
-        self.outcome = decide(self.result, self.settings.fail_on)
-        return self.result, self.outcome
+        return self.judge(result)
+
+    def judge(self, result: LoopResult) -> tuple[LoopResult, Outcome]:
+        """Decide the outcome of ``result`` (also for results taken from stored state)."""
+        self.result = result
+        self.outcome = decide(result, self.settings.fail_on)
+        return result, self.outcome
 
     def final_mutations(self) -> list[str]:
         """All mutations, including any that appeared after the last dispatch."""
@@ -278,9 +321,7 @@ class ReviewRun:
             self.check_mutation(self.result.last_round or 1)
         return list(self.mutations)
 
-    def record(
-        self, nodeid: str, *, history: Sequence[RoundRecord] = (), error: str | None = None
-    ) -> ItemRecord:
+    def record(self, nodeid: str, *, error: str | None = None) -> ItemRecord:
         """The item's results in the one model every report is built from."""
         result, outcome = self.result, self.outcome
         path = self.spec.path or self.spec.against_plan
@@ -298,6 +339,7 @@ class ReviewRun:
                 mutations=tuple(self.mutations),
             )
         findings = (*outcome.failing, *outcome.below)
+        rounds = (*self.history, *result.rounds)
         return ItemRecord(
             nodeid=nodeid,
             key=self.spec.key,
@@ -310,8 +352,8 @@ class ReviewRun:
             fail_on=self.settings.fail_on,
             findings=findings,
             failing_ids=tuple(f.id for f in outcome.failing),
-            rounds=(*history, *result.rounds),
-            decisions=result.rounds[-1].decisions if result.rounds else (),
+            rounds=rounds,
+            decisions=rounds[-1].decisions if rounds else (),
             tokens=result.usage,
             duration_s=sum(r.duration_s for r in result.rounds),
             error=error or result.error,
@@ -321,7 +363,13 @@ class ReviewRun:
         )
 
     def cleanup(self, *, keep: bool) -> str | None:
-        """Remove the temp files after success; keep them after an error (diagnostics)."""
+        """Remove the temp files after success; keep them after an error (diagnostics).
+
+        A review worktree is always removed: it is a copy, and a leftover one would show
+        in the user's ``git worktree list``.
+        """
+        if self.worktree is not None:
+            self.worktree.remove()
         if keep:
             return str(self.work_dir)
         shutil.rmtree(self.work_dir, ignore_errors=True)

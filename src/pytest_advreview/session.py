@@ -7,6 +7,8 @@ plugin never changes an unrelated suite.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,7 +16,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from . import targets
-from .constants import CODE_ITEM_NAME, RECORD_ATTR
+from .constants import CODE_ITEM_NAME, RECORD_ATTR, RUN_DIR_KEY
+from .coordinator import Coordinator
 from .items import _SESSION_KEY, PlanFile, ReviewItem
 from .loop import LoopResult
 from .models import ChangeSet
@@ -45,6 +48,14 @@ class ReviewSession:
         self._reviewer: Reviewer | None = None
         self._collected: set[Path] = set()
         self.results = ResultsCollector()
+        # One directory per run, decided on the controller and shared with the workers
+        # (the token ledger lives there); removed by the controller at the end.
+        workerinput = getattr(config, "workerinput", None)
+        if isinstance(workerinput, dict) and RUN_DIR_KEY in workerinput:
+            self.run_dir = Path(str(workerinput[RUN_DIR_KEY]))
+        else:
+            self.run_dir = Path(tempfile.mkdtemp(prefix="advreview-run-"))
+        self.coordinator = Coordinator(config, settings, self.run_dir)
         config.stash[_SESSION_KEY] = self
         self._discover()
 
@@ -149,8 +160,8 @@ class ReviewSession:
         )
 
     def stored_severity(self, key: str) -> str | None:
-        """The max severity of the last stored review of ``key`` (state arrives later)."""
-        return None
+        """The max severity of ``key``'s last stored review, when it asked for revision."""
+        return self.coordinator.stored_severity(key)
 
     # -- running -----------------------------------------------------------------------
 
@@ -181,8 +192,8 @@ class ReviewSession:
         )
 
     def run_review(self, run: ReviewRun) -> tuple[LoopResult, Outcome]:
-        """Run one review (persisted state and cache join here in a later step)."""
-        return run.run()
+        """Run one review with its stored state, decisions and the run's token budget."""
+        return self.coordinator.review(run)
 
     def finished(self, item: ReviewItem) -> None:
         """Called from the item's teardown (hook for state writes)."""
@@ -233,8 +244,11 @@ class ReviewSession:
         if hasattr(self.config, "workerinput"):
             return
         results = self.results.ordered()
-        publish(self.config, self.settings, results)
-        session.exitstatus = exit_status(self.settings, results, int(exitstatus))
+        try:
+            publish(self.config, self.settings, results)
+            session.exitstatus = exit_status(self.settings, results, int(exitstatus))
+        finally:
+            shutil.rmtree(self.run_dir, ignore_errors=True)
 
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:

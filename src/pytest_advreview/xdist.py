@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from .constants import RUN_DIR_KEY
 from .settings import WORKERINPUT_KEY, from_config
 
 __all__ = ["XdistHooks"]
@@ -22,5 +23,8 @@ class XdistHooks:
 
     @pytest.hookimpl
     def pytest_configure_node(self, node: Any) -> None:
-        """Put the settings (as JSON) into the worker's ``workerinput``."""
+        """Put the settings (as JSON) and the run directory into ``workerinput``."""
         node.workerinput[WORKERINPUT_KEY] = from_config(self.config).model_dump_json()
+        session = self.config.pluginmanager.get_plugin("advreview-session")
+        if session is not None:
+            node.workerinput[RUN_DIR_KEY] = str(session.run_dir)

@@ -1,0 +1,194 @@
+"""Rounds across runs: stored state, the decisions file and the token budget.
+
+A CI run usually has nobody to apply fixes, so rounds span runs (design.md §2 "Rounds in
+CI").  For every target the coordinator reads its stored state, decides with
+:func:`~pytest_advreview.state.decide_next` whether the stored verdict stands (zero
+reviewer calls), the next round is due (resume on the stored thread with the decisions
+file's entries), or the round limit is spent, runs the review when one is due, and
+stores the result.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from .decisions import DecisionsError, DecisionsFile, check_known, load_decisions
+from .loop import LoopResult
+from .models import ReviewStatus, RoundRecord
+from .outcome import Outcome
+from .prompts import PROMPT_VERSION
+from .review import ReviewInputError, ReviewRun
+from .state import ReviewState, StateStore, decide_next, plan_diff
+
+if TYPE_CHECKING:
+    from .settings import Settings
+
+__all__ = ["Coordinator", "TokenLedger"]
+
+
+class TokenLedger:
+    """The run's token total, shared by every xdist worker through one directory.
+
+    Each process keeps its own file (``tokens-<pid>.json``, replaced atomically), and the
+    total is the sum of all files: no locks, and no process ever writes another's file.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._mine = directory / f"tokens-{os.getpid()}.json"
+        self._spent = 0
+
+    def add(self, tokens: int) -> None:
+        """Record ``tokens`` used by this process."""
+        self._spent += tokens
+        self.directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tokens-")
+        with os.fdopen(fd, "w") as fh:
+            json.dump({"tokens": self._spent}, fh)
+        os.replace(tmp, self._mine)
+
+    def total(self) -> int:
+        """Tokens used so far by every process of the run."""
+        total = 0
+        for path in self.directory.glob("tokens-*.json"):
+            try:
+                total += int(json.loads(path.read_text())["tokens"])
+            except (OSError, ValueError, KeyError, TypeError):
+                continue  # a file being replaced right now; the next check sees it
+        return total
+
+
+class Coordinator:
+    """Runs one target with its stored state, decisions and the run's token budget."""
+
+    def __init__(self, config: pytest.Config, settings: Settings, run_dir: Path) -> None:
+        self.config = config
+        self.settings = settings
+        self.store = StateStore(config)
+        self.ledger = TokenLedger(run_dir)
+        # The prompt version is part of the key: a new prompt is a new review.
+        self.settings_hash = hashlib.sha256(
+            f"{settings.settings_hash()}:{PROMPT_VERSION}".encode()
+        ).hexdigest()[:16]
+        # Each state is read once per run (collection reads it for the severity markers).
+        self._loaded: dict[str, ReviewState | None] = {}
+        self.decisions_path = Path(settings.decisions)
+        try:
+            self.decisions: DecisionsFile | None = load_decisions(self.decisions_path)
+        except DecisionsError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+    def stored(self, key: str) -> ReviewState | None:
+        """The stored state of ``key`` (``None`` with ``--advreview-fresh``)."""
+        if self.settings.fresh:
+            return None
+        if key not in self._loaded:
+            self._loaded[key] = self.store.load(key)
+        return self._loaded[key]
+
+    def stored_severity(self, key: str) -> str | None:
+        """The max severity of the last stored review when it asked for revision."""
+        state = self.stored(key)
+        if state is None or state.last_verdict is None or state.last_verdict.value != "REVISE":
+            return None
+        severity = state.max_severity
+        return severity.value if severity is not None else None
+
+    def review(self, run: ReviewRun) -> tuple[LoopResult, Outcome]:
+        """Judge ``run``'s target from stored state, or review it, and store the result.
+
+        :raises ReviewInputError: unusable material, or a decisions-file entry that names
+            a finding this target never had.
+        """
+        target = run.target()
+        key = run.spec.key
+        budget = self.settings.budget_tokens
+        if budget is not None and self.ledger.total() >= budget:
+            return run.judge(
+                LoopResult(
+                    status=ReviewStatus.BUDGET_EXHAUSTED,
+                    error=(
+                        f"the run's reviewer tokens ({self.ledger.total()}) passed "
+                        f"--advreview-budget-tokens={budget} before this review started; "
+                        "raise the budget or review fewer targets per run"
+                    ),
+                )
+            )
+        state = self.stored(key)
+        decisions = self.decisions.for_target(key) if self.decisions is not None else ()
+        if state is not None and self.decisions is not None:
+            try:
+                check_known(self.decisions, key, state.known_finding_ids, self.decisions_path)
+            except DecisionsError as exc:
+                raise ReviewInputError(str(exc)) from None
+        step = decide_next(
+            state,
+            content_hash=target.content_hash,
+            settings_hash=self.settings_hash,
+            decisions=decisions,
+            max_rounds=self.settings.max_rounds,
+            fresh=self.settings.fresh,
+        )
+        run.history = step.history
+        if step.action in ("cached_approved", "cached_revise", "max_rounds"):
+            assert state is not None
+            status = (
+                ReviewStatus.MAX_ROUNDS if step.action == "max_rounds" else (ReviewStatus.CACHED)
+            )
+            run.history = state.rounds
+            return run.judge(
+                LoopResult(
+                    status=status,
+                    review=step.review,
+                    session_id=state.session_id,
+                    last_round=state.rounds_used,
+                    warnings=(step.reason,),
+                )
+            )
+        applied = None
+        if step.action == "continue" and state is not None:
+            applied = self._applied(run, state)
+        result, outcome = run.run(history=step.history, decisions=step.decisions, applied=applied)
+        self.ledger.add(result.usage.total)
+        if result.rounds:
+            self._save(key, target.content, target.content_hash, step.history, result)
+        return result, outcome
+
+    def _applied(self, run: ReviewRun, state: ReviewState) -> str | None:
+        """The "Applied" text: what changed since the content of the last round."""
+        target = run.target()
+        if state.last_content is None or state.last_content == target.content:
+            return None
+        if run.spec.kind == "plan":
+            return "Changes to the plan since your last review:\n\n" + plan_diff(
+                state.last_content, target.content, path=run.spec.key
+            )
+        return "The code change was updated since your last review. Now:\n" + target.content
+
+    def _save(
+        self,
+        key: str,
+        content: str,
+        content_hash: str,
+        history: Sequence[RoundRecord],
+        result: LoopResult,
+    ) -> None:
+        state = ReviewState(
+            key=key,
+            settings_hash=self.settings_hash,
+            rounds=(*history, *result.rounds),
+            session_id=result.session_id,
+            last_content_hash=content_hash,
+            last_content=content,
+            status=result.status,
+        )
+        if self.store.save(state):
+            self._loaded[key] = state

@@ -1,0 +1,282 @@
+"""The decisions file: what the author did with each finding, between CI runs.
+
+Format (TOML; ini ``advreview_decisions``, default ``.advreview/decisions.toml``)::
+
+    [[decision]]
+    target = "docs/plans/x.md"   # or "code-review"
+    finding = "AR-1a2b3c"        # the id printed in the failure
+    action = "reject"            # accept | re-scope | reject
+    reason = "Runs in one transaction; no partial write is possible."
+
+A missing file means no decisions.  Every other problem is a :class:`DecisionsError`
+that names the file, the entry (1-based, in file order),
+the problem and the fix, so a typo never silently drops a decision.
+
+Reasons: ``reject`` and ``re-scope`` need one (the reviewer is asked to weigh it; a
+rejection without reasoning is just dismissal), ``accept`` may omit it (the "Applied"
+diff shows what changed).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Collection
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError, field_validator, model_validator
+from pydantic_core import ErrorDetails
+
+from .models import Decision, DecisionAction, WireModel
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+__all__ = [
+    "CODE_TARGET",
+    "DecisionEntry",
+    "DecisionsError",
+    "DecisionsFile",
+    "check_known",
+    "load_decisions",
+]
+
+#: The ``target`` of decisions on the code review item.
+CODE_TARGET = "code-review"
+_ACTIONS = ", ".join(a.value for a in DecisionAction)
+_FIELDS = ("target", "finding", "action", "reason")
+_ID = re.compile(r"AR-([0-9a-f]{6})", re.IGNORECASE)
+_EXAMPLE = (
+    '[[decision]]\ntarget = "docs/plans/x.md"\nfinding = "AR-1a2b3c"\n'
+    'action = "reject"\nreason = "why the finding does not apply"'
+)
+
+
+class DecisionsError(Exception):
+    """The decisions file cannot be used; the message names file, entry, problem and fix.
+
+    Raise it to the user as ``pytest.UsageError(str(exc))`` (``UsageError`` is final).
+
+    :param path: the decisions file.
+    :param problem: what is wrong, including the fix.
+    :param entry: 1-based number of the ``[[decision]]`` entry, ``None`` for the file.
+    """
+
+    def __init__(self, path: Path, problem: str, *, entry: int | None = None) -> None:
+        self.path = path
+        self.entry = entry
+        self.problem = problem
+        where = f"{path}: decision entry {entry}" if entry is not None else str(path)
+        super().__init__(f"pytest-advreview: decisions file {where}: {problem}")
+
+
+class _EntryProblem(ValueError):
+    """A problem with one entry, already worded for the user."""
+
+
+class DecisionEntry(WireModel):
+    """One ``[[decision]]`` table, validated."""
+
+    target: str
+    finding: str
+    action: DecisionAction
+    reason: str | None = None
+
+    @field_validator("target", "finding", "reason", mode="before")
+    @classmethod
+    def _strip(cls, value: Any) -> Any:
+        return value.strip() if isinstance(value, str) else value
+
+    @field_validator("target")
+    @classmethod
+    def _target(cls, value: str) -> str:
+        # Keys are repo-relative posix paths; accept the ways people write them.
+        value = value.replace("\\", "/")
+        while value.startswith("./"):
+            value = value[2:]
+        if not value:
+            raise _EntryProblem(
+                f"'target' is empty; give the plan's repo-relative path "
+                f'(target = "docs/plans/x.md") or target = "{CODE_TARGET}"'
+            )
+        return value
+
+    @field_validator("finding")
+    @classmethod
+    def _finding(cls, value: str) -> str:
+        if not value:
+            raise _EntryProblem(
+                "'finding' is empty; copy the id printed in the failure (finding = \"AR-1a2b3c\")"
+            )
+        match = _ID.fullmatch(value)
+        # Ids are printed as AR-<lowercase hex>; a case slip should not be a mismatch.
+        return f"AR-{match.group(1).lower()}" if match else value
+
+    @model_validator(mode="after")
+    def _reason(self) -> DecisionEntry:
+        if self.reason:
+            return self
+        if self.action is DecisionAction.REJECT:
+            raise _EntryProblem(
+                f"action 'reject' on {self.finding} has no reason: rejections need reasons; "
+                'add reason = "why the finding does not apply"'
+            )
+        if self.action is DecisionAction.RESCOPE:
+            raise _EntryProblem(
+                f"action 're-scope' on {self.finding} has no reason; "
+                'add reason = "how the scope changed and why"'
+            )
+        return self.model_copy(update={"reason": None})
+
+    def decision(self) -> Decision:
+        """The :class:`Decision` sent to the reviewer."""
+        return Decision(finding=self.finding, action=self.action, reason=self.reason)
+
+
+class DecisionsFile(WireModel):
+    """A parsed decisions file: its entries in file order."""
+
+    path: Path
+    entries: tuple[DecisionEntry, ...] = ()
+
+    def for_target(self, key: str) -> tuple[Decision, ...]:
+        """The decisions on target ``key`` (``docs/plans/x.md`` or ``code-review``)."""
+        return tuple(e.decision() for e in self.entries if e.target == key)
+
+    @property
+    def targets(self) -> frozenset[str]:
+        """Every target some entry names."""
+        return frozenset(e.target for e in self.entries)
+
+
+def load_decisions(path: Path) -> DecisionsFile:
+    """Read and validate the decisions file at ``path``.
+
+    :param path: the file (absolute, or relative to the current directory).
+    :returns: the entries; none when the file does not exist.
+    :raises DecisionsError: the file is unreadable, not TOML, or an entry is invalid.
+    """
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return DecisionsFile(path=path)
+    except IsADirectoryError:
+        raise DecisionsError(
+            path, "is a directory, not a file; point advreview_decisions at a TOML file"
+        ) from None
+    except OSError as exc:
+        raise DecisionsError(
+            path, f"cannot be read ({exc.strerror or exc}); fix its permissions"
+        ) from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DecisionsError(path, f"is not UTF-8 (byte {exc.start}); save it as UTF-8") from exc
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise DecisionsError(
+            path, f"is not valid TOML: {exc}; fix the syntax (entries look like:\n{_EXAMPLE})"
+        ) from exc
+    return DecisionsFile(path=path, entries=_entries(path, data))
+
+
+def _entries(path: Path, data: dict[str, Any]) -> tuple[DecisionEntry, ...]:
+    unknown = sorted(k for k in data if k != "decision")
+    if unknown:
+        raise DecisionsError(
+            path,
+            f"unknown top-level key {', '.join(repr(k) for k in unknown)}; the file holds "
+            "only [[decision]] tables",
+        )
+    tables = data.get("decision", [])
+    if not isinstance(tables, list):
+        raise DecisionsError(
+            path, "'decision' must be an array of tables; write each entry as [[decision]]"
+        )
+    entries: list[DecisionEntry] = []
+    seen: dict[tuple[str, str], int] = {}
+    for number, table in enumerate(tables, start=1):
+        if not isinstance(table, dict):
+            raise DecisionsError(
+                path, "is not a table; write each entry as [[decision]]", entry=number
+            )
+        entry = _entry(path, number, table)
+        first = seen.setdefault((entry.target, entry.finding), number)
+        if first != number:
+            raise DecisionsError(
+                path,
+                f"repeats the decision on {entry.finding} for {entry.target} "
+                f"(entry {first}); keep one entry per finding",
+                entry=number,
+            )
+        entries.append(entry)
+    return tuple(entries)
+
+
+def _entry(path: Path, number: int, table: dict[str, Any]) -> DecisionEntry:
+    try:
+        return DecisionEntry.model_validate(table)
+    except ValidationError as exc:
+        raise DecisionsError(path, _describe(exc, table), entry=number) from None
+
+
+def _describe(exc: ValidationError, table: dict[str, Any]) -> str:
+    """Every validation error of one entry, worded for a person editing the file."""
+    return "; also ".join(dict.fromkeys(_describe_one(e, table) for e in exc.errors()))
+
+
+def _describe_one(error: ErrorDetails, table: dict[str, Any]) -> str:
+    field = str(error["loc"][0]) if error["loc"] else ""
+    kind = error["type"]
+    cause = error.get("ctx", {}).get("error")
+    if isinstance(cause, _EntryProblem):
+        return str(cause)
+    if kind == "extra_forbidden":
+        return f"unknown key {field!r}; allowed keys: {', '.join(_FIELDS)}"
+    if kind == "missing":
+        hint = {
+            "target": f'the plan path or "{CODE_TARGET}"',
+            "finding": 'the finding id, e.g. "AR-1a2b3c"',
+            "action": _ACTIONS,
+        }.get(field, "a string")
+        return f"missing {field!r}; add {field} = ... ({hint})"
+    if field == "action":
+        return f"unknown action {table.get('action')!r}; use one of: {_ACTIONS}"
+    return f"{field!r}: {error['msg']}; give a string"
+
+
+def check_known(
+    decisions: DecisionsFile,
+    key: str,
+    known_ids: Collection[str],
+    path: Path | None = None,
+) -> None:
+    """Refuse decisions on target ``key`` whose finding id no stored round ever reported.
+
+    With no known ids at all (no stored rounds: first run, fresh CI runner without the
+    cache, ``--advreview-fresh``) nothing can be checked and nothing is sent, so this
+    returns without error rather than breaking every run of a fresh machine.
+
+    :param decisions: the parsed decisions file.
+    :param key: the target (``docs/plans/x.md`` or ``code-review``).
+    :param known_ids: ids of the findings of every stored round of ``key``.
+    :param path: the file named in the error; defaults to ``decisions.path``.
+    :raises DecisionsError: the first entry for ``key`` with an unknown finding id.
+    """
+    if not known_ids:
+        return
+    where = path if path is not None else decisions.path
+    for number, entry in enumerate(decisions.entries, start=1):
+        if entry.target == key and entry.finding not in known_ids:
+            known = ", ".join(sorted(known_ids))
+            raise DecisionsError(
+                where,
+                f"unknown finding id {entry.finding} for {key}; known: {known}. "
+                "Copy the id from the failure output, or delete the entry if the finding "
+                "is gone",
+                entry=number,
+            )

@@ -1,0 +1,332 @@
+"""``--advreview-isolation=worktree``: each review runs in a private, detached git worktree.
+
+The worktree mirrors the user's work tree exactly -- HEAD, the staged changes (in the
+worktree's index too, so ``git diff --cached`` shows the same thing), the unstaged
+changes and the untracked-but-not-ignored files -- so the reviewer sees what the user
+sees, while anything it writes lands in the worktree.  Mutation detection then runs
+against the worktree and is exact even when xdist runs reviews side by side.
+
+How the mirror is built, and why:
+
+1. ``git worktree add --detach <dir> HEAD`` with hooks disabled (a ``post-checkout``
+   hook must not run for a throw-away checkout).
+2. The staged changes: ``git diff --cached --binary HEAD`` in the user's tree, applied
+   with ``git apply --index`` in the worktree, so its index matches the user's.
+3. Every path whose work-tree content differs from HEAD or the index, and every
+   untracked file, is then *copied* byte for byte (or deleted) instead of patched:
+   a copy is exact whatever the user's filters, eol conversion, textconv or binary
+   content, where a patch could be refused.
+
+Not mirrored: ignored files (by design: ``.env``, build output, databases), submodule
+contents and submodule pointer changes (submodules are not checked out in a new
+worktree), empty directories (git does not track them).
+
+The user's work tree and index are only read; git records the worktree under
+``.git/worktrees/`` until :meth:`Worktree.remove`, which also runs on errors and Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+import sys
+import tempfile
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+
+import pytest
+
+from .git import GitError, run_git, split_z
+
+__all__ = [
+    "WORKTREE_PREFIX",
+    "IsolationError",
+    "IsolationWarning",
+    "Worktree",
+    "leftover_worktrees",
+]
+
+#: Prefix of the temporary directory holding each worktree; marks worktrees as ours.
+WORKTREE_PREFIX = "advreview-wt-"
+
+#: Variables that redirect git away from the current directory.  Set (inside a git hook,
+#: say), they would make git commands run in the worktree act on the user's repository.
+_REDIRECTING_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR")
+
+#: Options of every ``git diff`` here: the plain patch format whatever the user's config.
+_DIFF_OPTS = (
+    "--no-ext-diff",
+    "--no-textconv",
+    "--no-color",
+    "--no-renames",
+    "--ignore-submodules=all",
+    "--src-prefix=a/",
+    "--dst-prefix=b/",
+)
+
+
+class IsolationError(Exception):
+    """A worktree could not be created, mirrored or removed; the message says why and the fix."""
+
+
+class IsolationWarning(pytest.PytestWarning):
+    """A worktree could not be removed while another error was already propagating."""
+
+
+class Worktree:
+    """A private, detached worktree mirroring the work tree of ``repo_root``.
+
+    Use :meth:`create`, then the instance as a context manager (or call :meth:`remove`)::
+
+        with Worktree.create(repo_root, tmp_dir) as wt:
+            run_review(cwd=wt.path)
+
+    :param repo_root: top level of the user's work tree.
+    :param path: top level of the worktree.
+    :param holder: the private temporary directory that contains ``path``.
+    """
+
+    def __init__(self, repo_root: Path, path: Path, holder: Path) -> None:
+        self.repo_root = repo_root
+        self.path = path
+        self._holder = holder
+        self._removed = False
+
+    @classmethod
+    def create(cls, repo_root: Path, parent_dir: Path) -> Worktree:
+        """Make a detached worktree of ``repo_root`` in a new directory below ``parent_dir``.
+
+        :param repo_root: any directory of the user's work tree.
+        :param parent_dir: where the temporary worktree directory is made (per review,
+            e.g. the item's work dir, so xdist workers never share one).
+        :raises IsolationError: not a git work tree, no commit yet, git redirected by the
+            environment, or git failed; nothing is left behind.
+        """
+        redirected = [name for name in _REDIRECTING_VARS if os.environ.get(name)]
+        if redirected:
+            raise IsolationError(
+                f"pytest-advreview: --advreview-isolation=worktree cannot run while "
+                f"{', '.join(redirected)} {'is' if len(redirected) == 1 else 'are'} set "
+                "(inside a git hook?): git commands in the worktree would act on the "
+                "user's repository. Unset them, or run without worktree isolation"
+            )
+        try:
+            top = Path(
+                os.fsdecode(run_git(repo_root, "rev-parse", "--show-toplevel").stdout.strip())
+            )
+        except GitError as exc:
+            raise IsolationError(
+                f"pytest-advreview: --advreview-isolation=worktree needs a git work tree, "
+                f"but {repo_root} is not in one ({exc}). Run inside a git repository or "
+                "drop --advreview-isolation=worktree"
+            ) from exc
+        if run_git(
+            top, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", check=False
+        ).returncode:
+            raise IsolationError(
+                f"pytest-advreview: --advreview-isolation=worktree needs a commit to check "
+                f"out, but HEAD of {top} has none yet. Commit once or drop the option"
+            )
+        parent_dir.mkdir(parents=True, exist_ok=True)
+        # Resolved, so the path compares equal to what `git worktree list` reports.
+        holder = Path(tempfile.mkdtemp(prefix=WORKTREE_PREFIX, dir=parent_dir)).resolve()
+        # A unique basename gives a unique admin dir under .git/worktrees/, so concurrent
+        # reviews never race for the same name.
+        tree = cls(
+            top, holder / f"{top.name or 'repo'}-{holder.name[len(WORKTREE_PREFIX) :]}", holder
+        )
+        try:
+            tree._add()
+            tree._mirror()
+        except BaseException as exc:
+            # Ctrl-C included: a half-built worktree must not outlive this call.
+            try:
+                tree.remove()
+            except IsolationError as cleanup:
+                if sys.version_info >= (3, 11):
+                    exc.add_note(str(cleanup))
+            if isinstance(exc, GitError):
+                raise IsolationError(
+                    f"pytest-advreview: could not build the review worktree of {top}: {exc}"
+                ) from exc
+            raise
+        return tree
+
+    # -- building ------------------------------------------------------------------------
+
+    def _add(self) -> None:
+        run_git(
+            self.repo_root,
+            "-c",
+            f"core.hooksPath={os.devnull}",
+            "worktree",
+            "add",
+            "--detach",
+            "--quiet",
+            str(self.path),
+            "HEAD",
+        )
+
+    def _mirror(self) -> None:
+        user = self.repo_root
+        staged = run_git(user, "diff", "--cached", "--binary", *_DIFF_OPTS, "HEAD").stdout
+        if staged:
+            # --whitespace=nowarn: apply.whitespace=error in the user's config must not
+            # refuse the user's own changes.
+            self._git_in_tree_stdin(staged, "apply", "--index", "--whitespace=nowarn", "-")
+        changed: dict[str, None] = {}
+        for args in (
+            ("diff", "--name-only", "-z", *_DIFF_OPTS, "HEAD"),  # work tree vs HEAD
+            ("diff", "--name-only", "-z", "--cached", *_DIFF_OPTS, "HEAD"),  # index vs HEAD
+            ("diff", "--name-only", "-z", *_DIFF_OPTS),  # work tree vs index
+            ("ls-files", "--others", "--exclude-standard", "-z"),  # untracked, not ignored
+        ):
+            for name in split_z(run_git(user, *args).stdout):
+                changed.setdefault(name, None)
+        for name in changed:
+            self._sync(name)
+
+    def _git_in_tree_stdin(self, data: bytes, *args: str) -> None:
+        # run_git has no stdin; the patch goes through a private file instead.
+        patch = self._holder / "staged.patch"
+        patch.write_bytes(data)
+        try:
+            run_git(self.path, *(str(patch) if a == "-" else a for a in args))
+        finally:
+            patch.unlink(missing_ok=True)
+
+    def _sync(self, name: str) -> None:
+        """Make ``name`` in the worktree what it is in the user's tree (copy or delete)."""
+        rel = name.rstrip("/")
+        src = self.repo_root / rel
+        dst = self.path / rel
+        if not os.path.lexists(src):
+            _remove_path(dst)
+            return
+        if src.is_dir() and not src.is_symlink():
+            # A nested repository is listed as "dir/" by ls-files --others.
+            _remove_path(dst)
+            shutil.copytree(src, dst, symlinks=True)
+            return
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if os.path.lexists(dst) and (dst.is_dir() and not dst.is_symlink()):
+            _remove_path(dst)
+        if src.is_symlink():
+            _remove_path(dst)
+            os.symlink(os.readlink(src), dst)
+        else:
+            if dst.is_symlink():
+                dst.unlink()
+            shutil.copy2(src, dst)
+
+    # -- mapping -------------------------------------------------------------------------
+
+    def translate(self, path: Path) -> Path:
+        """The worktree twin of ``path`` (a path in the user's work tree).
+
+        :raises ValueError: ``path`` is outside the user's work tree.
+        """
+        return self.path / Path(path).absolute().relative_to(self.repo_root)
+
+    # -- removal -------------------------------------------------------------------------
+
+    @property
+    def removed(self) -> bool:
+        """True once :meth:`remove` succeeded."""
+        return self._removed
+
+    def remove(self) -> None:
+        """Remove the worktree: ``git worktree remove --force``, prune, then delete the files.
+
+        Idempotent.  Each step runs even when an earlier one failed (or was interrupted).
+
+        :raises IsolationError: the worktree is still registered or its files remain.
+        """
+        if self._removed:
+            return
+        try:
+            run_git(self.repo_root, "worktree", "remove", "--force", str(self.path), check=False)
+        finally:
+            try:
+                _rmtree(self._holder)
+            finally:
+                # Prune drops the admin entry when "remove" failed but the files are gone.
+                run_git(self.repo_root, "worktree", "prune", check=False)
+        left = [p for p in leftover_worktrees(self.repo_root) if Path(p) == self.path]
+        if left or self._holder.exists():
+            raise IsolationError(
+                f"pytest-advreview: the review worktree {self.path} could not be removed "
+                f"completely; remove it with `git worktree remove --force {self.path}` "
+                "and `git worktree prune`"
+            )
+        self._removed = True
+
+    def __enter__(self) -> Worktree:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc is None:
+            self.remove()
+            return
+        # The error in flight is what the user must see; a cleanup failure only warns.
+        try:
+            self.remove()
+        except IsolationError as cleanup:
+            warnings.warn(IsolationWarning(str(cleanup)), stacklevel=2)
+
+
+def _remove_path(path: Path) -> None:
+    if path.is_symlink() or (os.path.lexists(path) and not path.is_dir()):
+        path.unlink()
+    elif path.is_dir():
+        _rmtree(path)
+
+
+def _rmtree(path: Path) -> None:
+    """Delete a tree even when the reviewer left read-only files or directories in it."""
+
+    def retry(func: Callable[..., object], target: str, _exc: object) -> None:
+        # A read-only directory blocks deleting its entries: make the parent writable.
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(target), stat.S_IRWXU)
+            os.chmod(target, stat.S_IRWXU)
+        with contextlib.suppress(FileNotFoundError):
+            func(target)
+
+    if not os.path.lexists(path):
+        return
+    try:
+        if sys.version_info >= (3, 12):
+            shutil.rmtree(path, onexc=retry)
+        else:
+            shutil.rmtree(path, onerror=retry)
+    except OSError:
+        pass  # remove() checks what is left and says so
+
+
+def leftover_worktrees(repo_root: Path, *, ours_only: bool = True) -> list[str]:
+    """Paths of the linked worktrees of ``repo_root`` (``git worktree list --porcelain``).
+
+    :param repo_root: a directory of the repository.
+    :param ours_only: only worktrees made by :class:`Worktree` (inside a directory named
+        ``advreview-wt-*``); ``False`` lists every linked worktree.
+    """
+    proc = run_git(repo_root, "worktree", "list", "--porcelain", "-z", check=False)
+    if proc.returncode == 0:
+        records = proc.stdout.split(b"\0")
+    else:  # git before 2.36 has no -z; paths with newlines are then misread
+        records = run_git(repo_root, "worktree", "list", "--porcelain").stdout.split(b"\n")
+    paths = [os.fsdecode(r[len(b"worktree ") :]) for r in records if r.startswith(b"worktree ")]
+    linked = paths[1:]  # the first entry is the main work tree
+    if ours_only:
+        linked = [p for p in linked if Path(p).parent.name.startswith(WORKTREE_PREFIX)]
+    return linked

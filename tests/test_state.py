@@ -1,0 +1,515 @@
+"""Tests of ``pytest_advreview.state``: the store in a real pytest cache, the rules, the diff."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from pytest_advreview.models import (
+    Decision,
+    DecisionAction,
+    Finding,
+    Operation,
+    Review,
+    ReviewStatus,
+    RoundRecord,
+    RunnerResult,
+    RunnerStatus,
+    Severity,
+    TokenUsage,
+    Verdict,
+)
+from pytest_advreview.state import (
+    NextStep,
+    ReviewState,
+    StateStore,
+    StateWarning,
+    decide_next,
+    plan_diff,
+    state_key,
+)
+
+PLAN = "docs/plans/x.md"
+SETTINGS = "s" * 64
+
+
+def finding(fid: str, severity: Severity = Severity.HIGH) -> Finding:
+    return Finding(id=fid, severity=severity, title=f"title of {fid}")
+
+
+def record(
+    number: int,
+    verdict: Verdict,
+    *,
+    content: str = "h1",
+    findings: tuple[Finding, ...] = (),
+    decisions: tuple[Decision, ...] = (),
+    operation: Operation = Operation.INITIAL,
+) -> RoundRecord:
+    return RoundRecord(
+        number=number,
+        operation=operation,
+        runner=RunnerResult(
+            result=RunnerStatus.SUCCESS,
+            verdict=verdict,
+            attempt_id=f"a{number}",
+            codex_session_id="thread-1",
+        ),
+        review=Review(findings=findings, verdict=verdict, raw=f"review {number}"),
+        decisions=decisions,
+        usage=TokenUsage(input_tokens=10, output_tokens=5),
+        content_hash=content,
+    )
+
+
+def state(*rounds: RoundRecord, key: str = PLAN, settings: str = SETTINGS) -> ReviewState:
+    return ReviewState(
+        key=key,
+        settings_hash=settings,
+        rounds=rounds,
+        session_id="thread-1",
+        last_content_hash=rounds[-1].content_hash if rounds else None,
+        last_content="# Plan\n",
+        status=ReviewStatus.REVISE,
+    )
+
+
+REJECT = Decision(finding="AR-aaaaaa", action=DecisionAction.REJECT, reason="not reachable")
+
+
+@pytest.fixture
+def config(pytester: pytest.Pytester) -> pytest.Config:
+    """A configured pytest config whose cache lives in pytester's temp dir."""
+    return pytester.parseconfigure()
+
+
+@pytest.fixture
+def store(config: pytest.Config) -> StateStore:
+    return StateStore(config)
+
+
+def entry_path(store: StateStore, key: str) -> Path:
+    path = store.path_for(key)
+    assert path is not None
+    return path
+
+
+# -- the model -------------------------------------------------------------------------------
+
+
+def test_helpers_read_the_last_review_and_every_decision_sent() -> None:
+    accept = Decision(finding="AR-bbbbbb", action=DecisionAction.ACCEPT)
+    s = state(
+        record(1, Verdict.REVISE, findings=(finding("AR-aaaaaa"), finding("AR-bbbbbb"))),
+        record(
+            2,
+            Verdict.REVISE,
+            findings=(finding("AR-cccccc", Severity.MEDIUM),),
+            decisions=(REJECT, accept),
+            operation=Operation.RESUME,
+        ),
+        record(3, Verdict.REVISE, decisions=(REJECT,), operation=Operation.RESUME),
+    )
+    assert s.last_round is not None and s.last_round.number == 3
+    assert s.rounds_used == 3
+    assert s.last_verdict is Verdict.REVISE
+    assert s.max_severity is None  # round 3 has no findings
+    assert s.decisions_sent == (REJECT, accept)
+    assert s.known_finding_ids == {"AR-aaaaaa", "AR-bbbbbb", "AR-cccccc"}
+
+
+def test_empty_state_helpers() -> None:
+    s = state()
+    assert s.last_round is None
+    assert s.last_review is None
+    assert s.last_verdict is None
+    assert s.max_severity is None
+    assert s.rounds_used == 0
+    assert s.reviewed_hash is None
+
+
+# -- the store -------------------------------------------------------------------------------
+
+
+def test_round_trip(store: StateStore) -> None:
+    saved = state(record(1, Verdict.REVISE, findings=(finding("AR-aaaaaa"),)))
+    assert store.save(saved) is True
+    assert store.load(PLAN) == saved
+    path = entry_path(store, PLAN)
+    assert path.parent.parts[-3:] == ("d", "advreview", "state")
+    assert path.name == f"{state_key(PLAN)}.json"
+    assert not [p for p in path.parent.iterdir() if p.suffix == ".tmp"]
+
+
+def test_missing_entry_is_none_without_warning(store: StateStore) -> None:
+    assert store.load("docs/plans/never.md") is None
+
+
+def test_clear(store: StateStore) -> None:
+    store.save(state(record(1, Verdict.APPROVED)))
+    store.clear(PLAN)
+    assert store.load(PLAN) is None
+    store.clear(PLAN)  # idempotent
+
+
+def test_state_survives_a_new_config(pytester: pytest.Pytester) -> None:
+    saved = state(record(1, Verdict.APPROVED))
+    StateStore(pytester.parseconfigure()).save(saved)
+    assert StateStore(pytester.parseconfigure()).load(PLAN) == saved
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "code-review",
+        "docs/plans/sp ace 'q' \"dq\" $HOME.md",
+        "../../../etc/passwd",
+        "/abs/path.md",
+        "docs\\win\\path.md",
+        "ümlaut/计划.md",
+        "x" * 500,
+    ],
+)
+def test_keys_with_odd_characters(store: StateStore, key: str) -> None:
+    saved = state(record(1, Verdict.APPROVED), key=key)
+    store.save(saved)
+    assert store.load(key) == saved
+    path = entry_path(store, key)
+    assert path.parent.name == "state"
+    assert len(path.stem) == 16
+
+
+def test_distinct_keys_do_not_collide(store: StateStore) -> None:
+    store.save(state(record(1, Verdict.APPROVED), key="a.md"))
+    store.save(state(record(1, Verdict.REVISE), key="b.md"))
+    a, b = store.load("a.md"), store.load("b.md")
+    assert a is not None and a.last_verdict is Verdict.APPROVED
+    assert b is not None and b.last_verdict is Verdict.REVISE
+
+
+def test_corrupt_json_warns_and_reads_none(store: StateStore) -> None:
+    entry_path(store, PLAN).write_text('{"key": "docs/plans/x.md", ', encoding="utf-8")
+    with pytest.warns(StateWarning, match=r"docs/plans/x\.md.*not valid JSON.*afresh"):
+        assert store.load(PLAN) is None
+
+
+def test_wrong_schema_warns_and_reads_none(store: StateStore) -> None:
+    data = json.loads(state(record(1, Verdict.APPROVED)).model_dump_json())
+    data["rounds"][0]["number"] = "one"
+    entry_path(store, PLAN).write_text(json.dumps(data), encoding="utf-8")
+    with pytest.warns(StateWarning, match=r"does not match the state schema \(rounds\.0\.number"):
+        assert store.load(PLAN) is None
+
+
+def test_unknown_field_is_a_schema_error(store: StateStore) -> None:
+    data = json.loads(state(record(1, Verdict.APPROVED)).model_dump_json())
+    data["surprise"] = 1
+    entry_path(store, PLAN).write_text(json.dumps(data), encoding="utf-8")
+    with pytest.warns(StateWarning, match="surprise"):
+        assert store.load(PLAN) is None
+
+
+def test_other_schema_version_warns(store: StateStore) -> None:
+    data = json.loads(state(record(1, Verdict.APPROVED)).model_dump_json())
+    data["schema_version"] = 99
+    entry_path(store, PLAN).write_text(json.dumps(data), encoding="utf-8")
+    with pytest.warns(StateWarning, match="schema version 99"):
+        assert store.load(PLAN) is None
+
+
+def test_json_that_is_not_an_object_warns(store: StateStore) -> None:
+    entry_path(store, PLAN).write_text("[1, 2]", encoding="utf-8")
+    with pytest.warns(StateWarning, match="does not match the state schema"):
+        assert store.load(PLAN) is None
+
+
+def test_entry_of_another_key_warns(store: StateStore) -> None:
+    other = state(record(1, Verdict.APPROVED), key="docs/plans/other.md")
+    entry_path(store, PLAN).write_text(other.model_dump_json(), encoding="utf-8")
+    with pytest.warns(StateWarning, match="belongs to another target"):
+        assert store.load(PLAN) is None
+
+
+def test_not_utf8_warns(store: StateStore) -> None:
+    entry_path(store, PLAN).write_bytes(b"\xff\xfe{}")
+    with pytest.warns(StateWarning, match="could not be read"):
+        assert store.load(PLAN) is None
+
+
+def test_unreadable_entry_warns(store: StateStore) -> None:
+    # A directory where the file should be: unreadable even for root.
+    entry_path(store, PLAN).mkdir()
+    with pytest.warns(StateWarning, match=r"could not be read \(Is a directory\)"):
+        assert store.load(PLAN) is None
+
+
+def test_write_error_warns_and_returns_false(store: StateStore) -> None:
+    entry_path(store, PLAN).mkdir()
+    (entry_path(store, PLAN) / "keep").touch()  # os.replace onto a non-empty dir fails
+    with pytest.warns(StateWarning, match=r"saving .*could not be written"):
+        assert store.save(state(record(1, Verdict.APPROVED))) is False
+    assert not [p for p in entry_path(store, PLAN).parent.iterdir() if p.suffix == ".tmp"]
+
+
+def test_clear_error_warns(store: StateStore) -> None:
+    entry_path(store, PLAN).mkdir()
+    with pytest.warns(StateWarning, match="could not be deleted"):
+        store.clear(PLAN)
+
+
+def test_unwritable_cache_dir_warns(pytester: pytest.Pytester) -> None:
+    # cache_dir pointing below a regular file can never be created, even as root.
+    (pytester.path / "blocker").write_text("", encoding="utf-8")
+    pytester.makeini("[pytest]\ncache_dir = blocker/cache\n")
+    store = StateStore(pytester.parseconfigure())
+    with pytest.warns(StateWarning, match="state directory .* could not be created"):
+        assert store.load(PLAN) is None
+    with pytest.warns(StateWarning, match="could not be created"):
+        assert store.save(state(record(1, Verdict.APPROVED))) is False
+
+
+def test_without_cacheprovider_the_store_is_off_and_warns_once(
+    pytester: pytest.Pytester,
+) -> None:
+    config = pytester.parseconfigure("-p", "no:cacheprovider")
+    store = StateStore(config)
+    assert store.enabled is False
+    with pytest.warns(StateWarning, match="cacheprovider plugin is disabled.*rounds across runs"):
+        assert store.load(PLAN) is None
+    assert store.path_for(PLAN) is None
+    # filterwarnings=error: any further warning would raise here.
+    assert store.save(state(record(1, Verdict.APPROVED))) is False
+    store.clear(PLAN)
+    assert store.load(PLAN) is None
+    # A second store on the same config does not repeat it either.
+    assert StateStore(config).load(PLAN) is None
+
+
+def test_concurrent_saves_never_tear(store: StateStore) -> None:
+    """Readers racing writers see a whole entry every time (atomic replace)."""
+    big = state(
+        *(
+            record(i, Verdict.REVISE, findings=tuple(finding(f"AR-{i:06x}") for _ in range(20)))
+            for i in range(1, 30)
+        )
+    )
+    small = state(record(1, Verdict.APPROVED))
+    store.save(small)
+    errors: list[str] = []
+
+    def write() -> None:
+        for n in range(20):
+            store.save(big if n % 2 else small)
+
+    def read() -> None:
+        for _ in range(60):
+            loaded = store.load(PLAN)
+            if loaded not in (big, small):
+                errors.append(repr(loaded)[:80])
+
+    threads = [threading.Thread(target=write), threading.Thread(target=read)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+# -- decide_next -----------------------------------------------------------------------------
+
+
+def decide(
+    s: ReviewState | None,
+    *,
+    content: str = "h1",
+    settings: str = SETTINGS,
+    decisions: tuple[Decision, ...] = (),
+    max_rounds: int = 5,
+    fresh: bool = False,
+) -> NextStep:
+    return decide_next(
+        s,
+        content_hash=content,
+        settings_hash=settings,
+        decisions=decisions,
+        max_rounds=max_rounds,
+        fresh=fresh,
+    )
+
+
+REVISED = state(record(1, Verdict.REVISE, findings=(finding("AR-aaaaaa"),)))
+APPROVED = state(record(1, Verdict.APPROVED))
+
+
+def test_no_state_is_an_initial_review() -> None:
+    step = decide(None)
+    assert step.action == "review"
+    assert step.history == ()
+    assert "no stored state" in step.reason
+
+
+def test_fresh_ignores_the_state() -> None:
+    step = decide(APPROVED, fresh=True)
+    assert step.action == "review"
+    assert "--advreview-fresh" in step.reason
+
+
+def test_changed_settings_start_over() -> None:
+    step = decide(APPROVED, settings="other")
+    assert step.action == "review"
+    assert "settings changed" in step.reason
+    assert "starting over" in step.reason
+
+
+def test_state_without_rounds_is_an_initial_review() -> None:
+    assert decide(state()).action == "review"
+
+
+def test_same_content_approved_is_cached() -> None:
+    step = decide(APPROVED)
+    assert step.action == "cached_approved"
+    assert step.review is not None and step.review.verdict is Verdict.APPROVED
+
+
+def test_changed_content_after_approval_continues() -> None:
+    step = decide(APPROVED, content="h2")
+    assert step.action == "continue"
+    assert step.history == APPROVED.rounds
+
+
+def test_changed_content_after_approval_with_no_rounds_left_starts_over() -> None:
+    step = decide(APPROVED, content="h2", max_rounds=1)
+    assert step.action == "review"
+    assert "rounds are spent" in step.reason
+
+
+def test_same_content_revise_without_new_decisions_is_cached() -> None:
+    step = decide(REVISED)
+    assert step.action == "cached_revise"
+    assert step.review is not None
+    assert [f.id for f in step.review.findings] == ["AR-aaaaaa"]
+
+
+def test_decisions_already_sent_are_not_new() -> None:
+    s = state(
+        record(1, Verdict.REVISE, findings=(finding("AR-aaaaaa"),)),
+        record(2, Verdict.REVISE, decisions=(REJECT,), operation=Operation.RESUME),
+    )
+    assert decide(s, decisions=(REJECT,)).action == "cached_revise"
+
+
+def test_new_decision_continues() -> None:
+    step = decide(REVISED, decisions=(REJECT,))
+    assert step.action == "continue"
+    assert step.decisions == (REJECT,)
+    assert step.history == REVISED.rounds
+    assert "1 new decision" in step.reason
+    assert "round 2" in step.reason
+
+
+def test_changed_reason_is_a_new_decision() -> None:
+    s = state(
+        record(1, Verdict.REVISE, findings=(finding("AR-aaaaaa"),)),
+        record(2, Verdict.REVISE, decisions=(REJECT,), operation=Operation.RESUME),
+    )
+    edited = REJECT.model_copy(update={"reason": "a better reason"})
+    step = decide(s, decisions=(edited,))
+    assert step.action == "continue"
+    assert step.decisions == (edited,)
+
+
+def test_changed_content_continues_with_only_new_decisions() -> None:
+    s = state(
+        record(1, Verdict.REVISE, findings=(finding("AR-aaaaaa"),)),
+        record(2, Verdict.REVISE, decisions=(REJECT,), operation=Operation.RESUME),
+    )
+    step = decide(s, content="h2", decisions=(REJECT,))
+    assert step.action == "continue"
+    assert step.decisions == ()
+    assert "changed content" in step.reason
+
+
+def test_max_rounds_even_when_changed() -> None:
+    s = state(
+        *(
+            record(i, Verdict.REVISE, findings=(finding("AR-aaaaaa"),), content=f"h{i}")
+            for i in range(1, 6)
+        )
+    )
+    for content in ("h5", "h6"):
+        step = decide(s, content=content, decisions=(REJECT,))
+        assert step.action == "max_rounds"
+        assert "5 of 5 rounds" in step.reason
+        assert "--advreview-fresh" in step.reason
+        assert step.review is not None
+    assert decide(s, fresh=True).action == "review"
+
+
+def test_round_hash_wins_over_last_content_hash() -> None:
+    """A later run that counted no round must not make the old verdict look current."""
+    s = APPROVED.model_copy(update={"last_content_hash": "h2"})
+    assert decide(s, content="h2").action == "continue"
+    assert decide(s, content="h1").action == "cached_approved"
+
+
+def test_max_rounds_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        decide(None, max_rounds=0)
+
+
+# -- plan_diff -------------------------------------------------------------------------------
+
+
+def test_plan_diff_is_a_unified_diff() -> None:
+    diff = plan_diff("a\nb\nc\n", "a\nB\nc\n", path=PLAN)
+    assert diff.splitlines() == [
+        f"--- a/{PLAN}",
+        f"+++ b/{PLAN}",
+        "@@ -1,3 +1,3 @@",
+        " a",
+        "-b",
+        "+B",
+        " c",
+    ]
+
+
+def test_plan_diff_of_equal_texts_is_empty() -> None:
+    assert plan_diff("same\n", "same\n", path=PLAN) == ""
+
+
+def test_plan_diff_shows_a_missing_final_newline() -> None:
+    diff = plan_diff("a", "a\n", path=PLAN)
+    assert "\\ No newline at end of file" in diff
+    assert "-a" in diff and "+a" in diff
+
+
+def test_plan_diff_truncates_by_lines() -> None:
+    old = "".join(f"line {i}\n" for i in range(500))
+    new = "".join(f"LINE {i}\n" for i in range(500))
+    diff = plan_diff(old, new, path=PLAN, max_lines=50)
+    lines = diff.splitlines()
+    assert len(lines) == 51
+    total = 3 + 1000  # headers, hunk header, 500 removed, 500 added
+    assert lines[-1] == (
+        f"[diff truncated: {total - 50} of {total} lines not shown; "
+        f"+500 -500 lines in total; read {PLAN} for the full text]"
+    )
+
+
+def test_plan_diff_truncates_by_characters() -> None:
+    diff = plan_diff("short\n", "x" * 5000 + "\n" + "y" * 5000 + "\n", path=PLAN, max_chars=7000)
+    assert "y" * 100 not in diff
+    assert diff.endswith(f"read {PLAN} for the full text]")
+    assert "+2 -1 lines in total" in diff
+
+
+def test_plan_diff_not_truncated_when_it_fits() -> None:
+    assert "truncated" not in plan_diff("a\n", "b\n", path=PLAN, max_lines=7)
+
+
+def test_plan_diff_rejects_nonsense_limits() -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        plan_diff("a", "b", path=PLAN, max_lines=0)
