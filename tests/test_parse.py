@@ -659,14 +659,19 @@ def test_make_triage_accepts_a_hand_built_review() -> None:
 # Robustness
 
 
-def test_a_one_megabyte_review_parses_in_well_under_a_second() -> None:
+# Speed is measured by the benchmark (benchmarks/), not here: the bounds below only catch
+# catastrophic regex backtracking, which would take minutes, so they are far from tight.
+HANG_GUARD_S = 20.0
+
+
+def test_a_one_megabyte_review_parses_completely() -> None:
     block = FINDING.replace("Missing rollback step", "Finding {i}")
     body = "".join(block.replace("{i}", str(i)) + "\n" for i in range(3700))
     text = review(body)
     assert len(text) > 1_000_000
     started = time.perf_counter()
     analysis = analyse(text)
-    assert time.perf_counter() - started < 1.0
+    assert time.perf_counter() - started < HANG_GUARD_S
     assert len(analysis.review.findings) == 3700
     assert analysis.drift is None
 
@@ -691,9 +696,9 @@ def test_a_one_megabyte_review_parses_in_well_under_a_second() -> None:
     ],
     ids=lambda t: repr(t[:12]),
 )
-def test_pathological_inputs_parse_in_linear_time(text: str) -> None:
-    assert elapsed(analyse, text) < 1.0
-    assert elapsed(analyse, text, OutputFormat.JSON) < 1.0
+def test_pathological_inputs_do_not_backtrack(text: str) -> None:
+    assert elapsed(analyse, text) < HANG_GUARD_S
+    assert elapsed(analyse, text, OutputFormat.JSON) < HANG_GUARD_S
 
 
 def test_random_unicode_never_crashes() -> None:
