@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import ReviewRepo, git, ran_prompts
 
+from conftest import ReviewRepo, git
 from pytest_advreview.testing import FindingSpec, approved_review, revise_review
 
 pytestmark = pytest.mark.real_codex

@@ -246,7 +246,9 @@ class ReviewSession:
         results = self.results.ordered()
         try:
             publish(self.config, self.settings, results)
-            session.exitstatus = exit_status(self.settings, results, int(exitstatus))
+            session.exitstatus = exit_status(
+                self.settings, results, int(exitstatus), config=self.config
+            )
         finally:
             shutil.rmtree(self.run_dir, ignore_errors=True)
 

@@ -46,7 +46,13 @@ class _Output:
         )
 
     def line(self, text: str, **markup: bool) -> None:
+        """Print ``text`` at the start of its own line (workflow commands must be)."""
         if self.terminal is not None:
+            # Under xdist the progress line ("....  [100%]") is left open and
+            # write_line's ensure_newline() does not know it; a command glued to it
+            # would be lost on GitHub.
+            if self.terminal._tw.width_of_current_line:
+                self.terminal._tw.line()
             self.terminal.write_line(text, **markup)
         else:
             sys.stdout.write(text + "\n")

@@ -1,0 +1,197 @@
+"""Writing report files: atomically, creating parent folders, and locating findings in them.
+
+A report is either replaced whole (:func:`write_atomic`: a temporary file in the same
+folder, then :func:`os.replace`, so a reader such as an upload step never sees half a
+file) or appended to (:func:`append_text`, for ``$GITHUB_STEP_SUMMARY``, which GitHub
+expects to be appended to by every step).
+
+:class:`Anchors` turns a finding's location into a repo-relative path and line range:
+the file the reviewer named, else the plan, with the line of the named section when the
+plan has a heading of that name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from ..models import Finding, ItemRecord
+
+__all__ = ["Anchor", "Anchors", "append_text", "find_repo_root", "write_atomic"]
+
+#: Mode of a new report file; a temporary file is created 0600, a report is for everyone.
+_REPORT_MODE = 0o644
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` (UTF-8, ``\\n`` line ends) in one rename.
+
+    :param path: the report file; missing parent folders are created.
+    :param text: the whole content.
+    :raises OSError: the folder cannot be created or written, or ``path`` is a folder.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(text.encode("utf-8"))
+        os.chmod(tmp, _REPORT_MODE)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def append_text(path: Path, text: str) -> None:
+    """Append ``text`` to ``path`` (created when missing), never truncating what is there.
+
+    :raises OSError: the file cannot be opened for appending.
+    """
+    with path.open("ab") as handle:
+        handle.write(text.encode("utf-8"))
+
+
+def find_repo_root(start: Path) -> Path:
+    """The nearest folder at or above ``start`` that holds ``.git``; ``start`` without one.
+
+    Record paths are relative to the repository root (the reviewer's working folder), and
+    so are the URIs of SARIF and the ``file`` of GitHub annotations.
+    """
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        if (folder / ".git").exists():
+            return folder
+    return start
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """Where a finding points: a repo-relative posix path and 1-based lines, when known.
+
+    ``named`` is True when the reviewer named the place (a file or a section that was
+    found); False when the path is only the item's own plan.
+    """
+
+    path: str | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+    named: bool = False
+
+
+_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+_NUMBERING = re.compile(r"^(?:§\s*)?(?:\d+(?:\.\d+)*\.?|[A-Z]\.)\s+")
+_WS = re.compile(r"\s+")
+
+
+def _norm_heading(text: str) -> str:
+    """Lower-case heading text without markup, numbering or extra spaces."""
+    text = text.replace("`", "").replace("*", "").strip()
+    text = _NUMBERING.sub("", text)
+    return _WS.sub(" ", text).strip().lower()
+
+
+def section_line(text: str, section: str) -> int | None:
+    """The 1-based line of the heading named ``section`` in markdown ``text``, if any.
+
+    An exact heading (ignoring case, markup and numbering such as ``3.``) wins; else the
+    first heading that contains the name.  A path such as ``Rollout > Step 2`` is looked
+    up by its last part.  Headings inside fenced code blocks do not count.
+    """
+    wanted = _norm_heading(re.split(r"\s*(?:>|/|»|→)\s*", section.strip())[-1])
+    if not wanted:
+        return None
+    headings: list[tuple[int, str]] = []
+    fence: str | None = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.lstrip()
+        marker = stripped[:3]
+        if marker in ("```", "~~~"):
+            if fence is None:
+                fence = marker
+            elif marker == fence:
+                fence = None
+            continue
+        if fence is None:
+            match = _HEADING.match(line)
+            if match:
+                headings.append((number, _norm_heading(match.group(1))))
+    for number, heading in headings:
+        if heading == wanted:
+            return number
+    for number, heading in headings:
+        if wanted in heading:
+            return number
+    return None
+
+
+class Anchors:
+    """Resolves finding locations against one repository, reading each plan once."""
+
+    def __init__(self, repo_root: Path) -> None:
+        self.repo_root = repo_root
+        self._texts: dict[str, str | None] = {}
+
+    def _text(self, relpath: str) -> str | None:
+        if relpath not in self._texts:
+            try:
+                self._texts[relpath] = (self.repo_root / relpath).read_text(
+                    encoding="utf-8", errors="replace"
+                )
+            except OSError:
+                self._texts[relpath] = None
+        return self._texts[relpath]
+
+    def relative(self, name: str) -> str | None:
+        """``name`` as a clean repo-relative posix path; ``None`` when it leaves the repo.
+
+        Reviewers write ``./app.py``, ``src\\app.py`` or an absolute path; all become
+        ``app.py``-style paths.  A path outside the repository cannot be annotated.
+        """
+        name = name.strip().strip("`").replace("\\", "/")
+        if not name:
+            return None
+        if name.startswith("/"):
+            try:
+                name = Path(name).resolve().relative_to(self.repo_root.resolve()).as_posix()
+            except (ValueError, OSError):
+                return None
+        parts = [p for p in PurePosixPath(name).parts if p not in (".", "")]
+        if not parts or ".." in parts:
+            return None
+        return "/".join(parts)
+
+    def of(self, record: ItemRecord, finding: Finding) -> Anchor:
+        """The anchor of ``finding`` of ``record``.
+
+        The file the finding names (with its lines) wins; otherwise the item's plan, at
+        the finding's lines, or at the heading of its section when that can be found.
+        """
+        loc = finding.location
+        if loc is not None and loc.file:
+            path = self.relative(loc.file)
+            if path is not None:
+                return Anchor(path, loc.line_start, _end(loc.line_start, loc.line_end), True)
+        if record.path is None:
+            return Anchor()
+        plan = self.relative(record.path)
+        if plan is None:
+            return Anchor()
+        if loc is not None and loc.line_start is not None:
+            return Anchor(plan, loc.line_start, _end(loc.line_start, loc.line_end), True)
+        if loc is not None and loc.section:
+            text = self._text(plan)
+            line = section_line(text, loc.section) if text is not None else None
+            if line is not None:
+                return Anchor(plan, line, line, True)
+        return Anchor(plan)
+
+
+def _end(start: int | None, end: int | None) -> int | None:
+    if start is None:
+        return None
+    return end if end is not None and end >= start else start

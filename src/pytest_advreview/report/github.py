@@ -1,0 +1,165 @@
+"""GitHub Actions: workflow-command annotations and the step summary.
+
+Annotations are ``::error`` / ``::warning`` workflow commands, one per open finding
+(critical/high → error, medium → warning, as in SARIF) and one ``::error`` per review that
+could not run.  GitHub shows at most 10 annotations of each level per step and drops the
+rest silently, so at most :data:`MAX_PER_LEVEL` of each level are printed, the worst
+first (reviews that could not run, then critical, high, medium; items in node-id order),
+and one ``::notice`` counts the ones left out.
+
+Escaping follows the runner's rules (``actions/toolkit`` ``command.ts``): in the message,
+``%`` → ``%25``, CR → ``%0D``, LF → ``%0A``; in property values additionally ``:`` →
+``%3A`` and ``,`` → ``%2C``.  So a hostile title cannot end a property early or start a
+second command.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from ..models import Finding, ItemRecord
+from .collect import ItemResult
+from .files import Anchor, Anchors
+from .sarif import level_of
+from .terminal import MEANING
+
+__all__ = [
+    "MAX_PER_LEVEL",
+    "Annotation",
+    "collect_annotations",
+    "enabled",
+    "escape_data",
+    "escape_property",
+    "workflow_commands",
+]
+
+#: GitHub keeps this many annotations per level and step.
+MAX_PER_LEVEL = 10
+
+AnnotationLevel = Literal["error", "warning"]
+
+
+def enabled(mode: str, environ: Mapping[str, str]) -> bool:
+    """``on``; or ``auto`` inside GitHub Actions (``GITHUB_ACTIONS=true``)."""
+    if mode == "on":
+        return True
+    return mode == "auto" and environ.get("GITHUB_ACTIONS", "").strip().lower() == "true"
+
+
+def escape_data(text: str) -> str:
+    """Escape a command's message (everything after the second ``::``)."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """Escape a property value (``file=…,title=…``): data escaping plus ``:`` and ``,``."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+@dataclass(frozen=True)
+class Annotation:
+    """One workflow command to print."""
+
+    level: AnnotationLevel
+    title: str
+    message: str
+    file: str | None = None
+    line: int | None = None
+    end_line: int | None = None
+    #: Sort key within a level: lower is shown first.
+    rank: int = 0
+
+    def command(self) -> str:
+        """The ``::level file=…,line=…,endLine=…,title=…::message`` line."""
+        props: list[str] = []
+        if self.file is not None:
+            props.append(f"file={escape_property(self.file)}")
+            if self.line is not None:
+                props.append(f"line={self.line}")
+                if self.end_line is not None:
+                    props.append(f"endLine={self.end_line}")
+        props.append(f"title={escape_property(self.title)}")
+        return f"::{self.level} {','.join(props)}::{escape_data(self.message)}"
+
+
+def _finding_message(record: ItemRecord, finding: Finding) -> str:
+    lines = [finding.line()]
+    for label, value in (
+        ("What can go wrong", finding.what_can_go_wrong),
+        ("Impact", finding.impact),
+        ("Recommendation", finding.recommendation),
+    ):
+        if value:
+            lines.append(f"{label}: {value.strip()}")
+    lines.append(f"{record.nodeid}: {record.status.value}")
+    return "\n".join(lines)
+
+
+def _lines(anchor: Anchor) -> tuple[int | None, int | None]:
+    """``line`` and ``endLine`` of an annotation (both absent without a valid start)."""
+    if anchor.path is None or anchor.line_start is None or anchor.line_start < 1:
+        return None, None
+    return anchor.line_start, anchor.line_end
+
+
+def collect_annotations(results: Sequence[ItemResult], anchors: Anchors) -> list[Annotation]:
+    """Every annotation of the run, worst first within each level (before the cap)."""
+    found: list[Annotation] = []
+    for item in results:
+        record = item.record
+        if record.outcome == "error" or item.pytest_outcome == "error":
+            text = record.error or "; ".join(item.problems) or "the review item errored"
+            meaning = MEANING.get(record.status.value, "")
+            path = anchors.relative(record.path) if record.path else None
+            found.append(
+                Annotation(
+                    level="error",
+                    title=f"pytest-advreview: review could not run ({record.key})",
+                    message=f"{record.nodeid}: {record.status.value}: {text.strip()}"
+                    + (f"\n{meaning}" if meaning else ""),
+                    file=path,
+                    rank=0,
+                )
+            )
+        for finding in record.findings:
+            anchor = anchors.of(record, finding)
+            line, end_line = _lines(anchor)
+            found.append(
+                Annotation(
+                    level="error" if level_of(finding.severity) == "error" else "warning",
+                    title=f"[{finding.severity.value}] {finding.id} {finding.title}",
+                    message=_finding_message(record, finding),
+                    file=anchor.path,
+                    line=line,
+                    end_line=end_line,
+                    rank=4 - finding.severity.rank,
+                )
+            )
+    # sorted() is stable: items stay in node-id order, findings in review order.
+    return sorted(found, key=lambda a: a.rank)
+
+
+def workflow_commands(results: Sequence[ItemResult], anchors: Anchors) -> list[str]:
+    """The lines to print: at most :data:`MAX_PER_LEVEL` per level, then one notice."""
+    lines: list[str] = []
+    left: dict[str, int] = {"error": 0, "warning": 0}
+    shown: dict[str, int] = {"error": 0, "warning": 0}
+    for annotation in collect_annotations(results, anchors):
+        if shown[annotation.level] < MAX_PER_LEVEL:
+            shown[annotation.level] += 1
+            lines.append(annotation.command())
+        else:
+            left[annotation.level] += 1
+    if left["error"] or left["warning"]:
+        parts = [f"{n} {level}{'s' if n != 1 else ''}" for level, n in left.items() if n]
+        message = (
+            f"{' and '.join(parts)} not annotated: GitHub shows at most {MAX_PER_LEVEL} "
+            "annotations per level and step; the step summary and the SARIF report have all "
+            "findings"
+        )
+        lines.append(
+            f"::notice title={escape_property('pytest-advreview')}::{escape_data(message)}"
+        )
+    return lines

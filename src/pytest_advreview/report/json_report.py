@@ -1,0 +1,206 @@
+"""``--advreview-json``: every item's result as one versioned pydantic model.
+
+The published JSON schema (``docs/advreview-results.schema.json``) is generated from
+:class:`ResultsReport` by :func:`schema_text`; a test keeps the committed file equal to it.
+Bump :data:`SCHEMA_VERSION` whenever a field is removed or changes meaning (adding an
+optional field does not need a bump).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from pydantic import Field
+
+from .. import __version__
+from ..models import ItemRecord, OutputFormat, Severity, TokenUsage, WireModel
+from .collect import ItemResult
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+
+__all__ = [
+    "SCHEMA_ID",
+    "SCHEMA_VERSION",
+    "ItemReport",
+    "ReportSettings",
+    "ResultsReport",
+    "Totals",
+    "build_report",
+    "gate_result",
+    "render_json",
+    "schema_text",
+]
+
+#: Version of the report's shape; readers should check it before reading anything else.
+SCHEMA_VERSION: Final = 1
+#: ``$id`` of the published schema (its path in the repository).
+SCHEMA_ID = "docs/advreview-results.schema.json"
+
+GateResult = Literal["passed", "failed", "error", "empty"]
+
+
+class ReportSettings(WireModel):
+    """The settings that shaped the reviews (no paths, no ``-c`` values: they may hold secrets
+    or machine-specific URLs)."""
+
+    reviewer: str
+    model: str
+    reasoning: str
+    sandbox: str
+    approvals: str
+    language: str
+    max_rounds: int
+    fail_on: Severity
+    output_format: OutputFormat
+    isolation: str
+    diff: str
+    base: str | None = None
+    plan_scope: str
+    timeout: float
+    budget_tokens: int | None = None
+    fresh: bool = False
+
+
+class ItemReport(WireModel):
+    """One review item: what pytest made of it, and its full :class:`ItemRecord`."""
+
+    nodeid: str
+    #: pytest's view of the item, teardown errors included: passed | failed | error.
+    pytest_outcome: str
+    #: Seconds pytest spent on the item's phases (setup + call + teardown).
+    seconds: float = 0.0
+    #: Problems pytest reported besides the review (e.g. a workspace mutation).
+    problems: tuple[str, ...] = ()
+    record: ItemRecord
+
+
+class Totals(WireModel):
+    """Counts over all items, for a dashboard that reads nothing else."""
+
+    #: passed = every item passed; failed = some review found problems at or above
+    #: fail-on; error = some review could not run and none failed; empty = no review ran.
+    gate: GateResult
+    items: int = 0
+    #: Items per outcome of the review: passed, warned, failed, error.
+    outcomes: dict[str, int] = Field(default_factory=dict)
+    #: Items per final status (approved, revise, max rounds, ...).
+    statuses: dict[str, int] = Field(default_factory=dict)
+    #: Open findings per severity, over all items.
+    findings: dict[str, int] = Field(default_factory=dict)
+    tokens: TokenUsage = Field(default_factory=TokenUsage)
+    duration_s: float = 0.0
+
+
+class ResultsReport(WireModel):
+    """The ``--advreview-json`` file."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    plugin: Literal["pytest-advreview"] = "pytest-advreview"
+    plugin_version: str
+    settings: ReportSettings
+    totals: Totals
+    #: Sorted by node id, whatever order xdist ran them in.
+    items: tuple[ItemReport, ...] = ()
+
+
+def gate_result(results: list[ItemResult]) -> GateResult:
+    """One word for the whole run: failed wins over error, error over passed."""
+    if not results:
+        return "empty"
+    if any(_failed(r) for r in results):
+        return "failed"
+    if any(_errored(r) for r in results):
+        return "error"
+    return "passed"
+
+
+def _failed(result: ItemResult) -> bool:
+    return result.record.outcome == "failed" or result.pytest_outcome == "failed"
+
+
+def _errored(result: ItemResult) -> bool:
+    return result.record.outcome == "error" or result.pytest_outcome == "error"
+
+
+def _report_settings(settings: Settings) -> ReportSettings:
+    return ReportSettings(
+        reviewer=settings.reviewer,
+        model=settings.model,
+        reasoning=settings.reasoning,
+        sandbox=settings.sandbox,
+        approvals=settings.approvals,
+        language=settings.language,
+        max_rounds=settings.max_rounds,
+        fail_on=settings.fail_on,
+        output_format=settings.output_format,
+        isolation=settings.isolation,
+        diff=settings.diff,
+        base=settings.base,
+        plan_scope=settings.plan_scope,
+        timeout=settings.timeout,
+        budget_tokens=settings.budget_tokens,
+        fresh=settings.fresh,
+    )
+
+
+def build_report(settings: Settings, results: list[ItemResult]) -> ResultsReport:
+    """The report model of one run (``results`` in node-id order, as collected)."""
+    tokens = TokenUsage()
+    findings: Counter[str] = Counter()
+    for result in results:
+        tokens = tokens + result.record.tokens
+        findings.update(f.severity.value for f in result.record.findings)
+    totals = Totals(
+        gate=gate_result(results),
+        items=len(results),
+        outcomes=dict(sorted(Counter(r.record.outcome for r in results).items())),
+        statuses=dict(sorted(Counter(r.record.status.value for r in results).items())),
+        findings={s.value: findings[s.value] for s in Severity if findings[s.value]},
+        tokens=tokens,
+        duration_s=round(sum(r.seconds for r in results), 3),
+    )
+    items = tuple(
+        ItemReport(
+            nodeid=r.record.nodeid,
+            pytest_outcome=r.pytest_outcome,
+            seconds=round(r.seconds, 3),
+            problems=tuple(r.problems),
+            record=r.record,
+        )
+        for r in results
+    )
+    return ResultsReport(
+        plugin_version=__version__,
+        settings=_report_settings(settings),
+        totals=totals,
+        items=items,
+    )
+
+
+def render_json(settings: Settings, results: list[ItemResult]) -> str:
+    """The text of the ``--advreview-json`` file (indented, one trailing newline)."""
+    return build_report(settings, results).model_dump_json(indent=2) + "\n"
+
+
+def results_schema() -> dict[str, Any]:
+    """The JSON schema of :class:`ResultsReport`, with ``$schema``, ``$id`` and a title."""
+    schema = ResultsReport.model_json_schema(mode="serialization")
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": SCHEMA_ID,
+        **schema,
+    }
+
+
+def schema_text() -> str:
+    """The published schema file's exact text."""
+    return json.dumps(results_schema(), indent=2, ensure_ascii=False) + "\n"
+
+
+if __name__ == "__main__":  # regenerate: python -m pytest_advreview.report.json_report > FILE
+    import sys
+
+    sys.stdout.write(schema_text())
