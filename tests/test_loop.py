@@ -887,3 +887,30 @@ def test_default_hooks_are_no_ops(target: ReviewTarget) -> None:
     )
     assert isinstance(result, LoopResult)
     assert result.status is ReviewStatus.APPROVED
+
+
+def test_fresh_exec_shows_the_content_a_fixer_changed(
+    target: ReviewTarget, captured: dict[str, list[dict[str, Any]]]
+) -> None:
+    class EditedHooks(LoopHooks):
+        def current_content(self) -> str | None:
+            return "THE PLAN AFTER THE FIX"
+
+    reviewer = ScriptedReviewer(
+        [
+            failed(Operation.RESUME, RunnerStatus.LAUNCH_FAILURE),
+            ok(Operation.FRESH_EXEC, review(Verdict.APPROVED)),
+        ]
+    )
+    run_loop(target, reviewer, max_rounds=5, hooks=EditedHooks(), history=CRIT_HISTORY)
+    assert captured["fresh"][0]["current_state"] == "THE PLAN AFTER THE FIX"
+
+
+def test_command_backend_rereviews_medium_findings_as_a_fresh_run(target: ReviewTarget) -> None:
+    # No resume by design: the severity rule only governs recovery from a failed resume.
+    reviewer = ScriptedReviewer(
+        [ok(Operation.FRESH_EXEC, review(Verdict.APPROVED))], supports_resume=False
+    )
+    result = run_loop(target, reviewer, max_rounds=5, history=MEDIUM_HISTORY)
+    assert reviewer.operations == [Operation.FRESH_EXEC]
+    assert result.status is ReviewStatus.APPROVED

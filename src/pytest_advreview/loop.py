@@ -107,6 +107,10 @@ class LoopHooks:
         """What changed since the last reviewed content, for the "Applied" section."""
         return None
 
+    def current_content(self) -> str | None:
+        """The artifact's text now (a fixer may have changed it); ``None``: unchanged."""
+        return None
+
 
 class LoopResult(WireModel):
     """What one run of the loop ended with."""
@@ -260,7 +264,7 @@ class _Run:
         body = fresh_exec_prompt(
             self.target.initial_prompt,
             previous_rounds=previous,
-            current_state=self.target.content,
+            current_state=self.hooks.current_content() or self.target.content,
         )
         return self.hooks.modify_prompt(Operation.FRESH_EXEC, body)
 

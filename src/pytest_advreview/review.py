@@ -121,6 +121,15 @@ class _Hooks(LoopHooks):
     def applied_summary(self) -> str | None:
         return self.applied
 
+    def current_content(self) -> str | None:
+        # A fixer edits the plan between rounds: a fresh exec must see the edited text.
+        if self.target.kind == "plan" and self.run.spec.path is not None:
+            try:
+                return read_plan(self.run.spec.path)
+            except ReviewInputError:
+                return None
+        return None
+
     def modify_prompt(self, operation: Operation, prompt: str) -> str:
         replaced = self.run.config.hook.pytest_advreview_modify_prompt(
             target=self.target, operation=operation, prompt=prompt
