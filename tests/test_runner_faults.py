@@ -102,10 +102,11 @@ def test_approved_without_session_id_still_succeeds(fake_codex, git_repo, tmp_pa
 
 
 def test_timeout_exit_124(fake_codex, git_repo, tmp_path, env):
+    # A `timeout 600 codex …` wrapper exits 124: retried once, then the result is timeout.
     fake = fake_codex(Behaviour(rc=124, review=None))
     result = run(fake, git_repo, tmp_path / "w", env)
-    assert result.runner.result is RunnerStatus.LAUNCH_FAILURE
-    assert "codex exited 124" in (result.runner.errors or "")
+    assert result.runner.result is RunnerStatus.TIMEOUT
+    assert result.attempts == 2
 
 
 def test_model_not_available(fake_codex, git_repo, tmp_path, env):
@@ -386,3 +387,94 @@ def test_ctrl_c_during_a_review_leaves_no_codex(fake_codex, git_repo, tmp_path, 
     assert "interrupted" in out
     assert fake.child_pids()
     assert not [pid for pid in fake.child_pids() if _alive(pid)]
+
+
+# codex-facts §2: every failure row ends rc 1 with its reason in turn.failed or stderr.
+@pytest.mark.parametrize(
+    ("behaviour", "shown"),
+    [
+        pytest.param(
+            Behaviour(rc=1, review=None, turn_failed="unexpected status 503 Service Unavailable"),
+            "503 Service Unavailable",
+            id="503",
+        ),
+        pytest.param(
+            Behaviour(
+                rc=1, review=None, turn_failed="exceeded retry limit, last status: 429 Too Many"
+            ),
+            "429",
+            id="429",
+        ),
+        pytest.param(
+            Behaviour(rc=1, review=None, turn_failed="unexpected status 401 Unauthorized: bad"),
+            "401 Unauthorized",
+            id="401",
+        ),
+        pytest.param(
+            Behaviour(rc=1, review=None, turn_failed='{"error":{"message":"bad request"}}'),
+            "bad request",
+            id="400",
+        ),
+        pytest.param(
+            Behaviour(
+                rc=1,
+                review=None,
+                turn_failed="stream disconnected before completion: idle timeout waiting for SSE",
+            ),
+            "idle timeout",
+            id="stream-idle",
+        ),
+        pytest.param(
+            Behaviour(
+                rc=1,
+                review=None,
+                stdout_extra=(
+                    '{"type":"item.completed","item":{"type":"agent_message","text":"partial"}}',
+                ),
+                turn_failed="stream disconnected before completion: stream closed",
+            ),
+            "stream closed",
+            id="message-then-closed",
+        ),
+        pytest.param(
+            Behaviour(rc=1, review=None, turn_failed="Missing environment variable: `KEY`."),
+            "Missing environment variable",
+            id="missing-key",
+        ),
+        pytest.param(
+            Behaviour(
+                rc=1,
+                review=None,
+                thread_started=False,
+                stderr="Output schema file /x.json is not valid JSON: expected value\n",
+            ),
+            "not valid JSON",
+            id="bad-output-schema",
+        ),
+    ],
+)
+def test_codex_facts_failure_rows_are_launch_failures(
+    fake_codex, git_repo, tmp_path, env, behaviour, shown
+):
+    fake = fake_codex(behaviour)
+    result = run(fake, git_repo, tmp_path / "w", env)
+    assert result.runner.result is RunnerStatus.LAUNCH_FAILURE
+    assert result.attempts == 2
+    assert shown in (result.runner.errors or "")
+    assert result.runner.review_quality is ReviewQuality.UNKNOWN
+    assert result.runner.triage.status == "skipped"
+
+
+def test_missing_codex_home_is_a_launch_failure(fake_codex, git_repo, tmp_path):
+    fake = fake_codex(Behaviour(review=approved_review()))
+    result = run(fake, git_repo, tmp_path / "w", {"CODEX_HOME": str(tmp_path / "nope")})
+    assert result.runner.result is RunnerStatus.LAUNCH_FAILURE
+    assert "Error finding codex home" in (result.runner.errors or "")
+
+
+def test_a_500_once_then_ok_is_a_plain_success(fake_codex, git_repo, tmp_path, env):
+    # Request-level retries inside codex are silent: rc 0 and a review.
+    fake = fake_codex(Behaviour(review=approved_review(), stderr=""))
+    result = run(fake, git_repo, tmp_path / "w", env)
+    assert result.runner.result is RunnerStatus.SUCCESS
+    assert result.attempts == 1

@@ -47,7 +47,7 @@ from .constants import PINNED_CODEX_VERSION
 from .models import WireModel
 from .parse import review_schema
 from .prompts import with_marker
-from .runner._process import kill_group
+from .runner._process import launch
 from .runner.codex import _STDERR_FAILURE, CodexCapabilities, approval_args
 from .testing.fixtures import offline_env
 from .testing.server import ScriptedServer, codex_config_argv
@@ -67,7 +67,7 @@ Status = Literal["PASS", "FAIL", "WARN"]
 
 #: Wall-clock seconds one launch of Codex may take before its process group is killed.
 #: A healthy launch takes about 0.5 s (1-3 s with the other checks running beside it).
-LAUNCH_TIMEOUT_S = 12.0
+LAUNCH_TIMEOUT_S = 10.0
 #: Seconds after the doctor's start at which no new launch is started (total stays < 30 s).
 BUDGET_S = 24.0
 #: How long the timeout check lets Codex wait on a server that never answers.
@@ -208,7 +208,7 @@ def add_options(parser: pytest.Parser) -> None:
         default=False,
         help=(
             "Check that the Codex CLI selected by --advreview-codex still honours the "
-            "plugin's contract (offline, about 10 s), print one row per check and exit. "
+            "plugin's contract (offline, in seconds), print one row per check and exit. "
             "Run it after every Codex upgrade."
         ),
     )
@@ -381,6 +381,7 @@ class _Doctor:
         self.lock = threading.Lock()
         self.cancel = threading.Event()
         self.rules: list[dict[str, Any]] = []
+        self.sandbox: dict[str, _Probe] = {}
         self.defaults = CodexCapabilities()
         self.executable: str | None = None
         self.version: str | None = None
@@ -439,7 +440,8 @@ class _Doctor:
             self._check_bad_uuid,
             self._check_non_uuid,
             self._check_output_schema,
-            self._check_sandbox,
+            self._check_sandbox_ro,
+            self._check_sandbox_ww,
         ]
         with ThreadPoolExecutor(max_workers=len(groups), thread_name_prefix="doctor") as pool:
             futures = {pool.submit(self._guard, group): group for group in groups}
@@ -450,6 +452,7 @@ class _Doctor:
                 # Ctrl-C: make every launch kill its process group now.
                 self.cancel.set()
                 raise
+        self._row_sandbox()
 
     def _guard(self, check: Callable[[], None]) -> None:
         """Run one group of checks; a doctor bug becomes a FAIL row, not a crash."""
@@ -485,13 +488,18 @@ class _Doctor:
 
     def _report(self, date: str) -> DoctorReport:
         rows: list[DoctorRow] = []
+        missing = (
+            "not run: codex is not runnable (see the version row)"
+            if self.version is None
+            else "not run: its check stopped early (see the other rows)"
+        )
         for name in CHECKS:
             row = self.rows.get(name)
             if row is None:
                 row = DoctorRow(
                     name=name,
                     status="FAIL" if CHECKS[name][1] else "WARN",
-                    observed="not run: codex is not runnable (see the version row)",
+                    observed=missing,
                     required=CHECKS[name][1],
                 )
             rows.append(row)
@@ -605,29 +613,19 @@ class _Doctor:
         env = dict(self.env, **{RUN_TAG_ENV: f"{self.token}:{name}"})
         start = time.monotonic()
         left: tuple[int, ...] = ()
-        with (
-            stdin_path.open("rb") as stdin,
-            out_path.open("wb") as out,
-            err_path.open("wb") as err,
-        ):
-            proc = subprocess.Popen(
-                list(argv),
-                stdin=stdin,
-                stdout=out,
-                stderr=err,
-                cwd=self.repo,
-                env=env,
-                start_new_session=True,
-            )
-            rc: int | None = None
-            try:
-                rc = self._wait(proc, limit)
-            finally:
-                if rc is None:
-                    kill_group(proc)
+        rc = launch(
+            argv,
+            cwd=self.repo,
+            stdin_file=stdin_path,
+            stdout_file=out_path,
+            stderr_file=err_path,
+            env=env,
+            timeout=limit,
+            cancel=self.cancel,
+        )
         seconds = time.monotonic() - start
         if rc is None:
-            left = tuple(_tagged_pids(f"{self.token}:{name}"))
+            left = tuple(_survivors(f"{self.token}:{name}"))
         return _Launch(
             rc=rc,
             stdout=out_path.read_text(encoding="utf-8", errors="replace"),
@@ -636,17 +634,6 @@ class _Doctor:
             timeout=limit,
             left=left,
         )
-
-    def _wait(self, proc: subprocess.Popen[bytes], limit: float) -> int | None:
-        """Wait for ``proc`` up to ``limit`` seconds, waking up to honour a cancel."""
-        deadline = time.monotonic() + limit
-        while not self.cancel.is_set():
-            try:
-                return proc.wait(timeout=max(0.0, min(0.1, deadline - time.monotonic())))
-            except subprocess.TimeoutExpired:
-                if time.monotonic() >= deadline:
-                    return None
-        return None
 
     def _requests(self, kind: str) -> list[Any]:
         marker = self._marker(kind)
@@ -687,25 +674,18 @@ class _Doctor:
             self._add("version", "FAIL", f"{self.codex!r} not found (not on PATH, not a file)")
             return False
         try:
-            proc = subprocess.run(
-                [self.executable, "--version"],
-                capture_output=True,
-                text=True,
-                env=self.env,
-                timeout=LAUNCH_TIMEOUT_S,
-                start_new_session=True,
-                check=False,
-            )
-        except (OSError, subprocess.SubprocessError) as exc:
+            # Through _launch like every other call: timeout, group kill, run tag.
+            launch = self._launch("version", [self.executable, "--version"], "")
+        except (OSError, _Skip) as exc:
             self._add("version", "FAIL", f"`{self.codex} --version` failed: {_clip(str(exc))}")
             return False
-        printed = proc.stdout.strip()
+        printed = launch.stdout.strip()
         match = _VERSION.match(printed)
-        if proc.returncode != 0 or match is None:
+        if launch.rc != 0 or match is None:
             self._add(
                 "version",
                 "FAIL",
-                f"`--version` printed {_clip(printed)!r} (rc {proc.returncode}), "
+                f"`--version` printed {_clip(printed)!r} ({launch.how()}), "
                 "expected 'codex-cli X.Y.Z'",
             )
             return False
@@ -1167,22 +1147,34 @@ class _Doctor:
                 "text.format json_schema, strict: true, schema forwarded unchanged",
             )
 
-    def _check_sandbox(self) -> None:
+    def _check_sandbox_ro(self) -> None:
+        """The read-only half of the sandbox row (the row is made by :meth:`_row_sandbox`)."""
+        self._sandbox_probe("SANDBOX-RO", "read-only")
+
+    def _check_sandbox_ww(self) -> None:
+        """The workspace-write half of the sandbox row."""
+        self._sandbox_probe("SANDBOX-WW", "workspace-write")
+
+    def _sandbox_probe(self, kind: str, mode: str) -> None:
+        out = self._work(kind.lower()) / "review.md"
+        try:
+            launch = self._launch(
+                kind.lower(),
+                self._argv(sandbox=mode, output=out),
+                self._prompt(kind, "Write the probe file."),
+            )
+        except _Skip as skip:
+            self._add("sandbox", "FAIL", f"not run: {skip}")
+            return
+        probe = self._probe(kind, launch)
+        with self.lock:
+            self.sandbox[mode] = probe
+
+    def _row_sandbox(self) -> None:
         """Read-only must block a write, workspace-write must allow it (a real probe)."""
-        results: dict[str, _Probe] = {}
-        for kind, mode in (("SANDBOX-RO", "read-only"), ("SANDBOX-WW", "workspace-write")):
-            out = self._work(kind.lower()) / "review.md"
-            try:
-                launch = self._launch(
-                    kind.lower(),
-                    self._argv(sandbox=mode, output=out),
-                    self._prompt(kind, "Write the probe file."),
-                )
-            except _Skip as skip:
-                self._add("sandbox", "FAIL", f"not run: {skip}")
-                return
-            results[mode] = self._probe(kind, launch)
-        ro, ww = results["read-only"], results["workspace-write"]
+        ro, ww = self.sandbox.get("read-only"), self.sandbox.get("workspace-write")
+        if ro is None or ww is None:
+            return  # a half was skipped and said so
         problems: list[str] = []
         if not ro.ran:
             problems.append(f"read-only: {ro.detail}")
@@ -1213,7 +1205,7 @@ class _Doctor:
 
     def _cleanup(self, root: Path) -> None:
         """Kill whatever the doctor started that is still alive, remove the temp dir."""
-        left = _tagged_pids(f"{self.token}:")
+        left = _survivors(f"{self.token}:")
         for pid in left:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
@@ -1251,6 +1243,20 @@ def _tagged_pids(tag: str) -> list[int]:
         if any(var.startswith(needle) for var in environ.split(b"\0")):
             found.append(entry)
     return found
+
+
+def _survivors(tag: str, grace: float = 2.0) -> list[int]:
+    """:func:`_tagged_pids` after up to ``grace`` seconds for killed processes to die.
+
+    SIGKILL is delivered asynchronously: for a moment after the group kill, a member
+    can still show its environment in ``/proc``.
+    """
+    deadline = time.monotonic() + grace
+    while True:
+        left = _tagged_pids(tag)
+        if not left or time.monotonic() >= deadline:
+            return left
+        time.sleep(0.05)
 
 
 def _iter_pids(proc: Path) -> Iterator[int]:

@@ -6,6 +6,8 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -24,13 +26,15 @@ def launch(
     stderr_file: Path,
     env: Mapping[str, str],
     timeout: float,
+    cancel: threading.Event | None = None,
 ) -> int | None:
     """Run ``argv`` with ``stdin_file`` on stdin; return the exit code, ``None`` on timeout.
 
     stdout and stderr go straight to files, so a long event stream never sits in this
     process's memory.  The child gets its own process group: the Codex npm wrapper does
     not forward SIGKILL to the native binary, so only killing the whole group leaves
-    nothing behind (also on Ctrl-C).
+    nothing behind (also on Ctrl-C).  Setting ``cancel`` ends the wait early, like a
+    timeout (the doctor runs checks in threads and stops them when its budget is spent).
     """
     with (
         stdin_file.open("rb") as stdin,
@@ -47,13 +51,32 @@ def launch(
             start_new_session=True,
         )
         try:
-            return proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            kill_group(proc)
-            return None
+            rc = _wait(proc, timeout, cancel)
         except BaseException:
             kill_group(proc)
             raise
+        if rc is None:
+            kill_group(proc)
+        return rc
+
+
+def _wait(
+    proc: subprocess.Popen[bytes], timeout: float, cancel: threading.Event | None
+) -> int | None:
+    """The exit code, or ``None`` when ``timeout`` passed or ``cancel`` was set first."""
+    if cancel is None:
+        try:
+            return proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+    deadline = time.monotonic() + timeout
+    while not cancel.is_set():
+        try:
+            return proc.wait(timeout=max(0.0, min(0.1, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            if time.monotonic() >= deadline:
+                return None
+    return None
 
 
 def kill_group(proc: subprocess.Popen[bytes]) -> None:

@@ -373,8 +373,9 @@ class CodexReviewer:
                 update={"status": status, "errors": clip(errors), "terminal": terminal}
             )
 
-        # R4.1 exit code.
-        if rc is None:
+        # R4.1 exit code.  124 is what `timeout` returns: a wrapper script around codex
+        # (--advreview-codex=my-wrapper) that enforces its own limit is a timeout too.
+        if rc is None or rc == 124:
             return fail(
                 RunnerStatus.TIMEOUT,
                 f"Codex did not finish within {self.options.timeout:g}s; "

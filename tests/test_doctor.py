@@ -1,0 +1,282 @@
+"""``pytest --advreview-doctor``: the Codex contract checks, against the real and a fake CLI.
+
+Every run goes through pytester (in process), with ``HOME`` and the temp directory
+pointed at empty folders, so each test can also prove that the doctor leaves no temp
+directory and no process behind and never writes to the user's home (``~/.codex``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from pytest_advreview.doctor import CHECKS, SANDBOX_REMEDY, DoctorReport, _tagged_pids
+from pytest_advreview.runner.codex import CodexCapabilities
+from pytest_advreview.testing import Behaviour
+
+REQUIRED = [name for name, (_, required) in CHECKS.items() if required]
+
+
+@dataclass
+class Isolated:
+    """The empty HOME and temp directory a doctor run must leave empty."""
+
+    home: Path
+    tmp: Path
+
+
+@pytest.fixture
+def isolated(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """Point HOME and tempfile at empty folders; after the test, both must still be empty."""
+    home = tmp_path / "home"
+    tmp = tmp_path / "tmp"
+    home.mkdir()
+    tmp.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    yield Isolated(home, tmp)
+    assert list(home.iterdir()) == [], "the doctor wrote into HOME"
+    assert list(tmp.iterdir()) == [], "the doctor left a temp directory behind"
+
+
+def doctor(pytester: pytest.Pytester, codex: Path | str, *args: str):
+    """Run ``pytest --advreview-doctor``; return the result and the JSON report."""
+    result = pytester.runpytest(
+        "--advreview-doctor",
+        f"--advreview-codex={codex}",
+        "--advreview-doctor-json=doctor.json",
+        *args,
+    )
+    report = DoctorReport.model_validate_json((pytester.path / "doctor.json").read_text())
+    # Nothing the doctor started may still run (the tag survives fork, exec and setsid).
+    assert _tagged_pids(f"{report.run_id}:") == []
+    assert report.row("cleanup").status == "PASS"
+    return result, report
+
+
+def failed(report: DoctorReport) -> set[str]:
+    return {row.name for row in report.rows if row.failed}
+
+
+def wrapper(tmp_path: Path, real: Path, body: str) -> Path:
+    """A ``codex`` that rewrites its argv (``args``) with ``body``, then execs ``real``."""
+    script = tmp_path / "codex-wrapper"
+    script.write_text(
+        f"#!{sys.executable}\nimport os, sys\nargs = sys.argv[1:]\n{body}\n"
+        f"os.execv({str(real)!r}, [{str(real)!r}, *args])\n",
+        encoding="utf-8",
+    )
+    script.chmod(0o755)
+    return script
+
+
+def alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie waiting for its reaper counts as dead)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+# -- the real, pinned Codex ------------------------------------------------------------
+
+
+@pytest.mark.real_codex
+def test_real_codex_passes_every_required_row(pytester, isolated, codex_executable):
+    result, report = doctor(pytester, codex_executable)
+    assert result.ret == 0
+    result.stdout.fnmatch_lines([f"PASS {name} — *" for name in CHECKS])
+    result.stdout.fnmatch_lines(["advreview doctor: all required checks passed in *s"])
+    assert report.ok
+    assert report.version == "0.171.0"
+    assert all(report.row(name).status == "PASS" for name in REQUIRED)
+    # The measured facts of 0.171 are exactly the runner's defaults.
+    assert report.capabilities == CodexCapabilities()
+    assert report.observed.resume_needs_sandbox is True
+    assert report.observed.stale_output_file is True
+    assert report.observed.resume_may_start_new_thread is True
+    assert report.duration_s < 30
+
+
+@pytest.mark.real_codex
+def test_resume_that_drops_the_sandbox_fails_its_row(
+    pytester, isolated, codex_executable, tmp_path
+):
+    # A Codex whose resume ignores -s: every resumed review would silently run read-only.
+    drop = """
+if "resume" in args:
+    kept, it = [], iter(args)
+    for arg in it:
+        if arg in ("-s", "--sandbox"):
+            next(it, None)
+        elif not arg.startswith("--sandbox="):
+            kept.append(arg)
+    args = kept
+"""
+    result, report = doctor(pytester, wrapper(tmp_path, codex_executable, drop))
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(
+        [
+            "FAIL resume-sandbox — resume with -s workspace-write could not write: "
+            "touch: cannot touch '<repo>/probe-resume-ww-*': Read-only file system "
+            "(reviews that resume would lose workspace-write)",
+            "advreview doctor: FAILED: resume-sandbox in *s",
+        ]
+    )
+    assert failed(report) == {"resume-sandbox"}
+    # The host sandbox itself is fine, so the AppArmor remedy is not printed.
+    assert report.row("sandbox").status == "PASS"
+    assert "apparmor_parser" not in result.stdout.str()
+
+
+@pytest.mark.real_codex
+def test_broken_sandbox_prints_the_remedy_without_applying_it(
+    pytester, isolated, codex_executable, tmp_path
+):
+    # workspace-write that cannot write: what an AppArmor-restricted host looks like.
+    ro = 'args = ["read-only" if arg == "workspace-write" else arg for arg in args]'
+    result, report = doctor(pytester, wrapper(tmp_path, codex_executable, ro))
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(
+        [
+            "FAIL sandbox — workspace-write: the write was refused (touch: cannot touch "
+            "'<repo>/probe-sandbox-ww-*': Read-only file system)",
+            "*bwrap --dev-bind / / --unshare-net /bin/echo ok*",
+            "*sudo apparmor_parser -r /etc/apparmor.d/bwrap-userns-restrict*",
+        ]
+    )
+    assert report.row("sandbox").remedy == SANDBOX_REMEDY
+    assert failed(report) == {"sandbox", "resume-sandbox"}
+
+
+# -- a fake Codex that misbehaves ------------------------------------------------------
+
+
+def test_missing_thread_started_fails_exec_json(pytester, isolated, fake_codex):
+    fake = fake_codex(Behaviour(thread_started=False, review="ok"))
+    result, report = doctor(pytester, fake.path)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(
+        ["FAIL exec-json — first event is 'turn.started', not thread.started (rc 0 after *s)"]
+    )
+    assert report.row("exec-json").failed
+    assert report.row("resume-thread").observed.startswith("not run: the first exec gave no")
+
+
+def test_bad_uuid_that_exits_0_fails_its_row(pytester, isolated, fake_codex):
+    # The fake does not look for the thread's rollout: resume of any id "works".
+    fake = fake_codex(Behaviour(review="ok"))
+    result, report = doctor(pytester, fake.path)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(
+        [
+            "FAIL resume-bad-uuid — resume of unknown thread *: rc 0 after *s, thread.started * "
+            "(expected rc 1 with 'thread/resume failed')"
+        ]
+    )
+    assert report.row("resume-bad-uuid").failed
+    resumed = [c for c in fake.calls() if c["parsed"]["resume"]]
+    assert resumed, "the doctor never tried a resume"
+
+
+def test_output_file_never_written_fails_its_row(pytester, isolated, fake_codex):
+    fake = fake_codex(Behaviour(review="ok", stale_o=True))
+    result, report = doctor(pytester, fake.path)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["FAIL output-file — -o was never created"])
+    assert report.row("output-file").failed
+
+
+def test_hang_is_killed_and_fails_the_rows(pytester, isolated, fake_codex):
+    fake = fake_codex(Behaviour(sleep=120, spawn_child_sleep=120))
+    result, report = doctor(pytester, fake.path)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(
+        [
+            "FAIL exec-json — exec failed: no exit within 10s (process group killed): *",
+            "FAIL http-error — no exit within 10s (process group killed) on HTTP 500 *",
+            "PASS timeout-kill — still waiting after 2s; process group killed, no process left",
+        ]
+    )
+    assert report.duration_s < 30
+    assert fake.child_pids(), "the fake never started its child"
+    assert [pid for pid in fake.child_pids() if alive(pid)] == []
+
+
+# -- wiring ----------------------------------------------------------------------------
+
+
+def test_missing_codex_fails_fast(pytester, isolated, tmp_path):
+    result, report = doctor(pytester, tmp_path / "no-such-codex")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(
+        ["FAIL version — '*no-such-codex' not found (not on PATH, not a file)"]
+    )
+    assert report.row("exec-json").observed.startswith("not run:")
+    assert report.duration_s < 5
+
+
+def test_other_version_is_a_warning_not_a_failure(pytester, isolated, fake_codex):
+    fake = fake_codex(Behaviour(review="ok"), version="0.172.0")
+    result, report = doctor(pytester, fake.path)
+    result.stdout.fnmatch_lines(
+        ["WARN version — codex-cli 0.172.0 (the plugin was verified against 0.171.0; *"]
+    )
+    assert not report.row("version").failed
+    assert report.version == "0.172.0"
+
+
+def test_json_option_alone_is_a_usage_error(pytester):
+    result = pytester.runpytest("--advreview-doctor-json=x.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--advreview-doctor-json only works together with*"])
+
+
+def test_without_the_option_pytest_runs_as_usual(pytester):
+    pytester.makepyfile("def test_ok():\n    pass\n")
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1)
+    assert "advreview doctor" not in result.stdout.str()
+
+
+def test_python_m_doctor(fake_codex, tmp_path, isolated):
+    fake = fake_codex(Behaviour(review="ok"))
+    out = tmp_path / "sub" / "doctor.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest_advreview",
+            "doctor",
+            f"--codex={fake.path}",
+            f"--json={out}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "TMPDIR": str(isolated.tmp)},
+        check=False,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "PASS version — codex-cli 0.171.0" in proc.stdout
+    assert "FAIL resume-bad-uuid" in proc.stdout
+    data = json.loads(out.read_text())
+    assert data["ok"] is False
+    assert [row["name"] for row in data["rows"]] == list(CHECKS)
+    assert list(out.parent.iterdir()) == [out], "the atomic write left a temp file"
+
+
+def test_capabilities_from_observed_keeps_defaults_for_unseen_facts():
+    caps = CodexCapabilities.from_observed(resume_needs_sandbox=False, stale_output_file=None)
+    assert caps.resume_needs_sandbox is False
+    assert caps.stale_output_file is True
+    assert caps == CodexCapabilities(resume_needs_sandbox=False)
+    assert CodexCapabilities.from_observed() == CodexCapabilities()
