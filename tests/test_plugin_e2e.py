@@ -311,3 +311,106 @@ def test_failing_resume_after_medium_is_not_verified(review_repo: ReviewRepo) ->
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*reviewer could not run (not verified)*", "*NOT VERIFIED*"])
     assert not ran_prompts(review_repo.server, "Previous review rounds")
+
+
+def test_header_prints_settings_and_the_workspace_write_hint_once(review_repo: ReviewRepo) -> None:
+    review_repo.plan("a.md")
+    review_repo.plan("b.md")
+    result = review_repo.run("--collect-only", "--advreview-diff=none")
+    out = result.stdout.str()
+    result.stdout.fnmatch_lines(
+        ["advreview: reviewer=codex model=fake-model reasoning=low sandbox=workspace-write*"]
+    )
+    assert out.count("workspace-write in effect") == 1
+    explicit = review_repo.run(
+        "--collect-only", "--advreview-diff=none", "--advreview-sandbox=workspace-write"
+    )
+    assert "workspace-write in effect" not in explicit.stdout.str()
+    danger = review_repo.run(
+        "--collect-only", "--advreview-diff=none", "--advreview-sandbox=danger-full-access"
+    )
+    danger.stdout.fnmatch_lines(["*WARNING: sandbox=danger-full-access*"])
+
+
+def test_bare_repository_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    git(pytester.path, "init", "-q", "--bare")
+    result = pytester.runpytest("--adversarial-review")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*is a bare repository*run pytest inside a work tree*"])
+
+
+def test_outside_git_plans_still_work_without_a_code_item(
+    pytester: pytest.Pytester,
+    advreview_server,
+    codex_executable,
+    codex_home,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pytest_advreview.testing import FAKE_KEY_ENV, FAKE_KEY_VALUE, codex_provider_args
+
+    monkeypatch.setenv("CODEX_HOME", str(codex_home))
+    monkeypatch.setenv(FAKE_KEY_ENV, FAKE_KEY_VALUE)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(pytester.path.parent))
+    (pytester.path / "docs" / "plans").mkdir(parents=True)
+    (pytester.path / "docs" / "plans" / "x.md").write_text("# Plan\n\n1. Step.\n")
+    advreview_server.set_script({"rules": [], "default": {"message": approved_review()}})
+    result = pytester.runpytest(
+        "--adversarial-review",
+        f"--advreview-codex={codex_executable}",
+        "--advreview-model=fake-model",
+        "--advreview-sandbox=read-only",
+        *[f"--advreview-codex-config={v}" for v in codex_provider_args(advreview_server.url)],
+    )
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*not inside a git repository: plan items only, no code review*"])
+    assert "code-review" not in result.stdout.str()
+
+
+FIXTURE_TESTS = """
+import pytest
+
+def test_plan_approved(adversarial_review):
+    outcome = adversarial_review.plan("docs/plans/good.md")
+    outcome.assert_approved()
+    assert outcome.verdict.value == "APPROVED"
+    assert outcome.rounds == 1
+    assert outcome.tokens > 0
+
+def test_plan_below_threshold(adversarial_review):
+    outcome = adversarial_review.plan("docs/plans/meh.md", fail_on="high")
+    outcome.assert_approved()
+    assert [f.severity.value for f in outcome.findings] == ["medium"]
+    assert outcome.max_severity.value == "medium"
+
+def test_plan_rejected(adversarial_review):
+    outcome = adversarial_review.plan("docs/plans/bad.md")
+    assert outcome.status.value == "revise"
+    with pytest.raises(AssertionError, match="Rollback restores a stale backup"):
+        outcome.assert_approved()
+
+def test_code(adversarial_review):
+    adversarial_review.code(base="main").assert_approved()
+"""
+
+
+def test_fixture_reviews_plans_and_code_from_ordinary_tests(review_repo: ReviewRepo) -> None:
+    review_repo.plan("good.md")
+    review_repo.plan("meh.md")
+    review_repo.plan("bad.md")
+    review_repo.write("test_reviews.py", FIXTURE_TESTS)
+    review_repo.commit("plans and tests")
+    git(review_repo.path, "checkout", "-q", "-b", "feature")
+    review_repo.write("src/app.py", "print('x')\n")
+    review_repo.commit("feature")
+    review_repo.answer("good.md", {"message": approved_review()})
+    review_repo.answer("meh.md", {"message": revise_review(MEDIUM)})
+    review_repo.answer("bad.md", {"message": revise_review(HIGH)})
+    review_repo.answer("Review the code changes", {"message": approved_review()})
+    # No --adversarial-review: the fixture works in any run; settings come from options.
+    result = review_repo.pytester.runpytest(
+        "test_reviews.py",
+        f"--advreview-codex={review_repo.codex}",
+        "--advreview-model=fake-model",
+        *[a for a in review_repo.args() if a.startswith("--advreview-codex-config=")],
+    )
+    result.assert_outcomes(passed=4)

@@ -478,3 +478,47 @@ def test_a_500_once_then_ok_is_a_plain_success(fake_codex, git_repo, tmp_path, e
     result = run(fake, git_repo, tmp_path / "w", env)
     assert result.runner.result is RunnerStatus.SUCCESS
     assert result.attempts == 1
+
+
+def test_resume_argv_repeats_sandbox_approvals_and_config(tmp_path):
+    options = CodexOptions(
+        executable="codex",
+        model="m",
+        reasoning="xhigh",
+        sandbox="workspace-write",
+        approvals="auto_review",
+        config=("model_provider=p", "model_providers.p.base_url=http://127.0.0.1:1/v1"),
+    )
+    req = DispatchRequest(
+        review_id="1-2",
+        repo_root=tmp_path,
+        operation=Operation.RESUME,
+        prompt_body="x",
+        work_dir=tmp_path / "w",
+        session_id=SID,
+    )
+    argv = CodexReviewer(options).argv(req, tmp_path / "o.md", None)
+    head = argv[: argv.index("resume")]
+    assert argv[argv.index("resume") + 1] == SID
+    assert head[head.index("-s") : head.index("-s") + 2] == ["-s", "workspace-write"]
+    assert "model_reasoning_effort=xhigh" in head
+    assert 'approval_policy="on-request"' in head
+    assert 'approvals_reviewer="auto_review"' in head
+    assert "model_provider=p" in head
+    assert "model_providers.p.base_url=http://127.0.0.1:1/v1" in head
+    assert argv[-1] == "-"
+    assert "--skip-git-repo-check" not in argv
+
+
+def test_outside_git_the_trust_check_is_skipped(tmp_path):
+    req = DispatchRequest(
+        review_id="1-2",
+        repo_root=tmp_path,
+        operation=Operation.INITIAL,
+        prompt_body="x",
+        work_dir=tmp_path / "w",
+        in_git=False,
+    )
+    argv = CodexReviewer(CodexOptions(sandbox="inherit")).argv(req, tmp_path / "o.md", None)
+    assert argv.index("--skip-git-repo-check") < argv.index("-C")
+    assert "-s" not in argv  # inherit: the user's Codex config decides

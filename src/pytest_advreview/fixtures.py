@@ -118,9 +118,15 @@ class AdversarialReview:
 
     def _run(self, spec: TargetSpec, settings: settings_mod.Settings) -> ReviewOutcome:
         __tracebackhide__ = True
-        root = _repo_root(Path(self.config.rootpath))
+        rootdir = Path(self.config.rootpath)
+        repo = targets.repo_info(rootdir)
         run = ReviewRun(
-            self.config, settings, spec, repo_root=root, reviewer=self._reviewer(settings)
+            self.config,
+            settings,
+            spec,
+            repo_root=repo.root if repo is not None else rootdir,
+            reviewer=self._reviewer(settings),
+            in_git=repo is not None,
         )
         result, outcome = run.run()
         changed = run.final_mutations()

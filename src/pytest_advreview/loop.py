@@ -74,6 +74,9 @@ class ReviewTarget(WireModel):
     content_hash: str
     language: str = "English"
     output_format: OutputFormat = OutputFormat.MARKDOWN
+    #: Whether ``repo_root`` is inside a git work tree (Codex refuses other directories
+    #: unless told to skip its check).
+    in_git: bool = True
 
 
 class LoopHooks:
@@ -282,6 +285,7 @@ class _Run:
             output_format=self.target.output_format,
             # A fresh exec or an initial run starts a new thread: nothing to subtract.
             prior_usage=self.thread_usage if resume else TokenUsage(),
+            in_git=self.target.in_git,
         )
         started = time.monotonic()
         result = self.reviewer.dispatch(request)

@@ -167,8 +167,11 @@ class ReviewRun:
         repo_root: Path,
         reviewer: Reviewer,
         item: pytest.Item | None = None,
+        in_git: bool = True,
     ) -> None:
         self.config = config
+        #: Outside git only the review inputs can be watched (no ``git status``).
+        self.in_git = in_git
         self.settings = settings
         self.spec = spec
         self.repo_root = repo_root
@@ -251,13 +254,14 @@ class ReviewRun:
             content_hash=digest,
             language=settings.language,
             output_format=fmt,
+            in_git=self.in_git,
         )
 
     # -- mutation watch ----------------------------------------------------------------
 
     def snapshot(self) -> mutation.Snapshot:
         """The workspace as it is now (git status + hashes of the review inputs)."""
-        return mutation.take_snapshot(self.review_root, self._inputs())
+        return mutation.take_snapshot(self.review_root if self.in_git else None, self._inputs())
 
     def rebaseline(self) -> None:
         """Take a new "before" snapshot (after a fixer changed files on purpose)."""

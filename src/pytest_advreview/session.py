@@ -189,6 +189,7 @@ class ReviewSession:
             repo_root=self.repo_root,
             reviewer=self.reviewer(),
             item=item,
+            in_git=self.repo is not None,
         )
 
     def run_review(self, run: ReviewRun) -> tuple[LoopResult, Outcome]:

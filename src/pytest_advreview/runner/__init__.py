@@ -41,6 +41,9 @@ class DispatchRequest(WireModel):
     output_format: OutputFormat = OutputFormat.MARKDOWN
     #: Cumulative usage Codex reported for this thread so far (resume reports totals).
     prior_usage: TokenUsage = Field(default_factory=TokenUsage)
+    #: Whether ``repo_root`` is in a git work tree; outside one, Codex needs
+    #: ``--skip-git-repo-check`` (the plugin, not Codex's trust prompt, chose the directory).
+    in_git: bool = True
 
 
 class DispatchResult(WireModel):

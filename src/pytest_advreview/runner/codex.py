@@ -289,6 +289,8 @@ class CodexReviewer:
         argv += approval_args(opts.approvals)
         for pair in opts.config:
             argv += ["-c", pair]
+        if not request.in_git:
+            argv.append("--skip-git-repo-check")
         argv += ["-C", str(request.repo_root)]
         if request.operation is Operation.RESUME:
             assert request.session_id is not None  # checked by _input_problem
