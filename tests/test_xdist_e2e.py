@@ -58,3 +58,27 @@ def test_eight_plans_on_four_workers_match_a_serial_run(review_repo: ReviewRepo)
     for name, verdict in VERDICTS.items():
         if verdict != "approved":
             parallel.stdout.fnmatch_lines([f"*[[]severity: {verdict}[]] AR-* Problem in {name}*"])
+
+
+def test_without_isolation_an_overlapping_mutation_fails_every_overlapping_item(
+    review_repo: ReviewRepo,
+) -> None:
+    review_repo.plan("writer.md", "# Plan writer\n")
+    review_repo.plan("slow.md", "# Plan slow\n")
+    review_repo.answer(
+        "writer.md",
+        {
+            "function_call": {"name": "exec_command", "arguments": {"cmd": "echo 1 > pwned.txt"}},
+            "call_id": "c1",
+        },
+        {"message": approved_review()},
+    )
+    # The slow review is still running when the writer's reviewer writes pwned.txt.
+    review_repo.answer("slow.md", {"message": approved_review(), "latency": 6})
+    result = review_repo.run_subprocess("--advreview-diff=none", "-n", "2")
+    result.assert_outcomes(passed=2, errors=2)  # fail closed: both items error
+    out = result.stdout.str()
+    for name in ("writer.md", "slow.md"):
+        section = out.split(f"ERROR at teardown of [advreview] docs/plans/{name}", 1)[1]
+        assert "pwned.txt (untracked" in section.split("ERROR at teardown", 1)[0]
+    assert "--advreview-isolation=worktree" in out
