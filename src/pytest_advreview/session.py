@@ -59,6 +59,15 @@ class ReviewSession:
         config.stash[_SESSION_KEY] = self
         self._discover()
 
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """Build the reviewer now, so an unknown backend is a usage error, not N errors.
+
+        (At session start every initial conftest and plugin has registered its
+        ``pytest_advreview_make_reviewer``.)
+        """
+        self.reviewer()
+
     # -- what to review ----------------------------------------------------------------
 
     def _discover(self) -> None:

@@ -1,0 +1,157 @@
+"""Extension points end to end: hooks and the ``command`` backend (no Codex needed)."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+
+import pytest
+
+from conftest import git
+from pytest_advreview.testing import FindingSpec, approved_review, revise_review
+
+HIGH = FindingSpec("high", "Rollback restores a stale backup", section="Rollback")
+
+
+@pytest.fixture
+def repo(pytester: pytest.Pytester) -> pytest.Pytester:
+    git(pytester.path, "init", "-q", "-b", "main")
+    git(pytester.path, "config", "user.name", "T")
+    git(pytester.path, "config", "user.email", "t@example.invalid")
+    (pytester.path / ".gitignore").write_text(
+        ".pytest_cache/\n__pycache__/\n/stdout\n/stderr\n/runpytest-*\n/reviewer.py\n"
+        "/conftest.py\n/prompts/\n"
+    )
+    git(pytester.path, "add", "-A")
+    git(pytester.path, "commit", "-qm", "init")
+    (pytester.path / "docs" / "plans").mkdir(parents=True)
+    (pytester.path / "docs" / "plans" / "x.md").write_text("# Plan\n\n1. Step.\n")
+    return pytester
+
+
+def _command_reviewer(pytester: pytest.Pytester, *answers: str) -> str:
+    """A reviewer CLI: reads the prompt on stdin, saves it, prints the next answer."""
+    (pytester.path / "prompts").mkdir(exist_ok=True)
+    script = pytester.path / "reviewer.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""\
+            import pathlib, sys
+            answers = {list(answers)!r}
+            folder = pathlib.Path(__file__).parent / "prompts"
+            n = len(list(folder.glob("*.txt")))
+            (folder / f"{{n}}.txt").write_text(sys.stdin.read())
+            sys.stdout.write(answers[min(n, len(answers) - 1)])
+            """
+        )
+    )
+    return f"{sys.executable} {script}"
+
+
+def _prompts(pytester: pytest.Pytester) -> list[str]:
+    folder = pytester.path / "prompts"
+    return [(folder / f"{n}.txt").read_text() for n in range(len(list(folder.glob("*.txt"))))]
+
+
+def test_command_backend_reviews_through_stdin_and_stdout(repo: pytest.Pytester) -> None:
+    command = _command_reviewer(repo, approved_review())
+    result = repo.runpytest(
+        "--adversarial-review",
+        "--advreview-reviewer=command",
+        f"--advreview-command={command}",
+        "--advreview-diff=none",
+    )
+    result.assert_outcomes(passed=1)
+    (prompt,) = _prompts(repo)
+    assert prompt.startswith("<!-- ADVERSARIAL-REVIEW-SESSION: ")
+    assert "docs/plans/x.md" in prompt
+
+
+def test_command_backend_later_rounds_are_fresh_runs_with_history(repo: pytest.Pytester) -> None:
+    repo.makeconftest(
+        """
+        from pytest_advreview.models import Decision, DecisionAction
+
+        def pytest_advreview_fix(item, review):
+            return [Decision(finding=f.id, action=DecisionAction.ACCEPT, reason="done")
+                    for f in review.findings]
+        """
+    )
+    command = _command_reviewer(repo, revise_review(HIGH), approved_review())
+    result = repo.runpytest(
+        "--adversarial-review",
+        "--advreview-reviewer=command",
+        f"--advreview-command={command}",
+        "--advreview-diff=none",
+    )
+    result.assert_outcomes(passed=1)
+    _, second = _prompts(repo)
+    assert "## Previous review rounds" in second
+    assert "Rollback restores a stale backup" in second
+
+
+def test_command_backend_failure_is_an_error(repo: pytest.Pytester) -> None:
+    result = repo.runpytest(
+        "--adversarial-review",
+        "--advreview-reviewer=command",
+        f"--advreview-command={sys.executable} -c 'import sys; sys.exit(3)'",
+        "--advreview-diff=none",
+    )
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*review command exited 3*"])
+
+
+def test_make_reviewer_hook_provides_a_backend_and_observers_see_rounds(
+    repo: pytest.Pytester,
+) -> None:
+    repo.makeconftest(
+        f"""
+        from pytest_advreview.models import (
+            Operation, RunnerResult, RunnerStatus, ReviewQuality, Verdict)
+        from pytest_advreview.parse import analyse
+        from pytest_advreview.runner import DispatchResult
+
+        SEEN = []
+
+        class Stub:
+            name = "stub"
+            supports_resume = False
+            def can_resume(self, session_id):
+                return False
+            def dispatch(self, request):
+                SEEN.append(request.prompt_body)
+                review = analyse({approved_review()!r}).review
+                runner = RunnerResult(result=RunnerStatus.SUCCESS, verdict=Verdict.APPROVED,
+                                      attempt_id="000001", review_quality=ReviewQuality.VALID)
+                return DispatchResult(runner=runner, operation=request.operation, review=review)
+
+        def pytest_advreview_make_reviewer(config, name):
+            return Stub() if name == "stub" else None
+
+        def pytest_advreview_modify_prompt(target, operation, prompt):
+            return prompt + "\\nEXTRA-HOUSE-RULES"
+
+        def pytest_advreview_round_done(item, record):
+            print(f"ROUND-DONE {{item.nodeid}} {{record.number}} {{record.operation.value}}")
+
+        def pytest_sessionfinish(session):
+            assert SEEN and SEEN[0].endswith("EXTRA-HOUSE-RULES")
+            print("PROMPT-MODIFIED")
+        """
+    )
+    result = repo.runpytest(
+        "--adversarial-review", "--advreview-reviewer=stub", "--advreview-diff=none", "-s"
+    )
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["*ROUND-DONE docs/plans/x.md::adversarial-review 1 initial*", "*PROMPT-MODIFIED*"]
+    )
+
+
+def test_unknown_backend_name_is_a_clear_error(repo: pytest.Pytester) -> None:
+    result = repo.runpytest(
+        "--adversarial-review", "--advreview-reviewer=nosuch", "--advreview-diff=none"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*no reviewer backend is called 'nosuch'*"])
+    assert "session.py" not in result.stderr.str() + result.stdout.str()
