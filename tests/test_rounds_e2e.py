@@ -79,7 +79,7 @@ def test_decisions_file_reason_reaches_the_reviewer(review_repo: ReviewRepo) -> 
     )
     first = review_repo.run(NO_CODE)
     first.assert_outcomes(failed=1)
-    (finding_id,) = re.findall(r"\[severity: high\] (AR-[0-9a-f]{6})", first.stdout.str())
+    (finding_id,) = set(re.findall(r"\[severity: high\] (AR-[0-9a-f]{6})", first.stdout.str()))
     review_repo.write(
         ".advreview/decisions.toml",
         f'[[decision]]\ntarget = "docs/plans/x.md"\nfinding = "{finding_id}"\n'
