@@ -414,3 +414,21 @@ def test_fixture_reviews_plans_and_code_from_ordinary_tests(review_repo: ReviewR
         *[a for a in review_repo.args() if a.startswith("--advreview-codex-config=")],
     )
     result.assert_outcomes(passed=4)
+
+
+def test_short_summary_is_one_line_even_on_ci(
+    review_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CI", "true")  # pytest does not truncate the summary on CI
+    review_repo.plan("bad.md")
+    review_repo.answer("bad.md", {"message": revise_review(HIGH)})
+    result = review_repo.run("--advreview-diff=none", "--junitxml=out.xml")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert out.count("VERDICT: REVISE") == 1  # the review is shown once, in the failure
+    result.stdout.fnmatch_lines(
+        ["FAILED docs/plans/bad.md::adversarial-review - *[[]severity: high[]] AR-* Rollback*"]
+    )
+    failure = next(ET.parse(review_repo.path / "out.xml").iter("failure"))
+    assert "\n" not in (failure.get("message") or "")
+    assert "VERDICT: REVISE" in (failure.text or "")

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from _pytest._code.code import ExceptionInfo, TerminalRepr
+from _pytest._code.code import ExceptionInfo, ReprFileLocation, TerminalRepr
+from _pytest._io import TerminalWriter
 
 from .constants import MARKER, PLAN_ITEM_NAME
 from .outcome import (
@@ -35,6 +36,23 @@ if TYPE_CHECKING:
 __all__ = ["PlanFile", "ReviewItem"]
 
 _OWN_ERRORS = (ReviewFailed, ReviewerUnavailable, WorkspaceMutated)
+
+
+class ReviewRepr(TerminalRepr):
+    """A review failure: the full text in the report, one line in the short summary.
+
+    ``reprcrash.message`` is what pytest's short test summary (untruncated on CI) and
+    JUnit's ``message`` attribute show, so the review is not printed twice.
+    """
+
+    def __init__(self, text: str, summary: str, path: Path) -> None:
+        self.text = text
+        self.reprcrash = ReprFileLocation(str(path), 0, summary)
+
+    def toterminal(self, tw: TerminalWriter) -> None:
+        """Write the text as it is, line by line (no colour needed to read it)."""
+        for line in self.text.rstrip("\n").splitlines():
+            tw.line(line)
 
 
 class PlanFile(pytest.File):
@@ -154,9 +172,17 @@ class ReviewItem(pytest.Item):
     ) -> str | TerminalRepr:
         """Review results are shown as text, never as a Python traceback."""
         text = self.own_error_text(excinfo.value)
-        if text is not None:
-            return text
-        return super().repr_failure(excinfo, style=style)
+        if text is None:
+            return super().repr_failure(excinfo, style=style)
+        return ReviewRepr(text, self._one_line(excinfo.value), self.reportinfo()[0])
+
+    def _one_line(self, exc: BaseException) -> str:
+        """The short-summary / JUnit message: one line, not the whole review."""
+        if isinstance(exc, ReviewFailed):
+            worst = exc.outcome.failing[0].line() if exc.outcome.failing else ""
+            return f"{exc.outcome.summary}; {worst}".rstrip("; ")
+        first = str(exc).strip().splitlines()
+        return first[0] if first else type(exc).__name__
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         """Point at the plan file (or the repository root for the change set)."""
