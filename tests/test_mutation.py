@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_advreview.git import STATUS_V2_ARGS, StatusEntry, parse_status_v2_z, parse_status_z
 from pytest_advreview.mutation import (
     Mutation,
     MutationError,
@@ -248,3 +249,62 @@ def test_snapshot_of_a_directory_outside_git_is_a_mutation_error(
     plain.mkdir()
     with pytest.raises(MutationError, match="cannot snapshot the workspace"):
         take_snapshot(plain, inputs)
+
+
+def _status(repo: Path, *args: str) -> bytes:
+    return subprocess.run(["git", *args], cwd=repo, capture_output=True, check=True).stdout
+
+
+def test_porcelain_v2_parses_to_the_same_entries_as_v1(repo: Path) -> None:
+    """The snapshot's one-call status (v2 + branch header) equals v1 plus rev-parse HEAD."""
+    write(repo, "src/app.py", "unstaged\n")  # " M"
+    write(repo, "docs/plans/p.md", "staged\n")
+    git(repo, "add", "docs/plans/p.md")
+    write(repo, "docs/plans/p.md", "staged, then changed again\n")  # "MM"
+    write(repo, "new dir/staged new.md", "new\n")
+    git(repo, "add", "new dir/staged new.md")  # "A "
+    (repo / WEIRD).unlink()  # " D"
+    write(repo, "untracked/é x.txt", "u\n")  # "??"
+    git(repo, "mv", "src/app.py", "src/moved.py")  # a rename, listed as D + A (--no-renames)
+    v1 = parse_status_z(
+        _status(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
+    )
+    head, v2 = parse_status_v2_z(_status(repo, *STATUS_V2_ARGS))
+    assert sorted(v2, key=lambda e: e.path) == sorted(v1, key=lambda e: e.path)
+    assert {e.xy for e in v2} >= {"MM", "A ", "??", " D"}
+    assert head == git(repo, "rev-parse", "HEAD").strip()
+
+
+def test_porcelain_v2_of_an_unborn_branch_and_a_conflict(tmp_path: Path) -> None:
+    root = tmp_path / "unborn"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    write(root, "a.txt")
+    head, entries = parse_status_v2_z(_status(root, *STATUS_V2_ARGS))
+    assert head is None
+    assert entries == [StatusEntry("??", "a.txt")]
+
+    git(root, "config", "user.name", "T")
+    git(root, "config", "user.email", "t@example.com")
+    git(root, "add", "a.txt")
+    git(root, "commit", "-qm", "1")
+    git(root, "checkout", "-qb", "other")
+    write(root, "a.txt", "other\n")
+    git(root, "commit", "-qam", "2")
+    git(root, "checkout", "-q", "main")
+    write(root, "a.txt", "main\n")
+    git(root, "commit", "-qam", "3")
+    merge = subprocess.run(["git", "merge", "-q", "other"], cwd=root, capture_output=True)
+    assert b"CONFLICT" in merge.stdout + merge.stderr
+    v1 = parse_status_z(
+        _status(root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
+    )
+    _, v2 = parse_status_v2_z(_status(root, *STATUS_V2_ARGS))
+    assert v2 == v1 == [StatusEntry("UU", "a.txt")]
+
+
+def test_known_toplevel_gives_the_same_snapshot(repo: Path, inputs: list[Path]) -> None:
+    write(repo, "src/app.py", "dirty\n")
+    first = take_snapshot(repo, inputs)
+    assert first.root is not None
+    assert take_snapshot(repo, inputs, toplevel=Path(first.root)) == first

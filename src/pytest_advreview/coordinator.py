@@ -108,7 +108,7 @@ class Coordinator:
         :raises ReviewInputError: unusable material, or a decisions-file entry that names
             a finding this target never had.
         """
-        target = run.target()
+        material = run.material()
         key = run.spec.key
         budget = self.settings.budget_tokens
         if budget is not None and self.ledger.total() >= budget:
@@ -131,7 +131,7 @@ class Coordinator:
                 raise ReviewInputError(str(exc)) from None
         step = decide_next(
             state,
-            content_hash=target.content_hash,
+            content_hash=material.content_hash,
             settings_hash=self.settings_hash,
             decisions=decisions,
             max_rounds=self.settings.max_rounds,
@@ -159,19 +159,19 @@ class Coordinator:
         result, outcome = run.run(history=step.history, decisions=step.decisions, applied=applied)
         self.ledger.add(result.usage.total)
         if result.rounds:
-            self._save(key, target.content, target.content_hash, step.history, result)
+            self._save(key, material.content, material.content_hash, step.history, result)
         return result, outcome
 
     def _applied(self, run: ReviewRun, state: ReviewState) -> str | None:
         """The "Applied" text: what changed since the content of the last round."""
-        target = run.target()
-        if state.last_content is None or state.last_content == target.content:
+        content = run.material().content
+        if state.last_content is None or state.last_content == content:
             return None
         if run.spec.kind == "plan":
             return "Changes to the plan since your last review:\n\n" + plan_diff(
-                state.last_content, target.content, path=run.spec.key
+                state.last_content, content, path=run.spec.key
             )
-        return "The code change was updated since your last review. Now:\n" + target.content
+        return "The code change was updated since your last review. Now:\n" + content
 
     def _save(
         self,

@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
+    "STATUS_V2_ARGS",
     "GitError",
     "StatusEntry",
     "literal_pathspec",
+    "parse_status_v2_z",
     "parse_status_z",
     "run_git",
     "split_z",
@@ -154,6 +156,65 @@ def parse_status_z(data: bytes) -> list[StatusEntry]:
             i += 1
         entries.append(StatusEntry(xy, path, orig))
     return entries
+
+
+#: ``git status`` arguments of :func:`parse_status_v2_z`: porcelain v2 with the branch
+#: header (``HEAD``'s commit), without the ahead/behind count (a walk of the history).
+STATUS_V2_ARGS = (
+    "status",
+    "--porcelain=v2",
+    "-z",
+    "--branch",
+    "--no-ahead-behind",
+    "--untracked-files=all",
+    "--no-renames",
+)
+
+#: Number of space-separated fields before the path, per porcelain v2 record type.
+_V2_FIELDS = {b"1": 8, b"2": 9, b"u": 10, b"?": 1, b"!": 1}
+
+
+def parse_status_v2_z(data: bytes) -> tuple[str | None, list[StatusEntry]]:
+    """Parse ``git status --porcelain=v2 -z --branch`` output (see :data:`STATUS_V2_ARGS`).
+
+    Returns ``HEAD``'s commit (``None`` on an unborn branch) and the entries in the form
+    :func:`parse_status_z` gives for ``--porcelain=v1``: v2 writes an unchanged side of
+    ``XY`` as ``.`` where v1 writes a space, and an untracked (ignored) file as ``?``
+    (``!``) where v1 writes ``??`` (``!!``).  One git call thus answers what
+    ``git status --porcelain=v1`` plus ``git rev-parse --verify HEAD`` answer in two.
+    """
+    fields = data.split(b"\0")
+    head: str | None = None
+    entries: list[StatusEntry] = []
+    i = 0
+    while i < len(fields):
+        record = fields[i]
+        i += 1
+        if not record:
+            continue
+        if record.startswith(b"# branch.oid "):
+            oid = record[len(b"# branch.oid ") :].decode("ascii", "replace")
+            head = None if oid == "(initial)" else oid
+            continue
+        if record.startswith(b"#"):
+            continue
+        kind = record[:1]
+        skip = _V2_FIELDS.get(kind)
+        if skip is None:
+            continue
+        parts = record.split(b" ", skip)
+        if len(parts) <= skip:
+            continue
+        if kind in (b"?", b"!"):
+            xy = kind.decode() * 2
+        else:
+            xy = parts[1].decode("ascii", "replace").replace(".", " ")
+        orig: str | None = None
+        if kind == b"2":
+            orig = _decode(fields[i]) if i < len(fields) else None
+            i += 1
+        entries.append(StatusEntry(xy, _decode(parts[skip]), orig))
+    return head, entries
 
 
 def literal_pathspec(path: str, *, exclude: bool = False) -> str:

@@ -25,7 +25,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .git import GitError, parse_status_z, run_git
+from .git import STATUS_V2_ARGS, GitError, parse_status_v2_z, run_git
 from .models import WireModel
 from .targets import compile_glob, match_any
 
@@ -106,33 +106,38 @@ def _hash_path(path: Path) -> str:
     return digest.hexdigest()
 
 
-def take_snapshot(root: Path | None, inputs: Sequence[Path]) -> Snapshot:
+def take_snapshot(
+    root: Path | None, inputs: Sequence[Path], *, toplevel: Path | None = None
+) -> Snapshot:
     """Snapshot the work tree containing ``root`` (if any) and hash the review inputs.
 
-    One ``git status --porcelain=v1 -z --untracked-files=all --no-renames`` and one
-    ``git rev-parse HEAD``; only the files that status lists are read.
+    One ``git status --porcelain=v2 --branch`` (the status entries and ``HEAD``'s commit
+    in one call), plus a ``git rev-parse --show-toplevel`` unless ``toplevel`` is given;
+    only the files that status lists are read.
 
     :param root: a directory of the git work tree, or ``None`` to watch inputs only.
     :param inputs: files the reviewer must not change (prompt bodies, plan copies, the
         plan under review); a missing input is recorded as missing.
+    :param toplevel: the work tree's top level when the caller knows it already (the
+        ``root`` of an earlier snapshot of the same ``root``): saves one git call.
     :raises MutationError: git failed.
     """
     hashed = {str(Path(p).absolute()): _hash_path(Path(p)) for p in inputs}
     if root is None:
         return Snapshot(inputs=hashed)
     try:
-        top_out = run_git(root, "rev-parse", "--show-toplevel").stdout
-        top = Path(os.fsdecode(top_out.rstrip(b"\n")))
-        out = run_git(
-            root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"
-        ).stdout
+        if toplevel is None:
+            top_out = run_git(root, "rev-parse", "--show-toplevel").stdout
+            toplevel = Path(os.fsdecode(top_out.rstrip(b"\n")))
+        out = run_git(root, *STATUS_V2_ARGS).stdout
     except GitError as exc:
         raise MutationError(f"{_PREFIX}: cannot snapshot the workspace: {exc}") from None
-    head_proc = run_git(root, "rev-parse", "--verify", "--quiet", "HEAD", check=False)
-    head = os.fsdecode(head_proc.stdout).strip() if head_proc.returncode == 0 else None
-    status = {e.path: e.xy for e in parse_status_z(out)}
-    hashes = {path: _hash_path(top / path) for path in status}
-    return Snapshot(root=str(top), head=head, status=status, status_hashes=hashes, inputs=hashed)
+    head, entries = parse_status_v2_z(out)
+    status = {e.path: e.xy for e in entries}
+    hashes = {path: _hash_path(toplevel / path) for path in status}
+    return Snapshot(
+        root=str(toplevel), head=head, status=status, status_hashes=hashes, inputs=hashed
+    )
 
 
 def _display(path: str, root: str | None) -> str:

@@ -12,7 +12,8 @@ import secrets
 import shutil
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -37,7 +38,14 @@ from .runner import DispatchRequest, DispatchResult, Reviewer
 if TYPE_CHECKING:
     from .settings import Settings
 
-__all__ = ["ReviewInputError", "ReviewRun", "TargetSpec", "new_review_id"]
+__all__ = [
+    "ReviewInputError",
+    "ReviewMaterial",
+    "ReviewRun",
+    "SharedLookups",
+    "TargetSpec",
+    "new_review_id",
+]
 
 
 class ReviewInputError(Exception):
@@ -85,11 +93,38 @@ def read_plan(path: Path) -> str:
     return text
 
 
-def _relative(path: Path, root: Path) -> str:
+def _relative(path: Path, root: Path, resolve: Callable[[Path], Path] = Path.resolve) -> str:
     try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
+        return resolve(path).relative_to(resolve(root)).as_posix()
     except ValueError:
         return str(path)
+
+
+@dataclass(frozen=True)
+class ReviewMaterial:
+    """What one review is about, read once per review.
+
+    :param prompt_body: the round-1 prompt body, without the session marker.
+    :param content: the artifact's current text (the plan; the changed files and plan).
+    :param content_hash: its cache key (plan bytes; the diff plus the plan).
+    """
+
+    prompt_body: str
+    content: str
+    content_hash: str
+
+
+@dataclass
+class SharedLookups:
+    """Answers that the reviews of one run can share instead of asking again.
+
+    :param toplevels: review root -> its git top level (``git rev-parse --show-toplevel``),
+        learnt from the first snapshot of that root.
+    :param resolve: resolves paths (``Path.resolve`` with the answers remembered).
+    """
+
+    toplevels: dict[Path, Path] = field(default_factory=dict)
+    resolve: targets.PathResolver = field(default_factory=targets.PathResolver)
 
 
 class _WatchedReviewer:
@@ -168,6 +203,7 @@ class ReviewRun:
         reviewer: Reviewer,
         item: pytest.Item | None = None,
         in_git: bool = True,
+        shared: SharedLookups | None = None,
     ) -> None:
         self.config = config
         #: Outside git only the review inputs can be watched (no ``git status``).
@@ -178,7 +214,7 @@ class ReviewRun:
         self.reviewer = _WatchedReviewer(reviewer)
         self.item = item
         self.review_id = new_review_id()
-        self.work_dir = Path(tempfile.mkdtemp(prefix=f"advreview-{self.review_id}-"))
+        self._work_dir: Path | None = None
         self.result: LoopResult | None = None
         self.outcome: Outcome | None = None
         self.mutations: list[str] = []
@@ -186,10 +222,14 @@ class ReviewRun:
         self.review_root = repo_root
         self.worktree: Worktree | None = None
         self._target: ReviewTarget | None = None
+        self._material: ReviewMaterial | None = None
         #: Counted rounds of earlier runs this review continues (set by the coordinator).
         self.history: tuple[RoundRecord, ...] = ()
         self._before: mutation.Snapshot | None = None
         self._seen: set[str] = set()
+        #: Top levels and resolved paths; a session shares one between all its reviews,
+        #: so later snapshots skip ``git rev-parse --show-toplevel``.
+        self._shared = shared if shared is not None else SharedLookups()
 
     # -- inputs ------------------------------------------------------------------------
 
@@ -199,23 +239,56 @@ class ReviewRun:
             paths = [self.worktree.translate(p) for p in paths]
         return paths
 
+    @property
+    def work_dir(self) -> Path:
+        """The review's private temporary folder, created on first use.
+
+        A verdict taken from stored state launches nothing and needs no folder, so a
+        cached run of hundreds of plans creates (and removes) none.
+        """
+        if self._work_dir is None:
+            self._work_dir = Path(tempfile.mkdtemp(prefix=f"advreview-{self.review_id}-"))
+        return self._work_dir
+
+    def material(self) -> ReviewMaterial:
+        """What is reviewed (read once): prompt body, current text and content hash.
+
+        :raises ReviewInputError: the plan is missing, not UTF-8 or empty.
+        """
+        if self._material is None:
+            self._material = self._read_material()
+        return self._material
+
     def target(self) -> ReviewTarget:
         """The loop's target (built once): read the plan, pick the prompt, hash the content.
 
         :raises ReviewInputError: the plan is missing, not UTF-8 or empty.
         """
         if self._target is None:
-            self._target = self._build_target()
+            material = self.material()
+            self._target = ReviewTarget(
+                key=self.spec.key,
+                kind=self.spec.kind,
+                review_id=self.review_id,
+                repo_root=self.repo_root,
+                work_dir=self.work_dir,
+                initial_prompt=material.prompt_body,
+                content=material.content,
+                content_hash=material.content_hash,
+                language=self.settings.language,
+                output_format=self.settings.output_format,
+                in_git=self.in_git,
+            )
         return self._target
 
-    def _build_target(self) -> ReviewTarget:
+    def _read_material(self) -> ReviewMaterial:
         settings = self.settings
         fmt = settings.output_format
         if self.spec.kind == "plan":
             assert self.spec.path is not None
             text = read_plan(self.spec.path)
             body = prompts.plan_prompt(
-                _relative(self.spec.path, self.repo_root),
+                _relative(self.spec.path, self.repo_root, self._shared.resolve),
                 language=settings.language,
                 output_format=fmt,
             )
@@ -227,7 +300,7 @@ class ReviewRun:
             plan_text = ""
             if self.spec.against_plan is not None:
                 plan_text = read_plan(self.spec.against_plan)
-                plan_rel = _relative(self.spec.against_plan, self.repo_root)
+                plan_rel = _relative(self.spec.against_plan, self.repo_root, self._shared.resolve)
             body = prompts.code_prompt(
                 self.spec.change,
                 against_plan=plan_rel,
@@ -243,25 +316,19 @@ class ReviewRun:
             digest = hashlib.sha256(
                 (targets.change_set_hash(self.repo_root, self.spec.change) + plan_text).encode()
             ).hexdigest()
-        return ReviewTarget(
-            key=self.spec.key,
-            kind=self.spec.kind,
-            review_id=self.review_id,
-            repo_root=self.repo_root,
-            work_dir=self.work_dir,
-            initial_prompt=body,
-            content=content,
-            content_hash=digest,
-            language=settings.language,
-            output_format=fmt,
-            in_git=self.in_git,
-        )
+        return ReviewMaterial(prompt_body=body, content=content, content_hash=digest)
 
     # -- mutation watch ----------------------------------------------------------------
 
     def snapshot(self) -> mutation.Snapshot:
         """The workspace as it is now (git status + hashes of the review inputs)."""
-        return mutation.take_snapshot(self.review_root if self.in_git else None, self._inputs())
+        root = self.review_root if self.in_git else None
+        toplevels = self._shared.toplevels
+        top = toplevels.get(root) if root is not None else None
+        snap = mutation.take_snapshot(root, self._inputs(), toplevel=top)
+        if root is not None and snap.root is not None:
+            toplevels[root] = Path(snap.root)
+        return snap
 
     def rebaseline(self) -> None:
         """Take a new "before" snapshot (after a fixer changed files on purpose)."""
@@ -338,7 +405,7 @@ class ReviewRun:
         """The item's results in the one model every report is built from."""
         result, outcome = self.result, self.outcome
         path = self.spec.path or self.spec.against_plan
-        rel = _relative(path, self.repo_root) if path is not None else None
+        rel = _relative(path, self.repo_root, self._shared.resolve) if path is not None else None
         if result is None or outcome is None:
             return ItemRecord(
                 nodeid=nodeid,
@@ -385,5 +452,6 @@ class ReviewRun:
             self.worktree.remove()
         if keep:
             return str(self.work_dir)
-        shutil.rmtree(self.work_dir, ignore_errors=True)
+        if self._work_dir is not None:
+            shutil.rmtree(self._work_dir, ignore_errors=True)
         return None

@@ -26,6 +26,7 @@ from .models import ChangeSet
 
 __all__ = [
     "GitRepoInfo",
+    "PathResolver",
     "PlanSelection",
     "TargetError",
     "change_set",
@@ -162,6 +163,47 @@ def status_entries(root: Path) -> list[StatusEntry]:
         root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"
     ).stdout
     return parse_status_z(out)
+
+
+# -- paths ---------------------------------------------------------------------------------
+
+
+class PathResolver:
+    """``Path.resolve()`` for many files in few folders, at one ``lstat`` per file.
+
+    ``realpath(folder/name)`` is ``realpath(folder)/name`` whenever ``name`` is not a
+    symlink, so each folder is resolved once and remembered; a file that is a symlink
+    (or that cannot be checked) is resolved in full.  Thousands of plans in a few dozen
+    folders then cost thousands of ``lstat`` calls instead of one per path component.
+
+    Create one per batch (a collection): folders and answers are remembered for the
+    resolver's lifetime, so a path asked about again costs a dictionary lookup.
+    """
+
+    def __init__(self) -> None:
+        self._folders: dict[str, str] = {}
+        self._answers: dict[str, Path] = {}
+
+    def __call__(self, path: Path) -> Path:
+        """The same as ``path.resolve()`` (non-strict)."""
+        # Strings, not Path objects: path arithmetic is most of the cost at this scale.
+        text = os.fspath(path)
+        if not os.path.isabs(text):
+            text = os.path.join(os.getcwd(), text)
+        known = self._answers.get(text)
+        if known is not None:
+            return known
+        folder, name = os.path.split(text)
+        # ``islink`` is False when the file cannot be checked, as for ``realpath``.
+        if name in ("", ".", "..") or os.path.islink(text):
+            answer = Path(text).resolve()
+        else:
+            real = self._folders.get(folder)
+            if real is None:
+                real = self._folders[folder] = str(Path(folder).resolve())
+            answer = Path(os.path.join(real, name))
+        self._answers[text] = answer
+        return answer
 
 
 # -- globs ---------------------------------------------------------------------------------
@@ -347,14 +389,16 @@ def _toplevel(root: Path) -> Path:
     return Path(_lines(out)[0])
 
 
-def _relative_excludes(top: Path, exclude: Collection[str | os.PathLike[str]]) -> set[str]:
+def _relative_excludes(
+    top: Path, exclude: Collection[str | os.PathLike[str]], resolve: PathResolver
+) -> set[str]:
     rels: set[str] = set()
     top_abs = top.resolve()
     for item in exclude:
         path = Path(item)
         if path.is_absolute():
             try:
-                rels.add(path.resolve().relative_to(top_abs).as_posix())
+                rels.add(resolve(path).relative_to(top_abs).as_posix())
             except ValueError:
                 continue  # outside the repository: cannot be part of its change set
         else:
@@ -429,6 +473,8 @@ def change_set(
     mode: Literal["auto", "uncommitted", "branch", "none"] | str,
     base: str | None,
     exclude: Collection[str | os.PathLike[str]] = (),
+    *,
+    resolver: PathResolver | None = None,
 ) -> ChangeSet | None:
     """The code change to review, as the code prompts describe it.
 
@@ -442,13 +488,15 @@ def change_set(
     :param exclude: files reviewed as plan items (absolute, or relative to the top level);
         they are left out of ``files`` and excluded from the diff commands by pathspec, so
         a branch that only edits plans has no change set.
+    :param resolver: resolves the absolute ``exclude`` paths (pass the one that resolved
+        them already, e.g. during collection, to reuse its answers).
     :returns: ``None`` when nothing is left to review (or ``mode`` is ``none``).  The
         change set has ``base`` only in branch mode.
     :raises TargetError: ``branch`` without a base, or git cannot diff against the base.
     """
     if mode == "none":
         return None
-    excluded = _relative_excludes(_toplevel(root), exclude)
+    excluded = _relative_excludes(_toplevel(root), exclude, resolver or PathResolver())
     if mode in ("auto", "uncommitted"):
         found = _uncommitted(root, excluded)
         if found is not None or mode == "uncommitted":

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import os
+import select
 import signal
 import subprocess
 import threading
@@ -63,20 +65,51 @@ def launch(
 def _wait(
     proc: subprocess.Popen[bytes], timeout: float, cancel: threading.Event | None
 ) -> int | None:
-    """The exit code, or ``None`` when ``timeout`` passed or ``cancel`` was set first."""
-    if cancel is None:
-        try:
-            return proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return None
+    """The exit code, or ``None`` when ``timeout`` passed or ``cancel`` was set first.
+
+    ``Popen.wait(timeout=…)`` polls with sleeps that grow to 50 ms, so an exit is noticed
+    25 ms late on average, per review.  Where the OS offers a process file descriptor
+    (Linux 5.3+), this wait sleeps on it instead and wakes the moment the child exits.
+    """
     deadline = time.monotonic() + timeout
-    while not cancel.is_set():
-        try:
-            return proc.wait(timeout=max(0.0, min(0.1, deadline - time.monotonic())))
-        except subprocess.TimeoutExpired:
-            if time.monotonic() >= deadline:
+    pidfd = _pidfd(proc.pid)
+    try:
+        while cancel is None or not cancel.is_set():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
                 return None
-    return None
+            # With a cancel event, look at it at least every 0.1 s.
+            step = remaining if cancel is None else min(0.1, remaining)
+            if pidfd is None:
+                try:
+                    return proc.wait(timeout=step)
+                except subprocess.TimeoutExpired:
+                    continue
+            if _exited(pidfd, step):
+                return proc.wait()
+        return None
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+
+
+def _pidfd(pid: int) -> int | None:
+    """A file descriptor that becomes readable when ``pid`` exits, where there is one."""
+    pidfd_open = getattr(os, "pidfd_open", None)
+    if pidfd_open is None:
+        return None
+    try:
+        fd: int = pidfd_open(pid)
+    except OSError:  # an old kernel (ENOSYS) or a seccomp filter that forbids it
+        return None
+    return fd
+
+
+def _exited(pidfd: int, seconds: float) -> bool:
+    """Whether the process behind ``pidfd`` exits within ``seconds``."""
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    return bool(poller.poll(max(0, math.ceil(seconds * 1000))))
 
 
 def kill_group(proc: subprocess.Popen[bytes]) -> None:

@@ -14,6 +14,7 @@ wrapper orphans the native binary on SIGKILL, so the whole process group is kill
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -112,6 +113,10 @@ class CodexOptions(WireModel):
     timeout: float = 600.0
     #: Extra environment for the Codex process (on top of ``os.environ``).
     env: Mapping[str, str] = Field(default_factory=dict)
+    #: A file that shares the sandbox preflight's answer between the processes of one
+    #: run (the xdist workers): the first one probes, the others read its answer.
+    #: ``None``: every reviewer probes for itself.
+    preflight_file: str | None = None
     capabilities: CodexCapabilities = Field(default_factory=CodexCapabilities)
 
 
@@ -224,10 +229,41 @@ class CodexReviewer:
 
         The seed's bwrap preflight, done with Codex's own sandbox so it tests exactly
         what the review will use.  The probe runs ``true`` in a scratch directory and
-        writes nothing to the repository.
+        writes nothing to the repository.  With ``preflight_file`` set, the processes of
+        one run share a single probe (the first one runs it, under a file lock).
         """
         if self._preflight is not False:
             return self._preflight
+        if self.options.preflight_file is None:
+            self._preflight = self._probe_sandbox(scratch)
+            return self._preflight
+        # One probe per run: each xdist worker would otherwise start its own Codex for
+        # the same answer.  The lock makes the others wait for the first one's answer.
+        try:
+            shared = open(self.options.preflight_file, "a+", encoding="utf-8")  # noqa: SIM115
+        except OSError:
+            self._preflight = self._probe_sandbox(scratch)
+            return self._preflight
+        with shared:
+            fcntl.flock(shared, fcntl.LOCK_EX)
+            shared.seek(0)
+            try:
+                answer = json.loads(shared.read() or "null")
+            except ValueError:
+                answer = None
+            if isinstance(answer, dict) and "problem" in answer:
+                problem = answer["problem"]
+                self._preflight = problem if isinstance(problem, str) else None
+            else:
+                self._preflight = self._probe_sandbox(scratch)
+                shared.seek(0)
+                shared.truncate()
+                shared.write(json.dumps({"problem": self._preflight}))
+                shared.flush()
+        return self._preflight
+
+    def _probe_sandbox(self, scratch: Path) -> str | None:
+        """Run ``codex sandbox -- true``; the problem it shows, ``None`` when it works."""
         # No -C: on 0.171 `sandbox -C` demands a permission profile; the cwd does the job.
         argv = [
             self.options.executable,
@@ -250,23 +286,16 @@ class CodexReviewer:
             )
         except FileNotFoundError:
             # A missing executable is reported by the real launch (launch_failure).
-            self._preflight = None
             return None
         except subprocess.TimeoutExpired:
-            self._preflight = "sandbox preflight timed out (codex sandbox -- true)"
-            return self._preflight
+            return "sandbox preflight timed out (codex sandbox -- true)"
         stderr = proc.stderr.decode("utf-8", "replace")
         if proc.returncode == 0 or (proc.returncode == 2 and "Usage:" in stderr):
             # rc 2 with a usage text: this Codex has no such probe.  The launch itself
             # still exposes a broken sandbox (degraded_environmental), so do not block.
-            self._preflight = None
-        else:
-            tail = stderr.strip()[-MAX_ERROR_CHARS:]
-            self._preflight = (
-                f"sandbox preflight failed: `codex sandbox -- true` exited "
-                f"{proc.returncode}: {tail}"
-            )
-        return self._preflight
+            return None
+        tail = stderr.strip()[-MAX_ERROR_CHARS:]
+        return f"sandbox preflight failed: `codex sandbox -- true` exited {proc.returncode}: {tail}"
 
     def argv(
         self, request: DispatchRequest, output_file: Path, schema_file: Path | None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -16,8 +18,16 @@ if TYPE_CHECKING:
 __all__ = ["BuiltinReviewers", "codex_options"]
 
 
-def codex_options(settings: Settings) -> CodexOptions:
-    """The Codex launch options that the resolved settings ask for."""
+def codex_options(settings: Settings, run_dir: Path | None = None) -> CodexOptions:
+    """The Codex launch options that the resolved settings ask for.
+
+    :param run_dir: the run's directory (shared with the xdist workers); the sandbox
+        preflight's answer is shared there, one file per Codex executable.
+    """
+    preflight_file = None
+    if run_dir is not None:
+        name = hashlib.sha256(settings.codex.encode("utf-8", "surrogateescape")).hexdigest()
+        preflight_file = str(run_dir / f"codex-preflight-{name[:16]}.json")
     return CodexOptions(
         executable=settings.codex,
         model=settings.model,
@@ -26,7 +36,15 @@ def codex_options(settings: Settings) -> CodexOptions:
         approvals=settings.approvals,
         config=tuple(settings.codex_config),
         timeout=settings.timeout,
+        preflight_file=preflight_file,
     )
+
+
+def _run_dir(config: pytest.Config) -> Path | None:
+    """The run directory of the ``--adversarial-review`` session, if one is running."""
+    session = config.pluginmanager.get_plugin("advreview-session")
+    run_dir = getattr(session, "run_dir", None)
+    return run_dir if isinstance(run_dir, Path) and run_dir.is_dir() else None
 
 
 class BuiltinReviewers:
@@ -39,7 +57,7 @@ class BuiltinReviewers:
     def pytest_advreview_make_reviewer(self, config: pytest.Config, name: str) -> Reviewer | None:
         """Build the named built-in backend; ``None`` for names a plugin must provide."""
         if name == "codex":
-            return CodexReviewer(codex_options(self.settings))
+            return CodexReviewer(codex_options(self.settings, _run_dir(config)))
         if name == "command":
             assert self.settings.command, "settings validation requires a command"
             return CommandReviewer(self.settings.command, timeout=self.settings.timeout)
