@@ -23,9 +23,8 @@ from .loop import LoopResult
 from .models import ChangeSet
 from .outcome import Outcome
 from .report.collect import ResultsCollector
-from .report.publish import exit_status, publish
 from .report.terminal import write_summary
-from .review import ReviewRun, TargetSpec
+from .review import ReviewRun, SharedLookups, TargetSpec
 from .runner import Reviewer
 
 if TYPE_CHECKING:
@@ -47,6 +46,15 @@ class ReviewSession:
         self.base: str | None = None
         self._reviewer: Reviewer | None = None
         self._collected: set[Path] = set()
+        # Set lookups: pytest asks about every file of the tree, thousands of plans each
+        # time (a tuple here made collecting 5,000 plans quadratic).
+        self._selected: frozenset[Path] = frozenset()
+        self._explicit: list[Path] | None = None
+        self._explicit_set: frozenset[Path] = frozenset()
+        self._root_resolved: Path | None = None
+        #: Shared by the run's reviews: git top levels and resolved paths.
+        self._shared = SharedLookups()
+        self._resolve = self._shared.resolve
         self.results = ResultsCollector()
         # One directory per run, decided on the controller and shared with the workers
         # (the token ledger lives there); removed by the controller at the end.
@@ -55,6 +63,8 @@ class ReviewSession:
             self.run_dir = Path(str(workerinput[RUN_DIR_KEY]))
         else:
             self.run_dir = Path(tempfile.mkdtemp(prefix="advreview-run-"))
+            # Removed however the run ends (a usage error after configure included).
+            config.add_cleanup(lambda: shutil.rmtree(self.run_dir, ignore_errors=True))
         self.coordinator = Coordinator(config, settings, self.run_dir)
         config.stash[_SESSION_KEY] = self
         self._discover()
@@ -90,6 +100,7 @@ class ReviewSession:
             self.base,
             repo=self.repo,
         )
+        self._selected = frozenset(self.selection.selected)
 
     @property
     def repo_root(self) -> Path:
@@ -98,34 +109,40 @@ class ReviewSession:
 
     def relpath(self, path: Path) -> str:
         """A repo-relative posix path, the key of a plan in state and decisions."""
+        if self._root_resolved is None:
+            self._root_resolved = self.repo_root.resolve()
         try:
-            return path.resolve().relative_to(self.repo_root.resolve()).as_posix()
+            return self._resolve(path).relative_to(self._root_resolved).as_posix()
         except ValueError:
             return str(path)
 
     def _explicit_plans(self) -> list[Path]:
-        """``.md`` files named on the command line: always reviewed."""
-        found = []
-        for arg in self.config.args:
-            path = Path(arg.split("::", 1)[0])
-            if not path.is_absolute():
-                path = Path(self.config.invocation_params.dir) / path
-            if path.suffix == ".md" and path.is_file():
-                found.append(path.resolve())
-        return found
+        """``.md`` files named on the command line: always reviewed (looked up once)."""
+        if self._explicit is None:
+            found = []
+            for arg in self.config.args:
+                path = Path(arg.split("::", 1)[0])
+                if not path.is_absolute():
+                    path = Path(self.config.invocation_params.dir) / path
+                if path.suffix == ".md" and path.is_file():
+                    found.append(path.resolve())
+            self._explicit = found
+            self._explicit_set = frozenset(found)
+        return self._explicit
 
-    def _wanted(self, path: Path) -> bool:
-        resolved = path.resolve()
-        if resolved in self._explicit_plans():
-            return True
-        return self.selection is not None and resolved in self.selection.selected
+    def _wanted(self, resolved: Path) -> bool:
+        self._explicit_plans()
+        return resolved in self._explicit_set or resolved in self._selected
 
     @pytest.hookimpl
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> PlanFile | None:
         """Collect a plan file that is selected or named on the command line."""
-        if file_path.suffix != ".md" or not self._wanted(file_path):
+        if file_path.suffix != ".md":
             return None
-        self._collected.add(file_path.resolve())
+        resolved = self._resolve(file_path)
+        if not self._wanted(resolved):
+            return None
+        self._collected.add(resolved)
         plan: PlanFile = PlanFile.from_parent(parent, path=file_path)
         return plan
 
@@ -165,7 +182,11 @@ class ReviewSession:
         assert self.selection is not None
         # A plan reviewed as a plan item is not reviewed again as code.
         return targets.change_set(
-            self.repo.root, self.settings.diff, self.base, self.selection.selected
+            self.repo.root,
+            self.settings.diff,
+            self.base,
+            self.selection.selected,
+            resolver=self._resolve,
         )
 
     def stored_severity(self, key: str) -> str | None:
@@ -199,6 +220,7 @@ class ReviewSession:
             reviewer=self.reviewer(),
             item=item,
             in_git=self.repo is not None,
+            shared=self._shared,
         )
 
     def run_review(self, run: ReviewRun) -> tuple[LoopResult, Outcome]:
@@ -253,14 +275,15 @@ class ReviewSession:
         """Write the report files once, on the controller, also after errors."""
         if hasattr(self.config, "workerinput"):
             return
+        # Imported here: the report writers run on the controller only, and xdist
+        # workers (one Python start each) need not load them.
+        from .report.publish import exit_status, publish
+
         results = self.results.ordered()
-        try:
-            publish(self.config, self.settings, results)
-            session.exitstatus = exit_status(
-                self.settings, results, int(exitstatus), config=self.config
-            )
-        finally:
-            shutil.rmtree(self.run_dir, ignore_errors=True)
+        publish(self.config, self.settings, results)
+        session.exitstatus = exit_status(
+            self.settings, results, int(exitstatus), config=self.config
+        )
 
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:

@@ -34,12 +34,15 @@ class ResultsCollector:
 
     def __init__(self) -> None:
         self.results: dict[str, ItemResult] = {}
+        self._raw: dict[str, str] = {}
 
     def add(self, report: pytest.TestReport) -> None:
         """Fold one phase report of a review item in (reports without a record are ignored)."""
         raw = getattr(report, RECORD_ATTR, None)
         entry = self.results.get(report.nodeid)
-        if raw is not None:
+        # Every phase report carries the record; parse it only when it changed.
+        if raw is not None and (entry is None or self._raw.get(report.nodeid) != raw):
+            self._raw[report.nodeid] = str(raw)
             record = ItemRecord.model_validate_json(str(raw))
             if entry is None:
                 entry = self.results[report.nodeid] = ItemResult(record)
