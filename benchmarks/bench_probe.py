@@ -1,0 +1,150 @@
+"""A tiny pytest plugin the benchmark loads with ``-p bench_probe`` (never in timed runs).
+
+At the end of the run it writes JSON to the file named by ``$ADVREVIEW_BENCH_PROBE``:
+
+``maxrss_kb``
+    ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` of this pytest process (children, such
+    as the reviewer, are not included).
+``plan_hash``
+    the paths passed to :func:`pytest_advreview.targets.plan_hash` (the per-plan content
+    hash), in call order.
+``snapshot_hash``
+    the paths hashed by the mutation snapshots (``mutation._hash_path``).
+``opened``
+    with ``$ADVREVIEW_BENCH_WATCH`` set to a directory: every file below it that this
+    process opened (a Python audit hook on the ``open`` event, which covers ``open``,
+    ``io.open``, ``Path.open`` and ``os.open``), in call order.
+``items``
+    node ids of the collected items.
+``timeline`` and ``spent``
+    where the wall time went: seconds since ``$ADVREVIEW_BENCH_T0`` (the parent's
+    ``time.time()`` just before it started pytest) at configure, after collection, when
+    the last item finished and at unconfigure; and the seconds spent inside the
+    reviewer launches, the sandbox preflight and git, in total and per phase.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import time
+from collections.abc import Callable, Generator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+_OUT = os.environ.get("ADVREVIEW_BENCH_PROBE")
+_WATCH = os.environ.get("ADVREVIEW_BENCH_WATCH")
+_T0 = float(os.environ.get("ADVREVIEW_BENCH_T0") or time.time())
+_seen: dict[str, list[str]] = {"plan_hash": [], "snapshot_hash": [], "opened": []}
+_items: list[str] = []
+_timeline: dict[str, float] = {}
+_spent: dict[str, float] = {
+    "launch_s": 0.0,
+    "preflight_s": 0.0,
+    "git_s": 0.0,
+    "git_calls": 0,
+    "git_in_items_s": 0.0,
+    "items_s": 0.0,
+}
+_in_items = False
+
+
+def _mark(name: str) -> None:
+    _timeline[name] = round(time.time() - _T0, 4)
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if event != "open" or not _WATCH or not args:
+        return
+    target = args[0]
+    if isinstance(target, (str, bytes, os.PathLike)):
+        name = os.fsdecode(target)
+        if name.startswith(_WATCH):
+            _seen["opened"].append(name)
+
+
+def _count(module: Any, attr: str, bucket: str) -> None:
+    original = getattr(module, attr)
+
+    def counting(path: Path) -> Any:
+        _seen[bucket].append(str(path))
+        return original(path)
+
+    setattr(module, attr, counting)
+
+
+def _timed(original: Callable[..., Any], key: str, *, git: bool = False) -> Callable[..., Any]:
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            spent = time.perf_counter() - started
+            _spent[key] += spent
+            if git:
+                _spent["git_calls"] += 1
+                if _in_items:
+                    _spent["git_in_items_s"] += spent
+
+    return timed
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Start counting (audit hook and wrappers); only when the output file is named."""
+    _mark("configure")
+    if not _OUT:
+        return
+    from pytest_advreview import git, mutation, targets
+    from pytest_advreview.runner import codex
+
+    _count(targets, "plan_hash", "plan_hash")
+    _count(mutation, "_hash_path", "snapshot_hash")
+    codex.launch = _timed(codex.launch, "launch_s")
+    codex.CodexReviewer._probe_sandbox = _timed(  # type: ignore[method-assign]
+        codex.CodexReviewer._probe_sandbox, "preflight_s"
+    )
+    timed_git = _timed(git.run_git, "git_s", git=True)
+    for module in (git, targets, mutation):
+        module.run_git = timed_git  # type: ignore[attr-defined]
+    if _WATCH:
+        sys.addaudithook(_audit)  # lives as long as the process, which is this run
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Remember the collected node ids."""
+    _mark("collected")
+    _items.extend(item.nodeid for item in session.items)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
+    """Time the items (setup, call and teardown)."""
+    global _in_items
+    _in_items = True
+    started = time.perf_counter()
+    try:
+        return (yield)
+    finally:
+        _spent["items_s"] += time.perf_counter() - started
+        _in_items = False
+        _mark("items_done")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Write the figures, last thing in the run."""
+    _mark("unconfigure")
+    if not _OUT or hasattr(config, "workerinput"):
+        return
+    data = {
+        "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        "items": _items,
+        "timeline": _timeline,
+        "spent": {k: round(v, 4) for k, v in _spent.items()},
+        **_seen,
+    }
+    Path(_OUT).write_text(json.dumps(data), encoding="utf-8")
