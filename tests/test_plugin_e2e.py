@@ -431,4 +431,17 @@ def test_short_summary_is_one_line_even_on_ci(
     )
     failure = next(ET.parse(review_repo.path / "out.xml").iter("failure"))
     assert "\n" not in (failure.get("message") or "")
+    assert "\n" not in (failure.get("message") or "")
     assert "VERDICT: REVISE" in (failure.text or "")
+
+
+def test_error_short_summary_is_one_line_on_ci(
+    review_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CI", "true")
+    review_repo.plan("down.md")
+    review_repo.answer("down.md", {"http_status": 500, "body": {"error": {"message": "x"}}})
+    result = review_repo.run("--advreview-diff=none")
+    result.assert_outcomes(errors=1)
+    (line,) = [ln for ln in result.stdout.lines if ln.startswith("ERROR docs/plans/down.md")]
+    assert line.endswith("reviewer could not run (aborted)")

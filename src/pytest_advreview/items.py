@@ -174,9 +174,9 @@ class ReviewItem(pytest.Item):
         text = self.own_error_text(excinfo.value)
         if text is None:
             return super().repr_failure(excinfo, style=style)
-        return ReviewRepr(text, self._one_line(excinfo.value), self.reportinfo()[0])
+        return ReviewRepr(text, self.one_line(excinfo.value), self.reportinfo()[0])
 
-    def _one_line(self, exc: BaseException) -> str:
+    def one_line(self, exc: BaseException) -> str:
         """The short-summary / JUnit message: one line, not the whole review."""
         if isinstance(exc, ReviewFailed):
             worst = exc.outcome.failing[0].line() if exc.outcome.failing else ""

@@ -18,7 +18,7 @@ import pytest
 from . import targets
 from .constants import CODE_ITEM_NAME, RECORD_ATTR, RUN_DIR_KEY
 from .coordinator import Coordinator
-from .items import _SESSION_KEY, PlanFile, ReviewItem
+from .items import _SESSION_KEY, PlanFile, ReviewItem, ReviewRepr
 from .loop import LoopResult
 from .models import ChangeSet
 from .outcome import Outcome
@@ -262,7 +262,9 @@ class ReviewSession:
             if call.excinfo is not None and report.when != "call":
                 text = item.own_error_text(call.excinfo.value)
                 if text is not None:
-                    report.longrepr = text
+                    report.longrepr = ReviewRepr(
+                        text, item.one_line(call.excinfo.value), item.reportinfo()[0]
+                    )
         return report
 
     @pytest.hookimpl
