@@ -213,3 +213,15 @@ def test_isolation_under_xdist_errors_only_the_writer_and_leaves_the_tree_alone(
     assert not (review_repo.path / "pwned.txt").exists()
     assert git(review_repo.path, "status", "--porcelain") == before
     assert git(review_repo.path, "worktree", "list", "--porcelain").count("worktree ") == 1
+
+
+def test_stored_severity_marker_selects_items_at_collection(review_repo: ReviewRepo) -> None:
+    review_repo.plan("bad.md", PLAN)
+    review_repo.plan("good.md", PLAN + "\n")
+    review_repo.answer("bad.md", {"message": revise_review(CRITICAL)})
+    review_repo.answer("good.md", {"message": approved_review()})
+    review_repo.run(NO_CODE).assert_outcomes(passed=1, failed=1)
+    again = review_repo.run(NO_CODE, "-m", "severity_critical")
+    again.assert_outcomes(failed=1, deselected=1)
+    again.stdout.fnmatch_lines(["*bad.md::adversarial-review: cached (failed)*"])
+    assert len(review_repo.server.response_requests) == 2  # no new reviewer call
