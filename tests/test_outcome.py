@@ -3,74 +3,12 @@
 from __future__ import annotations
 
 import json
-import sys
-import types
 import warnings
-from collections.abc import Sequence
 
 import pytest
 
-
-def _install_prompts_stand_in() -> None:
-    """Stand in for ``pytest_advreview.prompts`` (imported by ``loop``) until it lands.
-
-    The same stand-in as in ``test_loop.py``: whichever file is imported first installs
-    it, so both must install the complete one.
-    """
-    from pytest_advreview.models import OutputFormat, WireModel
-
-    module = types.ModuleType("pytest_advreview.prompts")
-
-    class PreviousRound(WireModel):
-        number: int
-        review: str
-        decisions: str
-
-    def rereview_prompt(
-        *,
-        applied: Sequence[str],
-        rescoped: Sequence[str],
-        rejected: Sequence[str],
-        language: str = "English",
-        output_format: OutputFormat = OutputFormat.MARKDOWN,
-    ) -> str:
-        def section(title: str, items: Sequence[str]) -> str:
-            return f"## {title}\n" + ("\n".join(f"- {i}" for i in items) or "- none")
-
-        return "\n\n".join(
-            [
-                "I've evaluated the findings.",
-                section("Applied", applied),
-                section("Re-scoped", rescoped),
-                section("Rejected with reasoning", rejected),
-            ]
-        )
-
-    def fresh_exec_prompt(
-        original_body: str, *, previous_rounds: Sequence[PreviousRound], current_state: str
-    ) -> str:
-        history = "\n\n".join(
-            f"### Round {r.number}\n{r.review}\n{r.decisions}" for r in previous_rounds
-        )
-        return (
-            f"{original_body}\n\n## Previous review rounds\n\n{history}\n\n"
-            f"## Current state of the artifact\n\n{current_state}"
-        )
-
-    PreviousRound.__module__ = module.__name__
-    module.PreviousRound = PreviousRound  # type: ignore[attr-defined]
-    module.rereview_prompt = rereview_prompt  # type: ignore[attr-defined]
-    module.fresh_exec_prompt = fresh_exec_prompt  # type: ignore[attr-defined]
-    sys.modules[module.__name__] = module
-
-
-try:
-    import pytest_advreview.prompts  # noqa: F401
-except ModuleNotFoundError:
-    _install_prompts_stand_in()
-
-from pytest_advreview.loop import LoopResult  # noqa: E402
-from pytest_advreview.models import (  # noqa: E402
+from pytest_advreview.loop import LoopResult
+from pytest_advreview.models import (
     Finding,
     Location,
     Operation,
@@ -83,7 +21,7 @@ from pytest_advreview.models import (  # noqa: E402
     TokenUsage,
     Verdict,
 )
-from pytest_advreview.outcome import (  # noqa: E402
+from pytest_advreview.outcome import (
     Outcome,
     OutcomeKind,
     ReviewerUnavailable,
