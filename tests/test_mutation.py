@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_advreview.git import STATUS_V2_ARGS, StatusEntry, parse_status_v2_z, parse_status_z
+from pytest_advreview.git import STATUS_V2_ARGS, StatusEntry, parse_status_v2_z
 from pytest_advreview.mutation import (
     Mutation,
     MutationError,
@@ -24,6 +24,30 @@ from pytest_advreview.mutation import (
 from pytest_advreview.settings import DEFAULT_ALLOW_UNTRACKED
 
 WEIRD = 'sp ace "q" $HOME.txt'
+
+
+def parse_status_z(data: bytes) -> list[StatusEntry]:
+    """Parse ``git status --porcelain=v1 -z`` output: the oracle for the v2 parser.
+
+    Each record is ``XY PATH\\0``; renames and copies carry the source as an extra
+    ``ORIG\\0`` field after the destination.
+    """
+    fields = data.split(b"\0")
+    entries: list[StatusEntry] = []
+    i = 0
+    while i < len(fields):
+        record = fields[i]
+        i += 1
+        if not record:
+            continue
+        xy = record[:2].decode("ascii", "replace")
+        path = os.fsdecode(record[3:])
+        orig: str | None = None
+        if "R" in xy or "C" in xy:
+            orig = os.fsdecode(fields[i]) if i < len(fields) else None
+            i += 1
+        entries.append(StatusEntry(xy, path, orig))
+    return entries
 
 
 def git(cwd: Path, *args: str) -> str:

@@ -21,7 +21,6 @@ __all__ = [
     "StatusEntry",
     "literal_pathspec",
     "parse_status_v2_z",
-    "parse_status_z",
     "run_git",
     "split_z",
 ]
@@ -69,7 +68,7 @@ def run_git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedPr
 
     Arguments are passed as an argv list, never through a shell, so paths with spaces,
     quotes or ``$`` need no quoting.  Output is raw bytes: parse it with :func:`split_z`
-    or :func:`parse_status_z` when the command was given ``-z``.
+    or :func:`parse_status_v2_z` when the command was given ``-z``.
 
     :param cwd: the directory git runs in (``git -C`` is not used, so relative paths in
         ``args`` are relative to it).
@@ -134,30 +133,6 @@ class StatusEntry:
         return self.xy[1] not in " ?!"
 
 
-def parse_status_z(data: bytes) -> list[StatusEntry]:
-    """Parse ``git status --porcelain=v1 -z`` output.
-
-    Each record is ``XY PATH\\0``; renames and copies carry the source as an extra
-    ``ORIG\\0`` field after the destination.
-    """
-    fields = data.split(b"\0")
-    entries: list[StatusEntry] = []
-    i = 0
-    while i < len(fields):
-        record = fields[i]
-        i += 1
-        if not record:
-            continue
-        xy = record[:2].decode("ascii", "replace")
-        path = _decode(record[3:])
-        orig: str | None = None
-        if "R" in xy or "C" in xy:
-            orig = _decode(fields[i]) if i < len(fields) else None
-            i += 1
-        entries.append(StatusEntry(xy, path, orig))
-    return entries
-
-
 #: ``git status`` arguments of :func:`parse_status_v2_z`: porcelain v2 with the branch
 #: header (``HEAD``'s commit), without the ahead/behind count (a walk of the history).
 STATUS_V2_ARGS = (
@@ -178,7 +153,7 @@ def parse_status_v2_z(data: bytes) -> tuple[str | None, list[StatusEntry]]:
     """Parse ``git status --porcelain=v2 -z --branch`` output (see :data:`STATUS_V2_ARGS`).
 
     Returns ``HEAD``'s commit (``None`` on an unborn branch) and the entries in the form
-    :func:`parse_status_z` gives for ``--porcelain=v1``: v2 writes an unchanged side of
+    ``--porcelain=v1`` would give: v2 writes an unchanged side of
     ``XY`` as ``.`` where v1 writes a space, and an untracked (ignored) file as ``?``
     (``!``) where v1 writes ``??`` (``!!``).  One git call thus answers what
     ``git status --porcelain=v1`` plus ``git rev-parse --verify HEAD`` answer in two.

@@ -21,7 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from .git import GitError, StatusEntry, literal_pathspec, parse_status_z, run_git, split_z
+from .git import (
+    STATUS_V2_ARGS,
+    GitError,
+    StatusEntry,
+    literal_pathspec,
+    parse_status_v2_z,
+    run_git,
+    split_z,
+)
 from .models import ChangeSet
 
 __all__ = [
@@ -154,15 +162,15 @@ def resolve_base(repo: Path, explicit: str | None, env: Mapping[str, str]) -> st
 
 
 def status_entries(root: Path) -> list[StatusEntry]:
-    """``git status --porcelain=v1 -z --untracked-files=all --no-renames`` of ``root``.
+    """``git status`` of ``root`` (untracked files listed, no rename detection).
 
     Renames are reported as a deletion plus an addition, so each path is one entry and
-    agrees with ``git diff --no-renames``.  Paths are relative to the top level.
+    agrees with ``git diff --no-renames``.  Paths are relative to the top level.  The same
+    command and parser as the mutation snapshots (:data:`~.git.STATUS_V2_ARGS`), so the
+    two can never read ``git status`` differently.
     """
-    out = _git(
-        root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"
-    ).stdout
-    return parse_status_z(out)
+    _head, entries = parse_status_v2_z(_git(root, *STATUS_V2_ARGS).stdout)
+    return entries
 
 
 # -- paths ---------------------------------------------------------------------------------
