@@ -7,6 +7,7 @@ pytest_plugins = ["pytest_advreview.testing.fixtures"]
 
 # -- end-to-end helpers: a git repository under pytester, reviewed by the real Codex ----
 
+import os  # noqa: E402
 import subprocess  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -23,9 +24,20 @@ from pytest_advreview.testing import (  # noqa: E402
 
 
 def git(repo: Path, *args: str) -> str:
-    """Run git in ``repo`` (argv list) and return stdout."""
-    out = subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True)
-    return out.stdout
+    """Run git in ``repo`` (argv list) and return stdout; a failure shows git's stderr."""
+    proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, check=False)
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    return os.fsdecode(proc.stdout)
+
+
+@pytest.fixture
+def hermetic_git(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Git that sees neither the user's config nor a repository above the temp dirs."""
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path_factory.getbasetemp()))
+    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR"):
+        monkeypatch.delenv(name, raising=False)
 
 
 class ReviewRepo:

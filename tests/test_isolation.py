@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import git
 from pytest_advreview.git import GitError
 from pytest_advreview.isolation import (
     WORKTREE_PREFIX,
@@ -26,20 +27,7 @@ from pytest_advreview.isolation import (
 WEIRD = 'sp ace "q" $HOME.txt'
 BINARY = bytes(range(256)) * 8
 
-
-def git(cwd: Path, *args: str) -> str:
-    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False)
-    assert proc.returncode == 0, proc.stderr.decode()
-    return os.fsdecode(proc.stdout)
-
-
-@pytest.fixture(autouse=True)
-def hermetic_git(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path_factory.getbasetemp()))
-    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR"):
-        monkeypatch.delenv(name, raising=False)
+pytestmark = pytest.mark.usefixtures("hermetic_git")
 
 
 def tree_state(root: Path) -> dict[str, tuple[str, bytes, bool]]:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import git
 from pytest_advreview.git import STATUS_V2_ARGS, StatusEntry, parse_status_v2_z
 from pytest_advreview.mutation import (
     Mutation,
@@ -24,6 +25,8 @@ from pytest_advreview.mutation import (
 from pytest_advreview.settings import DEFAULT_ALLOW_UNTRACKED
 
 WEIRD = 'sp ace "q" $HOME.txt'
+
+pytestmark = pytest.mark.usefixtures("hermetic_git")
 
 
 def parse_status_z(data: bytes) -> list[StatusEntry]:
@@ -48,21 +51,6 @@ def parse_status_z(data: bytes) -> list[StatusEntry]:
             i += 1
         entries.append(StatusEntry(xy, path, orig))
     return entries
-
-
-def git(cwd: Path, *args: str) -> str:
-    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
-
-
-@pytest.fixture(autouse=True)
-def hermetic_git(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
-    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
-        monkeypatch.delenv(name, raising=False)
 
 
 def write(root: Path, rel: str, text: str = "x\n") -> Path:

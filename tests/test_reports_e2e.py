@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
 
+from conftest import git
 from pytest_advreview.constants import EXIT_REVIEW_ERRORS
 from pytest_advreview.testing import (
     FAKE_KEY_ENV,
@@ -54,10 +54,6 @@ REVIEWS: dict[str, dict[str, Any]] = {
 }
 
 
-def _git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
-
-
 class Repo:
     """A git repository under ``pytester.path`` with scripted plans, and how to run it."""
 
@@ -66,16 +62,16 @@ class Repo:
         self.server = server
         self.codex = codex
         self.path = pytester.path
-        _git(self.path, "init", "-b", "main")
-        _git(self.path, "config", "user.name", "Test")
-        _git(self.path, "config", "user.email", "test@example.com")
+        git(self.path, "init", "-b", "main")
+        git(self.path, "config", "user.name", "Test")
+        git(self.path, "config", "user.email", "test@example.com")
         # pytester's subprocess runs write ./stdout and ./stderr while the reviews run: they
         # must not count as a workspace mutation.  out*/ holds the reports and summaries.
         (self.path / ".gitignore").write_text(
             ".pytest_cache/\n__pycache__/\nout*/\n/stdout\n/stderr\n"
         )
-        _git(self.path, "add", ".gitignore")
-        _git(self.path, "commit", "-m", "initial")
+        git(self.path, "add", ".gitignore")
+        git(self.path, "commit", "-m", "initial")
         self.rules: list[dict[str, Any]] = []
 
     def plans(self, *names: str) -> None:

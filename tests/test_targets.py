@@ -8,13 +8,13 @@ dir can leak in.
 from __future__ import annotations
 
 import hashlib
-import os
 import shlex
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from conftest import git
 from pytest_advreview import targets
 from pytest_advreview.models import ChangeSet
 from pytest_advreview.targets import (
@@ -30,20 +30,7 @@ from pytest_advreview.targets import (
 
 WEIRD = 'we ird "q" $HOME.md'
 
-
-def git(cwd: Path, *args: str) -> str:
-    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
-
-
-@pytest.fixture(autouse=True)
-def hermetic_git(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
-    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
-        monkeypatch.delenv(name, raising=False)
+pytestmark = pytest.mark.usefixtures("hermetic_git")
 
 
 def make_repo(path: Path, branch: str = "main") -> Path:
