@@ -9,7 +9,8 @@ pytest_plugins = ["pytest_advreview.testing.fixtures"]
 
 import os  # noqa: E402
 import subprocess  # noqa: E402
-from collections.abc import Sequence  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable, Sequence  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -21,6 +22,21 @@ from pytest_advreview.testing import (  # noqa: E402
     ScriptedServer,
     codex_provider_args,
 )
+
+
+def settled(probe: Callable[[], list[Any]], within: float = 5.0) -> list[Any]:
+    """What ``probe`` still finds after up to ``within`` seconds of polling.
+
+    For "no process left" checks: SIGKILL is delivered when the target is next scheduled,
+    so on a loaded machine (CI under xdist) a killed process can show for a moment after
+    the group kill returned.  A process that really survives still shows after the wait.
+    """
+    deadline = time.monotonic() + within
+    while True:
+        found = probe()
+        if not found or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.05)
 
 
 def git(repo: Path, *args: str) -> str:

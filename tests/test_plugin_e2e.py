@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import ReviewRepo, git, ran_prompts
+from conftest import ReviewRepo, git, ran_prompts, settled
 from pytest_advreview.testing import FindingSpec, approved_review, review_text, revise_review
 
 pytestmark = pytest.mark.real_codex
@@ -85,8 +85,12 @@ def test_hang_with_short_timeout_errors_quickly_and_leaves_no_codex(
     assert time.monotonic() - started < 30
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*did not finish within 5s*"])
-    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True)
-    assert str(review_repo.path) not in ps.stdout
+
+    def left() -> list[str]:
+        ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True)
+        return [line for line in ps.stdout.splitlines() if str(review_repo.path) in line]
+
+    assert settled(left) == []
 
 
 def test_degraded_pseudo_review_is_an_error(review_repo: ReviewRepo) -> None:

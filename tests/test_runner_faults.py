@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import settled
 from pytest_advreview.models import Operation, ReviewQuality, RunnerStatus, Verdict
 from pytest_advreview.runner import DispatchRequest, DispatchResult
 from pytest_advreview.runner.codex import CodexOptions, CodexReviewer
@@ -301,22 +302,8 @@ def test_timeout_kills_the_whole_process_group(fake_codex, git_repo, tmp_path, e
     assert result.attempts == 2
     assert time.monotonic() - started < 2 * (3.0 + 3.0) + 8
     assert fake.child_pids()
-    assert not _survivors(fake.child_pids())
-
-
-def _survivors(pids: list[int], within: float = 5.0) -> list[int]:
-    """The pids still running ``within`` seconds from now.
-
-    SIGKILL is delivered when the target is next scheduled, so on a loaded machine (CI
-    under xdist) a killed child can show as sleeping for a moment after the group kill
-    returned; poll instead of sampling once.
-    """
-    deadline = time.monotonic() + within
-    while True:
-        alive = [pid for pid in pids if _alive(pid)]
-        if not alive or time.monotonic() >= deadline:
-            return alive
-        time.sleep(0.05)
+    pids = fake.child_pids()
+    assert not settled(lambda: [pid for pid in pids if _alive(pid)])
 
 
 def _alive(pid: int) -> bool:
@@ -407,7 +394,8 @@ def test_ctrl_c_during_a_review_leaves_no_codex(fake_codex, git_repo, tmp_path, 
             proc.communicate()
     assert "interrupted" in out
     assert fake.child_pids()
-    assert not _survivors(fake.child_pids())
+    pids = fake.child_pids()
+    assert not settled(lambda: [pid for pid in pids if _alive(pid)])
 
 
 # codex-facts §2: every failure row ends rc 1 with its reason in turn.failed or stderr.

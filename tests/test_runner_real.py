@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import settled
 from pytest_advreview.models import (
     Operation,
     OutputFormat,
@@ -197,7 +198,7 @@ def test_hang_times_out_twice_and_leaves_no_process(
     assert result.attempts == 2
     # Two attempts of 3 s, plus start-up and the kill grace: bounded by the setting.
     assert elapsed < 2 * (3.0 + 3.0) + 5
-    assert _codex_processes(str(work)) == []
+    assert settled(lambda: _codex_processes(str(work))) == []
 
 
 def test_output_schema_request_is_strict(

@@ -334,7 +334,8 @@ def test_stop_interrupts_a_hanging_handler_quickly() -> None:
     started = time.monotonic()
     srv.stop()
     thread.join(10)
-    assert time.monotonic() - started < 3
+    # A hang guard (the handler sleeps 60 s), loose enough for a loaded CI machine.
+    assert time.monotonic() - started < 8
     assert not thread.is_alive()
     assert len(outcome) == 1
 

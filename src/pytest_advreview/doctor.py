@@ -1245,7 +1245,7 @@ def _tagged_pids(tag: str) -> list[int]:
     return found
 
 
-def _survivors(tag: str, grace: float = 2.0) -> list[int]:
+def _survivors(tag: str, grace: float = 5.0) -> list[int]:
     """:func:`_tagged_pids` after up to ``grace`` seconds for killed processes to die.
 
     SIGKILL is delivered asynchronously: for a moment after the group kill, a member
