@@ -121,6 +121,21 @@ def test_code_review_on_a_branch_names_the_changed_files(review_repo: ReviewRepo
     assert "git diff main...HEAD" in prompt
 
 
+def test_items_added_after_collection_are_counted_as_collected(review_repo: ReviewRepo) -> None:
+    # Only tests/ is given: the changed plan and the code change are added at
+    # modifyitems time and must still show in pytest's "collected N items".
+    review_repo.write("tests/test_ok.py", "def test_ok():\n    pass\n")
+    review_repo.commit("tests")
+    git(review_repo.path, "checkout", "-q", "-b", "feature")
+    review_repo.plan("new.md")
+    review_repo.write("src/app.py", "print('hello')\n")
+    review_repo.commit("feature work")
+    result = review_repo.run("--collect-only", "--advreview-base=main", "tests")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["collected 3 items", "*3 tests collected*"])
+    result.stdout.fnmatch_lines(["*<ReviewItem code-review>*"])
+
+
 def test_code_review_of_more_than_50_files_has_no_file_list(review_repo: ReviewRepo) -> None:
     git(review_repo.path, "checkout", "-q", "-b", "big")
     for i in range(51):

@@ -159,11 +159,12 @@ class ReviewSession:
         if explicit:
             return  # laptop mode: exactly the plans named on the command line
         assert self.selection is not None
+        added: list[pytest.Item] = []
         for path in self.selection.selected:
             if path in self._collected:
                 continue
             plan = PlanFile.from_parent(session, path=path)
-            items.extend(plan.collect())
+            added.extend(plan.collect())
         change = self._change_set()
         if change is not None:
             spec = TargetSpec(
@@ -174,7 +175,14 @@ class ReviewSession:
                 if self.settings.against_plan
                 else None,
             )
-            items.append(ReviewItem.from_parent(session, name=CODE_ITEM_NAME, spec=spec))
+            added.append(ReviewItem.from_parent(session, name=CODE_ITEM_NAME, spec=spec))
+        if added:
+            items.extend(added)
+            # Items made here never passed through a collector, so the terminal's
+            # "collected N items" would not count them; a passed collect report carrying
+            # them is how a collector announces items (xdist workers ignore passed ones).
+            report = pytest.CollectReport(session.nodeid, "passed", None, added)
+            config.hook.pytest_collectreport(report=report)
 
     def _change_set(self) -> ChangeSet | None:
         if self.repo is None or self.settings.diff == "none":
