@@ -181,7 +181,8 @@ class ReviewSession:
             # Items made here never passed through a collector, so the terminal's
             # "collected N items" would not count them; a passed collect report carrying
             # them is how a collector announces items (xdist workers ignore passed ones).
-            report = pytest.CollectReport(session.nodeid, "passed", None, added)
+            result: list[pytest.Item | pytest.Collector] = [*added]
+            report = pytest.CollectReport(session.nodeid, "passed", None, result)
             config.hook.pytest_collectreport(report=report)
 
     def _change_set(self) -> ChangeSet | None:
