@@ -435,13 +435,14 @@ def test_fixture_reviews_plans_and_code_from_ordinary_tests(review_repo: ReviewR
     result.assert_outcomes(passed=4)
 
 
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
 def test_short_summary_is_one_line_even_on_ci(
-    review_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch
+    review_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch, workers: list[str]
 ) -> None:
     monkeypatch.setenv("CI", "true")  # pytest does not truncate the summary on CI
     review_repo.plan("bad.md")
     review_repo.answer("bad.md", {"message": revise_review(HIGH)})
-    result = review_repo.run("--advreview-diff=none", "--junitxml=out.xml")
+    result = review_repo.run("--advreview-diff=none", "--junitxml=out.xml", *workers)
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
     assert out.count("VERDICT: REVISE") == 1  # the review is shown once, in the failure
@@ -450,17 +451,17 @@ def test_short_summary_is_one_line_even_on_ci(
     )
     failure = next(ET.parse(review_repo.path / "out.xml").iter("failure"))
     assert "\n" not in (failure.get("message") or "")
-    assert "\n" not in (failure.get("message") or "")
     assert "VERDICT: REVISE" in (failure.text or "")
 
 
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
 def test_error_short_summary_is_one_line_on_ci(
-    review_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch
+    review_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch, workers: list[str]
 ) -> None:
     monkeypatch.setenv("CI", "true")
     review_repo.plan("down.md")
     review_repo.answer("down.md", {"http_status": 500, "body": {"error": {"message": "x"}}})
-    result = review_repo.run("--advreview-diff=none")
+    result = review_repo.run("--advreview-diff=none", *workers)
     result.assert_outcomes(errors=1)
     (line,) = [ln for ln in result.stdout.lines if ln.startswith("ERROR docs/plans/down.md")]
     assert line.endswith("reviewer could not run (aborted)")

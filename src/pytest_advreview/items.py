@@ -17,6 +17,7 @@ from _pytest._code.code import ExceptionInfo, ReprFileLocation, TerminalRepr
 from _pytest._io import TerminalWriter
 
 from .constants import MARKER, PLAN_ITEM_NAME
+from .models import FailureText
 from .outcome import (
     OutcomeKind,
     ReviewerUnavailable,
@@ -53,6 +54,19 @@ class ReviewRepr(TerminalRepr):
         """Write the text as it is, line by line (no colour needed to read it)."""
         for line in self.text.rstrip("\n").splitlines():
             tw.line(line)
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON form an xdist worker sends in place of pytest's flattened string."""
+        wire = FailureText(text=self.text, summary=self.reprcrash.message, path=self.reprcrash.path)
+        return wire.model_dump(mode="json")
+
+    @classmethod
+    def from_wire(cls, data: object) -> ReviewRepr | None:
+        """The repr back from :meth:`to_wire`'s output; ``None`` for anything else."""
+        if not isinstance(data, dict) or data.get("kind") != "advreview-failure":
+            return None
+        wire = FailureText.model_validate(data)
+        return cls(wire.text, wire.summary, Path(wire.path))
 
 
 class PlanFile(pytest.File):

@@ -340,3 +340,20 @@ class ItemRecord(WireModel):
     warnings: tuple[str, ...] = ()
     #: The review text of the last valid round, verbatim.
     review_text: str | None = None
+
+
+class FailureText(WireModel):
+    """A review failure or error as shown by pytest, on its way from an xdist worker.
+
+    pytest serializes a report's custom ``longrepr`` to one string, which the controller
+    then prints in full as the short-summary message as well; this keeps the one-line
+    summary apart from the full text.
+    """
+
+    kind: Literal["advreview-failure"] = "advreview-failure"
+    #: The full text of the failure section (the review verbatim, the reason, the fix).
+    text: str
+    #: The one line for the short test summary and JUnit's ``message``.
+    summary: str
+    #: The file the failure points at (the plan, or the repository root for code).
+    path: str

@@ -11,7 +11,7 @@ import shutil
 import tempfile
 from collections.abc import Generator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -274,6 +274,28 @@ class ReviewSession:
                     report.longrepr = ReviewRepr(
                         text, item.one_line(call.excinfo.value), item.reportinfo()[0]
                     )
+        return report
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_report_to_serializable(
+        self, report: pytest.TestReport | pytest.CollectReport
+    ) -> Generator[None, dict[str, Any] | None, dict[str, Any] | None]:
+        """Send a review's failure text whole (pytest would flatten it to one string)."""
+        data = yield
+        if data is not None and isinstance(report.longrepr, ReviewRepr):
+            data["longrepr"] = report.longrepr.to_wire()
+        return data
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_report_from_serializable(
+        self, data: dict[str, Any]
+    ) -> Generator[None, object, object]:
+        """Rebuild the review's failure text, so the short summary stays one line."""
+        report = yield
+        if isinstance(report, pytest.TestReport):
+            rebuilt = ReviewRepr.from_wire(report.longrepr)
+            if rebuilt is not None:
+                report.longrepr = rebuilt
         return report
 
     @pytest.hookimpl
