@@ -225,6 +225,33 @@ def test_without_the_flag_nothing_extra_is_collected(review_repo: ReviewRepo) ->
     assert "adversarial-review" not in result.stdout.str()
 
 
+def test_without_the_flag_the_review_machinery_is_not_even_imported(
+    pytester: pytest.Pytester,
+) -> None:
+    # Installing the plugin must not slow down every pytest start: only the options,
+    # markers and the (lazy) fixture load; pydantic models, the runner and the doctor
+    # wait for --adversarial-review, the fixture or --advreview-doctor.
+    pytester.makepyfile(
+        test_light="""
+        import sys
+
+        def test_light():
+            loaded = sorted(m for m in sys.modules if m.startswith("pytest_advreview"))
+            assert loaded == [
+                "pytest_advreview",
+                "pytest_advreview.constants",
+                "pytest_advreview.fixtures",
+                "pytest_advreview.hookspecs",
+                "pytest_advreview.options",
+                "pytest_advreview.plugin",
+            ]
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:xdist", "-p", "no:pytester")
+    result.assert_outcomes(passed=1)
+    assert "advreview" in pytester.runpytest_subprocess("--help").stdout.str()
+
+
 def test_unknown_option_value_is_a_usage_error(review_repo: ReviewRepo) -> None:
     result = review_repo.run("--advreview-reasoning=extreme")
     assert result.ret == pytest.ExitCode.USAGE_ERROR

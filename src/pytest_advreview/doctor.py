@@ -57,7 +57,6 @@ __all__ = [
     "SANDBOX_REMEDY",
     "DoctorReport",
     "DoctorRow",
-    "add_options",
     "main",
     "run",
     "run_and_report",
@@ -198,41 +197,11 @@ class DoctorReport(WireModel):
 # -- pytest wiring -----------------------------------------------------------------------
 
 
-def add_options(parser: pytest.Parser) -> None:
-    """Register ``--advreview-doctor`` and ``--advreview-doctor-json``."""
-    group = parser.getgroup("advreview")
-    group.addoption(
-        "--advreview-doctor",
-        action="store_true",
-        dest="advreview_doctor",
-        default=False,
-        help=(
-            "Check that the Codex CLI selected by --advreview-codex still honours the "
-            "plugin's contract (offline, in seconds), print one row per check and exit. "
-            "Run it after every Codex upgrade."
-        ),
-    )
-    group.addoption(
-        "--advreview-doctor-json",
-        dest="advreview_doctor_json",
-        default=None,
-        metavar="PATH",
-        help="With --advreview-doctor: also write the result table as JSON to PATH",
-    )
-
-
-def main(config: pytest.Config) -> int | None:
-    """Run the doctor when asked (``None``: not asked, pytest goes on as usual)."""
-    json_path = config.getoption("advreview_doctor_json", None)
-    if not config.getoption("advreview_doctor", False):
-        if json_path:
-            raise pytest.UsageError(
-                "pytest-advreview: --advreview-doctor-json only works together with "
-                "--advreview-doctor; add --advreview-doctor"
-            )
-        return None
+def main(config: pytest.Config) -> int:
+    """Run the doctor for ``pytest --advreview-doctor`` (see :func:`.options.doctor_asked`)."""
     from .settings import from_config
 
+    json_path = config.getoption("advreview_doctor_json", None)
     settings = from_config(config)
     if json_path:
         json_path = str(Path(config.invocation_params.dir, json_path))

@@ -5,184 +5,27 @@
     def test_migration_plan(adversarial_review):
         outcome = adversarial_review.plan("docs/plans/migration.md", fail_on="high")
         outcome.assert_approved()
+
+The fixture is registered in every pytest run, so this module stays light: the review
+machinery (:mod:`.ondemand`) is imported when a test asks for the fixture.
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
 
-from . import settings as settings_mod
-from . import targets
-from .loop import LoopResult
-from .models import Finding, ReviewStatus, Severity, Verdict
-from .outcome import (
-    Outcome,
-    OutcomeKind,
-    ReviewerUnavailable,
-    WorkspaceMutated,
-    error_report,
-    failure_report,
-)
-from .review import ReviewRun, TargetSpec
-from .runner import Reviewer
+if TYPE_CHECKING:
+    from .ondemand import AdversarialReview
 
-__all__ = ["AdversarialReview", "ReviewOutcome", "adversarial_review"]
-
-
-class ReviewOutcome:
-    """The result of one fixture review: verdict, findings, rounds, tokens."""
-
-    def __init__(self, key: str, result: LoopResult, outcome: Outcome) -> None:
-        self.key = key
-        self.result = result
-        self.outcome = outcome
-
-    @property
-    def verdict(self) -> Verdict | None:
-        """``APPROVED`` / ``REVISE`` of the last valid review."""
-        return self.outcome.verdict
-
-    @property
-    def status(self) -> ReviewStatus:
-        """Final status (approved, revise, max rounds, …)."""
-        return self.outcome.status
-
-    @property
-    def findings(self) -> tuple[Finding, ...]:
-        """Open findings, highest first (failing ones, then those below fail-on)."""
-        return (*self.outcome.failing, *self.outcome.below)
-
-    @property
-    def max_severity(self) -> Severity | None:
-        """Severity of the worst open finding."""
-        return self.outcome.max_severity
-
-    @property
-    def rounds(self) -> int:
-        """Number of the last counted round."""
-        return self.outcome.rounds
-
-    @property
-    def tokens(self) -> int:
-        """Tokens this review used."""
-        return self.result.usage.total
-
-    def assert_approved(self) -> None:
-        """Fail the test with the review verbatim unless nothing reaches fail-on."""
-        if self.outcome.kind in (OutcomeKind.PASSED, OutcomeKind.WARNED):
-            return
-        __tracebackhide__ = True
-        raise AssertionError(failure_report(self.key, self.result, self.outcome))
-
-
-class AdversarialReview:
-    """Runs reviews on demand with the run's settings, overridable per call."""
-
-    def __init__(self, config: pytest.Config, node: pytest.Item) -> None:
-        self.config = config
-        self.node = node
-
-    def _settings(self, overrides: dict[str, Any]) -> settings_mod.Settings:
-        base = settings_mod.from_config(self.config)
-        if not overrides:
-            return base
-        try:
-            return settings_mod.Settings.model_validate({**base.model_dump(), **overrides})
-        except ValueError as exc:
-            raise pytest.UsageError(
-                f"pytest-advreview: invalid override for adversarial_review: {exc}"
-            ) from None
-
-    def _reviewer(self, settings: settings_mod.Settings) -> Reviewer:
-        from .runner.factory import BuiltinReviewers
-
-        made: Reviewer | None = self.config.hook.pytest_advreview_make_reviewer(
-            config=self.config, name=settings.reviewer
-        )
-        if made is None or made.name in ("codex", "command"):
-            # The run's built-in reviewers carry the run's settings; rebuild them with the
-            # overrides of this call.
-            builtin = BuiltinReviewers(settings).pytest_advreview_make_reviewer(
-                self.config, settings.reviewer
-            )
-            made = builtin or made
-        if made is None:
-            raise pytest.UsageError(
-                f"pytest-advreview: no reviewer backend is called {settings.reviewer!r}"
-            )
-        return made
-
-    def _run(self, spec: TargetSpec, settings: settings_mod.Settings) -> ReviewOutcome:
-        __tracebackhide__ = True
-        rootdir = Path(self.config.rootpath)
-        repo = targets.repo_info(rootdir)
-        run = ReviewRun(
-            self.config,
-            settings,
-            spec,
-            repo_root=repo.root if repo is not None else rootdir,
-            reviewer=self._reviewer(settings),
-            in_git=repo is not None,
-        )
-        result, outcome = run.run()
-        changed = run.final_mutations()
-        run.cleanup(keep=bool(changed) or outcome.kind is OutcomeKind.ERROR)
-        if changed:
-            raise WorkspaceMutated(changed)
-        if outcome.kind is OutcomeKind.ERROR:
-            raise ReviewerUnavailable(error_report(spec.key, result))
-        return ReviewOutcome(spec.key, result, outcome)
-
-    def plan(self, path: str | os.PathLike[str], **overrides: Any) -> ReviewOutcome:
-        """Review one plan file (relative paths are taken from rootdir)."""
-        settings = self._settings(overrides)
-        plan = Path(path)
-        if not plan.is_absolute():
-            plan = Path(self.config.rootpath) / plan
-        root = _repo_root(Path(self.config.rootpath))
-        try:
-            key = plan.resolve().relative_to(root.resolve()).as_posix()
-        except ValueError:
-            key = str(plan)
-        return self._run(TargetSpec(kind="plan", key=key, path=plan), settings)
-
-    def code(
-        self,
-        base: str | None = None,
-        against_plan: str | os.PathLike[str] | None = None,
-        **overrides: Any,
-    ) -> ReviewOutcome:
-        """Review the change set (vs ``base``), optionally against a plan."""
-        settings = self._settings(overrides)
-        root = _repo_root(Path(self.config.rootpath))
-        resolved = targets.resolve_base(root, base or settings.base, os.environ)
-        mode = settings.diff if settings.diff != "none" else "auto"
-        change = targets.change_set(root, mode, resolved, set())
-        if change is None:
-            raise pytest.UsageError(
-                f"pytest-advreview: there is no code change to review in {root} "
-                f"(diff mode {mode}, base {resolved or 'unknown'})"
-            )
-        plan = None
-        if against_plan is not None:
-            plan = Path(against_plan)
-            if not plan.is_absolute():
-                plan = Path(self.config.rootpath) / plan
-        spec = TargetSpec(kind="code", key="code-review", change=change, against_plan=plan)
-        return self._run(spec, settings)
-
-
-def _repo_root(rootdir: Path) -> Path:
-    info = targets.repo_info(rootdir)
-    return info.root if info is not None else rootdir
+__all__ = ["adversarial_review"]
 
 
 @pytest.fixture
 def adversarial_review(request: pytest.FixtureRequest) -> AdversarialReview:
     """Run adversarial reviews of plans and code changes from a test."""
+    from .ondemand import AdversarialReview
+
     assert isinstance(request.node, pytest.Item)
     return AdversarialReview(request.config, request.node)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from . import doctor, hookspecs, settings
+from . import hookspecs, options
 from .constants import MARKER
 
 _SEVERITY_MARKERS = ("critical", "high", "medium")
@@ -17,8 +17,7 @@ _SEVERITY_MARKERS = ("critical", "high", "medium")
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Register the ``--adversarial-review`` / ``--advreview-*`` options and ini keys."""
-    settings.add_options(parser)
-    doctor.add_options(parser)
+    options.add_options(parser)
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -40,6 +39,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(fixtures, "advreview-fixtures")
     if not config.getoption("advreview_enabled", default=False):
         return
+    from . import settings
     from .runner.factory import BuiltinReviewers
     from .session import ReviewSession
 
@@ -55,4 +55,10 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
     """``--advreview-doctor`` runs the Codex contract checks instead of a test session."""
+    if not options.doctor_asked(config):
+        return None
+    # Imported only when asked: the doctor loads the testing kit's HTTP server, which
+    # every other pytest start (with or without --adversarial-review) would pay for.
+    from . import doctor
+
     return doctor.main(config)

@@ -1,0 +1,438 @@
+"""Every ``--advreview-*`` option, ``advreview_*`` ini key and ``ADVREVIEW_*`` variable.
+
+Each setting is declared once in :data:`SPECS`, with one description shared by its option
+and its ini key (pytest-timeout style) and the parser that validates a raw value.
+:mod:`.settings` resolves them into the frozen :class:`~.settings.Settings`.
+
+This module is what every pytest start imports (``pytest --help`` lists the options even
+without ``--adversarial-review``), so it needs nothing beyond the standard library and
+pytest: the pydantic models load only when a review run or the doctor is asked for.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+import pytest
+
+from .constants import ENV_PREFIX, EXIT_REVIEW_ERRORS
+
+__all__ = [
+    "BY_FIELD",
+    "CHOICES",
+    "DEFAULT_ALLOW_UNTRACKED",
+    "DEFAULT_DECISIONS",
+    "DEFAULT_PLANS",
+    "PREFIX",
+    "SPECS",
+    "Invalid",
+    "Spec",
+    "add_options",
+    "doctor_asked",
+]
+
+PREFIX = "pytest-advreview"
+
+#: Allowed values of every choice setting, each with the line ``--help`` prints for it.
+#: The help listings are generated from this dict, and so are the validation messages.
+CHOICES: Mapping[str, Mapping[str, str]] = {
+    "reasoning": {
+        "low": "Fastest, shallowest review.",
+        "medium": "Balanced.",
+        "high": "Default: deep review at moderate cost.",
+        "xhigh": "Deepest and slowest review.",
+    },
+    "sandbox": {
+        "read-only": "The reviewer reads but cannot write (no tests, no builds).",
+        "workspace-write": "Default: writes inside the repository, so tests and builds run.",
+        "danger-full-access": "No sandbox at all; prints a warning.",
+        "inherit": "Omit -s and use the sandbox of your Codex config.",
+    },
+    "approvals": {
+        "auto_review": "Default: Codex's auto-reviewer answers approval requests.",
+        "user": "A person answers approval requests (can hang a headless run).",
+        "never": "Boundary crossings fail instead of asking.",
+    },
+    "fail_on": {
+        "critical": "Only critical findings fail an item.",
+        "high": "High and critical findings fail an item.",
+        "medium": "Default: every finding fails an item.",
+    },
+    "output_format": {
+        "markdown": "Default: the markdown review contract.",
+        "json": "Strict JSON checked against a schema (--output-schema).",
+    },
+    "isolation": {
+        "none": "Default: the reviewer works in the repository itself.",
+        "worktree": "Each review runs in a private git worktree mirroring the work tree.",
+    },
+    "diff": {
+        "auto": "Default: uncommitted changes if any, else the branch against the base.",
+        "uncommitted": "Staged, unstaged and untracked changes only.",
+        "branch": "BASE...HEAD only.",
+        "none": "No code review item.",
+    },
+    "plan_scope": {
+        "changed": "Default: plans added or modified against the base, plus uncommitted ones.",
+        "all": "Every plan that matches advreview_plans.",
+    },
+    "github": {
+        "auto": "Default: on when the environment has GITHUB_ACTIONS=true.",
+        "on": "Always print annotations and append to $GITHUB_STEP_SUMMARY when it is set.",
+        "off": "Never.",
+    },
+}
+
+#: Default of ini ``advreview_plans``: globs relative to rootdir, pathlib semantics.
+DEFAULT_PLANS: tuple[str, ...] = ("docs/**/plans/**/*.md", "docs/**/specs/**/*.md")
+#: Default of ini ``advreview_allow_untracked``: new untracked files that are not a mutation.
+DEFAULT_ALLOW_UNTRACKED: tuple[str, ...] = (".pytest_cache/**", "**/__pycache__/**")
+DEFAULT_DECISIONS = ".advreview/decisions.toml"
+
+
+class Invalid(ValueError):
+    """A value failed validation; the text says what was expected."""
+
+
+_Parser = Callable[[object], object]
+_Kind = Literal["store", "append", "flag"]
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One setting: its field, description, parser and where it can be given."""
+
+    field: str
+    desc: str
+    parse: _Parser
+    metavar: str | None = None
+    cli: _Kind | None = "store"
+    ini: Literal["string", "linelist"] | None = "string"
+    env: bool = True
+
+    @property
+    def option(self) -> str:
+        return "--advreview-" + self.field.replace("_", "-")
+
+    @property
+    def dest(self) -> str:
+        return "advreview_" + self.field
+
+    @property
+    def ini_key(self) -> str:
+        return "advreview_" + self.field
+
+    @property
+    def env_var(self) -> str:
+        return ENV_PREFIX + self.field.upper()
+
+
+def _choices_help(field: str) -> str:
+    return "\n".join(f"{value}: {text}" for value, text in CHOICES[field].items())
+
+
+def _choice(field: str) -> _Parser:
+    allowed = CHOICES[field]
+
+    def parse(raw: object) -> object:
+        value = _text(raw).strip()
+        if value not in allowed:
+            raise Invalid("choose one of: " + ", ".join(allowed))
+        return value
+
+    return parse
+
+
+def _text(raw: object) -> str:
+    if isinstance(raw, (str, int, float)) and not isinstance(raw, bool):
+        return str(raw)
+    raise Invalid("expected a string")
+
+
+def _non_empty(what: str) -> _Parser:
+    def parse(raw: object) -> object:
+        value = _text(raw).strip()
+        if not value:
+            raise Invalid(f"expected {what}, not an empty value")
+        return value
+
+    return parse
+
+
+def _positive_float(raw: object) -> object:
+    try:
+        value = float(_text(raw).strip().removesuffix("s"))
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise Invalid("expected a number of seconds greater than 0, e.g. 600")
+    return value
+
+
+def _int_range(low: int, high: int | None) -> _Parser:
+    expected = (
+        f"expected a whole number from {low} to {high}"
+        if high is not None
+        else f"expected a whole number of at least {low}"
+    )
+
+    def parse(raw: object) -> object:
+        try:
+            value = int(_text(raw).strip().replace("_", ""))
+        except ValueError:
+            raise Invalid(expected) from None
+        if value < low or (high is not None and value > high):
+            raise Invalid(expected)
+        return value
+
+    return parse
+
+
+_budget_int = _int_range(1, None)
+
+
+def _budget(raw: object) -> object:
+    if isinstance(raw, str) and raw.strip().lower() in {"off", "none"}:
+        return None
+    try:
+        return _budget_int(raw)
+    except Invalid:
+        raise Invalid("expected a whole number of tokens of at least 1, or off") from None
+
+
+_REVIEWER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
+
+
+def _reviewer(raw: object) -> object:
+    value = _text(raw).strip()
+    if not _REVIEWER_NAME.match(value):
+        raise Invalid("expected codex, command or the name of a reviewer a plugin provides")
+    return value
+
+
+def _command(raw: object) -> object:
+    value = _text(raw).strip()
+    try:
+        argv = shlex.split(value)
+    except ValueError as exc:
+        raise Invalid(f"expected a shell-quoted command line ({exc})") from None
+    if not argv:
+        raise Invalid("expected a command line, not an empty value")
+    return value
+
+
+_CONFIG_KEY = re.compile(r"[^\s=]+\Z")
+
+
+def _codex_config_item(raw: object) -> object:
+    value = _text(raw).strip()
+    key, sep, _ = value.partition("=")
+    if not sep or not _CONFIG_KEY.match(key.strip()):
+        raise Invalid("expected KEY=VALUE with a non-empty key, e.g. model_provider=azure")
+    return value
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def _bool(raw: object) -> object:
+    if isinstance(raw, bool):
+        return raw
+    value = _text(raw).strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise Invalid("expected one of: 1, true, yes, on, 0, false, no, off")
+
+
+def _glob(raw: object) -> object:
+    value = _text(raw).strip()
+    if not value:
+        raise Invalid("expected a glob, not an empty value")
+    return value
+
+
+_MODEL_DESC = "Codex model of the reviewer, passed as -m (default: gpt-5.5)"
+_REASONING_DESC = (
+    "Reasoning effort of the reviewer model, passed as -c model_reasoning_effort=.\n"
+    + _choices_help("reasoning")
+)
+_SANDBOX_DESC = "Sandbox of the Codex reviewer, passed as -s.\n" + _choices_help("sandbox")
+_APPROVALS_DESC = (
+    "Who answers the reviewer's approval requests (-c approval_policy, "
+    "-c approvals_reviewer).\n" + _choices_help("approvals")
+)
+_LANGUAGE_DESC = (
+    "Language the reviewer writes its review in; verdict and severity literals stay "
+    "English (default: English)"
+)
+_CODEX_DESC = (
+    "Codex executable, a name on PATH or a path (default: codex). "
+    "Write --advreview-codex=PATH with '=', or pytest takes the path for a test path."
+)
+_CODEX_CONFIG_DESC = (
+    "Extra KEY=VALUE passed as -c KEY=VALUE to every codex exec and resume, e.g. a custom "
+    "model provider. Repeatable; command-line values come after the ini lines."
+)
+_TIMEOUT_DESC = (
+    "Wall-clock seconds per reviewer attempt; then its process group is killed (default: 600)"
+)
+_MAX_ROUNDS_DESC = "Most review rounds per item, 1 to 20 (default: 5)"
+_FAIL_ON_DESC = (
+    "Lowest finding severity that fails an item; findings below it pass with a warning.\n"
+    + _choices_help("fail_on")
+)
+_OUTPUT_FORMAT_DESC = "How the reviewer answers.\n" + _choices_help("output_format")
+_ISOLATION_DESC = "Where the reviewer runs.\n" + _choices_help("isolation")
+_REPORT_DESC = "Write a markdown report of every review to this path"
+_SARIF_DESC = "Write the findings as a SARIF 2.1.0 log to this path"
+_JSON_DESC = "Write the review results as JSON to this path"
+_GITHUB_DESC = (
+    "GitHub Actions workflow-command annotations for the findings and the markdown report "
+    "appended to $GITHUB_STEP_SUMMARY.\n" + _choices_help("github")
+)
+_STRICT_EXIT_DESC = (
+    f"Exit with status {EXIT_REVIEW_ERRORS} instead of 1 when review items errored (the "
+    "reviewer could not run) and nothing failed, so CI can tell 'the gate could not run' "
+    "from 'the gate found problems'"
+)
+_BUDGET_DESC = (
+    "Stop starting reviews once the run's token total passes this many tokens (default: off)"
+)
+_FRESH_DESC = "Ignore persisted review state and cached verdicts"
+_REVIEWER_DESC = (
+    "Reviewer backend: codex (default), command (any CLI that reads the prompt on stdin "
+    "and prints the review), or a name a plugin provides"
+)
+_COMMAND_DESC = (
+    "Command line of the command reviewer, shell-quoted; the prompt arrives on stdin "
+    "and the review is read from stdout"
+)
+_DIFF_DESC = "Which code change the code-review item reviews.\n" + _choices_help("diff")
+_BASE_DESC = (
+    "Base of branch diffs and of plan_scope = changed (default: origin/$GITHUB_BASE_REF, "
+    "else origin/HEAD, main, master)"
+)
+_AGAINST_PLAN_DESC = "Review the code change against this implementation plan"
+_PLANS_DESC = (
+    "Globs of plan files relative to rootdir, one per line; ** matches zero or more "
+    "folders (default: docs/**/plans/**/*.md and docs/**/specs/**/*.md)"
+)
+_PLAN_SCOPE_DESC = "Which matching plans are reviewed.\n" + _choices_help("plan_scope")
+_DECISIONS_DESC = (
+    "TOML file of accept / re-scope / reject decisions on findings, relative to rootdir "
+    "(default: .advreview/decisions.toml)"
+)
+_ALLOW_UNTRACKED_DESC = (
+    "Globs of new untracked files that are not a workspace mutation, one per line "
+    "(default: .pytest_cache/** and **/__pycache__/**)"
+)
+
+SPECS: tuple[Spec, ...] = (
+    Spec("reviewer", _REVIEWER_DESC, _reviewer, "NAME"),
+    Spec("command", _COMMAND_DESC, _command, "CMD"),
+    Spec("model", _MODEL_DESC, _non_empty("a model name"), "NAME"),
+    Spec("reasoning", _REASONING_DESC, _choice("reasoning"), "EFFORT"),
+    Spec("sandbox", _SANDBOX_DESC, _choice("sandbox"), "MODE"),
+    Spec("approvals", _APPROVALS_DESC, _choice("approvals"), "MODE"),
+    Spec("language", _LANGUAGE_DESC, _non_empty("a language name"), "LANGUAGE"),
+    Spec("codex", _CODEX_DESC, _non_empty("a path or command name"), "PATH"),
+    Spec(
+        "codex_config",
+        _CODEX_CONFIG_DESC,
+        _codex_config_item,
+        "KEY=VALUE",
+        cli="append",
+        ini="linelist",
+        env=False,
+    ),
+    Spec("timeout", _TIMEOUT_DESC, _positive_float, "SECONDS"),
+    Spec("max_rounds", _MAX_ROUNDS_DESC, _int_range(1, 20), "N"),
+    Spec("fail_on", _FAIL_ON_DESC, _choice("fail_on"), "SEVERITY"),
+    Spec("output_format", _OUTPUT_FORMAT_DESC, _choice("output_format"), "FORMAT"),
+    Spec("isolation", _ISOLATION_DESC, _choice("isolation"), "MODE"),
+    Spec("budget_tokens", _BUDGET_DESC, _budget, "TOKENS"),
+    Spec("report", _REPORT_DESC, _non_empty("a path"), "PATH", ini=None),
+    Spec("sarif", _SARIF_DESC, _non_empty("a path"), "PATH", ini=None),
+    Spec("json", _JSON_DESC, _non_empty("a path"), "PATH", ini=None),
+    Spec("github", _GITHUB_DESC, _choice("github"), "MODE"),
+    Spec("strict_exit", _STRICT_EXIT_DESC, _bool, cli="flag"),
+    Spec("fresh", _FRESH_DESC, _bool, cli="flag", ini=None),
+    Spec("diff", _DIFF_DESC, _choice("diff"), "MODE"),
+    Spec("base", _BASE_DESC, _non_empty("a branch, tag or commit"), "REF"),
+    Spec("against_plan", _AGAINST_PLAN_DESC, _non_empty("a path"), "PATH", ini=None, env=False),
+    Spec("plans", _PLANS_DESC, _glob, cli=None, ini="linelist", env=False),
+    Spec("plan_scope", _PLAN_SCOPE_DESC, _choice("plan_scope"), cli=None, env=False),
+    Spec("decisions", _DECISIONS_DESC, _non_empty("a path"), cli=None, env=False),
+    Spec("allow_untracked", _ALLOW_UNTRACKED_DESC, _glob, cli=None, ini="linelist", env=False),
+)
+BY_FIELD = {spec.field: spec for spec in SPECS}
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Register ``--adversarial-review``, every ``--advreview-*`` option and ini key.
+
+    Value options default to ``None`` so that "not given" is visible to :func:`resolve`;
+    ini keys default to ``None`` for the same reason (the real defaults live in
+    :class:`Settings`).
+    """
+    group = parser.getgroup("advreview", "adversarial reviews (pytest-advreview)")
+    group.addoption(
+        "--adversarial-review",
+        action="store_true",
+        dest="advreview_enabled",
+        default=False,
+        help="Review changed plans and the current code change as test items",
+    )
+    for spec in SPECS:
+        if spec.cli == "flag":
+            group.addoption(
+                spec.option, action="store_true", dest=spec.dest, default=False, help=spec.desc
+            )
+        elif spec.cli is not None:
+            group.addoption(
+                spec.option,
+                action=spec.cli,
+                dest=spec.dest,
+                default=None,
+                metavar=spec.metavar,
+                help=spec.desc,
+            )
+        if spec.ini is not None:
+            parser.addini(spec.ini_key, spec.desc, type=spec.ini, default=None)
+    group.addoption(
+        "--advreview-doctor",
+        action="store_true",
+        dest="advreview_doctor",
+        default=False,
+        help=(
+            "Check that the Codex CLI selected by --advreview-codex still honours the "
+            "plugin's contract (offline, in seconds), print one row per check and exit. "
+            "Run it after every Codex upgrade."
+        ),
+    )
+    group.addoption(
+        "--advreview-doctor-json",
+        dest="advreview_doctor_json",
+        default=None,
+        metavar="PATH",
+        help="With --advreview-doctor: also write the result table as JSON to PATH",
+    )
+
+
+def doctor_asked(config: pytest.Config) -> bool:
+    """Whether this pytest run is ``--advreview-doctor`` (a usage error for half of it)."""
+    if config.getoption("advreview_doctor", False):
+        return True
+    if config.getoption("advreview_doctor_json", None):
+        raise pytest.UsageError(
+            "pytest-advreview: --advreview-doctor-json only works together with "
+            "--advreview-doctor; add --advreview-doctor"
+        )
+    return False
