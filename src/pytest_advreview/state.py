@@ -178,6 +178,10 @@ class StateStore:
         self._config = config
         self._cache: pytest.Cache | None = getattr(config, "cache", None)
         self._dir: Path | None = None
+        #: Entry names present when the directory was first listed, plus those saved
+        #: since: a target without an entry (every target of a first run) then costs no
+        #: ``open`` (collection asks for all of them, 5,000 plans in one repository).
+        self._present: set[str] | None = None
 
     @property
     def enabled(self) -> bool:
@@ -198,6 +202,9 @@ class StateStore:
         """
         path = self.path_for(key)
         if path is None:
+            return None
+        listing = self._listing(path.parent)
+        if listing is not None and path.name not in listing:
             return None
         try:
             text = path.read_text(encoding="utf-8")
@@ -249,6 +256,9 @@ class StateStore:
                 os.fsync(fh.fileno())
             os.replace(tmp, path)
             tmp = None
+            listing = self._listing(path.parent)
+            if listing is not None:
+                listing.add(path.name)
         except OSError as exc:
             self._warn(state.key, path, f"it could not be written ({_oserror(exc)})", verb="saving")
             return False
@@ -268,6 +278,16 @@ class StateStore:
             self._warn(key, path, f"it could not be deleted ({_oserror(exc)})", verb="clearing")
 
     # -- internals -------------------------------------------------------------------------
+
+    def _listing(self, directory: Path) -> set[str] | None:
+        """Names in the state directory; ``None`` when it cannot be listed (then each
+        load tries its own file and reports what it finds)."""
+        if self._present is None:
+            try:
+                self._present = {entry.name for entry in os.scandir(directory)}
+            except OSError:
+                return None
+        return self._present
 
     def _directory(self) -> Path | None:
         if self._cache is None:
