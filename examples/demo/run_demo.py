@@ -98,8 +98,6 @@ def main() -> int:
                 "--advreview-model=fake-model",
                 "--advreview-fail-on=high",
                 "--advreview-base=main",
-                "-p",
-                "no:cacheprovider",
                 *[f"--advreview-codex-config={v}" for v in codex_provider_args(server.url)],
             ]
             print("demo: $ pytest --adversarial-review --advreview-fail-on=high ...", flush=True)
