@@ -412,7 +412,12 @@ class _Doctor:
             self._check_sandbox_ro,
             self._check_sandbox_ww,
         ]
-        with ThreadPoolExecutor(max_workers=len(groups), thread_name_prefix="doctor") as pool:
+        # One Codex start costs about 0.8 CPU-seconds: more launches at once than CPUs only
+        # stretch each of them towards LAUNCH_TIMEOUT_S (8 at once on a busy 2-core CI
+        # runner all timed out), while the total stays bound by the CPUs either way.
+        # The long exec → resume chain is first, so it starts at once.
+        workers = min(len(groups), max(2, _cpus()))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="doctor") as pool:
             futures = {pool.submit(self._guard, group): group for group in groups}
             try:
                 for future in futures:
@@ -1226,6 +1231,13 @@ def _survivors(tag: str, grace: float = 5.0) -> list[int]:
         if not left or time.monotonic() >= deadline:
             return left
         time.sleep(0.05)
+
+
+def _cpus() -> int:
+    """CPUs this process may run on (the affinity mask, as in a container)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 2
 
 
 def _iter_pids(proc: Path) -> Iterator[int]:
