@@ -39,6 +39,20 @@ def settled(probe: Callable[[], list[Any]], within: float = 5.0) -> list[Any]:
         time.sleep(0.05)
 
 
+def sleeper_running(pid: int) -> bool:
+    """The fake codex's ``spawn_child_sleep`` child ``pid`` still runs.
+
+    A zombie waiting for a reaper counts as dead, and so does a pid that now belongs to
+    another program: a busy CI machine with a small ``pid_max`` reuses pids within seconds.
+    """
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X") and b"time.sleep" in cmdline
+
+
 def git(repo: Path, *args: str) -> str:
     """Run git in ``repo`` (argv list) and return stdout; a failure shows git's stderr."""
     proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, check=False)

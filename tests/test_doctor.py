@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import settled, sleeper_running
 from pytest_advreview.doctor import CHECKS, SANDBOX_REMEDY, DoctorReport, _tagged_pids
 from pytest_advreview.runner.codex import CodexCapabilities
 from pytest_advreview.testing import Behaviour
@@ -75,15 +76,6 @@ def wrapper(tmp_path: Path, real: Path, body: str) -> Path:
     )
     script.chmod(0o755)
     return script
-
-
-def alive(pid: int) -> bool:
-    """True while ``pid`` runs (a zombie waiting for its reaper counts as dead)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 # -- the real, pinned Codex ------------------------------------------------------------
@@ -208,7 +200,8 @@ def test_hang_is_killed_and_fails_the_rows(pytester, isolated, fake_codex):
     )
     assert report.duration_s < 30
     assert fake.child_pids(), "the fake never started its child"
-    assert [pid for pid in fake.child_pids() if alive(pid)] == []
+    pids = fake.child_pids()
+    assert settled(lambda: [pid for pid in pids if sleeper_running(pid)]) == []
 
 
 # -- wiring ----------------------------------------------------------------------------

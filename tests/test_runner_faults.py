@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import settled
+from conftest import settled, sleeper_running
 from pytest_advreview.models import Operation, ReviewQuality, RunnerStatus, Verdict
 from pytest_advreview.runner import DispatchRequest, DispatchResult
 from pytest_advreview.runner.codex import CodexOptions, CodexReviewer
@@ -303,21 +303,7 @@ def test_timeout_kills_the_whole_process_group(fake_codex, git_repo, tmp_path, e
     assert time.monotonic() - started < 2 * (3.0 + 3.0) + 8
     assert fake.child_pids()
     pids = fake.child_pids()
-    assert not settled(lambda: [pid for pid in pids if _alive(pid)])
-
-
-def _alive(pid: int) -> bool:
-    """The fake's sleeper is running (a zombie waiting for a reaper counts as dead).
-
-    The command line is checked too: a busy CI machine with a small ``pid_max`` can hand a
-    dead sleeper's pid to an unrelated process within seconds.
-    """
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state not in ("Z", "X") and b"time.sleep" in cmdline
+    assert not settled(lambda: [pid for pid in pids if sleeper_running(pid)])
 
 
 def _broken_sandbox_codex(fake: FakeCodex, tmp_path: Path) -> Path:
@@ -395,7 +381,7 @@ def test_ctrl_c_during_a_review_leaves_no_codex(fake_codex, git_repo, tmp_path, 
     assert "interrupted" in out
     assert fake.child_pids()
     pids = fake.child_pids()
-    assert not settled(lambda: [pid for pid in pids if _alive(pid)])
+    assert not settled(lambda: [pid for pid in pids if sleeper_running(pid)])
 
 
 # codex-facts §2: every failure row ends rc 1 with its reason in turn.failed or stderr.

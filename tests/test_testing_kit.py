@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from conftest import settled, sleeper_running
 from pytest_advreview.constants import PINNED_CODEX_VERSION
 from pytest_advreview.testing import (
     FAKE_KEY_ENV,
@@ -843,18 +844,7 @@ def test_fake_spawned_child_dies_with_its_process_group(
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=5)
     # The child is not ours to reap; it is gone (or a zombie) once the group is killed.
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and _alive(child):
-        time.sleep(0.02)
-    assert not _alive(child)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state not in ("Z", "X")
+    assert not settled(lambda: [child] if sleeper_running(child) else [])
 
 
 def test_fake_runs_with_the_bare_standard_library(tmp_path: Path) -> None:
