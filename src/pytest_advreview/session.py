@@ -49,6 +49,9 @@ class ReviewSession:
         # Set lookups: pytest asks about every file of the tree, thousands of plans each
         # time (a tuple here made collecting 5,000 plans quadratic).
         self._selected: frozenset[Path] = frozenset()
+        #: Selected plan → its repo-relative key; walked path text → selected plan.
+        self._keys: dict[Path, str] = {}
+        self._walked: dict[str, Path] = {}
         self._explicit: list[Path] | None = None
         self._explicit_set: frozenset[Path] = frozenset()
         self._root_resolved: Path | None = None
@@ -101,6 +104,17 @@ class ReviewSession:
             repo=self.repo,
         )
         self._selected = frozenset(self.selection.selected)
+        self._keys = dict(zip(self.selection.selected, self.selection.keys, strict=True))
+        # pytest hands pytest_collect_file the path it walked to: rootdir joined with the
+        # folders below it. When that text is a selected plan's, it is that plan, and
+        # resolving it (an lstat per file) can be skipped.
+        root_text = os.fspath(self.rootdir)
+        cut = len(self.selection.prefix)
+        self._walked = {
+            os.path.join(root_text, key[cut:]): path
+            for path, key in self._keys.items()
+            if key.startswith(self.selection.prefix)
+        }
 
     @property
     def repo_root(self) -> Path:
@@ -109,10 +123,17 @@ class ReviewSession:
 
     def relpath(self, path: Path) -> str:
         """A repo-relative posix path, the key of a plan in state and decisions."""
+        key = self._keys.get(path)
+        if key is not None:
+            return key
+        resolved = self._resolve(path)
+        key = self._keys.get(resolved)
+        if key is not None:
+            return key
         if self._root_resolved is None:
             self._root_resolved = self.repo_root.resolve()
         try:
-            return self._resolve(path).relative_to(self._root_resolved).as_posix()
+            return resolved.relative_to(self._root_resolved).as_posix()
         except ValueError:
             return str(path)
 
@@ -139,9 +160,11 @@ class ReviewSession:
         """Collect a plan file that is selected or named on the command line."""
         if file_path.suffix != ".md":
             return None
-        resolved = self._resolve(file_path)
-        if not self._wanted(resolved):
-            return None
+        resolved = self._walked.get(os.fspath(file_path))
+        if resolved is None:
+            resolved = self._resolve(file_path)
+            if not self._wanted(resolved):
+                return None
         self._collected.add(resolved)
         plan: PlanFile = PlanFile.from_parent(parent, path=file_path)
         return plan
@@ -194,7 +217,7 @@ class ReviewSession:
             self.repo.root,
             self.settings.diff,
             self.base,
-            self.selection.selected,
+            self.selection.keys,  # repo-relative: no path arithmetic per plan
             resolver=self._resolve,
         )
 

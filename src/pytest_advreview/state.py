@@ -162,6 +162,10 @@ class ReviewState(WireModel):
         )
 
 
+def _entry_name(key: str) -> str:
+    return f"{state_key(key)}.json"
+
+
 def state_key(key: str) -> str:
     """The file stem of ``key``'s entry: any target path maps to a safe, fixed-length name."""
     return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:16]
@@ -191,7 +195,7 @@ class StateStore:
     def path_for(self, key: str) -> Path | None:
         """Where ``key``'s entry lives (the directory is created), or ``None`` when off."""
         directory = self._directory()
-        return directory / f"{state_key(key)}.json" if directory is not None else None
+        return directory / _entry_name(key) if directory is not None else None
 
     def load(self, key: str) -> ReviewState | None:
         """The stored state of ``key``, or ``None`` when there is none or it is unusable.
@@ -200,12 +204,14 @@ class StateStore:
         entry warns (:class:`StateWarning`) and reads as ``None``, so the target gets a
         fresh review.
         """
-        path = self.path_for(key)
-        if path is None:
+        directory = self._directory()
+        if directory is None:
             return None
-        listing = self._listing(path.parent)
-        if listing is not None and path.name not in listing:
+        name = _entry_name(key)
+        listing = self._listing(directory)
+        if listing is not None and name not in listing:
             return None
+        path = directory / name
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:

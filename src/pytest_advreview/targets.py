@@ -277,11 +277,17 @@ class PlanSelection:
     :param total: how many files the globs matched before the scope filter.
     :param summary: one human line for the report header ("0 of 12 plans changed against
         main; use advreview_plan_scope = all").
+    :param keys: the repository-relative ``/`` path of each selected plan (its key in
+        state and decisions), in the order of ``selected``.
+    :param prefix: ``root`` relative to the repository top, ``/``-terminated ("" at the
+        top and outside git): ``keys[i] == prefix + <selected[i] relative to root>``.
     """
 
     selected: tuple[Path, ...]
     total: int
     summary: str
+    keys: tuple[str, ...] = ()
+    prefix: str = ""
 
 
 def _plural(n: int) -> str:
@@ -348,43 +354,65 @@ def plan_files(
         repo = repo_info(root)
     compiled = [compile_glob(g) for g in globs]
     root_abs = root.resolve()
+    # (root-relative "/" path, absolute path) of every match, sorted; strings where
+    # possible, because Path arithmetic dominates at thousands of plans.
+    matched: list[tuple[str, Path]]
     if repo is None:
+        prefix = ""
         found = {
             p.resolve()
             for g in globs
             for p in root_abs.glob(g.replace("\\", "/").lstrip("/"))
             if p.is_file()
         }
-        matched = sorted(found)
+        matched = []
+        for path in sorted(found):
+            try:
+                matched.append((path.relative_to(root_abs).as_posix(), path))
+            except ValueError:  # a symlink out of root: its key is its absolute path
+                matched.append((str(path), path))
     else:
+        prefix = _prefix(root, repo.root)
         out = _git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard").stdout
         rels = sorted({p for p in split_z(out) if match_any(p, compiled)})
         # ``--cached`` still lists files deleted from the work tree; only matches are
         # checked, so this stays one stat per plan, never a read.
-        matched = [root_abs / p for p in rels if (root_abs / p).is_file()]
+        base_text = os.fspath(root_abs)
+        full = [(rel, os.path.join(base_text, rel)) for rel in rels]
+        matched = [(rel, Path(text)) for rel, text in full if os.path.isfile(text)]
     total = len(matched)
     if total == 0:
         shown = ", ".join(globs) if globs else "no globs"
         return PlanSelection((), 0, f"no plan files match advreview_plans ({shown})")
-    if scope == "all":
-        return PlanSelection(
-            tuple(matched), total, f"{_plural(total)} (advreview_plan_scope = all)"
+    if scope == "all" or repo is None:
+        summary = (
+            f"{_plural(total)} (advreview_plan_scope = all)"
+            if scope == "all"
+            else f"not a git repository: reviewing all {_plural(total)}"
         )
-    if repo is None:
-        return PlanSelection(
-            tuple(matched), total, f"not a git repository: reviewing all {_plural(total)}"
-        )
-    prefix = _prefix(root, repo.root)
+        return _selection(matched, total, summary, prefix)
     changed = {p[len(prefix) :] for p in _changed_paths(root, base) if p.startswith(prefix)}
-    selected = tuple(p for p in matched if p.relative_to(root_abs).as_posix() in changed)
-    n = len(selected)
+    kept = [(rel, path) for rel, path in matched if rel in changed]
+    n = len(kept)
     if base is None:
         summary = f"{n} of {_plural(total)} changed (uncommitted only: no base branch found)"
     else:
         summary = f"{n} of {_plural(total)} changed against {base}"
     if n == 0:
         summary += "; use advreview_plan_scope = all"
-    return PlanSelection(selected, total, summary)
+    return _selection(kept, total, summary, prefix)
+
+
+def _selection(
+    matched: Sequence[tuple[str, Path]], total: int, summary: str, prefix: str
+) -> PlanSelection:
+    return PlanSelection(
+        selected=tuple(path for _, path in matched),
+        total=total,
+        summary=summary,
+        keys=tuple(prefix + rel for rel, _ in matched),
+        prefix=prefix,
+    )
 
 
 # -- the change set ------------------------------------------------------------------------
@@ -403,6 +431,9 @@ def _relative_excludes(
     rels: set[str] = set()
     top_abs = top.resolve()
     for item in exclude:
+        if isinstance(item, str) and not os.path.isabs(item):
+            rels.add(item.replace(os.sep, "/"))  # already relative: no Path arithmetic
+            continue
         path = Path(item)
         if path.is_absolute():
             try:
