@@ -555,3 +555,80 @@ def test_each_run_has_its_own_preflight_file(tmp_path):
     assert one is not None and one.startswith(str(tmp_path / "run-1"))
     other = codex_options(settings.model_copy(update={"codex": "/opt/codex"}), tmp_path)
     assert other.preflight_file != codex_options(settings, tmp_path).preflight_file
+
+
+def _probe_wrapper(fake: FakeCodex, tmp_path: Path, probe: str) -> Path:
+    """A ``codex`` whose ``sandbox`` subcommand runs the shell lines ``probe``."""
+    wrapper = tmp_path / "codex-probe"
+    wrapper.write_text(
+        f'#!/bin/sh\nif [ "$1" = sandbox ]; then\n{probe}\nfi\nexec "{fake.path}" "$@"\n'
+    )
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IEXEC)
+    return wrapper
+
+
+def test_warm_up_probes_once_in_the_background_and_dispatch_waits_for_it(
+    fake_codex, git_repo, tmp_path, env
+):
+    fake = fake_codex(Behaviour(review=approved_review()))
+    log = tmp_path / "probes.log"
+    wrapper = _probe_wrapper(
+        fake,
+        tmp_path,
+        f'echo probe >> "{log}"\nsleep 1\necho "bwrap: setting up uid map: Permission denied" >&2'
+        "\nexit 1",
+    )
+    options = CodexOptions.model_validate(
+        {"executable": str(wrapper), "sandbox": "workspace-write", "env": env}
+    )
+    reviewer = CodexReviewer(options)
+    started = time.monotonic()
+    reviewer.warm_up(tmp_path / "scratch")
+    assert time.monotonic() - started < 0.5  # it returns at once; the probe runs behind
+    req = DispatchRequest(
+        review_id="1-2",
+        repo_root=git_repo,
+        operation=Operation.INITIAL,
+        prompt_body="x",
+        work_dir=tmp_path / "w",
+    )
+    result = reviewer.dispatch(req)
+    # The dispatch waited for the background answer instead of probing again.
+    assert result.runner.review_quality is ReviewQuality.DEGRADED_ENVIRONMENTAL
+    assert "uid map" in (result.runner.errors or "")
+    assert log.read_text().splitlines() == ["probe"]
+    assert fake.calls() == []
+    reviewer.close()
+
+
+def test_close_stops_a_hanging_warm_up_without_leaving_an_answer_or_a_process(
+    fake_codex, tmp_path, env
+):
+    fake = fake_codex(Behaviour(review=approved_review()))
+    pidfile = tmp_path / "probe.pid"
+    wrapper = _probe_wrapper(
+        fake,
+        tmp_path,
+        f'echo $$ > "{pidfile}"\nexec "{sys.executable}" -c "import time; time.sleep(60)"',
+    )
+    shared = tmp_path / "preflight.json"
+    options = CodexOptions.model_validate(
+        {
+            "executable": str(wrapper),
+            "sandbox": "workspace-write",
+            "env": env,
+            "preflight_file": str(shared),
+        }
+    )
+    reviewer = CodexReviewer(options)
+    reviewer.warm_up(tmp_path / "scratch")
+    deadline = time.monotonic() + 20
+    while not pidfile.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pid = int(pidfile.read_text())
+    started = time.monotonic()
+    reviewer.close()
+    assert time.monotonic() - started < 10  # not the probe's 60 s
+    assert not settled(lambda: [pid] if sleeper_running(pid) else [])
+    # A stopped probe is not an answer: nobody else may read "timed out" from it.
+    assert "problem" not in shared.read_text()

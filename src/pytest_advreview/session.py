@@ -79,7 +79,17 @@ class ReviewSession:
         (At session start every initial conftest and plugin has registered its
         ``pytest_advreview_make_reviewer``.)
         """
-        self.reviewer()
+        reviewer = self.reviewer()
+        # The Codex backend probes its sandbox before the first review (one Codex start);
+        # begun now, that overlaps collection. Under xdist the controller's probe answers
+        # the workers too (they share it through the run directory).
+        warm_up = getattr(reviewer, "warm_up", None)
+        if callable(warm_up) and not self.config.option.collectonly:
+            warm_up(self.run_dir / f"preflight-{os.getpid()}")
+            close = getattr(reviewer, "close", None)
+            if callable(close):
+                # Registered after the run directory's removal, so it runs before it.
+                self.config.add_cleanup(close)
 
     # -- what to review ----------------------------------------------------------------
 

@@ -14,12 +14,13 @@ wrapper orphans the native binary on SIGKILL, so the whole process group is kill
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
 import re
 import secrets
-import subprocess
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -173,6 +174,11 @@ class CodexReviewer:
     def __init__(self, options: CodexOptions) -> None:
         self.options = options
         self._preflight: str | Literal[False] | None = False  # False = not run yet
+        # The preflight may run in a background thread (warm_up); the lock makes a
+        # dispatch wait for that answer instead of probing a second time.
+        self._preflight_lock = threading.Lock()
+        self._warm_up: threading.Thread | None = None
+        self._cancel = threading.Event()
 
     # -- public ------------------------------------------------------------------------
 
@@ -224,6 +230,32 @@ class CodexReviewer:
             attempt = self._archive_failed_resume(request, attempt)
         return self._result(request, attempt, attempts, started)
 
+    def warm_up(self, scratch: Path) -> None:
+        """Start the sandbox preflight in the background, ahead of the first dispatch.
+
+        The probe is one Codex start (about 0.3 s); begun at session start it overlaps
+        pytest's collection instead of delaying the first review.  A dispatch waits for
+        its answer; :meth:`close` stops it.  Nothing happens unless the sandbox is
+        workspace-write (the only mode that is probed).
+        """
+        if self.options.sandbox != "workspace-write" or self._warm_up is not None:
+            return
+        scratch.mkdir(parents=True, exist_ok=True)
+        self._warm_up = threading.Thread(
+            target=self._warm_up_main, args=(scratch,), name="advreview-preflight", daemon=True
+        )
+        self._warm_up.start()
+
+    def _warm_up_main(self, scratch: Path) -> None:
+        with contextlib.suppress(Exception):  # the dispatch probes again and reports it
+            self.sandbox_preflight(scratch)
+
+    def close(self) -> None:
+        """Stop a background preflight that is still running (its process group too)."""
+        if self._warm_up is not None:
+            self._cancel.set()
+            self._warm_up.join()
+
     def sandbox_preflight(self, scratch: Path) -> str | None:
         """Probe the workspace-write sandbox once per reviewer; ``None`` when it works.
 
@@ -232,18 +264,24 @@ class CodexReviewer:
         writes nothing to the repository.  With ``preflight_file`` set, the processes of
         one run share a single probe (the first one runs it, under a file lock).
         """
-        if self._preflight is not False:
-            return self._preflight
+        with self._preflight_lock:
+            if self._preflight is not False:
+                return self._preflight
+            found = self._shared_preflight(scratch)
+            if not self._cancel.is_set():  # a probe stopped by close() is not an answer
+                self._preflight = found
+            return found
+
+    def _shared_preflight(self, scratch: Path) -> str | None:
+        """The probe's answer, shared with the other processes of the run when it can be."""
         if self.options.preflight_file is None:
-            self._preflight = self._probe_sandbox(scratch)
-            return self._preflight
+            return self._probe_sandbox(scratch)
         # One probe per run: each xdist worker would otherwise start its own Codex for
         # the same answer.  The lock makes the others wait for the first one's answer.
         try:
             shared = open(self.options.preflight_file, "a+", encoding="utf-8")  # noqa: SIM115
         except OSError:
-            self._preflight = self._probe_sandbox(scratch)
-            return self._preflight
+            return self._probe_sandbox(scratch)
         with shared:
             fcntl.flock(shared, fcntl.LOCK_EX)
             shared.seek(0)
@@ -253,14 +291,14 @@ class CodexReviewer:
                 answer = None
             if isinstance(answer, dict) and "problem" in answer:
                 problem = answer["problem"]
-                self._preflight = problem if isinstance(problem, str) else None
-            else:
-                self._preflight = self._probe_sandbox(scratch)
+                return problem if isinstance(problem, str) else None
+            found = self._probe_sandbox(scratch)
+            if not self._cancel.is_set():
                 shared.seek(0)
                 shared.truncate()
-                shared.write(json.dumps({"problem": self._preflight}))
+                shared.write(json.dumps({"problem": found}))
                 shared.flush()
-        return self._preflight
+            return found
 
     def _probe_sandbox(self, scratch: Path) -> str | None:
         """Run ``codex sandbox -- true``; the problem it shows, ``None`` when it works."""
@@ -273,29 +311,31 @@ class CodexReviewer:
             "--",
             "true",
         ]
+        files = [scratch / f"preflight.{name}" for name in ("stdin", "stdout", "stderr")]
+        files[0].write_bytes(b"")
         try:
-            proc = subprocess.run(
+            rc = launch(
                 argv,
                 cwd=scratch,
+                stdin_file=files[0],
+                stdout_file=files[1],
+                stderr_file=files[2],
                 env=self._env(),
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
                 timeout=min(60.0, self.options.timeout),
-                start_new_session=True,
-                check=False,
+                cancel=self._cancel,
             )
         except FileNotFoundError:
             # A missing executable is reported by the real launch (launch_failure).
             return None
-        except subprocess.TimeoutExpired:
+        if rc is None:
             return "sandbox preflight timed out (codex sandbox -- true)"
-        stderr = proc.stderr.decode("utf-8", "replace")
-        if proc.returncode == 0 or (proc.returncode == 2 and "Usage:" in stderr):
+        stderr = read_text(files[2]) or ""
+        if rc == 0 or (rc == 2 and "Usage:" in stderr):
             # rc 2 with a usage text: this Codex has no such probe.  The launch itself
             # still exposes a broken sandbox (degraded_environmental), so do not block.
             return None
-        tail = stderr.strip()[-MAX_ERROR_CHARS:]
-        return f"sandbox preflight failed: `codex sandbox -- true` exited {proc.returncode}: {tail}"
+        tail_text = stderr.strip()[-MAX_ERROR_CHARS:]
+        return f"sandbox preflight failed: `codex sandbox -- true` exited {rc}: {tail_text}"
 
     def argv(
         self, request: DispatchRequest, output_file: Path, schema_file: Path | None
