@@ -17,8 +17,8 @@ repositories are built in a temporary directory that is removed at the end.
 
 The table is printed (ratios first, absolute medians for context) and written as JSON to
 ``benchmarks/results/latest.json`` (``--json`` to change it); the exit status is 1 when a
-target is missed.  ``PERFORMANCE.md`` explains the figures, ``NOTES.md`` how they were
-improved.
+target is missed.  The README's Performance section explains the figures, ``NOTES.md``
+how they were improved.
 """
 
 from __future__ import annotations
