@@ -265,6 +265,30 @@ def test_missing_plan_path_is_a_clear_error(review_repo: ReviewRepo) -> None:
     result.stderr.fnmatch_lines(["*file or directory not found: docs/plans/nope.md*"])
 
 
+@pytest.mark.parametrize("diff", ["none", "branch"])
+def test_a_base_that_is_not_a_commit_is_a_usage_error(review_repo: ReviewRepo, diff: str) -> None:
+    review_repo.plan("a.md")
+    result = review_repo.run("--advreview-base=no-such-branch", f"--advreview-diff={diff}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*the base 'no-such-branch'*is not a commit, branch or tag*--advreview-base=REF*"]
+    )
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
+def test_a_codex_path_that_cannot_run_is_an_item_error_not_a_traceback(
+    review_repo: ReviewRepo,
+) -> None:
+    review_repo.plan("a.md")
+    folder = review_repo.path / "not-a-program"
+    folder.mkdir()
+    result = review_repo.run("--advreview-diff=none", f"--advreview-codex={folder}")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*cannot start Codex: *Permission denied*"])
+    out = result.stdout.str()
+    assert "Traceback" not in out and "subprocess.py" not in out
+
+
 def test_plan_that_is_not_utf8_is_a_clear_error(review_repo: ReviewRepo) -> None:
     review_repo.write("docs/plans/latin1.md", "# Plan caf\xe9\n".encode("latin-1"))
     result = review_repo.run("--advreview-diff=none")

@@ -94,11 +94,18 @@ class ReviewSession:
     # -- what to review ----------------------------------------------------------------
 
     def _discover(self) -> None:
-        """Find the repository, the base and the plans to review (git runs once here)."""
+        """Find the repository, the base and the plans to review (git runs once here).
+
+        A bare repository, a base that is not a commit or a failing git command is the
+        user's to fix: a usage error with the reason, never an internal error.
+        """
         try:
-            self.repo = targets.repo_info(self.rootdir)
+            self._find_targets()
         except targets.TargetError as exc:
             raise pytest.UsageError(str(exc)) from None
+
+    def _find_targets(self) -> None:
+        self.repo = targets.repo_info(self.rootdir)
         if self.repo is None:
             self.repo_note = (
                 f"{self.rootdir} is not inside a git repository: plan items only, no code review"
@@ -223,13 +230,16 @@ class ReviewSession:
             return None
         assert self.selection is not None
         # A plan reviewed as a plan item is not reviewed again as code.
-        return targets.change_set(
-            self.repo.root,
-            self.settings.diff,
-            self.base,
-            self.selection.keys,  # repo-relative: no path arithmetic per plan
-            resolver=self._resolve,
-        )
+        try:
+            return targets.change_set(
+                self.repo.root,
+                self.settings.diff,
+                self.base,
+                self.selection.keys,  # repo-relative: no path arithmetic per plan
+                resolver=self._resolve,
+            )
+        except targets.TargetError as exc:
+            raise pytest.UsageError(str(exc)) from None
 
     def stored_severity(self, key: str) -> str | None:
         """The max severity of ``key``'s last stored review, when it asked for revision."""

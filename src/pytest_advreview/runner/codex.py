@@ -312,8 +312,8 @@ class CodexReviewer:
             "true",
         ]
         files = [scratch / f"preflight.{name}" for name in ("stdin", "stdout", "stderr")]
-        files[0].write_bytes(b"")
         try:
+            files[0].write_bytes(b"")
             rc = launch(
                 argv,
                 cwd=scratch,
@@ -324,8 +324,9 @@ class CodexReviewer:
                 timeout=min(60.0, self.options.timeout),
                 cancel=self._cancel,
             )
-        except FileNotFoundError:
-            # A missing executable is reported by the real launch (launch_failure).
+        except OSError:
+            # A missing or unrunnable executable (or an unwritable scratch folder) is
+            # reported by the real launch (launch_failure), with its reason and fix.
             return None
         if rc is None:
             return "sandbox preflight timed out (codex sandbox -- true)"
