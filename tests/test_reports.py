@@ -566,7 +566,7 @@ def test_publish_writes_every_report_creating_folders_and_leaving_no_temp_files(
     run: Run, capsys: pytest.CaptureFixture[str]
 ) -> None:
     settings = _settings(run.root, github="off")
-    publish(FakeConfig(run.root), settings, run.results, environ={})  # type: ignore[arg-type]
+    assert publish(FakeConfig(run.root), settings, run.results, environ={})  # type: ignore[arg-type]
     out = run.root / "out"
     assert json.loads((out / "results.json").read_text())["totals"]["gate"] == "failed"
     assert (out / "report.md").read_text() == render_markdown(settings, run.results)
@@ -588,7 +588,8 @@ def test_publish_names_an_unwritable_report_and_still_writes_the_others(
     blocker.parent.mkdir()
     blocker.write_text("a file where the SARIF folder should be")
     settings = _settings(run.root, github="off")
-    publish(FakeConfig(run.root), settings, run.results, environ={})  # type: ignore[arg-type]
+    written = publish(FakeConfig(run.root), settings, run.results, environ={})  # type: ignore[arg-type]
+    assert written is False
     out = capsys.readouterr().out
     assert f"pytest-advreview: WARNING: cannot write --advreview-sarif={settings.sarif}" in out
     assert "Traceback" not in out

@@ -241,6 +241,21 @@ def test_an_unwritable_report_is_named_and_the_others_are_written(repo: Repo) ->
     assert (repo.path / "out" / "advreview.sarif").is_file()
 
 
+def test_a_passing_gate_whose_report_cannot_be_written_does_not_pass(repo: Repo) -> None:
+    repo.plans("approved.md")
+    (repo.path / "blocked").write_text("a file where a folder should be")
+    result = repo.pytester.runpytest(
+        *repo.args("out"), "--advreview-sarif=blocked/advreview.sarif", "--advreview-github=off"
+    )
+    result.assert_outcomes(passed=1)
+    # The SARIF upload step would fail later (or show nothing): the run fails now, as a
+    # usage error naming the option and the fix.
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(
+        ["pytest-advreview: WARNING: cannot write --advreview-sarif=*; pass a path in a writable*"]
+    )
+
+
 # -- xdist: the same files from -n 0 and -n 2 ---------------------------------------------
 
 #: Keys whose values are timings: they differ between any two runs.

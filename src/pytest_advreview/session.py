@@ -356,10 +356,13 @@ class ReviewSession:
         from .report.publish import exit_status, publish
 
         results = self.results.ordered()
-        publish(self.config, self.settings, results)
-        session.exitstatus = exit_status(
-            self.settings, results, int(exitstatus), config=self.config
-        )
+        written = publish(self.config, self.settings, results)
+        status = exit_status(self.settings, results, int(exitstatus), config=self.config)
+        if not written and status in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+            # A gate whose SARIF/JSON/markdown could not be written must not pass: the
+            # pipeline step that uploads it would fail later, or silently show nothing.
+            status = pytest.ExitCode.USAGE_ERROR
+        session.exitstatus = status
 
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:

@@ -76,13 +76,15 @@ def publish(
     results: list[ItemResult],
     *,
     environ: Mapping[str, str] | None = None,
-) -> None:
+) -> bool:
     """Write every report the settings ask for (controller only; atomic files).
 
     :param config: the run's config (terminal output, rootdir, ini file).
     :param settings: which reports to write, and where.
     :param results: the collected review items, in node-id order.
     :param environ: the environment for the GitHub integration (``os.environ`` if None).
+    :returns: whether every report file asked for on the command line was written (the
+        GitHub step summary, set by the environment, only warns).
     """
     env = os.environ if environ is None else environ
     out = _Output(config)
@@ -99,13 +101,13 @@ def publish(
             lambda: render_sarif(results, anchors, fallback_path=fallback),
         ),
     ]
+    written = True
     for option, target, render in files:
-        if target is None:
-            continue
-        _write(out, option, Path(target), render)
+        if target is not None:
+            written = _write(out, option, Path(target), render) and written
 
     if not github.enabled(settings.github, env):
-        return
+        return written
     try:
         commands = github.workflow_commands(results, anchors)
     except Exception as exc:  # a bug must not cost the summary below
@@ -115,7 +117,7 @@ def publish(
         out.line(command)
     summary = env.get("GITHUB_STEP_SUMMARY", "").strip()
     if not summary:
-        return
+        return written
     try:
         append_text(Path(summary), step_summary(settings, results) + "\n")
     except OSError as exc:
@@ -126,15 +128,16 @@ def publish(
         )
     except Exception as exc:
         _warn(out, f"could not build the step summary: {exc!r}; please report this bug")
+    return written
 
 
-def _write(out: _Output, option: str, path: Path, render: Callable[[], str]) -> None:
-    """Build and write one report; a failure becomes one warning line, never a traceback."""
+def _write(out: _Output, option: str, path: Path, render: Callable[[], str]) -> bool:
+    """Build and write one report; a failure is one warning line (never a traceback)."""
     try:
         text = render()
     except Exception as exc:  # one broken format must not cost the other reports
         _warn(out, f"could not build {option}={path}: {exc!r}; please report this bug")
-        return
+        return False
     try:
         write_atomic(path, text)
     except OSError as exc:
@@ -145,6 +148,8 @@ def _write(out: _Output, option: str, path: Path, render: Callable[[], str]) -> 
             + (f" ({exc.filename})" if exc.filename and str(exc.filename) != str(path) else "")
             + "; pass a path in a writable folder",
         )
+        return False
+    return True
 
 
 def _warn(out: _Output, message: str) -> None:
