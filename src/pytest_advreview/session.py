@@ -46,9 +46,8 @@ class ReviewSession:
         self.base: str | None = None
         self._reviewer: Reviewer | None = None
         self._collected: set[Path] = set()
-        # Set lookups: pytest asks about every file of the tree, thousands of plans each
-        # time (a tuple here made collecting 5,000 plans quadratic).
-        self._selected: frozenset[Path] = frozenset()
+        # Dict and set lookups: pytest asks about every file of the tree, thousands of
+        # plans each time (a tuple here made collecting 5,000 plans quadratic).
         #: Selected plan → its repo-relative key; walked path text → selected plan.
         self._keys: dict[Path, str] = {}
         self._walked: dict[str, Path] = {}
@@ -120,7 +119,6 @@ class ReviewSession:
             self.base,
             repo=self.repo,
         )
-        self._selected = frozenset(self.selection.selected)
         self._keys = dict(zip(self.selection.selected, self.selection.keys, strict=True))
         # pytest hands pytest_collect_file the path it walked to: rootdir joined with the
         # folders below it. When that text is a selected plan's, it is that plan, and
@@ -170,7 +168,7 @@ class ReviewSession:
 
     def _wanted(self, resolved: Path) -> bool:
         self._explicit_plans()
-        return resolved in self._explicit_set or resolved in self._selected
+        return resolved in self._explicit_set or resolved in self._keys
 
     @pytest.hookimpl
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> PlanFile | None:
