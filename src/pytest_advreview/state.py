@@ -282,6 +282,9 @@ class StateStore:
             path.unlink(missing_ok=True)
         except OSError as exc:
             self._warn(key, path, f"it could not be deleted ({_oserror(exc)})", verb="clearing")
+            return
+        if self._present is not None:
+            self._present.discard(path.name)
 
     # -- internals -------------------------------------------------------------------------
 
