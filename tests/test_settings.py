@@ -10,6 +10,7 @@ twice would be an argparse conflict.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -432,3 +433,18 @@ def test_settings_are_frozen() -> None:
     settings = Settings()
     with pytest.raises(ValueError, match="frozen"):
         settings.model = "x"  # type: ignore[misc]
+
+
+def test_every_option_is_in_the_readme_options_table() -> None:
+    # The README's table is the user's reference: an option added without a row there is
+    # an option nobody can find.
+    from pytest_advreview.options import SPECS
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    rows = {line.split("|")[1].strip() for line in readme.splitlines() if line.startswith("| `--")}
+    shown = {row.strip("`").split("=")[0] for row in rows}
+    expected = {"--adversarial-review", "--advreview-doctor", "--advreview-doctor-json"}
+    expected |= {spec.option for spec in SPECS if spec.cli is not None}
+    assert expected - shown == set()
+    ini_only = {spec.ini_key for spec in SPECS if spec.cli is None}
+    assert all(f"`{key}`" in readme for key in ini_only)
