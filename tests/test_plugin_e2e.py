@@ -8,7 +8,13 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from conftest import ReviewRepo, git, ran_prompts, settled
-from pytest_advreview.testing import FindingSpec, approved_review, review_text, revise_review
+from pytest_advreview.testing import (
+    FindingSpec,
+    approved_review,
+    review_text,
+    revise_review,
+    shell_step,
+)
 
 pytestmark = pytest.mark.real_codex
 
@@ -167,10 +173,7 @@ def test_reviewer_writing_a_file_errors_in_teardown(review_repo: ReviewRepo) -> 
     review_repo.plan("x.md")
     review_repo.answer(
         "x.md",
-        {
-            "function_call": {"name": "exec_command", "arguments": {"cmd": "echo 1 > pwned.txt"}},
-            "call_id": "c1",
-        },
+        shell_step("echo 1 > pwned.txt"),
         {"message": approved_review()},
     )
     result = review_repo.run("--advreview-diff=none", "--advreview-sandbox=workspace-write")
@@ -184,10 +187,7 @@ def test_read_only_sandbox_blocks_the_write_and_passes(review_repo: ReviewRepo) 
     review_repo.plan("x.md")
     review_repo.answer(
         "x.md",
-        {
-            "function_call": {"name": "exec_command", "arguments": {"cmd": "echo 1 > pwned.txt"}},
-            "call_id": "c1",
-        },
+        shell_step("echo 1 > pwned.txt"),
         {"message": approved_review()},
     )
     result = review_repo.run("--advreview-diff=none", "--advreview-sandbox=read-only")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ReviewRepo, git
-from pytest_advreview.testing import FindingSpec, approved_review, revise_review
+from pytest_advreview.testing import FindingSpec, approved_review, revise_review, shell_step
 
 pytestmark = pytest.mark.real_codex
 
@@ -199,10 +199,7 @@ def test_isolation_under_xdist_errors_only_the_writer_and_leaves_the_tree_alone(
     review_repo.answer("clean.md", {"message": approved_review()})
     review_repo.answer(
         "writer.md",
-        {
-            "function_call": {"name": "exec_command", "arguments": {"cmd": "echo 1 > pwned.txt"}},
-            "call_id": "c1",
-        },
+        shell_step("echo 1 > pwned.txt"),
         {"message": approved_review()},
     )
     before = git(review_repo.path, "status", "--porcelain")

@@ -32,6 +32,7 @@ from pytest_advreview.testing import (
     approved_review,
     codex_provider_args,
     revise_review,
+    shell_step,
 )
 
 pytestmark = pytest.mark.real_codex
@@ -241,13 +242,7 @@ def test_tool_call_really_writes_under_workspace_write(
         {
             "rules": [],
             "default": [
-                {
-                    "function_call": {
-                        "name": "exec_command",
-                        "arguments": {"cmd": "echo owned > pwned.txt"},
-                    },
-                    "call_id": "call_write",
-                },
+                shell_step("echo owned > pwned.txt", call_id="call_write"),
                 {"message": approved_review()},
             ],
         }
@@ -266,13 +261,7 @@ def test_read_only_sandbox_blocks_the_write(
         {
             "rules": [],
             "default": [
-                {
-                    "function_call": {
-                        "name": "exec_command",
-                        "arguments": {"cmd": "echo owned > pwned.txt"},
-                    },
-                    "call_id": "call_write",
-                },
+                shell_step("echo owned > pwned.txt", call_id="call_write"),
                 {"message": approved_review()},
             ],
         }

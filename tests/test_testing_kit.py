@@ -33,6 +33,7 @@ from pytest_advreview.testing import (
     offline_env,
     review_text,
     revise_review,
+    shell_step,
 )
 
 # -- helpers -------------------------------------------------------------------------------
@@ -220,7 +221,7 @@ def test_get_and_unknown_paths_answer_empty_404(server: ScriptedServer) -> None:
 
 
 def test_function_call_step_json_encodes_arguments(server: ScriptedServer) -> None:
-    step = {"function_call": {"name": "exec_command", "arguments": {"cmd": "ls"}}, "call_id": "c7"}
+    step = shell_step("ls", call_id="c7")
     server.set_script({"default": step})
     events = sse_events(post(server, responses_body("x"))[2])
     item = events[1][1]["item"]

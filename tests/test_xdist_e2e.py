@@ -7,7 +7,7 @@ import re
 import pytest
 
 from conftest import ReviewRepo
-from pytest_advreview.testing import FindingSpec, approved_review, revise_review
+from pytest_advreview.testing import FindingSpec, approved_review, revise_review, shell_step
 
 pytestmark = pytest.mark.real_codex
 
@@ -67,10 +67,7 @@ def test_without_isolation_an_overlapping_mutation_fails_every_overlapping_item(
     review_repo.plan("slow.md", "# Plan slow\n")
     review_repo.answer(
         "writer.md",
-        {
-            "function_call": {"name": "exec_command", "arguments": {"cmd": "echo 1 > pwned.txt"}},
-            "call_id": "c1",
-        },
+        shell_step("echo 1 > pwned.txt"),
         {"message": approved_review()},
     )
     # The slow review is still running when the writer's reviewer writes pwned.txt.

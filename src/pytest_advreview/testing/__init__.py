@@ -24,6 +24,7 @@ from .server import (
     ScriptedServer,
     codex_config_argv,
     codex_provider_args,
+    shell_step,
 )
 
 __all__ = [
@@ -47,4 +48,5 @@ __all__ = [
     "offline_env",
     "review_text",
     "revise_review",
+    "shell_step",
 ]

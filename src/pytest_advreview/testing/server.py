@@ -73,6 +73,7 @@ __all__ = [
     "ScriptedServer",
     "codex_config_argv",
     "codex_provider_args",
+    "shell_step",
 ]
 
 #: Name of the environment variable that carries the fake provider's API key.
@@ -139,6 +140,17 @@ def codex_config_argv(values: Sequence[str]) -> list[str]:
     for value in values:
         argv += ["-c", value]
     return argv
+
+
+def shell_step(cmd: str, call_id: str = "c1") -> dict[str, Any]:
+    """A script step in which the model asks Codex to run ``cmd`` (an ``exec_command`` call).
+
+    Codex runs it under its sandbox and sends the output back in the next request, so the
+    step after it answers that request (usually with the review).  Tests of mutation
+    detection use it to make a reviewer really write into the workspace.
+    """
+    call = {"name": "exec_command", "arguments": {"cmd": cmd}}
+    return {"function_call": call, "call_id": call_id}
 
 
 @dataclass(frozen=True)
