@@ -67,6 +67,21 @@ def sleeper_running(pid: int) -> bool:
     return state not in ("Z", "X") and b"time.sleep" in cmdline
 
 
+@pytest.fixture(autouse=True)
+def private_state_key(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """Each test's per-user state key lives in its own temp folder, never in ``~``.
+
+    ``ADVREVIEW_STATE_KEY`` is unset, so the key is the per-user file unless a test sets
+    the variable itself.  Returns the ``XDG_STATE_HOME`` the runs under the test see.
+    """
+    home = tmp_path_factory.mktemp("xdg-state")
+    monkeypatch.setenv("XDG_STATE_HOME", str(home))
+    monkeypatch.delenv("ADVREVIEW_STATE_KEY", raising=False)
+    return home
+
+
 def git(repo: Path, *args: str) -> str:
     """Run git in ``repo`` (argv list) and return stdout; a failure shows git's stderr."""
     proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, check=False)

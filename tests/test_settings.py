@@ -417,18 +417,6 @@ def test_settings_approvals_map_to_codex_args(approvals: str, expected: list[str
     assert approval_args(Settings.model_validate({"approvals": approvals}).approvals) == expected
 
 
-def test_settings_hash_covers_model_reasoning_sandbox_and_format_only() -> None:
-    base = Settings().settings_hash()
-    assert Settings(timeout=5, max_rounds=2, language="Deutsch").settings_hash() == base
-    for changed in (
-        Settings(model="other"),
-        Settings(reasoning="low"),
-        Settings(sandbox="read-only"),
-        Settings(output_format=OutputFormat.JSON),
-    ):
-        assert changed.settings_hash() != base
-
-
 def test_settings_are_frozen() -> None:
     settings = Settings()
     with pytest.raises(ValueError, match="frozen"):

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_advreview import state as state_module
+from pytest_advreview.cachekey import cache_key
 from pytest_advreview.models import (
     Decision,
     DecisionAction,
@@ -23,6 +25,7 @@ from pytest_advreview.models import (
     Verdict,
 )
 from pytest_advreview.state import (
+    STATE_SCHEMA,
     NextStep,
     ReviewState,
     StateStore,
@@ -68,7 +71,7 @@ def record(
 def state(*rounds: RoundRecord, key: str = PLAN, settings: str = SETTINGS) -> ReviewState:
     return ReviewState(
         key=key,
-        settings_hash=settings,
+        reviewer={"model": settings},
         rounds=rounds,
         session_id="thread-1",
         last_content_hash=rounds[-1].content_hash if rounds else None,
@@ -196,27 +199,49 @@ def test_corrupt_json_warns_and_reads_none(store: StateStore) -> None:
         assert store.load(PLAN) is None
 
 
+def write_signed(store: StateStore, state_data: object, **envelope: object) -> None:
+    """Write an entry whose MAC is valid for ``state_data`` (whatever it holds)."""
+    key = store.state_key()
+    assert key is not None
+    body = {
+        "schema_version": STATE_SCHEMA,
+        "mac": key.mac(state_module._canonical(state_data)),
+        "run_tag": "0" * 64,
+        "state": state_data,
+        **envelope,
+    }
+    entry_path(store, PLAN).write_text(json.dumps(body), encoding="utf-8")
+
+
 def test_wrong_schema_warns_and_reads_none(store: StateStore) -> None:
     data = json.loads(state(record(1, Verdict.APPROVED)).model_dump_json())
     data["rounds"][0]["number"] = "one"
-    entry_path(store, PLAN).write_text(json.dumps(data), encoding="utf-8")
-    with pytest.warns(StateWarning, match=r"does not match the state schema \(rounds\.0\.number"):
+    write_signed(store, data)
+    match = r"does not match the state schema \(state\.rounds\.0\.number"
+    with pytest.warns(StateWarning, match=match):
         assert store.load(PLAN) is None
 
 
 def test_unknown_field_is_a_schema_error(store: StateStore) -> None:
     data = json.loads(state(record(1, Verdict.APPROVED)).model_dump_json())
     data["surprise"] = 1
-    entry_path(store, PLAN).write_text(json.dumps(data), encoding="utf-8")
+    write_signed(store, data)
     with pytest.warns(StateWarning, match="surprise"):
         assert store.load(PLAN) is None
 
 
 def test_other_schema_version_warns(store: StateStore) -> None:
     data = json.loads(state(record(1, Verdict.APPROVED)).model_dump_json())
-    data["schema_version"] = 99
-    entry_path(store, PLAN).write_text(json.dumps(data), encoding="utf-8")
+    write_signed(store, data, schema_version=99)
     with pytest.warns(StateWarning, match="schema version 99"):
+        assert store.load(PLAN) is None
+
+
+def test_entry_of_the_unsigned_layout_of_version_1_warns(store: StateStore) -> None:
+    data = json.loads(state(record(1, Verdict.APPROVED)).model_dump_json())
+    data["schema_version"] = 1
+    entry_path(store, PLAN).write_text(json.dumps(data), encoding="utf-8")
+    with pytest.warns(StateWarning, match="schema version 1, this plugin reads version 2"):
         assert store.load(PLAN) is None
 
 
@@ -228,7 +253,7 @@ def test_json_that_is_not_an_object_warns(store: StateStore) -> None:
 
 def test_entry_of_another_key_warns(store: StateStore) -> None:
     other = state(record(1, Verdict.APPROVED), key="docs/plans/other.md")
-    entry_path(store, PLAN).write_text(other.model_dump_json(), encoding="utf-8")
+    write_signed(store, json.loads(other.model_dump_json()))
     with pytest.warns(StateWarning, match="belongs to another target"):
         assert store.load(PLAN) is None
 
@@ -332,9 +357,7 @@ def decide(
 ) -> NextStep:
     return decide_next(
         s,
-        content_hash=content,
-        settings_hash=settings,
-        decisions=decisions,
+        cache_key({"model": settings}, content, decisions),
         max_rounds=max_rounds,
         fresh=fresh,
     )
@@ -360,7 +383,7 @@ def test_fresh_ignores_the_state() -> None:
 def test_changed_settings_start_over() -> None:
     step = decide(APPROVED, settings="other")
     assert step.action == "review"
-    assert "settings changed" in step.reason
+    assert "the reviewer changed since the stored rounds (model)" in step.reason
     assert "starting over" in step.reason
 
 

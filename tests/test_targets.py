@@ -16,14 +16,13 @@ import pytest
 
 from conftest import git
 from pytest_advreview import targets
+from pytest_advreview.cachekey import change_set_hash, plan_hash
 from pytest_advreview.models import ChangeSet
 from pytest_advreview.targets import (
     TargetError,
     change_set,
-    change_set_hash,
     compile_glob,
     plan_files,
-    plan_hash,
     repo_info,
     resolve_base,
 )

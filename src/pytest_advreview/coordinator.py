@@ -10,23 +10,23 @@ stores the result.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import tempfile
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
+from .cachekey import cache_key, reviewer_identity
 from .decisions import DecisionsError, DecisionsFile, check_known, load_decisions
 from .loop import LoopResult
 from .models import ReviewStatus, RoundRecord
 from .outcome import Outcome
-from .prompts import PROMPT_VERSION
 from .review import ReviewInputError, ReviewRun
-from .state import ReviewState, StateStore, decide_next, plan_diff
+from .state import ReviewState, StateStore, StateWarning, decide_next, plan_diff
 
 if TYPE_CHECKING:
     from .settings import Settings
@@ -69,17 +69,26 @@ class TokenLedger:
 class Coordinator:
     """Runs one target with its stored state, decisions and the run's token budget."""
 
-    def __init__(self, config: pytest.Config, settings: Settings, run_dir: Path) -> None:
+    def __init__(
+        self,
+        config: pytest.Config,
+        settings: Settings,
+        run_dir: Path,
+        *,
+        run_secret: bytes | None = None,
+    ) -> None:
+        """:param run_secret: the secret of this run's state tags (shared by xdist workers)."""
         self.config = config
         self.settings = settings
-        self.store = StateStore(config)
+        self.store = StateStore(config, run_secret=run_secret)
         self.ledger = TokenLedger(run_dir)
-        # The prompt version is part of the key: a new prompt is a new review.
-        self.settings_hash = hashlib.sha256(
-            f"{settings.settings_hash()}:{PROMPT_VERSION}".encode()
-        ).hexdigest()[:16]
+        #: Who reviews in this run; a stored verdict of another reviewer never counts.
+        self.identity = reviewer_identity(settings)
         # Each state is read once per run (collection reads it for the severity markers).
         self._loaded: dict[str, ReviewState | None] = {}
+        #: Why a stored entry was not used, warned once, by the item that reviews it (so
+        #: xdist workers, which all collect every item, do not each warn).
+        self._problems: dict[str, str] = {}
         self.decisions_path = Path(settings.decisions)
         try:
             self.decisions: DecisionsFile | None = load_decisions(self.decisions_path)
@@ -91,7 +100,10 @@ class Coordinator:
         if self.settings.fresh:
             return None
         if key not in self._loaded:
-            self._loaded[key] = self.store.load(key)
+            state, problem = self.store.read(key)
+            self._loaded[key] = state
+            if problem is not None:
+                self._problems[key] = problem
         return self._loaded[key]
 
     def stored_severity(self, key: str) -> str | None:
@@ -123,6 +135,9 @@ class Coordinator:
                 )
             )
         state = self.stored(key)
+        problem = self._problems.pop(key, None)
+        if problem is not None:
+            warnings.warn(StateWarning(problem), stacklevel=2)
         decisions = self.decisions.for_target(key) if self.decisions is not None else ()
         if state is not None and self.decisions is not None:
             try:
@@ -131,9 +146,7 @@ class Coordinator:
                 raise ReviewInputError(str(exc)) from None
         step = decide_next(
             state,
-            content_hash=material.content_hash,
-            settings_hash=self.settings_hash,
-            decisions=decisions,
+            cache_key(self.identity, material.content_hash, decisions),
             max_rounds=self.settings.max_rounds,
             fresh=self.settings.fresh,
         )
@@ -183,7 +196,7 @@ class Coordinator:
     ) -> None:
         state = ReviewState(
             key=key,
-            settings_hash=self.settings_hash,
+            reviewer=self.identity,
             rounds=(*history, *result.rounds),
             session_id=result.session_id,
             last_content_hash=content_hash,

@@ -7,7 +7,6 @@ plan file to a pytest outcome.
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 import shutil
 import tempfile
@@ -19,7 +18,7 @@ from typing import TYPE_CHECKING, Literal
 
 import pytest
 
-from . import mutation, prompts, targets
+from . import cachekey, mutation, prompts, targets
 from .isolation import IsolationError, Worktree
 from .loop import LoopHooks, LoopResult, ReviewTarget, run_loop
 from .models import (
@@ -37,6 +36,7 @@ from .runner import DispatchRequest, DispatchResult, Reviewer
 
 if TYPE_CHECKING:
     from .settings import Settings
+    from .state import StateStore
 
 __all__ = [
     "ReviewInputError",
@@ -106,7 +106,7 @@ class ReviewMaterial:
 
     :param prompt_body: the round-1 prompt body, without the session marker.
     :param content: the artifact's current text (the plan; the changed files and plan).
-    :param content_hash: its cache key (plan bytes; the diff plus the plan).
+    :param content_hash: the content part of its cache key (:mod:`.cachekey`).
     """
 
     prompt_body: str
@@ -204,7 +204,9 @@ class ReviewRun:
         item: pytest.Item | None = None,
         in_git: bool = True,
         shared: SharedLookups | None = None,
+        store: StateStore | None = None,
     ) -> None:
+        """:param store: the stored review state, watched while the reviewer runs."""
         self.config = config
         #: Outside git only the review inputs can be watched (no ``git status``).
         self.in_git = in_git
@@ -226,6 +228,10 @@ class ReviewRun:
         #: Counted rounds of earlier runs this review continues (set by the coordinator).
         self.history: tuple[RoundRecord, ...] = ()
         self._before: mutation.Snapshot | None = None
+        #: The review state store and its snapshot: the plugin's own verdicts are part of
+        #: the workspace a reviewer must not change (git does not see them: ignored).
+        self._store = store
+        self._state_before: dict[str, str] | None = None
         self._seen: set[str] = set()
         #: Top levels and resolved paths; a session shares one between all its reviews,
         #: so later snapshots skip ``git rev-parse --show-toplevel``.
@@ -237,7 +243,9 @@ class ReviewRun:
         paths = [p for p in (self.spec.path, self.spec.against_plan) if p is not None]
         if self.worktree is not None:
             paths = [self.worktree.translate(p) for p in paths]
-        return paths
+        # The decisions file the plugin reads (never a worktree's copy of it): what a
+        # reviewer writes there would be sent as the user's decisions next run.
+        return [*paths, Path(self.settings.decisions)]
 
     @property
     def work_dir(self) -> Path:
@@ -293,7 +301,7 @@ class ReviewRun:
                 output_format=fmt,
             )
             content = text
-            digest = targets.plan_hash(self.spec.path)
+            digest = cachekey.plan_digest(self.spec.path, body)
         else:
             assert self.spec.change is not None
             plan_rel = None
@@ -312,10 +320,11 @@ class ReviewRun:
                 + "\n".join(f"- {f}" for f in self.spec.change.files)
                 + ("\n\nPlan:\n" + plan_text if plan_text else "")
             )
-            # The diff itself (not just the names) decides whether a code review is stale.
-            digest = hashlib.sha256(
-                (targets.change_set_hash(self.repo_root, self.spec.change) + plan_text).encode()
-            ).hexdigest()
+            # Every changed byte (not just the names) decides whether a code review is stale.
+            try:
+                digest = cachekey.code_digest(self.repo_root, self.spec.change, body, plan_text)
+            except cachekey.CacheKeyError as exc:
+                raise ReviewInputError(str(exc)) from None
         return ReviewMaterial(prompt_body=body, content=content, content_hash=digest)
 
     # -- mutation watch ----------------------------------------------------------------
@@ -333,6 +342,8 @@ class ReviewRun:
     def rebaseline(self) -> None:
         """Take a new "before" snapshot (after a fixer changed files on purpose)."""
         self._before = self.snapshot()
+        if self._store is not None:
+            self._state_before = self._store.snapshot()
 
     def check_mutation(self, round_no: int) -> list[str]:
         """New mutations since the baseline, as messages naming path and round."""
@@ -345,6 +356,7 @@ class ReviewRun:
                 if change.path not in self._seen:
                     self._seen.add(change.path)
                     found.append(f"{change.path} ({change.kind}, round {round_no})")
+        found.extend(self._state_mutations(round_no))
         last = self.reviewer.last
         if last is not None:
             for path in last.reported_writes:
@@ -352,6 +364,29 @@ class ReviewRun:
                     self._seen.add(path)
                     found.append(f"{path} (reported by the reviewer, round {round_no})")
         self.mutations.extend(found)
+        return found
+
+    def _state_mutations(self, round_no: int) -> list[str]:
+        """Stored state that someone other than this run's plugin changed; discarded."""
+        store, before = self._store, self._state_before
+        if store is None or before is None:
+            return []
+        foreign = store.foreign_changes(before, store.snapshot())
+        targets_of = {path: store.target_of(path) for path in foreign}
+        store.discard(foreign)
+        # Entries other workers wrote meanwhile are the new baseline.
+        self._state_before = store.snapshot()
+        found: list[str] = []
+        for path in foreign:
+            shown = _relative(Path(path), self.repo_root, self._shared.resolve)
+            if shown not in self._seen:
+                self._seen.add(shown)
+                target = targets_of[path]
+                whose = f" of {target}" if target is not None else ""
+                found.append(
+                    f"{shown} (review state{whose} changed outside pytest-advreview, round "
+                    f"{round_no}; the entry is discarded)"
+                )
         return found
 
     # -- run ---------------------------------------------------------------------------
@@ -378,7 +413,7 @@ class ReviewRun:
                 raise ReviewInputError(str(exc)) from None
             self.review_root = self.worktree.path
             target = target.model_copy(update={"repo_root": self.worktree.path})
-        self._before = self.snapshot()
+        self.rebaseline()
         result = run_loop(
             target,
             self.reviewer,
@@ -396,9 +431,15 @@ class ReviewRun:
         return result, self.outcome
 
     def final_mutations(self) -> list[str]:
-        """All mutations, including any that appeared after the last dispatch."""
+        """All mutations, including any that appeared after the last dispatch.
+
+        One that appears only now may have been made during the last dispatch, so the
+        verdict stored for this target after it is not trusted either: it is removed.
+        """
         if self.result is not None:
-            self.check_mutation(self.result.last_round or 1)
+            late = self.check_mutation(self.result.last_round or 1)
+            if late and self._store is not None:
+                self._store.clear(self.spec.key)
         return list(self.mutations)
 
     def record(self, nodeid: str, *, error: str | None = None) -> ItemRecord:

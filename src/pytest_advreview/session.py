@@ -7,6 +7,7 @@ plugin never changes an unrelated suite.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import tempfile
 from collections.abc import Generator
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from . import targets
-from .constants import CODE_ITEM_NAME, RECORD_ATTR, RUN_DIR_KEY
+from .constants import CODE_ITEM_NAME, RECORD_ATTR, RUN_DIR_KEY, RUN_SECRET_KEY
 from .coordinator import Coordinator
 from .items import _SESSION_KEY, PlanFile, ReviewItem, ReviewRepr
 from .loop import LoopResult
@@ -67,7 +68,13 @@ class ReviewSession:
             self.run_dir = Path(tempfile.mkdtemp(prefix="advreview-run-"))
             # Removed however the run ends (a usage error after configure included).
             config.add_cleanup(lambda: shutil.rmtree(self.run_dir, ignore_errors=True))
-        self.coordinator = Coordinator(config, settings, self.run_dir)
+        # Tags the state entries this run writes, so a review can tell the entries other
+        # workers write meanwhile from a reviewer's (state.py); held in memory only.
+        if isinstance(workerinput, dict) and RUN_SECRET_KEY in workerinput:
+            self.run_secret = bytes.fromhex(str(workerinput[RUN_SECRET_KEY]))
+        else:
+            self.run_secret = secrets.token_bytes(32)
+        self.coordinator = Coordinator(config, settings, self.run_dir, run_secret=self.run_secret)
         config.stash[_SESSION_KEY] = self
         self._discover()
 
@@ -271,6 +278,7 @@ class ReviewSession:
             item=item,
             in_git=self.repo is not None,
             shared=self._shared,
+            store=self.coordinator.store,
         )
 
     def run_review(self, run: ReviewRun) -> tuple[LoopResult, Outcome]:

@@ -13,7 +13,6 @@ resolved :class:`Settings` travel to workers as ``model_dump(mode="json")``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shlex
@@ -102,20 +101,6 @@ class Settings(WireModel):
     github: GithubMode = "auto"
     #: Exit with EXIT_REVIEW_ERRORS when review items errored and none failed.
     strict_exit: bool = False
-
-    def settings_hash(self) -> str:
-        """sha256 over the settings that change what a review says.
-
-        A cached verdict is reused only under the same hash; the caller mixes in the
-        prompt version.
-        """
-        key = {
-            "model": self.model,
-            "reasoning": self.reasoning,
-            "sandbox": self.sandbox,
-            "output_format": self.output_format.value,
-        }
-        return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
 
 
 # -- declarations --------------------------------------------------------------------------

@@ -11,7 +11,6 @@ sees) or absolute :class:`~pathlib.Path` objects (what pytest collects).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shlex
@@ -38,11 +37,9 @@ __all__ = [
     "PlanSelection",
     "TargetError",
     "change_set",
-    "change_set_hash",
     "compile_glob",
     "match_any",
     "plan_files",
-    "plan_hash",
     "repo_info",
     "resolve_base",
     "status_entries",
@@ -549,53 +546,3 @@ def change_set(
             )
         return None
     return _branch(root, base, excluded)
-
-
-# -- content hashes ------------------------------------------------------------------------
-
-_CHUNK = 1 << 20
-
-
-def plan_hash(path: Path) -> str:
-    """sha256 (hex) of a plan's bytes, read in chunks; the cache key of a plan item."""
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-_DIFF = ("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--binary", "--no-renames")
-
-
-def change_set_hash(root: Path, change: ChangeSet) -> str:
-    """sha256 (hex) of exactly what the change set shows the reviewer; its cache key.
-
-    Branch mode (``change.base`` set): ``git diff BASE...HEAD`` of the change set's files.
-    Uncommitted: ``git diff HEAD`` (staged and unstaged together; the index alone on an
-    unborn branch) plus the name and bytes of each untracked file.  Files outside
-    ``change.files`` (plans reviewed on their own) never move the hash.
-
-    :raises TargetError: git failed.
-    """
-    top = _toplevel(root)
-    specs = [literal_pathspec(p) for p in change.files]
-    digest = hashlib.sha256()
-    if change.base is not None:
-        digest.update(_git(root, *_DIFF, f"{change.base}...HEAD", "--", *specs).stdout)
-        return digest.hexdigest()
-    has_head = _git(root, "rev-parse", "--verify", "--quiet", "HEAD", check=False)
-    if has_head.returncode == 0:
-        digest.update(_git(root, *_DIFF, "HEAD", "--", *specs).stdout)
-    else:  # unborn branch: no HEAD to diff against, so index and work tree separately
-        digest.update(_git(root, *_DIFF, "--cached", "--", *specs).stdout)
-        digest.update(b"\0worktree\0")
-        digest.update(_git(root, *_DIFF, "--", *specs).stdout)
-    wanted = set(change.files)
-    for entry in sorted(status_entries(root), key=lambda e: e.path):
-        if entry.untracked and entry.path in wanted:
-            path = top / entry.path
-            digest.update(b"\0untracked\0" + os.fsencode(entry.path) + b"\0")
-            if path.is_file():
-                digest.update(plan_hash(path).encode())
-    return digest.hexdigest()

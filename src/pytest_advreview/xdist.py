@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from .constants import RUN_DIR_KEY
+from .constants import RUN_DIR_KEY, RUN_SECRET_KEY
 from .settings import WORKERINPUT_KEY, from_config
 
 __all__ = ["XdistHooks"]
@@ -23,8 +23,10 @@ class XdistHooks:
 
     @pytest.hookimpl
     def pytest_configure_node(self, node: Any) -> None:
-        """Put the settings (as JSON) and the run directory into ``workerinput``."""
+        """Put the settings (as JSON), the run directory and the run secret into
+        ``workerinput`` (a pipe to the worker: no reviewer can read it there)."""
         node.workerinput[WORKERINPUT_KEY] = from_config(self.config).model_dump_json()
         session = self.config.pluginmanager.get_plugin("advreview-session")
         if session is not None:
             node.workerinput[RUN_DIR_KEY] = str(session.run_dir)
+            node.workerinput[RUN_SECRET_KEY] = session.run_secret.hex()

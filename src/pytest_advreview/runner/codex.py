@@ -42,6 +42,7 @@ from ..models import (
     WireModel,
 )
 from ..prompts import with_marker
+from ..statekey import STATE_KEY_ENV
 from . import DispatchRequest, DispatchResult
 from ._process import clip, launch, read_text, tail
 
@@ -495,6 +496,7 @@ class CodexReviewer:
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)
         env.update(self.options.env)
+        env.pop(STATE_KEY_ENV, None)  # the key that authenticates verdicts never reaches a reviewer
         return env
 
     def _session_id(

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from .. import parse
 from ..models import ReviewQuality, RunnerResult, RunnerStatus, Triage
 from ..prompts import with_marker
+from ..statekey import STATE_KEY_ENV
 from . import DispatchRequest, DispatchResult
 from ._process import clip, launch, read_text, tail
 
@@ -79,6 +80,7 @@ class CommandReviewer:
         )
         out.unlink(missing_ok=True)
         env = {**os.environ, **self.env}
+        env.pop(STATE_KEY_ENV, None)  # the key that authenticates verdicts never reaches a reviewer
         try:
             rc = launch(
                 self.argv,
