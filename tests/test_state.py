@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
+import warnings
 from pathlib import Path
 
 import pytest
@@ -536,3 +538,149 @@ def test_plan_diff_not_truncated_when_it_fits() -> None:
 def test_plan_diff_rejects_nonsense_limits() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         plan_diff("a", "b", path=PLAN, max_lines=0)
+
+
+# -- authenticity ------------------------------------------------------------------------------
+
+
+def _entry_json(store: StateStore) -> dict[str, object]:
+    data = json.loads(entry_path(store, PLAN).read_text(encoding="utf-8"))
+    assert isinstance(data, dict)
+    return data
+
+
+def test_an_entry_carries_a_mac_over_its_state_and_this_runs_tag(store: StateStore) -> None:
+    store.save(state(record(1, Verdict.APPROVED)))
+    data = _entry_json(store)
+    assert sorted(data) == ["mac", "run_tag", "schema_version", "state"]
+    key = store.state_key()
+    assert key is not None
+    assert key.verify(state_module._canonical(data["state"]), data["mac"])
+
+
+def test_an_entry_the_plugin_did_not_write_is_ignored_with_a_warning(store: StateStore) -> None:
+    forged = json.loads(state(record(1, Verdict.APPROVED)).model_dump_json())
+    entry = {"schema_version": STATE_SCHEMA, "mac": "0" * 64, "run_tag": "0" * 64}
+    entry_path(store, PLAN).write_text(json.dumps({**entry, "state": forged}), encoding="utf-8")
+    with pytest.warns(StateWarning) as caught:
+        assert store.load(PLAN) is None
+    (warning,) = caught
+    text = str(warning.message)
+    assert "docs/plans/x.md" in text and str(entry_path(store, PLAN)) in text
+    assert "not written by pytest-advreview under this state key" in text
+    assert "reviewed again" in text
+
+
+def test_a_stored_revise_edited_to_approved_is_ignored(store: StateStore) -> None:
+    store.save(state(record(1, Verdict.REVISE, findings=(finding("AR-aaaaaa"),))))
+    data = _entry_json(store)
+    text = json.dumps(data).replace('"REVISE"', '"APPROVED"')
+    entry_path(store, PLAN).write_text(text, encoding="utf-8")
+    with pytest.warns(StateWarning, match="not written by pytest-advreview"):
+        assert store.load(PLAN) is None
+
+
+def test_an_entry_written_under_another_key_is_ignored(
+    config: pytest.Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ADVREVIEW_STATE_KEY", "a" * 40)
+    StateStore(config).save(state(record(1, Verdict.APPROVED)))
+    monkeypatch.setenv("ADVREVIEW_STATE_KEY", "b" * 40)
+    with pytest.warns(StateWarning, match="ADVREVIEW_STATE_KEY"):
+        assert StateStore(config).load(PLAN) is None
+    monkeypatch.setenv("ADVREVIEW_STATE_KEY", "a" * 40)
+    assert StateStore(config).load(PLAN) is not None
+
+
+def test_a_bad_ci_secret_is_a_usage_error_when_the_store_starts(
+    config: pytest.Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ADVREVIEW_STATE_KEY", "too-short")
+    with pytest.raises(pytest.UsageError, match="ADVREVIEW_STATE_KEY has 9 characters"):
+        StateStore(config)
+
+
+def test_without_a_usable_key_nothing_is_trusted_or_stored(
+    config: pytest.Config, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    StateStore(config).save(state(record(1, Verdict.APPROVED)))
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    monkeypatch.setenv("XDG_STATE_HOME", str(blocker))
+    keyless = StateStore(config)
+    with pytest.warns(StateWarning, match="reviewed afresh and nothing is stored") as caught:
+        first = keyless.load(PLAN)
+    assert first is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once per store, not per entry
+        assert keyless.save(state(record(2, Verdict.APPROVED))) is False
+        assert keyless.load(PLAN) is None
+    assert len(caught) == 1
+
+
+# -- watching the store while a reviewer runs ------------------------------------------------
+
+
+def test_entries_this_run_writes_are_not_foreign(config: pytest.Config) -> None:
+    secret = b"s" * 32
+    mine, other_worker = (
+        StateStore(config, run_secret=secret),
+        StateStore(config, run_secret=secret),
+    )
+    before = mine.snapshot()
+    other_worker.save(state(record(1, Verdict.APPROVED), key="docs/plans/y.md"))
+    mine.save(state(record(1, Verdict.APPROVED)))
+    assert mine.foreign_changes(before, mine.snapshot()) == []
+
+
+def test_an_entry_an_earlier_run_wrote_is_foreign_when_it_appears_during_a_review(
+    config: pytest.Config, tmp_path: Path
+) -> None:
+    # A valid MAC is not enough: a reviewer that read the per-user key, or copied an old
+    # entry, writes entries that verify; only this run's processes can tag them.
+    mine = StateStore(config, run_secret=b"s" * 32)
+    earlier = StateStore(config, run_secret=b"e" * 32)
+    earlier.save(state(record(1, Verdict.APPROVED), key="docs/plans/y.md"))
+    copy = tmp_path / "y.json"
+    copy.write_bytes(Path(str(earlier.path_for("docs/plans/y.md"))).read_bytes())
+    earlier.clear("docs/plans/y.md")
+    before = mine.snapshot()
+    target = earlier.path_for("docs/plans/y.md")
+    assert target is not None
+    target.write_bytes(copy.read_bytes())
+    assert mine.foreign_changes(before, mine.snapshot()) == [str(target)]
+
+
+def test_a_rewritten_or_deleted_entry_is_foreign_and_discarded(store: StateStore) -> None:
+    store.save(state(record(1, Verdict.REVISE, findings=(finding("AR-aaaaaa"),))))
+    store.save(state(record(1, Verdict.REVISE), key="docs/plans/gone.md"))
+    path, gone = entry_path(store, PLAN), entry_path(store, "docs/plans/gone.md")
+    before = store.snapshot()
+    path.write_text(path.read_text().replace('"REVISE"', '"APPROVED"'))
+    gone.unlink()
+    changed = store.foreign_changes(before, store.snapshot())
+    assert changed == sorted([str(path), str(gone)])
+    assert store.target_of(str(path)) == PLAN
+    store.discard(changed)
+    assert not path.exists()
+    assert store.load(PLAN) is None
+
+
+def test_a_rewrite_that_keeps_size_and_mtime_is_still_seen(store: StateStore) -> None:
+    store.save(state(record(1, Verdict.REVISE)))
+    path = entry_path(store, PLAN)
+    before = store.snapshot()
+    info = path.stat()
+    path.write_text(path.read_text().replace('"REVISE"', '"REVIZE"'))  # same length
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+    assert path.stat().st_size == info.st_size
+    assert store.foreign_changes(before, store.snapshot()) == [str(path)]
+
+
+def test_a_replaced_key_file_is_foreign(store: StateStore) -> None:
+    store.save(state(record(1, Verdict.APPROVED)))
+    key = store.state_key()
+    assert key is not None and key.source == "file"
+    before = store.snapshot()
+    Path(key.where).write_text("0" * 64 + "\n")
+    assert store.foreign_changes(before, store.snapshot()) == [key.where]

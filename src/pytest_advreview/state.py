@@ -60,7 +60,13 @@ from .models import (
     Verdict,
     WireModel,
 )
-from .statekey import StateKey, StateKeyError, StateKeyUsageError, load_state_key
+from .statekey import (
+    STATE_KEY_ENV,
+    StateKey,
+    StateKeyError,
+    StateKeyUsageError,
+    load_state_key,
+)
 
 __all__ = [
     "STATE_SCHEMA",
@@ -236,6 +242,7 @@ class StateStore:
         worker); a new one when omitted.
     :param state_key: the key entries are authenticated with; loaded on first use from
         :func:`~.statekey.load_state_key` when omitted.
+    :raises pytest.UsageError: ``ADVREVIEW_STATE_KEY`` is set to an unusable value.
     """
 
     def __init__(
@@ -255,6 +262,10 @@ class StateStore:
         self._run_secret = run_secret if run_secret is not None else secrets.token_bytes(32)
         self._key = state_key
         self._key_problem: str | None = None
+        if self._cache is not None and os.environ.get(STATE_KEY_ENV, "").strip():
+            # A bad ADVREVIEW_STATE_KEY is the user's to fix: a usage error before any
+            # collection, not an error in the middle of it.
+            self.state_key()
 
     @property
     def enabled(self) -> bool:
@@ -509,7 +520,14 @@ class StateStore:
         mac, tag = data.get("mac"), data.get("run_tag")
         if not isinstance(mac, str) or not isinstance(tag, str) or not mac.isascii():
             return False
-        return hmac.compare_digest(self._run_tag(mac), tag)
+        # The tag vouches for the MAC, and the MAC for the content: an entry of this run
+        # edited in place keeps its tag but no longer verifies.
+        key = self.state_key()
+        return (
+            key is not None
+            and key.verify(_canonical(data.get("state")), mac)
+            and hmac.compare_digest(self._run_tag(mac), tag)
+        )
 
     # -- internals -------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ can read this user's files (the per-user key file) or this process's memory; REA
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import hmac
 import os
@@ -139,12 +140,12 @@ def _read_user_key(path: Path) -> bytes | None:
     """The key in ``path``; ``None`` when there is no file yet."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        return None
+    except (FileNotFoundError, NotADirectoryError):
+        return None  # creating it says what is wrong with the folder
     except OSError as exc:
+        why = "a symlink is refused" if exc.errno == errno.ELOOP else exc.strerror
         raise StateKeyError(
-            f"the state key {path} cannot be opened ({exc.strerror}; a symlink is refused). "
-            + _fix(path)
+            f"the state key {path} cannot be opened ({why}). " + _fix(path)
         ) from None
     with os.fdopen(fd, "rb") as fh:
         info = os.fstat(fh.fileno())
