@@ -137,7 +137,11 @@ class Coordinator:
         state = self.stored(key)
         problem = self._problems.pop(key, None)
         if problem is not None:
-            warnings.warn(StateWarning(problem), stacklevel=2)
+            # Attributed to the entry file: that is what the user inspects or deletes.
+            where = self.store.path_for(key)
+            warnings.warn_explicit(
+                StateWarning(problem), StateWarning, filename=str(where or key), lineno=1
+            )
         decisions = self.decisions.for_target(key) if self.decisions is not None else ()
         if state is not None and self.decisions is not None:
             try:
