@@ -389,6 +389,14 @@ def test_changed_settings_start_over() -> None:
     assert "starting over" in step.reason
 
 
+def test_a_new_decision_on_an_approved_review_is_the_next_round() -> None:
+    # The decisions are part of the cache key: the reviewer has not seen this one.
+    step = decide(APPROVED, decisions=(REJECT,))
+    assert step.action == "continue"
+    assert step.decisions == (REJECT,)
+    assert "new decisions since round 1 was APPROVED" in step.reason
+
+
 def test_state_without_rounds_is_an_initial_review() -> None:
     assert decide(state()).action == "review"
 

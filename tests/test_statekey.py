@@ -128,3 +128,18 @@ def test_macs_depend_on_key_and_payload_and_the_secret_is_never_shown() -> None:
     assert not key.verify(b"payload", None)
     assert "aaaa" not in repr(key)
     assert os.fsencode("a" * 32) not in repr(key).encode()
+
+
+@pytest.mark.parametrize("secret", [None, SECRET])
+def test_a_ci_run_without_the_secret_says_so_in_the_header(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, secret: str | None
+) -> None:
+    monkeypatch.setenv("CI", "true")
+    if secret is not None:
+        monkeypatch.setenv(STATE_KEY_ENV, secret)
+    result = pytester.runpytest("--adversarial-review", "--collect-only")
+    hint = "advreview: ADVREVIEW_STATE_KEY is not set: verdicts restored from a CI cache*"
+    if secret is None:
+        result.stdout.fnmatch_lines([hint])
+    else:
+        result.stdout.no_fnmatch_line(hint)

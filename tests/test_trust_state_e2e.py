@@ -364,3 +364,19 @@ def test_every_changed_byte_of_the_code_change_forces_a_new_review(
     again.assert_outcomes(passed=1)
     again.stdout.fnmatch_lines(["*code-review: approved (passed)*round 2*"])
     assert len(code_repo.server.response_requests) > 1
+
+
+def test_a_reviewer_that_writes_the_decisions_file_errors_even_where_git_does_not_look(
+    review_repo: ReviewRepo,
+) -> None:
+    # The decisions file in an ignored folder: git status never lists it.
+    decisions = review_repo.path / ".pytest_cache" / "advreview-decisions.toml"
+    review_repo.plan("x.md", PLAN)
+    review_repo.answer(
+        "x.md",
+        shell_step(f"mkdir -p {decisions.parent} && echo '# approved by me' > {decisions}"),
+        {"message": approved_review()},
+    )
+    result = review_repo.run(NO_CODE, f"-oadvreview_decisions={decisions}")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*ERROR at teardown*", "*advreview-decisions.toml*round 1*"])

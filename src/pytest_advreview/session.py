@@ -27,6 +27,7 @@ from .report.collect import ResultsCollector
 from .report.terminal import write_summary
 from .review import ReviewRun, SharedLookups, TargetSpec
 from .runner import Reviewer
+from .statekey import STATE_KEY_ENV
 
 if TYPE_CHECKING:
     from .settings import Settings
@@ -304,6 +305,17 @@ class ReviewSession:
                 else f"advreview: {self.repo_note}"
             )
         lines.extend(f"advreview: {hint}" for hint in runtime_hints(self.settings))
+        if (
+            os.environ.get("CI", "").strip().lower() == "true"
+            and not os.environ.get(STATE_KEY_ENV, "").strip()
+        ):
+            # A fresh runner makes a new per-user key, so every verdict restored from the
+            # CI cache fails its check and is reviewed (and paid for) again.
+            lines.append(
+                f"advreview: {STATE_KEY_ENV} is not set: verdicts restored from a CI cache "
+                "cannot be checked with this runner's new per-user key and are reviewed "
+                'again; set it from a secret (docs/ci.md, "The state key")'
+            )
         return lines
 
     @pytest.hookimpl(wrapper=True)
