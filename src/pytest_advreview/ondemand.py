@@ -159,7 +159,7 @@ class AdversarialReview:
         if changed:
             raise WorkspaceMutated(changed)
         if outcome.kind is OutcomeKind.ERROR:
-            raise ReviewerUnavailable(error_report(spec.key, result))
+            raise ReviewerUnavailable(error_report(spec.key, result, outcome))
         return ReviewOutcome(spec.key, result, outcome)
 
     def plan(self, path: str | os.PathLike[str], **overrides: Any) -> ReviewOutcome:

@@ -780,7 +780,7 @@ def parse_markdown(text: str) -> Review:
 # Drift, quality, triage
 
 
-def _drift(review: Review) -> str | None:
+def _drift(review: Review, fail_on: Severity = Severity.MEDIUM) -> str | None:
     if not review.raw.strip():
         return "empty review"
     if review.verdict is None:
@@ -789,11 +789,8 @@ def _drift(review: Review) -> str | None:
         return f"no verdict on the last line (got {shown!r})"
     if review.verdict is Verdict.REVISE and not review.findings:
         return "verdict REVISE without any [severity: critical|high|medium] finding"
-    if review.verdict is Verdict.APPROVED and any(
-        f.severity.at_least(Severity.HIGH) for f in review.findings
-    ):
-        return "contradictory: VERDICT: APPROVED with a critical or high finding"
-    return None
+    # APPROVED with a finding that would fail the item: drift, retried once, never a pass.
+    return review.contradiction(fail_on)
 
 
 def _patterns(*parts: str) -> re.Pattern[str]:
@@ -990,7 +987,11 @@ def make_triage(review: Review) -> Triage:
     return _triage(review, needs_lead_judgment=needs)
 
 
-def analyse(text: str, output_format: OutputFormat = OutputFormat.MARKDOWN) -> Analysis:
+def analyse(
+    text: str,
+    output_format: OutputFormat = OutputFormat.MARKDOWN,
+    fail_on: Severity = Severity.MEDIUM,
+) -> Analysis:
     """Parse a review and judge it: drift, quality and triage in one go; never raises.
 
     Under the JSON contract a text that fails validation is still parsed as markdown, best
@@ -998,6 +999,8 @@ def analyse(text: str, output_format: OutputFormat = OutputFormat.MARKDOWN) -> A
 
     :param text: the review text (the ``-o`` file).
     :param output_format: the contract the reviewer was asked to follow.
+    :param fail_on: the run's threshold: ``APPROVED`` with a finding at or above it is
+        drift (see :meth:`~pytest_advreview.models.Review.contradiction`).
     """
     drift: str | None
     if OutputFormat(output_format) is OutputFormat.JSON:
@@ -1007,10 +1010,10 @@ def analyse(text: str, output_format: OutputFormat = OutputFormat.MARKDOWN) -> A
             review = parse_markdown(text)
             drift = str(exc)
         else:
-            drift = _drift(review)
+            drift = _drift(review, fail_on)
     else:
         review = parse_markdown(text)
-        drift = _drift(review)
+        drift = _drift(review, fail_on)
     quality = classify_quality(review)
     needs = drift is not None or quality is not ReviewQuality.VALID
     return Analysis(

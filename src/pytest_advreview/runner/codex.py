@@ -468,7 +468,7 @@ class CodexReviewer:
         if not text or not text.strip():
             failed = f"; {stream.turn_failed}" if stream.turn_failed else ""
             return fail(RunnerStatus.LAUNCH_FAILURE, f"review file is missing or empty{failed}")
-        analysis = parse.analyse(text, request.output_format)
+        analysis = parse.analyse(text, request.output_format, request.fail_on)
         if (
             analysis.drift is not None
             and analysis.quality is not ReviewQuality.DEGRADED_ENVIRONMENTAL
@@ -601,7 +601,9 @@ class CodexReviewer:
         )
         review = None
         if success and attempt.review_text is not None:
-            review = parse.analyse(attempt.review_text, request.output_format).review
+            review = parse.analyse(
+                attempt.review_text, request.output_format, request.fail_on
+            ).review
         thread_usage = attempt.thread_usage or request.prior_usage
         if request.operation is Operation.RESUME:
             usage = thread_usage.minus(request.prior_usage)
