@@ -31,6 +31,7 @@ __all__ = [
     "MAX_ROUNDS",
     "MAX_TIMEOUT_S",
     "PREFIX",
+    "RESERVED_CODEX_KEYS",
     "SPECS",
     "Invalid",
     "Spec",
@@ -248,6 +249,17 @@ def _command(raw: object) -> object:
 
 
 _CONFIG_KEY = re.compile(r"[^\s=]+\Z")
+#: Codex settings the runner sets itself to keep credentials out of the reviewer's tool
+#: shell (runner/environment.py); a ``-c`` that changes them would undo that silently.
+RESERVED_CODEX_KEYS = frozenset(
+    {
+        "shell_environment_policy",
+        "shell_environment_policy.include_only",
+        "shell_environment_policy.filters",
+        "shell_environment_policy.experimental_use_profile",
+        "allow_login_shell",
+    }
+)
 
 
 def _codex_config_item(raw: object) -> object:
@@ -255,6 +267,13 @@ def _codex_config_item(raw: object) -> object:
     key, sep, _ = value.partition("=")
     if not sep or not _CONFIG_KEY.match(key.strip()):
         raise Invalid("expected KEY=VALUE with a non-empty key, e.g. model_provider=azure")
+    bare = key.strip().replace('"', "").replace("'", "")
+    if bare in RESERVED_CODEX_KEYS or bare.startswith("shell_environment_policy.filters."):
+        raise Invalid(
+            f"{bare} is set by pytest-advreview so that no credential reaches the "
+            "reviewer's tool shell; let more variables through with the ini key "
+            "advreview_env_allow (one glob per line)"
+        )
     return value
 
 
@@ -353,6 +372,11 @@ _DECISIONS_DESC = (
     "TOML file of accept / re-scope / reject decisions on findings, relative to rootdir "
     "(default: .advreview/decisions.toml)"
 )
+_ENV_ALLOW_DESC = (
+    "Globs of environment variable names (case-insensitive) that the reviewer's tool shell "
+    "may see although they look like credentials (*KEY*, *TOKEN*, *SECRET*, *PASSWORD*, "
+    "...), one per line (default: none)"
+)
 _ALLOW_UNTRACKED_DESC = (
     "Globs of new untracked files that are not a workspace mutation, one per line "
     "(default: .pytest_cache/** and **/__pycache__/**)"
@@ -395,6 +419,7 @@ SPECS: tuple[Spec, ...] = (
     Spec("plan_scope", _PLAN_SCOPE_DESC, _choice("plan_scope"), cli=None, env=False),
     Spec("decisions", _DECISIONS_DESC, _non_empty("a path"), cli=None, env=False),
     Spec("allow_untracked", _ALLOW_UNTRACKED_DESC, _glob, cli=None, ini="linelist", env=False),
+    Spec("env_allow", _ENV_ALLOW_DESC, _glob, cli=None, ini="linelist", env=False),
 )
 BY_FIELD = {spec.field: spec for spec in SPECS}
 

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from .. import parse
 from ..models import ReviewQuality, RunnerResult, RunnerStatus, Triage
 from ..prompts import with_marker
-from . import DispatchRequest, DispatchResult
+from . import DispatchRequest, DispatchResult, environment
 from ._process import clip, launch, read_text, tail
 
 __all__ = ["CommandReviewer"]
@@ -80,7 +80,9 @@ class CommandReviewer:
             with_marker(request.prompt_body, request.review_id, attempt_id), encoding="utf-8"
         )
         out.unlink(missing_ok=True)
-        env = {**os.environ, **self.env}
+        # The command authenticates itself (e.g. ANTHROPIC_API_KEY for `claude -p`), so its
+        # environment stays whole, except what no reviewer needs: the state-signing key.
+        env = environment.reviewer_process_env({**os.environ, **self.env})
         try:
             rc = launch(
                 self.argv,
