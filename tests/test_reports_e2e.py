@@ -15,11 +15,6 @@ from typing import Any
 import jsonschema
 import pytest
 
-# The plugin's lazily imported modules, imported here once: pytester's in-process runs
-# drop the modules a run imported first, while the package keeps them as attributes, so a
-# second run's `from .. import parse` found the first run's module and its model classes.
-import pytest_advreview.runner.factory
-import pytest_advreview.session  # noqa: F401
 from conftest import git
 from pytest_advreview.constants import EXIT_REVIEW_ERRORS
 from pytest_advreview.testing import (

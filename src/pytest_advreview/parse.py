@@ -1003,6 +1003,7 @@ def analyse(
         drift (see :meth:`~pytest_advreview.models.Review.contradiction`).
     """
     drift: str | None
+    fail_on = Severity(fail_on)  # plugin backends may pass the plain string
     if OutputFormat(output_format) is OutputFormat.JSON:
         try:
             review = parse_json(text)
