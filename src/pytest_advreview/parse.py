@@ -122,7 +122,7 @@ class ReviewerOutput(WireModel):
         description="Actionable findings; empty when there are none"
     )
     verdict: Literal["APPROVED", "REVISE"] = Field(
-        description="APPROVED if no findings; REVISE if any high or critical finding"
+        description="APPROVED only if findings is empty; REVISE if it lists any finding"
     )
 
 
