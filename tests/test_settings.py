@@ -160,6 +160,30 @@ def test_linelist_ini_keys_replace_their_defaults(pyt: pytest.Pytester) -> None:
     assert settings.plan_scope == "all"
 
 
+def test_env_allow_is_an_ini_list_that_reaches_the_codex_options(pyt: pytest.Pytester) -> None:
+    from pytest_advreview.runner.factory import codex_options
+
+    assert settings_of(pyt).env_allow == ()
+    pyt.makeini("[pytest]\nadvreview_env_allow =\n    NPM_TOKEN\n    MY_APP_*\n")
+    settings = settings_of(pyt)
+    assert settings.env_allow == ("NPM_TOKEN", "MY_APP_*")
+    assert codex_options(settings).env_allow == ("NPM_TOKEN", "MY_APP_*")
+    assert "env-allow=NPM_TOKEN,'MY_APP_*'" in header_lines(settings)[1]
+
+
+def test_an_ini_codex_config_line_that_would_undo_the_env_policy_is_named(
+    pyt: pytest.Pytester,
+) -> None:
+    ini = pyt.makeini("[pytest]\nadvreview_codex_config =\n    allow_login_shell=true\n")
+    out = usage_error(pyt)
+    assert (
+        f'pytest-advreview: ini advreview_codex_config line "allow_login_shell=true" in {ini} '
+        "is not valid; allow_login_shell is set by pytest-advreview so that no credential "
+        "reaches the reviewer's tool shell; let more variables through with the ini key "
+        "advreview_env_allow (one glob per line)"
+    ) in out
+
+
 def test_codex_config_merges_ini_lines_then_command_line_values(pyt: pytest.Pytester) -> None:
     pyt.makeini("[pytest]\nadvreview_codex_config =\n    model_provider=fake\n    a.b=1\n")
     settings = settings_of(

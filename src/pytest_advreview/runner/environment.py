@@ -50,22 +50,17 @@ CREDENTIAL_PATTERNS: tuple[str, ...] = (
     "*KEY*",
     "*TOKEN*",
     "*SECRET*",
-    "*PASSWORD*",
-    "*PASSWD*",
-    "*PASS",
-    "*PASSPHRASE*",
-    "*PWD",
-    "*CREDENTIAL*",
-    "*CREDS*",
-    "*AUTH*",
+    "*PASS*",  # PASSWORD, PASSWD, PASSPHRASE, PGPASS
+    "*PWD*",  # MYSQL_PWD (and PWD itself, which bash sets again)
+    "*CRED*",  # CREDENTIALS, CREDS
+    "*AUTH*",  # AUTHORIZATION, OAUTH, NPM_CONFIG__AUTH
     "*PRIVATE*",
     "*COOKIE*",
     "*SESSION*",
     "*SIGNATURE*",
-    "*CERT_PASS*",
-    "*DSN*",
+    "*DSN*",  # SENTRY_DSN and other connection strings with a password
+    "*CONN_STR*",
     "*CONNECTION_STRING*",
-    "*_CONN_STR*",
 )
 
 #: Variables the Codex process itself has no use for: removed before Codex starts, so no
