@@ -16,13 +16,6 @@ from typing import Any  # noqa: E402
 
 import pytest  # noqa: E402
 
-# The plugin's lazily imported modules, imported once here.  pytester's in-process runs
-# drop the modules that a run imported first, but the package keeps them as attributes:
-# a later run's `from .. import parse` then found the first run's module and its model
-# classes ("Input should be a valid dictionary or instance of Triage") whenever a test
-# file ran on its own.
-import pytest_advreview.runner.factory  # noqa: E402
-import pytest_advreview.session  # noqa: E402, F401
 from pytest_advreview.testing import (  # noqa: E402
     FAKE_KEY_ENV,
     FAKE_KEY_VALUE,
