@@ -4,6 +4,20 @@ from __future__ import annotations
 
 pytest_plugins = ["pytest_advreview.testing.fixtures"]
 
+import importlib  # noqa: E402
+import pkgutil  # noqa: E402
+
+import pytest_advreview  # noqa: E402
+
+# pytester's in-process runs restore sys.modules afterwards, but a package keeps the
+# attribute of a submodule first imported during a run: a later run's `from .. import
+# parse` then finds that stale module, whose pydantic classes are not the current ones
+# ("Input should be a valid dictionary or instance of Triage").  Importing every module
+# once, here, keeps them all out of the snapshots.
+for _module in pkgutil.walk_packages(pytest_advreview.__path__, "pytest_advreview."):
+    if not _module.name.endswith("__main__"):
+        importlib.import_module(_module.name)
+
 
 # -- end-to-end helpers: a git repository under pytester, reviewed by the real Codex ----
 
