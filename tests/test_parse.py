@@ -156,9 +156,29 @@ def test_drift_when_approved_contradicts_a_critical_or_high_finding(severity: st
     assert (analyse(text).drift or "").startswith("contradictory")
 
 
-def test_no_drift_when_approved_with_only_medium_findings() -> None:
-    text = review(FINDING.replace("high", "medium"), verdict="VERDICT: APPROVED")
-    assert analyse(text).drift is None
+@pytest.mark.parametrize(
+    ("severity", "fail_on", "drift"),
+    [
+        ("medium", Severity.MEDIUM, True),
+        ("high", Severity.HIGH, True),
+        ("critical", Severity.CRITICAL, True),
+        ("medium", Severity.HIGH, False),
+        ("high", Severity.CRITICAL, False),
+    ],
+)
+def test_approved_is_drift_exactly_when_a_finding_reaches_fail_on(
+    severity: str, fail_on: Severity, drift: bool
+) -> None:
+    # The threshold is the run's: APPROVED with a medium finding at fail-on=medium passed
+    # before, while every report listed that finding as failing.
+    text = review(FINDING.replace("high", severity), verdict="VERDICT: APPROVED")
+    found = analyse(text, OutputFormat.MARKDOWN, fail_on).drift
+    if drift:
+        assert found is not None
+        assert found.startswith("contradictory: VERDICT: APPROVED with 1 finding at or above")
+        assert f"fail-on {fail_on.value} ([severity: {severity}] AR-" in found
+    else:
+        assert found is None
 
 
 def test_no_drift_for_a_contract_review() -> None:

@@ -289,3 +289,22 @@ def test_prompt_version_changes_when_any_template_changes() -> None:
     # Moving text from one template to the next changes it too.
     moved = [templates[0] + templates[1][:1], templates[1][1:], *templates[2:]]
     assert prompts._version(moved) != PROMPT_VERSION
+
+
+@pytest.mark.parametrize("fmt", [OutputFormat.MARKDOWN, OutputFormat.JSON])
+def test_the_verdict_rule_asks_for_revise_whenever_a_finding_is_listed(fmt: OutputFormat) -> None:
+    # The gate treats APPROVED next to a finding at or above fail-on as drift (retried,
+    # then an error).  The seed rule ("approve if no findings or all low severity; revise
+    # if any high/critical") left a medium-only review open to APPROVED, which at the
+    # default fail-on=medium would turn an honest review into an error.
+    body = prompts.plan_prompt("docs/plans/x.md", output_format=fmt)
+    assert "all low severity" not in body
+    assert "revise if any high/critical" not in body
+    if fmt is OutputFormat.MARKDOWN:
+        assert "revise if you list any finding (critical, high or medium)" in body
+    else:
+        assert '"REVISE" if it lists any finding' in body
+    verdict = ReviewerOutput.model_json_schema()["properties"]["verdict"]
+    assert verdict["description"] == (
+        "APPROVED only if findings is empty; REVISE if it lists any finding"
+    )

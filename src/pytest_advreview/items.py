@@ -131,7 +131,7 @@ class ReviewItem(pytest.Item):
             # comparison reports the paths as this item's error.
             return
         if outcome.kind is OutcomeKind.ERROR:
-            text = error_report(self.spec.key, result)
+            text = error_report(self.spec.key, result, outcome)
             kept = self.review.cleanup(keep=True)
             raise ReviewerUnavailable(f"{text}reviewer files kept in {kept}\n")
 

@@ -173,6 +173,26 @@ class Review(WireModel):
             return None
         return max((f.severity for f in self.findings), key=lambda s: s.rank)
 
+    def contradiction(self, fail_on: Severity) -> str | None:
+        """Why this review contradicts itself at the ``fail_on`` threshold, else ``None``.
+
+        ``VERDICT: APPROVED`` next to a finding at or above ``fail_on`` says "pass" and
+        "fail" at once.  Neither half can be trusted, so it is never judged: the runner
+        treats it as format drift (one retry) and the outcome as an error.  Findings
+        below ``fail_on`` do not contradict an approval (they pass with a warning).
+        """
+        if self.verdict is not Verdict.APPROVED:
+            return None
+        failing = [f for f in self.findings if f.severity.at_least(fail_on)]
+        if not failing:
+            return None
+        worst = max(failing, key=lambda f: f.severity.rank)
+        count = f"{len(failing)} finding" + ("" if len(failing) == 1 else "s")
+        return (
+            f"contradictory: VERDICT: APPROVED with {count} at or above fail-on "
+            f"{fail_on.value} ({worst.line()})"
+        )
+
 
 class Triage(WireModel):
     """``triage`` of the seed runner result schema: cheap counts over the findings."""

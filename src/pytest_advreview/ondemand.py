@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import os
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from . import settings as settings_mod
 from . import targets
 from .loop import LoopResult
 from .models import Finding, ReviewStatus, Severity, Verdict
+from .options import BY_FIELD, Invalid
 from .outcome import (
     Outcome,
     OutcomeKind,
@@ -79,6 +81,28 @@ class ReviewOutcome:
         raise AssertionError(failure_report(self.key, self.result, self.outcome))
 
 
+def _checked_override(name: str, value: Any) -> Any:
+    """``value`` validated by the same parser as the option of that name.
+
+    A keyword override is one more way to set a setting, so it gets the same bounds as
+    the command line, the environment and the ini file (``timeout=1e12`` would otherwise
+    reach the process wait and crash there).  Names that are not declared settings are
+    left to the :class:`~.settings.Settings` model, which rejects unknown ones.
+    """
+    spec = BY_FIELD.get("json" if name == "json_report" else name)
+    if spec is None or value is None:
+        return value
+    raw = value.value if isinstance(value, Enum) else value
+    try:
+        if isinstance(raw, (list, tuple)):
+            return tuple(spec.parse(item) for item in raw)
+        return spec.parse(raw)
+    except Invalid as exc:
+        raise pytest.UsageError(
+            f"pytest-advreview: adversarial_review override {name}={value!r} is not valid; {exc}"
+        ) from None
+
+
 class AdversarialReview:
     """Runs reviews on demand with the run's settings, overridable per call."""
 
@@ -90,8 +114,9 @@ class AdversarialReview:
         base = settings_mod.from_config(self.config)
         if not overrides:
             return base
+        checked = {name: _checked_override(name, value) for name, value in overrides.items()}
         try:
-            return settings_mod.Settings.model_validate({**base.model_dump(), **overrides})
+            return settings_mod.Settings.model_validate({**base.model_dump(), **checked})
         except ValueError as exc:
             raise pytest.UsageError(
                 f"pytest-advreview: invalid override for adversarial_review: {exc}"
@@ -134,7 +159,7 @@ class AdversarialReview:
         if changed:
             raise WorkspaceMutated(changed)
         if outcome.kind is OutcomeKind.ERROR:
-            raise ReviewerUnavailable(error_report(spec.key, result))
+            raise ReviewerUnavailable(error_report(spec.key, result, outcome))
         return ReviewOutcome(spec.key, result, outcome)
 
     def plan(self, path: str | os.PathLike[str], **overrides: Any) -> ReviewOutcome:

@@ -27,7 +27,11 @@ __all__ = [
     "DEFAULT_ALLOW_UNTRACKED",
     "DEFAULT_DECISIONS",
     "DEFAULT_PLANS",
+    "MAX_BUDGET_TOKENS",
+    "MAX_ROUNDS",
+    "MAX_TIMEOUT_S",
     "PREFIX",
+    "RESERVED_CODEX_KEYS",
     "SPECS",
     "Invalid",
     "Spec",
@@ -163,13 +167,29 @@ def _non_empty(what: str) -> _Parser:
     return parse
 
 
-def _positive_float(raw: object) -> object:
+#: Longest allowed ``timeout``: one day.  A review has no use for more, and the process
+#: wait turns seconds into a C ``int`` of milliseconds (``poll``), which overflows past
+#: about 24.8 days: 1e12 passed a "greater than 0" check and then crashed every item.
+MAX_TIMEOUT_S = 86_400
+#: Largest allowed ``budget_tokens``: far above any run, and an exact integer in every
+#: JSON reader (a JavaScript dashboard reads the JSON report as doubles).
+MAX_BUDGET_TOKENS = 10**12
+#: Largest allowed ``max_rounds``.
+MAX_ROUNDS = 20
+
+
+def _seconds(raw: object) -> object:
+    expected = (
+        f"expected a number of seconds greater than 0 and at most {MAX_TIMEOUT_S} "
+        "(one day), e.g. 600"
+    )
     try:
         value = float(_text(raw).strip().removesuffix("s"))
-    except ValueError:
-        value = float("nan")
-    if not value > 0 or value == float("inf"):
-        raise Invalid("expected a number of seconds greater than 0, e.g. 600")
+    except (ValueError, OverflowError):
+        raise Invalid(expected) from None
+    # ``not 0 < value`` also rejects nan, which compares false with everything.
+    if not 0 < value <= MAX_TIMEOUT_S:
+        raise Invalid(expected)
     return value
 
 
@@ -181,6 +201,7 @@ def _int_range(low: int, high: int | None) -> _Parser:
     )
 
     def parse(raw: object) -> object:
+        # ValueError also covers a number too long for int() (sys.int_info's digit limit).
         try:
             value = int(_text(raw).strip().replace("_", ""))
         except ValueError:
@@ -192,7 +213,7 @@ def _int_range(low: int, high: int | None) -> _Parser:
     return parse
 
 
-_budget_int = _int_range(1, None)
+_budget_int = _int_range(1, MAX_BUDGET_TOKENS)
 
 
 def _budget(raw: object) -> object:
@@ -201,7 +222,9 @@ def _budget(raw: object) -> object:
     try:
         return _budget_int(raw)
     except Invalid:
-        raise Invalid("expected a whole number of tokens of at least 1, or off") from None
+        raise Invalid(
+            f"expected a whole number of tokens from 1 to {MAX_BUDGET_TOKENS}, or off"
+        ) from None
 
 
 _REVIEWER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
@@ -226,6 +249,17 @@ def _command(raw: object) -> object:
 
 
 _CONFIG_KEY = re.compile(r"[^\s=]+\Z")
+#: Codex settings the runner sets itself to keep credentials out of the reviewer's tool
+#: shell (runner/environment.py); a ``-c`` that changes them would undo that silently.
+RESERVED_CODEX_KEYS = frozenset(
+    {
+        "shell_environment_policy",
+        "shell_environment_policy.include_only",
+        "shell_environment_policy.filters",
+        "shell_environment_policy.experimental_use_profile",
+        "allow_login_shell",
+    }
+)
 
 
 def _codex_config_item(raw: object) -> object:
@@ -233,6 +267,13 @@ def _codex_config_item(raw: object) -> object:
     key, sep, _ = value.partition("=")
     if not sep or not _CONFIG_KEY.match(key.strip()):
         raise Invalid("expected KEY=VALUE with a non-empty key, e.g. model_provider=azure")
+    bare = key.strip().replace('"', "").replace("'", "")
+    if bare in RESERVED_CODEX_KEYS or bare.startswith("shell_environment_policy.filters."):
+        raise Invalid(
+            f"{bare} is set by pytest-advreview so that no credential reaches the "
+            "reviewer's tool shell; let more variables through with the ini key "
+            "advreview_env_allow (one glob per line)"
+        )
     return value
 
 
@@ -281,7 +322,8 @@ _CODEX_CONFIG_DESC = (
     "model provider. Repeatable; command-line values come after the ini lines."
 )
 _TIMEOUT_DESC = (
-    "Wall-clock seconds per reviewer attempt; then its process group is killed (default: 600)"
+    "Wall-clock seconds per reviewer attempt, at most 86400; then its process group is "
+    "killed (default: 600)"
 )
 _MAX_ROUNDS_DESC = "Most review rounds per item, 1 to 20 (default: 5)"
 _FAIL_ON_DESC = (
@@ -303,7 +345,8 @@ _STRICT_EXIT_DESC = (
     "from 'the gate found problems'"
 )
 _BUDGET_DESC = (
-    "Stop starting reviews once the run's token total passes this many tokens (default: off)"
+    "Stop starting reviews once the run's token total passes this many tokens, 1 to 10^12 "
+    "(default: off)"
 )
 _FRESH_DESC = "Ignore persisted review state and cached verdicts"
 _REVIEWER_DESC = (
@@ -329,6 +372,11 @@ _DECISIONS_DESC = (
     "TOML file of accept / re-scope / reject decisions on findings, relative to rootdir "
     "(default: .advreview/decisions.toml)"
 )
+_ENV_ALLOW_DESC = (
+    "Globs of environment variable names (case-insensitive) that the reviewer's tool shell "
+    "may see although they look like credentials (*KEY*, *TOKEN*, *SECRET*, *PASSWORD*, "
+    "...), one per line (default: none)"
+)
 _ALLOW_UNTRACKED_DESC = (
     "Globs of new untracked files that are not a workspace mutation, one per line "
     "(default: .pytest_cache/** and **/__pycache__/**)"
@@ -352,8 +400,8 @@ SPECS: tuple[Spec, ...] = (
         ini="linelist",
         env=False,
     ),
-    Spec("timeout", _TIMEOUT_DESC, _positive_float, "SECONDS"),
-    Spec("max_rounds", _MAX_ROUNDS_DESC, _int_range(1, 20), "N"),
+    Spec("timeout", _TIMEOUT_DESC, _seconds, "SECONDS"),
+    Spec("max_rounds", _MAX_ROUNDS_DESC, _int_range(1, MAX_ROUNDS), "N"),
     Spec("fail_on", _FAIL_ON_DESC, _choice("fail_on"), "SEVERITY"),
     Spec("output_format", _OUTPUT_FORMAT_DESC, _choice("output_format"), "FORMAT"),
     Spec("isolation", _ISOLATION_DESC, _choice("isolation"), "MODE"),
@@ -371,6 +419,7 @@ SPECS: tuple[Spec, ...] = (
     Spec("plan_scope", _PLAN_SCOPE_DESC, _choice("plan_scope"), cli=None, env=False),
     Spec("decisions", _DECISIONS_DESC, _non_empty("a path"), cli=None, env=False),
     Spec("allow_untracked", _ALLOW_UNTRACKED_DESC, _glob, cli=None, ini="linelist", env=False),
+    Spec("env_allow", _ENV_ALLOW_DESC, _glob, cli=None, ini="linelist", env=False),
 )
 BY_FIELD = {spec.field: spec for spec in SPECS}
 

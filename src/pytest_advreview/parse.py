@@ -122,7 +122,7 @@ class ReviewerOutput(WireModel):
         description="Actionable findings; empty when there are none"
     )
     verdict: Literal["APPROVED", "REVISE"] = Field(
-        description="APPROVED if no findings; REVISE if any high or critical finding"
+        description="APPROVED only if findings is empty; REVISE if it lists any finding"
     )
 
 
@@ -780,7 +780,7 @@ def parse_markdown(text: str) -> Review:
 # Drift, quality, triage
 
 
-def _drift(review: Review) -> str | None:
+def _drift(review: Review, fail_on: Severity = Severity.MEDIUM) -> str | None:
     if not review.raw.strip():
         return "empty review"
     if review.verdict is None:
@@ -789,11 +789,8 @@ def _drift(review: Review) -> str | None:
         return f"no verdict on the last line (got {shown!r})"
     if review.verdict is Verdict.REVISE and not review.findings:
         return "verdict REVISE without any [severity: critical|high|medium] finding"
-    if review.verdict is Verdict.APPROVED and any(
-        f.severity.at_least(Severity.HIGH) for f in review.findings
-    ):
-        return "contradictory: VERDICT: APPROVED with a critical or high finding"
-    return None
+    # APPROVED with a finding that would fail the item: drift, retried once, never a pass.
+    return review.contradiction(fail_on)
 
 
 def _patterns(*parts: str) -> re.Pattern[str]:
@@ -990,7 +987,11 @@ def make_triage(review: Review) -> Triage:
     return _triage(review, needs_lead_judgment=needs)
 
 
-def analyse(text: str, output_format: OutputFormat = OutputFormat.MARKDOWN) -> Analysis:
+def analyse(
+    text: str,
+    output_format: OutputFormat = OutputFormat.MARKDOWN,
+    fail_on: Severity = Severity.MEDIUM,
+) -> Analysis:
     """Parse a review and judge it: drift, quality and triage in one go; never raises.
 
     Under the JSON contract a text that fails validation is still parsed as markdown, best
@@ -998,8 +999,11 @@ def analyse(text: str, output_format: OutputFormat = OutputFormat.MARKDOWN) -> A
 
     :param text: the review text (the ``-o`` file).
     :param output_format: the contract the reviewer was asked to follow.
+    :param fail_on: the run's threshold: ``APPROVED`` with a finding at or above it is
+        drift (see :meth:`~pytest_advreview.models.Review.contradiction`).
     """
     drift: str | None
+    fail_on = Severity(fail_on)  # plugin backends may pass the plain string
     if OutputFormat(output_format) is OutputFormat.JSON:
         try:
             review = parse_json(text)
@@ -1007,10 +1011,10 @@ def analyse(text: str, output_format: OutputFormat = OutputFormat.MARKDOWN) -> A
             review = parse_markdown(text)
             drift = str(exc)
         else:
-            drift = _drift(review)
+            drift = _drift(review, fail_on)
     else:
         review = parse_markdown(text)
-        drift = _drift(review)
+        drift = _drift(review, fail_on)
     quality = classify_quality(review)
     needs = drift is not None or quality is not ReviewQuality.VALID
     return Analysis(

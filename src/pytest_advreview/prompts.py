@@ -213,7 +213,8 @@ Include these fields per finding:
 
 If no findings: "No actionable findings."
 
-Verdict rules: approve if no findings or all low severity; revise if any high/critical.
+Verdict rules: approve only if you list no finding (low-severity issues are left out);
+revise if you list any finding (critical, high or medium).
 Choose exactly one. The LAST line of your response must be one of:
 VERDICT: APPROVED
 VERDICT: REVISE
@@ -240,7 +241,7 @@ Do not wrap it in markdown fences and write nothing before or after it.
   of the finding bar
 If no findings: an empty list. Leave low-severity issues out.
 
-"verdict": "APPROVED" if no findings or all low severity; "REVISE" if any high/critical.
+"verdict": "APPROVED" only if "findings" is empty; "REVISE" if it lists any finding.
 Choose exactly one.
 </output_format>
 """

@@ -31,7 +31,7 @@ from .models import (
     RoundRecord,
     WireModel,
 )
-from .outcome import Outcome, decide
+from .outcome import Outcome, OutcomeKind, decide
 from .runner import DispatchRequest, DispatchResult, Reviewer
 
 if TYPE_CHECKING:
@@ -286,6 +286,7 @@ class ReviewRun:
                 language=self.settings.language,
                 output_format=self.settings.output_format,
                 in_git=self.in_git,
+                fail_on=self.settings.fail_on,
             )
         return self._target
 
@@ -477,7 +478,9 @@ class ReviewRun:
             decisions=rounds[-1].decisions if rounds else (),
             tokens=result.usage,
             duration_s=sum(r.duration_s for r in result.rounds),
-            error=error or result.error,
+            error=error
+            or result.error
+            or (outcome.summary if outcome.kind is OutcomeKind.ERROR else None),
             mutations=tuple(self.mutations),
             warnings=result.warnings,
             review_text=result.review.raw if result.review is not None else None,

@@ -97,6 +97,9 @@ class Settings(WireModel):
     plan_scope: PlanScope = "changed"
     decisions: str = DEFAULT_DECISIONS
     allow_untracked: tuple[str, ...] = DEFAULT_ALLOW_UNTRACKED
+    #: Globs of variable names the reviewer's tool shell may see although they look like
+    #: credentials (ini ``advreview_env_allow``).
+    env_allow: tuple[str, ...] = ()
     #: GitHub Actions annotations and step summary: auto (on under GITHUB_ACTIONS=true).
     github: GithubMode = "auto"
     #: Exit with EXIT_REVIEW_ERRORS when review items errored and none failed.
@@ -310,6 +313,7 @@ def header_lines(settings: Settings, *, verbose: bool = False) -> list[str]:
         ("json", settings.json_report),
     ):
         add(name, path, None, _show(path or "off"))
+    add("env-allow", settings.env_allow, (), ",".join(_show(g) for g in settings.env_allow))
     add("github", settings.github, defaults.github)
     add("strict-exit", settings.strict_exit, False, "yes" if settings.strict_exit else "no")
     if verbose:

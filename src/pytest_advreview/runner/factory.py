@@ -35,6 +35,7 @@ def codex_options(settings: Settings, run_dir: Path | None = None) -> CodexOptio
         sandbox=settings.sandbox,
         approvals=settings.approvals,
         config=tuple(settings.codex_config),
+        env_allow=tuple(settings.env_allow),
         timeout=settings.timeout,
         preflight_file=preflight_file,
     )
