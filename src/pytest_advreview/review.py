@@ -64,6 +64,9 @@ class TargetSpec(WireModel):
     change: ChangeSet | None = None
     #: The plan a code change is reviewed against (code-vs-plan).
     against_plan: Path | None = None
+    #: Why the target cannot be reviewed (the code item of a run whose base cannot be
+    #: diffed): the item errors with it, never passes.
+    error: str | None = None
 
 
 def new_review_id() -> str:
@@ -282,6 +285,8 @@ class ReviewRun:
         return self._target
 
     def _read_material(self) -> ReviewMaterial:
+        if self.spec.error is not None:
+            raise ReviewInputError(self.spec.error)
         settings = self.settings
         fmt = settings.output_format
         if self.spec.kind == "plan":

@@ -21,6 +21,7 @@ from .coordinator import Coordinator
 from .items import _SESSION_KEY, PlanFile, ReviewItem, ReviewRepr
 from .loop import LoopResult
 from .models import ChangeSet
+from .options import DEFAULT_DECISIONS
 from .outcome import Outcome
 from .report.collect import ResultsCollector
 from .report.terminal import write_summary
@@ -44,6 +45,14 @@ class ReviewSession:
         self.repo_note: str | None = None
         self.selection: targets.PlanSelection | None = None
         self.base: str | None = None
+        #: Why the base cannot be used (it does not exist, or cannot be diffed with
+        #: HEAD); the code item reports it, so a plan named on the command line is still
+        #: reviewed.
+        self.base_error: str | None = None
+        #: Where the plan globs are anchored: rootdir when an ini file (or --rootdir)
+        #: decided it, else the repository's top level, so a run from a subdirectory
+        #: finds the same plans as one from the top.
+        self.plan_root = self.rootdir
         self._reviewer: Reviewer | None = None
         self._collected: set[Path] = set()
         # Dict and set lookups: pytest asks about every file of the tree, thousands of
@@ -67,9 +76,14 @@ class ReviewSession:
             self.run_dir = Path(tempfile.mkdtemp(prefix="advreview-run-"))
             # Removed however the run ends (a usage error after configure included).
             config.add_cleanup(lambda: shutil.rmtree(self.run_dir, ignore_errors=True))
+        self._discover()
+        if self.plan_root != self.rootdir:
+            # No ini file (hence no advreview_decisions key): the decisions file is the
+            # repository's, found from a subdirectory as from the top.
+            decisions = os.fspath(self.plan_root / DEFAULT_DECISIONS)
+            self.settings = settings = settings.model_copy(update={"decisions": decisions})
         self.coordinator = Coordinator(config, settings, self.run_dir)
         config.stash[_SESSION_KEY] = self
-        self._discover()
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -111,25 +125,67 @@ class ReviewSession:
             )
         else:
             self.repo_note = self.repo.warning
-            self.base = targets.resolve_base(self.repo.root, self.settings.base, os.environ)
-        self.selection = targets.plan_files(
-            self.rootdir,
-            self.settings.plans,
-            self.settings.plan_scope,
-            self.base,
-            repo=self.repo,
-        )
+            if self.config.inipath is None and not self.config.option.rootdir:
+                # Without an ini file pytest's rootdir is wherever it was started.
+                self.plan_root = self.repo.root
+            try:
+                self.base = targets.resolve_base(self.repo.root, self.settings.base, os.environ)
+            except targets.BaseRefError as exc:
+                self.base_error = str(exc)
+        try:
+            self.selection = self._select(self.base)
+        except targets.BaseRefError as exc:
+            # Scope ``changed`` cannot see the branch's plans: the uncommitted ones are
+            # still selected, and the code item fails with the reason (never a pass).
+            self.base_error = str(exc)
+            self.base = None
+            self.selection = self._select(None)
+        no_code_item = self.settings.diff == "none"
+        if (
+            self.base_error is not None
+            and no_code_item
+            and self.settings.plan_scope == "changed"
+            and not self._explicit_plans()
+        ):
+            # No code item to carry the error, and the plan selection is incomplete.
+            raise pytest.UsageError(self.base_error)
         self._keys = dict(zip(self.selection.selected, self.selection.keys, strict=True))
         # pytest hands pytest_collect_file the path it walked to: rootdir joined with the
         # folders below it. When that text is a selected plan's, it is that plan, and
         # resolving it (an lstat per file) can be skipped.
-        root_text = os.fspath(self.rootdir)
+        root_text = os.fspath(self.plan_root)
         cut = len(self.selection.prefix)
         self._walked = {
             os.path.join(root_text, key[cut:]): path
             for path, key in self._keys.items()
             if key.startswith(self.selection.prefix)
         }
+
+    def _select(self, base: str | None) -> targets.PlanSelection:
+        return targets.plan_files(
+            self.plan_root,
+            self.settings.plans,
+            self.settings.plan_scope,
+            base,
+            repo=self.repo,
+        )
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection(self, session: pytest.Session) -> None:
+        """Check the decisions file against the targets and their stored findings.
+
+        Here rather than at configure: stored state may warn, and pytest applies the
+        ``filterwarnings`` of the run to warnings of collection.  On the controller only
+        (an xdist controller does not collect, but this hook still runs on it).
+        """
+        if hasattr(self.config, "workerinput"):
+            return
+        from .decisions import DecisionsError
+
+        try:
+            self.coordinator.check_decisions(self.repo_root)
+        except DecisionsError as exc:
+            raise pytest.UsageError(str(exc)) from None
 
     @property
     def repo_root(self) -> Path:
@@ -166,10 +222,6 @@ class ReviewSession:
             self._explicit_set = frozenset(found)
         return self._explicit
 
-    def _wanted(self, resolved: Path) -> bool:
-        self._explicit_plans()
-        return resolved in self._explicit_set or resolved in self._keys
-
     @pytest.hookimpl
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> PlanFile | None:
         """Collect a plan file that is selected or named on the command line."""
@@ -178,8 +230,14 @@ class ReviewSession:
         resolved = self._walked.get(os.fspath(file_path))
         if resolved is None:
             resolved = self._resolve(file_path)
-            if not self._wanted(resolved):
+            self._explicit_plans()
+            # A selected plan reached under another name (a symlinked folder, a loop
+            # of them) is not collected there: it is collected at its own path, or
+            # added by pytest_collection_modifyitems.
+            if resolved not in self._explicit_set:
                 return None
+        if resolved in self._collected:
+            return None  # each real file is one item
         self._collected.add(resolved)
         plan: PlanFile = PlanFile.from_parent(parent, path=file_path)
         return plan
@@ -201,18 +259,15 @@ class ReviewSession:
         for path in self.selection.selected:
             if path in self._collected:
                 continue
-            plan = PlanFile.from_parent(session, path=path)
-            added.extend(plan.collect())
-        change = self._change_set()
-        if change is not None:
-            spec = TargetSpec(
-                kind="code",
-                key=CODE_ITEM_NAME,
-                change=change,
-                against_plan=Path(self.settings.against_plan).resolve()
-                if self.settings.against_plan
-                else None,
+            node_id = self._node_id(path)
+            plan = (
+                PlanFile.from_parent(session, path=path)
+                if node_id is None
+                else PlanFile.from_parent(session, path=path, nodeid=node_id)
             )
+            added.extend(plan.collect())
+        spec = self._code_spec()
+        if spec is not None:
             added.append(ReviewItem.from_parent(session, name=CODE_ITEM_NAME, spec=spec))
         if added:
             items.extend(added)
@@ -223,10 +278,46 @@ class ReviewSession:
             report = pytest.CollectReport(session.nodeid, "passed", None, result)
             config.hook.pytest_collectreport(report=report)
 
-    def _change_set(self) -> ChangeSet | None:
+    def _node_id(self, path: Path) -> str | None:
+        """The node id of a plan outside rootdir (a run from a subdirectory without an ini).
+
+        pytest would name it by its file name alone; relative to rootdir (which is then
+        the invocation directory) the id also works as a command-line argument.
+        """
+        try:
+            path.relative_to(self.config.rootpath)
+        except ValueError:
+            return Path(os.path.relpath(path, self.config.rootpath)).as_posix()
+        return None
+
+    def _code_spec(self) -> TargetSpec | None:
+        """The code item's target; one that errors with the reason when the base is unusable."""
         if self.repo is None or self.settings.diff == "none":
             return None
-        assert self.selection is not None
+        error = self.base_error
+        change: ChangeSet | None = None
+        if error is None:
+            try:
+                change = self._change_set()
+            except targets.BaseRefError as exc:
+                error = str(exc)
+        if error is not None:
+            # Fail closed: the branch's change (and, with scope ``changed``, its plans)
+            # cannot be told apart, so the gate must not pass; plan items still run.
+            return TargetSpec(kind="code", key=CODE_ITEM_NAME, error=error)
+        if change is None:
+            return None
+        return TargetSpec(
+            kind="code",
+            key=CODE_ITEM_NAME,
+            change=change,
+            against_plan=Path(self.settings.against_plan).resolve()
+            if self.settings.against_plan
+            else None,
+        )
+
+    def _change_set(self) -> ChangeSet | None:
+        assert self.repo is not None and self.selection is not None
         # A plan reviewed as a plan item is not reviewed again as code.
         try:
             return targets.change_set(
@@ -236,6 +327,8 @@ class ReviewSession:
                 self.selection.keys,  # repo-relative: no path arithmetic per plan
                 resolver=self._resolve,
             )
+        except targets.BaseRefError:
+            raise
         except targets.TargetError as exc:
             raise pytest.UsageError(str(exc)) from None
 
@@ -289,6 +382,9 @@ class ReviewSession:
         lines = header_lines(self.settings)
         if self.selection is not None:
             lines.append(f"advreview: {self.selection.summary}")
+        if self.base_error is not None:
+            reason = self.base_error.removeprefix("pytest-advreview: ")
+            lines.append(f"advreview: the base cannot be used: {reason}")
         if self.repo_note:
             lines.append(
                 self.repo_note
