@@ -226,11 +226,19 @@ def test_a_decision_on_a_target_that_does_not_exist_is_a_usage_error(
         ]
     )
     assert review_repo.server.response_requests == []
+    # The fix the message names: the plan's path relative to the repository top.
+    decisions = review_repo.path / ".advreview" / "decisions.toml"
+    decisions.write_text(decisions.read_text().replace("docs/plan/x.md", "docs/plans/x.md"))
+    decisions.write_text(decisions.read_text().replace('"AR-123456"', '"AR-654321"', 1))
+    review_repo.answer("x.md", {"message": approved_review()})
+    review_repo.run(NO_CODE).assert_outcomes(passed=1)
 
 
 def test_a_decision_on_an_unknown_finding_id_is_a_usage_error(review_repo: ReviewRepo) -> None:
     review_repo.plan("x.md", PLAN)
-    review_repo.answer("x.md", {"message": revise_review(HIGH)}, where="body")
+    review_repo.answer(
+        "x.md", {"message": revise_review(HIGH)}, {"message": approved_review()}, where="body"
+    )
     review_repo.run(NO_CODE).assert_outcomes(failed=1)
     review_repo.write(
         ".advreview/decisions.toml",
@@ -243,6 +251,11 @@ def test_a_decision_on_an_unknown_finding_id_is_a_usage_error(review_repo: Revie
         ["*decisions.toml: decision entry 1: unknown finding id AR-000000 for docs/plans/x.md*"]
     )
     assert len(review_repo.server.response_requests) == 1
+    # The fix the message names: the id from the failure output.
+    (known,) = re.findall(r"known: (AR-[0-9a-f]{6})", result.stderr.str())
+    decisions = review_repo.path / ".advreview" / "decisions.toml"
+    decisions.write_text(decisions.read_text().replace("AR-000000", known))
+    review_repo.run(NO_CODE).assert_outcomes(passed=1)
 
 
 # -- temporary folders -----------------------------------------------------------------------
@@ -326,3 +339,11 @@ def test_a_mutation_under_worktree_isolation_names_its_round_and_no_isolation_hi
     assert "--advreview-sandbox=read-only" in out
     assert "--advreview-isolation=worktree" not in out.split("ERROR at teardown", 1)[1]
     assert not (review_repo.path / "pwned.txt").exists()
+    # The fix the message names: the same write is refused under a read-only sandbox (a
+    # new sandbox is a new review, round 1).
+    review_repo.rules.clear()
+    review_repo.answer(
+        "x.md", shell_step("echo 1 > pwned.txt"), {"message": approved_review()}, where="body"
+    )
+    fixed = review_repo.run(NO_CODE, isolated, "--advreview-sandbox=read-only")
+    fixed.assert_outcomes(passed=1)

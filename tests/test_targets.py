@@ -519,8 +519,13 @@ def test_branch_mode_diffs_against_the_base(repo: Path) -> None:
 
 
 def test_branch_mode_without_base_is_a_target_error(repo: Path) -> None:
-    with pytest.raises(TargetError, match="--advreview-base=REF"):
+    git(repo, "checkout", "-q", "-b", "feature")
+    write(repo, "src/new.py")
+    commit(repo)
+    with pytest.raises(BaseRefError, match="--advreview-base=REF"):
         change_set(repo, "branch", None, ())
+    # The fix the message names.
+    assert change_set(repo, "branch", "main", ()) is not None
 
 
 def test_branch_that_only_edits_plans_has_no_change_set(repo: Path) -> None:
