@@ -347,3 +347,23 @@ def test_a_mutation_under_worktree_isolation_names_its_round_and_no_isolation_hi
     )
     fixed = review_repo.run(NO_CODE, isolated, "--advreview-sandbox=read-only")
     fixed.assert_outcomes(passed=1)
+
+
+def test_the_fixture_prints_the_folder_it_keeps_after_an_error(
+    review_repo: ReviewRepo, temp_root: Path
+) -> None:
+    review_repo.plan("x.md", PLAN)
+    review_repo.write(
+        "test_fixture.py",
+        'def test_review(adversarial_review):\n    adversarial_review.plan("docs/plans/x.md")\n',
+    )
+    review_repo.answer("x.md", {"http_status": 400})
+    result = review_repo.pytester.runpytest(
+        "test_fixture.py",
+        f"--advreview-codex={review_repo.codex}",
+        "--advreview-model=fake-model",
+        *[a for a in review_repo.args() if a.startswith("--advreview-codex-config=")],
+    )
+    result.assert_outcomes(failed=1)
+    (kept,) = re.findall(r"reviewer files kept in (\S+)", result.stdout.str())
+    assert [Path(kept).name] == _plugin_temp_dirs(temp_root)
