@@ -80,6 +80,19 @@ def test_a_symlinked_folder_loop_reviews_each_real_file_once(
     )
     assert len(review_repo.server.response_requests) == 1
 
+    # Named on the command line, the link is refused, not reviewed as the project's plan.
+    named = review_repo.run(NO_CODE, "docs/plans/stolen.md")
+    assert named.ret == pytest.ExitCode.USAGE_ERROR
+    named.stderr.fnmatch_lines(
+        ["*docs/plans/stolen.md is a symlink to *secret.md, outside the repository*"]
+    )
+    # The fix the messages name: commit the plan itself in place of the link.
+    (plans / "stolen.md").unlink()
+    (plans / "stolen.md").write_text(outside.read_text())
+    review_repo.commit("the plan itself")
+    review_repo.run(NO_CODE, "docs/plans/stolen.md").assert_outcomes(passed=1)
+    assert len(review_repo.server.response_requests) == 2
+
 
 # -- a run from a subdirectory ---------------------------------------------------------------
 

@@ -140,6 +140,7 @@ class ReviewSession:
             self.base_error = str(exc)
             self.base = None
             self.selection = self._select(None)
+        self._explicit_plans()  # a named plan that leads out of the repository is refused
         no_code_item = self.settings.diff == "none"
         if (
             self.base_error is not None
@@ -217,10 +218,30 @@ class ReviewSession:
                 if not path.is_absolute():
                     path = Path(self.config.invocation_params.dir) / path
                 if path.suffix == ".md" and path.is_file():
-                    found.append(path.resolve())
+                    real = path.resolve()
+                    self._refuse_disguised(path, real)
+                    found.append(real)
             self._explicit = found
             self._explicit_set = frozenset(found)
         return self._explicit
+
+    def _refuse_disguised(self, path: Path, real: Path) -> None:
+        """A named plan inside the repository that is a link to a file outside it.
+
+        Naming a file outside the repository is a choice (one plan on a laptop); a link
+        in the repository that leads out of it is a file of someone else's disguised as
+        the project's plan, and is never reviewed or hashed as one.
+        """
+        if self.repo is None:
+            return
+        top = os.path.realpath(self.repo.root)
+        inside = os.path.abspath(path).startswith(os.path.join(os.path.abspath(self.repo.root), ""))
+        if inside and not os.fspath(real).startswith(os.path.join(top, "")):
+            raise pytest.UsageError(
+                f"pytest-advreview: {path} is a symlink to {real}, outside the repository "
+                f"{self.repo.root}; it is not reviewed as the project's plan: name the file "
+                "itself, or commit the plan in place of the link"
+            )
 
     @pytest.hookimpl
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> PlanFile | None:
