@@ -244,6 +244,23 @@ class ReviewSession:
             )
 
     @pytest.hookimpl
+    def pytest_ignore_collect(self, collection_path: Path, config: pytest.Config) -> bool | None:
+        """Do not walk into a symlinked folder that leads back to one of its ancestors.
+
+        pytest follows folder symlinks; a loop (``docs/plans/loop -> ..``) is walked 40
+        levels deep until the system refuses (ELOOP), which made one plan 41 items or
+        failed the whole collection.  Everything in such a folder is reached without it.
+        """
+        text = os.fspath(collection_path)
+        if not os.path.islink(text):  # one lstat; almost every path stops here
+            return None
+        real = os.path.realpath(text)
+        parent = os.path.realpath(os.path.dirname(text))
+        if parent == real or parent.startswith(os.path.join(real, "")):
+            return True
+        return None
+
+    @pytest.hookimpl
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> PlanFile | None:
         """Collect a plan file that is selected or named on the command line."""
         if file_path.suffix != ".md":
