@@ -130,6 +130,32 @@ def test_drift_when_the_verdict_line_is_missing_entirely() -> None:
     assert "no verdict on the last line" in (analyse(text).drift or "")
 
 
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        (
+            "## Summary\n\nSee:\n\n```text\nquoted plan\n\nVERDICT: REVISE\n",
+            "inside a code block opened with ``` at line 5 and never closed",
+        ),
+        (
+            "## Summary\n\nFine.\n\n~~~\nVERDICT: APPROVED\n~~~\n",
+            "part of a code block (lines 5-7)",
+        ),
+        ("## Summary\n\nFine.\n\n**VERDICT: APPROVED**\n", "without emphasis, quoting"),
+        ("## Summary\n\nFine.\n\n> VERDICT: REVISE\n", "without emphasis, quoting"),
+        ("## Summary\n\nFine.\n\nVerdict: approved.\n", "in capitals"),
+        ("VERDICT: APPROVED\n\nOne more remark.\n", "the verdict on line 1 does not count"),
+        ("## Summary\n\nFine.\n", "the review has no verdict line"),
+    ],
+    ids=["unclosed-fence", "closed-fence", "bold", "quoted", "case", "not-last", "none"],
+)
+def test_drift_says_why_the_last_line_is_no_verdict(text: str, reason: str) -> None:
+    drift = analyse(text).drift
+    assert drift is not None and drift.startswith("no verdict on the last line (got ")
+    assert reason in drift
+    assert "VERDICT: APPROVED or VERDICT: REVISE" in drift or "close the block" in drift
+
+
 @pytest.mark.parametrize("text", ["", "   ", "\n\n\t\n"])
 def test_drift_when_the_review_is_empty(text: str) -> None:
     analysis = analyse(text)

@@ -10,8 +10,8 @@ import pytest
 
 from pytest_advreview import prompts
 from pytest_advreview.constants import SESSION_MARKER
-from pytest_advreview.models import ChangeSet, OutputFormat
-from pytest_advreview.parse import ReviewerFinding, ReviewerOutput
+from pytest_advreview.models import ChangeSet, OutputFormat, ReviewQuality
+from pytest_advreview.parse import ReviewerFinding, ReviewerOutput, analyse
 from pytest_advreview.prompts import (
     PROMPT_VERSION,
     PreviousRound,
@@ -161,6 +161,63 @@ def test_language_block_names_the_language_and_keeps_the_literals_english() -> N
     assert language.startswith("Respond in the operator's language: Russian.\n")
     for literal in ("[severity: critical|high|medium]", "VERDICT: APPROVED", "VERDICT: REVISE"):
         assert f"- {literal}" in language
+
+
+GERMAN_PROSE = {
+    "What can go wrong": "Die Migration bricht nach der Hälfte ab.",
+    "Why vulnerable": "Es gibt keine Transaktion um Schritt 2.",
+    "Impact": "Halbe Daten in der Produktion.",
+    "Recommendation": "Schritt 2 in eine Transaktion legen.",
+}
+
+
+@pytest.mark.parametrize("kind", ["plan", "code"])
+def test_a_review_in_another_language_with_the_prompted_labels_parses_whole(kind: str) -> None:
+    # The prompt and the parser must agree: every label the output format asks for is
+    # one the language block keeps English, and a review written that way (German
+    # prose after English labels) keeps its location and its four answers.
+    if kind == "plan":
+        body = plan_prompt("docs/plans/p.md", language="Deutsch")
+    else:
+        body = code_prompt(change(), language="Deutsch")
+    output, language = block(body, "output_format"), block(body, "language")
+    labels = re.findall(r"^- \*\*(.+?):\*\*", output, re.MULTILINE)
+    assert len(labels) == 5
+    for label in labels:
+        assert f"**{label}:**" in language
+    for header in ("Summary", "Findings", "Verdict"):
+        assert header in language
+    where = {"Section": "Schritt 2", "File": "src/mod_0.py lines 3-9"}
+    fields = [f"- **{label}:** {GERMAN_PROSE.get(label) or where[label]}" for label in labels]
+    text = "\n".join(
+        [
+            "## Summary",
+            "",
+            "Der Plan migriert die Benutzertabelle.",
+            "",
+            "## Findings",
+            "",
+            "### [severity: high] Teilweise Migration",
+            *fields,
+            "",
+            "## Verdict",
+            "",
+            "VERDICT: REVISE",
+        ]
+    )
+    analysis = analyse(text)
+    assert analysis.drift is None
+    assert analysis.quality is ReviewQuality.VALID
+    (finding,) = analysis.review.findings
+    assert finding.location is not None
+    if kind == "plan":
+        assert finding.location.section == "Schritt 2"
+    else:
+        assert (finding.location.file, finding.location.line_start) == ("src/mod_0.py", 3)
+    assert finding.what_can_go_wrong == GERMAN_PROSE["What can go wrong"]
+    assert finding.why_vulnerable == GERMAN_PROSE["Why vulnerable"]
+    assert finding.impact == GERMAN_PROSE["Impact"]
+    assert finding.recommendation == GERMAN_PROSE["Recommendation"]
 
 
 @pytest.mark.parametrize("name", ["plan", "code", "code-vs-plan"])

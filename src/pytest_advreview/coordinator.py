@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from .cachekey import cache_key, reviewer_identity
-from .decisions import DecisionsError, DecisionsFile, check_known, load_decisions
+from .decisions import DecisionsError, DecisionsFile, check_known, check_targets, load_decisions
 from .loop import LoopResult
 from .models import ReviewStatus, RoundRecord
 from .outcome import Outcome
@@ -94,6 +94,23 @@ class Coordinator:
             self.decisions: DecisionsFile | None = load_decisions(self.decisions_path)
         except DecisionsError as exc:
             raise pytest.UsageError(str(exc)) from None
+
+    def check_decisions(self, repo_root: Path) -> None:
+        """Refuse decisions on targets that do not exist or findings they never had.
+
+        Run once per run, before any review, so a wrong entry is a usage error naming it
+        instead of an error of one item (or nothing at all, for a target nobody reviews).
+
+        :param repo_root: the repository top level, which targets are relative to.
+        :raises DecisionsError: the first wrong entry.
+        """
+        if self.decisions is None or not self.decisions.entries:
+            return
+        check_targets(self.decisions, lambda key: (repo_root / key).is_file())
+        for key in sorted(self.decisions.targets):
+            state = self.stored(key)
+            if state is not None:
+                check_known(self.decisions, key, state.known_finding_ids, self.decisions_path)
 
     def stored(self, key: str) -> ReviewState | None:
         """The stored state of ``key`` (``None`` with ``--advreview-fresh``)."""

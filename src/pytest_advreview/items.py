@@ -133,7 +133,7 @@ class ReviewItem(pytest.Item):
         if outcome.kind is OutcomeKind.ERROR:
             text = error_report(self.spec.key, result, outcome)
             kept = self.review.cleanup(keep=True)
-            raise ReviewerUnavailable(f"{text}reviewer files kept in {kept}\n")
+            raise ReviewerUnavailable(text + (f"reviewer files kept in {kept}\n" if kept else ""))
 
     def runtest(self) -> None:
         """Judge the verdict: fail at or above fail-on, warn below it."""
@@ -158,18 +158,33 @@ class ReviewItem(pytest.Item):
         """Compare the workspace with the snapshot taken before the first dispatch."""
         if self.review is None:
             return
-        changed = self.review.final_mutations()
-        errored = self.review.outcome is None or self.review.outcome.kind is OutcomeKind.ERROR
-        kept = self.review.cleanup(keep=bool(changed) or errored)
+        # Also reached after Ctrl-C in setup (pytest tears down at session finish), and
+        # after an unreadable plan: the folder is kept only when a message names it.
+        try:
+            changed = self.review.final_mutations()
+        finally:
+            announced = self.review.outcome is not None and (
+                self.review.outcome.kind is OutcomeKind.ERROR
+            )
+            kept = self.review.cleanup(keep=announced or bool(self.review.mutations))
         if changed:
             self._attach()
         self.config.stash[_SESSION_KEY].finished(self)
         if changed:
+            raise WorkspaceMutated([*changed, f"(fix: {self._mutation_hint(kept)})"])
+
+    def _mutation_hint(self, kept: str | None) -> str:
+        isolated = self.review is not None and self.review.worktree is not None
+        if isolated:
+            # The reviewer wrote in its private worktree (which is gone now): isolation is
+            # on already, so only a sandbox that refuses writes keeps it from writing.
+            hint = "pass --advreview-sandbox=read-only to keep the reviewer from writing"
+        else:
             hint = (
                 "pass --advreview-sandbox=read-only, or --advreview-isolation=worktree to "
                 "review in a private copy of the working tree"
             )
-            raise WorkspaceMutated([*changed, f"(fix: {hint}; reviewer files kept in {kept})"])
+        return hint + (f"; reviewer files kept in {kept}" if kept else "")
 
     # -- reporting ---------------------------------------------------------------------
 

@@ -153,13 +153,20 @@ class AdversarialReview:
             reviewer=self._reviewer(settings),
             in_git=repo is not None,
         )
-        result, outcome = run.run()
-        changed = run.final_mutations()
-        run.cleanup(keep=bool(changed) or outcome.kind is OutcomeKind.ERROR)
+        try:
+            result, outcome = run.run()
+            changed = run.final_mutations()
+        except BaseException:
+            run.cleanup(keep=False)  # an unreadable plan, Ctrl-C: nothing worth keeping
+            raise
+        kept = run.cleanup(keep=bool(changed) or outcome.kind is OutcomeKind.ERROR)
+        where = f"reviewer files kept in {kept}" if kept else None
         if changed:
-            raise WorkspaceMutated(changed)
+            raise WorkspaceMutated([*changed, f"({where})"] if where else changed)
         if outcome.kind is OutcomeKind.ERROR:
-            raise ReviewerUnavailable(error_report(spec.key, result, outcome))
+            raise ReviewerUnavailable(
+                error_report(spec.key, result, outcome) + (f"{where}\n" if where else "")
+            )
         return ReviewOutcome(spec.key, result, outcome)
 
     def plan(self, path: str | os.PathLike[str], **overrides: Any) -> ReviewOutcome:

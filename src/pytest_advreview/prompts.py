@@ -177,13 +177,21 @@ If a command unexpectedly changes files, stop and report it.
 </reviewer_behavior>
 """
 
+# The section headers and field labels are what the parser reads (parse.py): a review
+# that translated them lost its locations and was marked "degraded content".  They are
+# part of the contract, like the severity tokens, so they stay English whatever the
+# language of the prose.
 _LANGUAGE_MARKDOWN = """\
 <language>
 Respond in the operator's language: {language}.
 Keep these machine-readable literals unchanged in English:
+- the section headers Summary, Findings, Verdict
+- the field labels **Section:**, **File:**, **What can go wrong:**, **Why vulnerable:**, \
+**Impact:**, **Recommendation:**
 - [severity: critical|high|medium]
 - VERDICT: APPROVED
 - VERDICT: REVISE
+Write only the text after each header and label in {language}.
 </language>
 """
 

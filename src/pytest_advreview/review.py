@@ -64,6 +64,9 @@ class TargetSpec(WireModel):
     change: ChangeSet | None = None
     #: The plan a code change is reviewed against (code-vs-plan).
     against_plan: Path | None = None
+    #: Why the target cannot be reviewed (the code item of a run whose base cannot be
+    #: diffed): the item errors with it, never passes.
+    error: str | None = None
 
 
 def new_review_id() -> str:
@@ -135,12 +138,15 @@ class _WatchedReviewer:
         self.name = inner.name
         self.supports_resume = inner.supports_resume
         self.last: DispatchResult | None = None
+        #: Dispatches started so far (a round may take several: a retry, a fallback).
+        self.dispatches = 0
 
     def can_resume(self, session_id: str) -> bool:
         return self.inner.can_resume(session_id)
 
     def dispatch(self, request: DispatchRequest) -> DispatchResult:
         self.last = None
+        self.dispatches += 1
         self.last = self.inner.dispatch(request)
         return self.last
 
@@ -183,6 +189,7 @@ class _Hooks(LoopHooks):
         return decisions
 
     def round_done(self, record: RoundRecord) -> None:
+        self.run.counted = (record.number, self.run.reviewer.dispatches)
         if self.run.item is not None:
             self.run.config.hook.pytest_advreview_round_done(item=self.run.item, record=record)
 
@@ -233,6 +240,8 @@ class ReviewRun:
         self._store = store
         self._state_before: dict[str, str] | None = None
         self._seen: set[str] = set()
+        #: The last round counted in this run, and how many dispatches had started then.
+        self.counted: tuple[int, int] | None = None
         #: Top levels and resolved paths; a session shares one between all its reviews,
         #: so later snapshots skip ``git rev-parse --show-toplevel``.
         self._shared = shared if shared is not None else SharedLookups()
@@ -291,6 +300,8 @@ class ReviewRun:
         return self._target
 
     def _read_material(self) -> ReviewMaterial:
+        if self.spec.error is not None:
+            raise ReviewInputError(self.spec.error)
         settings = self.settings
         fmt = settings.output_format
         if self.spec.kind == "plan":
@@ -438,10 +449,23 @@ class ReviewRun:
         verdict stored for this target after it is not trusted either: it is removed.
         """
         if self.result is not None:
-            late = self.check_mutation(self.result.last_round or 1)
+            late = self.check_mutation(self.last_dispatched_round())
             if late and self._store is not None:
                 self._store.clear(self.spec.key)
         return list(self.mutations)
+
+    def last_dispatched_round(self) -> int:
+        """The number of the round the reviewer last ran in (history included).
+
+        That is the last *counted* round, unless a dispatch started after it: a round
+        that ended in an error or a mutation is not counted, yet it is where the
+        reviewer was when the workspace changed.
+        """
+        assert self.result is not None
+        number, at = self.counted or (self.result.last_round, 0)
+        if self.reviewer.dispatches > at:
+            return number + 1
+        return number or 1
 
     def record(self, nodeid: str, *, error: str | None = None) -> ItemRecord:
         """The item's results in the one model every report is built from."""
@@ -491,11 +515,17 @@ class ReviewRun:
 
         A review worktree is always removed: it is a copy, and a leftover one would show
         in the user's ``git worktree list``.
+
+        :param keep: keep the review's folder; the caller must print the returned path
+            (a kept folder nobody is told about is litter).
+        :returns: the kept folder, ``None`` when nothing was kept (or none was made).
         """
-        if self.worktree is not None:
-            self.worktree.remove()
-        if keep:
-            return str(self.work_dir)
-        if self._work_dir is not None:
-            shutil.rmtree(self._work_dir, ignore_errors=True)
-        return None
+        try:
+            if self.worktree is not None:
+                self.worktree.remove()
+        finally:
+            # Never create the folder here: a review that stopped before it needed one
+            # (an unreadable plan, a cached verdict) has nothing to keep.
+            if self._work_dir is not None and not keep:
+                shutil.rmtree(self._work_dir, ignore_errors=True)
+        return str(self._work_dir) if keep and self._work_dir is not None else None

@@ -22,6 +22,7 @@ from .coordinator import Coordinator
 from .items import _SESSION_KEY, PlanFile, ReviewItem, ReviewRepr
 from .loop import LoopResult
 from .models import ChangeSet
+from .options import DEFAULT_DECISIONS
 from .outcome import Outcome
 from .report.collect import ResultsCollector
 from .report.terminal import write_summary
@@ -46,6 +47,14 @@ class ReviewSession:
         self.repo_note: str | None = None
         self.selection: targets.PlanSelection | None = None
         self.base: str | None = None
+        #: Why the base cannot be used (it does not exist, or cannot be diffed with
+        #: HEAD); the code item reports it, so a plan named on the command line is still
+        #: reviewed.
+        self.base_error: str | None = None
+        #: Where the plan globs are anchored: rootdir when an ini file (or --rootdir)
+        #: decided it, else the repository's top level, so a run from a subdirectory
+        #: finds the same plans as one from the top.
+        self.plan_root = self.rootdir
         self._reviewer: Reviewer | None = None
         self._collected: set[Path] = set()
         # Dict and set lookups: pytest asks about every file of the tree, thousands of
@@ -75,9 +84,14 @@ class ReviewSession:
             self.run_secret = bytes.fromhex(str(workerinput[RUN_SECRET_KEY]))
         else:
             self.run_secret = secrets.token_bytes(32)
+        self._discover()
+        if self.plan_root != self.rootdir:
+            # No ini file (hence no advreview_decisions key): the decisions file is the
+            # repository's, found from a subdirectory as from the top.
+            decisions = os.fspath(self.plan_root / DEFAULT_DECISIONS)
+            self.settings = settings = settings.model_copy(update={"decisions": decisions})
         self.coordinator = Coordinator(config, settings, self.run_dir, run_secret=self.run_secret)
         config.stash[_SESSION_KEY] = self
-        self._discover()
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -119,25 +133,68 @@ class ReviewSession:
             )
         else:
             self.repo_note = self.repo.warning
-            self.base = targets.resolve_base(self.repo.root, self.settings.base, os.environ)
-        self.selection = targets.plan_files(
-            self.rootdir,
-            self.settings.plans,
-            self.settings.plan_scope,
-            self.base,
-            repo=self.repo,
-        )
+            if self.config.inipath is None and not self.config.option.rootdir:
+                # Without an ini file pytest's rootdir is wherever it was started.
+                self.plan_root = self.repo.root
+            try:
+                self.base = targets.resolve_base(self.repo.root, self.settings.base, os.environ)
+            except targets.BaseRefError as exc:
+                self.base_error = str(exc)
+        try:
+            self.selection = self._select(self.base)
+        except targets.BaseRefError as exc:
+            # Scope ``changed`` cannot see the branch's plans: the uncommitted ones are
+            # still selected, and the code item fails with the reason (never a pass).
+            self.base_error = str(exc)
+            self.base = None
+            self.selection = self._select(None)
+        self._explicit_plans()  # a named plan that leads out of the repository is refused
+        no_code_item = self.settings.diff == "none"
+        if (
+            self.base_error is not None
+            and no_code_item
+            and self.settings.plan_scope == "changed"
+            and not self._explicit_plans()
+        ):
+            # No code item to carry the error, and the plan selection is incomplete.
+            raise pytest.UsageError(self.base_error)
         self._keys = dict(zip(self.selection.selected, self.selection.keys, strict=True))
         # pytest hands pytest_collect_file the path it walked to: rootdir joined with the
         # folders below it. When that text is a selected plan's, it is that plan, and
         # resolving it (an lstat per file) can be skipped.
-        root_text = os.fspath(self.rootdir)
+        root_text = os.fspath(self.plan_root)
         cut = len(self.selection.prefix)
         self._walked = {
             os.path.join(root_text, key[cut:]): path
             for path, key in self._keys.items()
             if key.startswith(self.selection.prefix)
         }
+
+    def _select(self, base: str | None) -> targets.PlanSelection:
+        return targets.plan_files(
+            self.plan_root,
+            self.settings.plans,
+            self.settings.plan_scope,
+            base,
+            repo=self.repo,
+        )
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection(self, session: pytest.Session) -> None:
+        """Check the decisions file against the targets and their stored findings.
+
+        Here rather than at configure: stored state may warn, and pytest applies the
+        ``filterwarnings`` of the run to warnings of collection.  On the controller only
+        (an xdist controller does not collect, but this hook still runs on it).
+        """
+        if hasattr(self.config, "workerinput"):
+            return
+        from .decisions import DecisionsError
+
+        try:
+            self.coordinator.check_decisions(self.repo_root)
+        except DecisionsError as exc:
+            raise pytest.UsageError(str(exc)) from None
 
     @property
     def repo_root(self) -> Path:
@@ -169,14 +226,47 @@ class ReviewSession:
                 if not path.is_absolute():
                     path = Path(self.config.invocation_params.dir) / path
                 if path.suffix == ".md" and path.is_file():
-                    found.append(path.resolve())
+                    real = path.resolve()
+                    self._refuse_disguised(path, real)
+                    found.append(real)
             self._explicit = found
             self._explicit_set = frozenset(found)
         return self._explicit
 
-    def _wanted(self, resolved: Path) -> bool:
-        self._explicit_plans()
-        return resolved in self._explicit_set or resolved in self._keys
+    def _refuse_disguised(self, path: Path, real: Path) -> None:
+        """A named plan inside the repository that is a link to a file outside it.
+
+        Naming a file outside the repository is a choice (one plan on a laptop); a link
+        in the repository that leads out of it is a file of someone else's disguised as
+        the project's plan, and is never reviewed or hashed as one.
+        """
+        if self.repo is None:
+            return
+        top = os.path.realpath(self.repo.root)
+        inside = os.path.abspath(path).startswith(os.path.join(os.path.abspath(self.repo.root), ""))
+        if inside and not os.fspath(real).startswith(os.path.join(top, "")):
+            raise pytest.UsageError(
+                f"pytest-advreview: {path} is a symlink to {real}, outside the repository "
+                f"{self.repo.root}; it is not reviewed as the project's plan: name the file "
+                "itself, or commit the plan in place of the link"
+            )
+
+    @pytest.hookimpl
+    def pytest_ignore_collect(self, collection_path: Path, config: pytest.Config) -> bool | None:
+        """Do not walk into a symlinked folder that leads back to one of its ancestors.
+
+        pytest follows folder symlinks; a loop (``docs/plans/loop -> ..``) is walked 40
+        levels deep until the system refuses (ELOOP), which made one plan 41 items or
+        failed the whole collection.  Everything in such a folder is reached without it.
+        """
+        text = os.fspath(collection_path)
+        if not os.path.islink(text):  # one lstat; almost every path stops here
+            return None
+        real = os.path.realpath(text)
+        parent = os.path.realpath(os.path.dirname(text))
+        if parent == real or parent.startswith(os.path.join(real, "")):
+            return True
+        return None
 
     @pytest.hookimpl
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> PlanFile | None:
@@ -186,8 +276,14 @@ class ReviewSession:
         resolved = self._walked.get(os.fspath(file_path))
         if resolved is None:
             resolved = self._resolve(file_path)
-            if not self._wanted(resolved):
+            self._explicit_plans()
+            # A selected plan reached under another name (a symlinked folder, a loop
+            # of them) is not collected there: it is collected at its own path, or
+            # added by pytest_collection_modifyitems.
+            if resolved not in self._explicit_set:
                 return None
+        if resolved in self._collected:
+            return None  # each real file is one item
         self._collected.add(resolved)
         plan: PlanFile = PlanFile.from_parent(parent, path=file_path)
         return plan
@@ -209,18 +305,15 @@ class ReviewSession:
         for path in self.selection.selected:
             if path in self._collected:
                 continue
-            plan = PlanFile.from_parent(session, path=path)
-            added.extend(plan.collect())
-        change = self._change_set()
-        if change is not None:
-            spec = TargetSpec(
-                kind="code",
-                key=CODE_ITEM_NAME,
-                change=change,
-                against_plan=Path(self.settings.against_plan).resolve()
-                if self.settings.against_plan
-                else None,
+            node_id = self._node_id(path)
+            plan = (
+                PlanFile.from_parent(session, path=path)
+                if node_id is None
+                else PlanFile.from_parent(session, path=path, nodeid=node_id)
             )
+            added.extend(plan.collect())
+        spec = self._code_spec()
+        if spec is not None:
             added.append(ReviewItem.from_parent(session, name=CODE_ITEM_NAME, spec=spec))
         if added:
             items.extend(added)
@@ -231,10 +324,46 @@ class ReviewSession:
             report = pytest.CollectReport(session.nodeid, "passed", None, result)
             config.hook.pytest_collectreport(report=report)
 
-    def _change_set(self) -> ChangeSet | None:
+    def _node_id(self, path: Path) -> str | None:
+        """The node id of a plan outside rootdir (a run from a subdirectory without an ini).
+
+        pytest would name it by its file name alone; relative to rootdir (which is then
+        the invocation directory) the id also works as a command-line argument.
+        """
+        try:
+            path.relative_to(self.config.rootpath)
+        except ValueError:
+            return Path(os.path.relpath(path, self.config.rootpath)).as_posix()
+        return None
+
+    def _code_spec(self) -> TargetSpec | None:
+        """The code item's target; one that errors with the reason when the base is unusable."""
         if self.repo is None or self.settings.diff == "none":
             return None
-        assert self.selection is not None
+        error = self.base_error
+        change: ChangeSet | None = None
+        if error is None:
+            try:
+                change = self._change_set()
+            except targets.BaseRefError as exc:
+                error = str(exc)
+        if error is not None:
+            # Fail closed: the branch's change (and, with scope ``changed``, its plans)
+            # cannot be told apart, so the gate must not pass; plan items still run.
+            return TargetSpec(kind="code", key=CODE_ITEM_NAME, error=error)
+        if change is None:
+            return None
+        return TargetSpec(
+            kind="code",
+            key=CODE_ITEM_NAME,
+            change=change,
+            against_plan=Path(self.settings.against_plan).resolve()
+            if self.settings.against_plan
+            else None,
+        )
+
+    def _change_set(self) -> ChangeSet | None:
+        assert self.repo is not None and self.selection is not None
         # A plan reviewed as a plan item is not reviewed again as code.
         try:
             return targets.change_set(
@@ -244,6 +373,8 @@ class ReviewSession:
                 self.selection.keys,  # repo-relative: no path arithmetic per plan
                 resolver=self._resolve,
             )
+        except targets.BaseRefError:
+            raise
         except targets.TargetError as exc:
             raise pytest.UsageError(str(exc)) from None
 
@@ -298,6 +429,9 @@ class ReviewSession:
         lines = header_lines(self.settings)
         if self.selection is not None:
             lines.append(f"advreview: {self.selection.summary}")
+        if self.base_error is not None:
+            reason = self.base_error.removeprefix("pytest-advreview: ")
+            lines.append(f"advreview: the base cannot be used: {reason}")
         if self.repo_note:
             lines.append(
                 self.repo_note

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import stat
 import subprocess
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from .git import (
 from .models import ChangeSet
 
 __all__ = [
+    "BaseRefError",
     "GitRepoInfo",
     "PathResolver",
     "PlanSelection",
@@ -52,6 +54,14 @@ FALLBACK_BASES = ("origin/HEAD", "main", "master")
 
 class TargetError(Exception):
     """The targets cannot be determined; the message says why and what to do."""
+
+
+class BaseRefError(TargetError):
+    """The base cannot be used: it does not exist, or it cannot be diffed with ``HEAD``.
+
+    Only what needs the base fails on it (the code item, scope ``changed``); a plan named
+    on the command line is still reviewed.
+    """
 
 
 def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
@@ -137,15 +147,14 @@ def resolve_base(repo: Path, explicit: str | None, env: Mapping[str, str]) -> st
     first of ``origin/HEAD``, ``main``, ``master`` that git knows.
 
     :returns: the ref as named (not its commit id), or ``None`` when none exists.
-    :raises TargetError: the explicit base is not a commit git knows.
+    :raises BaseRefError: the explicit base is not a commit git knows.
     """
     if explicit is not None:
         if explicit.startswith("-") or not _verify(repo, explicit):
-            raise TargetError(
+            raise BaseRefError(
                 f"{_PREFIX}: the base {explicit!r} (--advreview-base / ini advreview_base) "
-                f"is not a commit, branch or tag of the repository at {repo}; fetch it "
-                f"(git fetch origin {shlex.quote(explicit)}) or pass another "
-                "--advreview-base=REF"
+                f"is not a commit, branch or tag of the repository at {repo}; "
+                f"{_fetch_hint(repo, explicit)}pass another --advreview-base=REF"
             )
         return explicit
     candidates = list(FALLBACK_BASES)
@@ -156,6 +165,31 @@ def resolve_base(repo: Path, explicit: str | None, env: Mapping[str, str]) -> st
         if _verify(repo, ref):
             return ref
     return None
+
+
+def _remotes(repo: Path) -> list[str]:
+    proc = _git(repo, "remote", check=False)
+    return [line for line in _lines(proc.stdout) if line] if proc.returncode == 0 else []
+
+
+def _fetch_hint(repo: Path, ref: str) -> str:
+    """The "fetch it with `git fetch …`, or " that makes ``ref`` exist; "" if no remote can.
+
+    ``git fetch origin origin/main`` asks the remote for a ref *it* calls
+    ``origin/main`` and fails; the refspec must name the remote's branch and where it
+    goes here.  A bare name (``main``, a tag) is fetched under the same name.
+    """
+    if ref.startswith("-") or not re.fullmatch(r"[\w./-]+", ref) or ".." in ref:
+        return ""  # not a name a remote can have (a range, a revision expression)
+    remotes = _remotes(repo)
+    for remote in remotes:
+        if ref.startswith(remote + "/") and len(ref) > len(remote) + 1:
+            branch = ref[len(remote) + 1 :]
+            spec = f"{branch}:refs/remotes/{remote}/{branch}"
+            return f"fetch it with `{shlex.join(['git', 'fetch', remote, spec])}`, or "
+    if "origin" in remotes:
+        return f"fetch it with `{shlex.join(['git', 'fetch', 'origin', f'{ref}:{ref}'])}`, or "
+    return ""
 
 
 def status_entries(root: Path) -> list[StatusEntry]:
@@ -345,7 +379,8 @@ def plan_files(
     :param scope: ``changed`` or ``all``.
     :param base: from :func:`resolve_base`; ``None`` limits ``changed`` to uncommitted.
     :param repo: the work tree, ``None`` outside git; detected when not given.
-    :raises TargetError: git failed (for example a base without a merge base).
+    :raises BaseRefError: ``base`` cannot be diffed with ``HEAD`` (no merge base).
+    :raises TargetError: git failed.
     """
     if repo == "detect":
         repo = repo_info(root)
@@ -354,40 +389,40 @@ def plan_files(
     # (root-relative "/" path, absolute path) of every match, sorted; strings where
     # possible, because Path arithmetic dominates at thousands of plans.
     matched: list[tuple[str, Path]]
+    outside: list[str] = []
     if repo is None:
         prefix = ""
-        found = {
-            p.resolve()
-            for g in globs
-            for p in root_abs.glob(g.replace("\\", "/").lstrip("/"))
-            if p.is_file()
-        }
+        # Each real file once: a symlinked folder (a loop included) reaches the same
+        # file under many names.
+        found: dict[Path, Path] = {}
+        for g in globs:
+            for p in root_abs.glob(g.replace("\\", "/").lstrip("/")):
+                if p.is_file():
+                    found.setdefault(p.resolve(), p)
         matched = []
-        for path in sorted(found):
+        for real in sorted(found):
             try:
-                matched.append((path.relative_to(root_abs).as_posix(), path))
-            except ValueError:  # a symlink out of root: its key is its absolute path
-                matched.append((str(path), path))
+                matched.append((real.relative_to(root_abs).as_posix(), real))
+            except ValueError:  # a symlink out of root: not this project's plan
+                outside.append(found[real].relative_to(root_abs).as_posix())
     else:
         prefix = _prefix(root, repo.root)
         out = _git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard").stdout
-        rels = sorted({p for p in split_z(out) if match_any(p, compiled)})
-        # ``--cached`` still lists files deleted from the work tree; only matches are
-        # checked, so this stays one stat per plan, never a read.
-        base_text = os.fspath(root_abs)
-        full = [(rel, os.path.join(base_text, rel)) for rel in rels]
-        matched = [(rel, Path(text)) for rel, text in full if os.path.isfile(text)]
+        listed = split_z(out)
+        rels = sorted({p for p in listed if match_any(p, compiled)})
+        matched = _real_plans(root_abs, repo.root, prefix, rels, listed, outside)
     total = len(matched)
+    note = _outside_note(outside)
     if total == 0:
         shown = ", ".join(globs) if globs else "no globs"
-        return PlanSelection((), 0, f"no plan files match advreview_plans ({shown})")
+        return PlanSelection((), 0, f"no plan files match advreview_plans ({shown}){note}")
     if scope == "all" or repo is None:
         summary = (
             f"{_plural(total)} (advreview_plan_scope = all)"
             if scope == "all"
             else f"not a git repository: reviewing all {_plural(total)}"
         )
-        return _selection(matched, total, summary, prefix)
+        return _selection(matched, total, summary + note, prefix)
     changed = {p[len(prefix) :] for p in _changed_paths(root, base) if p.startswith(prefix)}
     kept = [(rel, path) for rel, path in matched if rel in changed]
     n = len(kept)
@@ -397,7 +432,89 @@ def plan_files(
         summary = f"{n} of {_plural(total)} changed against {base}"
     if n == 0:
         summary += "; use advreview_plan_scope = all"
-    return _selection(kept, total, summary, prefix)
+    return _selection(kept, total, summary + note, prefix)
+
+
+def _real_plans(
+    root_abs: Path,
+    top: Path,
+    prefix: str,
+    rels: Sequence[str],
+    listed: Sequence[str],
+    outside: list[str],
+) -> list[tuple[str, Path]]:
+    """The matched paths that are plan files of this repository, each real file once.
+
+    git lists a symlink as itself and never walks through a symlinked folder, so the
+    only aliases are file symlinks.  A symlink to another listed file of the repository
+    is that file (one item, under the file's own name when the globs match it too); a
+    symlink to anything else (outside the repository, an ignored file, ``.git``) is not
+    a plan of this repository and is named in ``outside``, never read.  One ``lstat``
+    per match, as the ``isfile`` it replaces; ``--cached`` still lists files deleted
+    from the work tree, and those are dropped here.
+    """
+    base_text = os.fspath(root_abs)
+    regular: list[tuple[str, Path]] = []
+    links: list[tuple[str, str]] = []
+    for rel in rels:
+        text = os.path.join(base_text, rel)
+        try:
+            mode = os.lstat(text).st_mode
+        except OSError:
+            continue
+        if stat.S_ISREG(mode):
+            regular.append((rel, Path(text)))
+        elif stat.S_ISLNK(mode):
+            links.append((rel, text))
+    if not links:
+        return regular
+    top_text = os.fspath(top.resolve())
+    listed_set = set(listed)
+    # What the links point at, as keys (top-relative): a listed file, or not a plan.
+    seen = {prefix + rel for rel, _ in regular}
+    found = list(regular)
+    for rel, text in links:
+        real = os.path.realpath(text)
+        inside = os.path.relpath(real, top_text).replace(os.sep, "/")
+        if inside.startswith("../") or inside == ".." or not os.path.isfile(real):
+            outside.append(rel)
+            continue
+        # ``ls-files`` listed the files under ``root`` (relative to it); a target
+        # elsewhere in the repository is asked about on its own.
+        under_root = inside.startswith(prefix) and inside[len(prefix) :] in listed_set
+        if not under_root and not _listed_at_top(top, inside):
+            outside.append(rel)
+            continue
+        if inside in seen:
+            continue  # the real file is reviewed under its own name, or another link's
+        seen.add(inside)
+        found.append((rel, Path(text)))
+    return sorted(found)
+
+
+def _listed_at_top(top: Path, key: str) -> bool:
+    """``key`` (top-relative) is a tracked or untracked-not-ignored file of the repository."""
+    out = _git(
+        top,
+        "ls-files",
+        "-z",
+        "--cached",
+        "--others",
+        "--exclude-standard",
+        "--",
+        literal_pathspec(key),
+    ).stdout
+    return key in split_z(out)
+
+
+def _outside_note(outside: Sequence[str]) -> str:
+    if not outside:
+        return ""
+    shown = ", ".join(outside[:5]) + (f" and {len(outside) - 5} more" if len(outside) > 5 else "")
+    return (
+        f"; not reviewed: {len(outside)} plan symlink(s) pointing outside the repository's "
+        f"files ({shown}): commit the plan itself instead of a link"
+    )
 
 
 def _selection(
@@ -447,11 +564,31 @@ def _command(base: str, excluded: Iterable[str]) -> str:
     return base + (" -- " + " ".join(specs) if specs else "")
 
 
-def _branch_error(root: Path, base: str, exc: GitError) -> TargetError:
-    return TargetError(
-        f"{_PREFIX}: cannot diff {base}...HEAD in {root}: {exc.stderr or exc}; "
-        "a shallow clone has no merge base: fetch the history (actions/checkout "
-        "fetch-depth: 0), or pass --advreview-diff=uncommitted or another --advreview-base"
+def _branch_error(root: Path, base: str, exc: GitError) -> BaseRefError:
+    """Why ``BASE...HEAD`` cannot be diffed, told apart by cause, each with its own fix.
+
+    A shallow clone (its history stops before the fork point) and unrelated histories
+    (no commit in common at all) both say "no merge base"; only the first is fixed by
+    fetching more history.
+    """
+    said = f"{_PREFIX}: cannot diff {base}...HEAD in {root}: {exc.stderr or exc}"
+    shallow = _git(root, "rev-parse", "--is-shallow-repository", check=False)
+    if _lines(shallow.stdout)[0] == "true":
+        return BaseRefError(
+            f"{said}; this is a shallow clone, and its history stops before {base} and "
+            "HEAD meet: fetch the full history with `git fetch --unshallow` (in GitHub "
+            "Actions: actions/checkout with fetch-depth: 0), or pass "
+            "--advreview-diff=uncommitted"
+        )
+    merge_base = _git(root, "merge-base", base, "HEAD", check=False)
+    if merge_base.returncode == 1 and not merge_base.stderr.strip():
+        return BaseRefError(
+            f"{said}; {base} and HEAD have unrelated histories (no commit in common), so "
+            "there is no branch change to review against it: pass the branch this work "
+            "started from with --advreview-base=REF, or --advreview-diff=uncommitted"
+        )
+    return BaseRefError(
+        f"{said}; pass another --advreview-base=REF, or --advreview-diff=uncommitted"
     )
 
 
@@ -528,7 +665,7 @@ def change_set(
         them already, e.g. during collection, to reuse its answers).
     :returns: ``None`` when nothing is left to review (or ``mode`` is ``none``).  The
         change set has ``base`` only in branch mode.
-    :raises TargetError: ``branch`` without a base, or git cannot diff against the base.
+    :raises BaseRefError: ``branch`` without a base, or git cannot diff against the base.
     """
     if mode == "none":
         return None
@@ -539,7 +676,7 @@ def change_set(
             return found
     if base is None:
         if mode == "branch":
-            raise TargetError(
+            raise BaseRefError(
                 f"{_PREFIX}: --advreview-diff=branch needs a base, and none of "
                 f"origin/$GITHUB_BASE_REF, {', '.join(FALLBACK_BASES)} exists in {root}; "
                 "pass --advreview-base=REF or set ini advreview_base"
