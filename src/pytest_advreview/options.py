@@ -71,7 +71,10 @@ CHOICES: Mapping[str, Mapping[str, str]] = {
         "worktree": "Each review runs in a private git worktree mirroring the work tree.",
     },
     "diff": {
-        "auto": "Default: uncommitted changes if any, else the branch against the base.",
+        "auto": (
+            "Default: uncommitted changes if any, else the branch against the base; "
+            "under CI (CI or GITHUB_ACTIONS true) the branch only."
+        ),
         "uncommitted": "Staged, unstaged and untracked changes only.",
         "branch": "BASE...HEAD only.",
         "none": "No code review item.",

@@ -20,7 +20,7 @@ from .constants import CODE_ITEM_NAME, RECORD_ATTR, RUN_DIR_KEY
 from .coordinator import Coordinator
 from .items import _SESSION_KEY, PlanFile, ReviewItem, ReviewRepr
 from .loop import LoopResult
-from .models import ChangeSet
+from .models import ChangeSet, ChangeSetInfo
 from .outcome import Outcome
 from .report.collect import ResultsCollector
 from .report.terminal import write_summary
@@ -44,6 +44,8 @@ class ReviewSession:
         self.repo_note: str | None = None
         self.selection: targets.PlanSelection | None = None
         self.base: str | None = None
+        #: The code change and its description, decided once per process (see code_change).
+        self._change: tuple[ChangeSet | None, ChangeSetInfo | None] | None = None
         self._reviewer: Reviewer | None = None
         self._collected: set[Path] = set()
         # Dict and set lookups: pytest asks about every file of the tree, thousands of
@@ -224,20 +226,44 @@ class ReviewSession:
             config.hook.pytest_collectreport(report=report)
 
     def _change_set(self) -> ChangeSet | None:
-        if self.repo is None or self.settings.diff == "none":
-            return None
+        return self.code_change()[0]
+
+    def code_change(self) -> tuple[ChangeSet | None, ChangeSetInfo | None]:
+        """The change set the code item reviews and its description (``None`` outside git).
+
+        Decided once per process, at the header (or at collection without a terminal),
+        so the header, the item and the reports all name the same change set.  Under CI
+        ``--advreview-diff=auto`` means the branch (:func:`targets.change_set`).
+        """
+        if self._change is not None:
+            return self._change
+        if self.repo is None:
+            self._change = (None, None)
+            return self._change
         assert self.selection is not None
-        # A plan reviewed as a plan item is not reviewed again as code.
+        ci = targets.in_ci(os.environ)
+        change: ChangeSet | None = None
+        note: str | None = None
         try:
-            return targets.change_set(
-                self.repo.root,
-                self.settings.diff,
-                self.base,
-                self.selection.keys,  # repo-relative: no path arithmetic per plan
-                resolver=self._resolve,
+            if self._explicit_plans():
+                note = "plans named on the command line: no code review"
+            elif self.settings.diff != "none":
+                # A plan reviewed as a plan item is not reviewed again as code.
+                change = targets.change_set(
+                    self.repo.root,
+                    self.settings.diff,
+                    self.base,
+                    self.selection.keys,  # repo-relative: no path arithmetic per plan
+                    resolver=self._resolve,
+                    ci=ci,
+                )
+            info = targets.change_set_info(
+                self.repo.root, change, self.settings.diff, self.base, ci=ci, note=note
             )
         except targets.TargetError as exc:
             raise pytest.UsageError(str(exc)) from None
+        self._change = (change, info)
+        return self._change
 
     def stored_severity(self, key: str) -> str | None:
         """The max severity of ``key``'s last stored review, when it asked for revision."""
@@ -289,6 +315,9 @@ class ReviewSession:
         lines = header_lines(self.settings)
         if self.selection is not None:
             lines.append(f"advreview: {self.selection.summary}")
+        info = self.code_change()[1]
+        if info is not None:
+            lines.append(f"advreview: code change: {info.summary()}")
         if self.repo_note:
             lines.append(
                 self.repo_note
@@ -354,7 +383,11 @@ class ReviewSession:
         from .report.publish import exit_status, publish
 
         results = self.results.ordered()
-        written = publish(self.config, self.settings, results)
+        try:
+            info = self.code_change()[1]
+        except pytest.UsageError:  # reported at collection already; the reports still go out
+            info = None
+        written = publish(self.config, self.settings, results, change=info)
         status = exit_status(self.settings, results, int(exitstatus), config=self.config)
         if not written and status in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             # A gate whose SARIF/JSON/markdown could not be written must not pass: the
