@@ -190,11 +190,21 @@ class ReviewSession:
     def pytest_collection_modifyitems(
         self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
     ) -> None:
-        """Add selected plans outside the collected paths, and the code-review item.
+        """Add selected plans outside the collected paths, and the code-review item;
+        then keep this job's share of the review items (``--advreview-shard``).
 
         ``tryfirst`` so that ``-m``/``-k`` deselection (which runs in the same hook) sees
         the added items.
         """
+        self._add_items(session, config, items)
+        if self.settings.shard is not None:
+            from .shard import keep_share
+
+            keep_share(config, items, self.settings.shard)
+
+    def _add_items(
+        self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
         explicit = self._explicit_plans()
         if explicit:
             return  # laptop mode: exactly the plans named on the command line

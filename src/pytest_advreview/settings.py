@@ -102,6 +102,8 @@ class Settings(WireModel):
     github: GithubMode = "auto"
     #: Exit with EXIT_REVIEW_ERRORS when review items errored and none failed.
     strict_exit: bool = False
+    #: ``--advreview-shard=K/N``: this job reviews share K (1-based) of N.
+    shard: tuple[int, int] | None = None
 
     def settings_hash(self) -> str:
         """sha256 over the settings that change what a review says.
@@ -325,6 +327,12 @@ def header_lines(settings: Settings, *, verbose: bool = False) -> list[str]:
         ("json", settings.json_report),
     ):
         add(name, path, None, _show(path or "off"))
+    add(
+        "shard",
+        settings.shard,
+        None,
+        f"{settings.shard[0]}/{settings.shard[1]}" if settings.shard else "off",
+    )
     add("github", settings.github, defaults.github)
     add("strict-exit", settings.strict_exit, False, "yes" if settings.strict_exit else "no")
     if verbose:
