@@ -141,3 +141,38 @@ def test_the_shard_comes_from_the_environment_and_shows_in_the_header(
     result = pytester.runpytest("--adversarial-review", "--collect-only")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*environment ADVREVIEW_SHARD=6/5 is not valid*"])
+
+
+def test_the_matrix_recipe_keeps_every_shares_state() -> None:
+    """docs/ci.md's sharded workflow: what makes the combined state reach the next run."""
+    import re
+
+    import yaml
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "ci.md").read_text()
+    section = text.split("\n## Sharding across jobs\n", 1)[1]
+    (block,) = re.findall(r"^```yaml\n(.*?)^```", section, re.M | re.S)
+    workflow = yaml.safe_load(block)
+    review, save = workflow["jobs"]["review"], workflow["jobs"]["save-state"]
+    shards = review["strategy"]["matrix"]["shard"]
+    assert review["strategy"]["fail-fast"] is False  # a red share must not cancel the rest
+    steps = review["steps"]
+    run = next(s for s in steps if "--adversarial-review" in s.get("run", ""))
+    assert run["env"]["ADVREVIEW_SHARD"] == f"${{{{ matrix.shard }}}}/{len(shards)}"
+    assert "secrets." not in run["run"]
+    restore = next(s for s in steps if s.get("uses", "").startswith("actions/cache/restore@"))
+    assert steps.index(restore) < steps.index(run)
+    upload = next(s for s in steps if s.get("uses", "").startswith("actions/upload-artifact@"))
+    assert upload["if"] == "always()"  # a failed gate's state is kept too
+    assert save["needs"] == "review"
+    assert "always()" in save["if"]
+    download = next(s for s in save["steps"] if "download-artifact@" in s.get("uses", ""))
+    assert download["with"]["merge-multiple"] is True
+    saved = next(s for s in save["steps"] if s.get("uses", "").startswith("actions/cache/save@"))
+    assert saved["with"]["path"] == restore["with"]["path"] == download["with"]["path"]
+    assert "github.run_attempt" in saved["with"]["key"]  # a re-run saves under its own key
+    prefix = restore["with"]["restore-keys"].strip()
+    assert saved["with"]["key"].startswith(prefix)
+    for step in [*steps, *save["steps"]]:
+        if "uses" in step:
+            assert re.fullmatch(r"[\w./-]+@[0-9a-f]{40}", step["uses"]), step["uses"]
