@@ -166,3 +166,21 @@ def test_explicit_uncommitted_under_ci_is_honoured(review_repo: ReviewRepo) -> N
 )
 def test_in_ci_reads_ci_and_github_actions(env: dict[str, str], expected: bool) -> None:
     assert targets.in_ci(env) is expected
+
+
+@pytest.mark.parametrize(
+    ("mode", "ci", "note"),
+    [
+        ("none", False, "--advreview-diff=none"),
+        ("uncommitted", False, "no uncommitted change"),
+        ("branch", True, "no code change against main (plans are reviewed as plan items)"),
+        ("auto", False, "no code change against main (plans are reviewed as plan items)"),
+    ],
+)
+def test_no_change_set_says_why(review_repo: ReviewRepo, mode: str, ci: bool, note: str) -> None:
+    change = targets.change_set(review_repo.path, mode, "main", (), ci=ci)
+    assert change is None
+    info = targets.change_set_info(review_repo.path, None, mode, "main", ci=ci)
+    assert info.mode == "none"
+    assert info.summary() == f"none ({note})"
+    assert info.head_commit == git(review_repo.path, "rev-parse", "HEAD").strip()

@@ -600,8 +600,10 @@ def change_set_info(
         if note is None:
             if requested == "none":
                 note = "--advreview-diff=none"
+            elif requested == "uncommitted":
+                note = "no uncommitted change"
             elif base is not None:
-                note = f"nothing changed against {base}"
+                note = f"no code change against {base} (plans are reviewed as plan items)"
             elif ci:
                 note = (
                     "under CI --advreview-diff=auto reviews only BASE...HEAD, and no base was "
