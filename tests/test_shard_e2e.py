@@ -65,6 +65,7 @@ def test_three_shards_cover_the_run_once_and_their_combined_state_needs_no_revie
             else review_repo.pytester.runpytest(*args)
         )
         share = _items(report)
+        assert json.loads(report.read_text())["settings"]["shard"] == f"{k}/3"
         wanted = {n for n in expected if share_of(n.split("::")[0], 3) == k}
         assert share == wanted
         if extra:  # xdist's controller does not count its workers' deselections
@@ -176,3 +177,12 @@ def test_the_matrix_recipe_keeps_every_shares_state() -> None:
     for step in [*steps, *save["steps"]]:
         if "uses" in step:
             assert re.fullmatch(r"[\w./-]+@[0-9a-f]{40}", step["uses"]), step["uses"]
+
+
+def test_a_shares_markdown_report_says_it_is_one_share() -> None:
+    from pytest_advreview.report.markdown import render_markdown
+    from pytest_advreview.settings import Settings
+
+    shown = render_markdown(Settings(shard=(2, 3)), [])
+    assert "share 2 of 3 (--advreview-shard)" in shown.splitlines()[2]
+    assert "share" not in render_markdown(Settings(), [])

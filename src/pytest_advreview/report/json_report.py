@@ -62,6 +62,8 @@ class ReportSettings(WireModel):
     timeout: float
     budget_tokens: int | None = None
     fresh: bool = False
+    #: ``K/N`` under ``--advreview-shard``: this report covers share K of N only.
+    shard: str | None = None
 
 
 class ItemReport(WireModel):
@@ -146,6 +148,7 @@ def _report_settings(settings: Settings) -> ReportSettings:
         timeout=settings.timeout,
         budget_tokens=settings.budget_tokens,
         fresh=settings.fresh,
+        shard=f"{settings.shard[0]}/{settings.shard[1]}" if settings.shard else None,
     )
 
 

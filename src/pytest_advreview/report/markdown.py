@@ -104,7 +104,13 @@ def _overview(
             if settings.reviewer == "codex"
             else ""
         )
-        + f" · {tokens} tokens",
+        + f" · {tokens} tokens"
+        # One job's share is not the whole gate: say so where the verdict is.
+        + (
+            f" · share {settings.shard[0]} of {settings.shard[1]} (--advreview-shard)"
+            if settings.shard
+            else ""
+        ),
         "",
     ]
     if change is not None:
