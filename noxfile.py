@@ -4,8 +4,9 @@
     .venv/bin/nox -s "tests-3.12(pytest='min')" -- -x   # one session, extra pytest args
     .venv/bin/nox -s full               # the whole suite on the default Python
 
-``tests`` runs a representative subset (everything that needs no Codex CLI, plus the
-real-Codex tests of the core contract); ``full`` runs the whole suite.  ``scripts/test``
+``tests`` runs a representative subset: every test not marked ``real_codex`` (about nine
+tenths of the suite; some of them start the real CLI too) and the marked tests of the core
+contract; ``full`` runs the whole suite.  ``scripts/test``
 runs the whole suite on the development venv and then ``nox -s tests``.
 
 The interpreters are pyenv's (``$PYENV_ROOT/versions/3.X.Y``, the machines have them):
@@ -81,7 +82,7 @@ def _env() -> dict[str, str]:
 @nox.session(python=PYTHONS)
 @nox.parametrize("pytest", list(PYTEST_VERSIONS))
 def tests(session: nox.Session, pytest: str) -> None:
-    """The subset: every Codex-free test, and the core real-Codex tests."""
+    """The subset: every test not marked real_codex, and the core real-Codex tests."""
     _install(session, PYTEST_VERSIONS[pytest])
     env = _env()
     session.run(
