@@ -165,7 +165,8 @@ def review_repo(
     monkeypatch.setenv("CODEX_HOME", str(codex_home))
     monkeypatch.setenv(FAKE_KEY_ENV, FAKE_KEY_VALUE)
     monkeypatch.setenv("TMPDIR", str(tmp_path_factory.mktemp("codex-tmp")))
-    for name in ("OPENAI_API_KEY", "CODEX_API_KEY", "GITHUB_ACTIONS", "GITHUB_BASE_REF"):
+    # CI too: the suite runs under CI=true, where --advreview-diff=auto means the branch.
+    for name in ("OPENAI_API_KEY", "CODEX_API_KEY", "CI", "GITHUB_ACTIONS", "GITHUB_BASE_REF"):
         monkeypatch.delenv(name, raising=False)
     repo = pytester.path
     git(repo, "init", "-q", "-b", "main")

@@ -731,7 +731,8 @@ def _workflow() -> dict[str, Any]:
     text = CI_DOC.read_text()
     blocks = re.findall(r"^```yaml\n(.*?)^```", text, re.M | re.S)
     workflows = [yaml.safe_load(b) for b in blocks]
-    [workflow] = [w for w in workflows if isinstance(w, dict) and "jobs" in w]
+    # The first workflow is the recipe; the sharded one at the end has a test of its own.
+    workflow: dict[str, Any] = next(w for w in workflows if isinstance(w, dict) and "jobs" in w)
     return workflow
 
 

@@ -274,6 +274,51 @@ class ChangeSet(WireModel):
     base: str | None = None
 
 
+class ChangeSetInfo(WireModel):
+    """Which change set the code item reviews, as the header and the reports name it.
+
+    ``mode`` is what was reviewed (``none``: no code item); ``requested`` the
+    ``--advreview-diff`` setting that chose it, ``ci`` whether the run counted as CI
+    (where ``auto`` means ``branch``).  Branch mode: ``base`` is the ref, ``base_commit``
+    its commit, ``merge_base`` the commit ``BASE...HEAD`` diffs from, ``head_commit``
+    ``HEAD``.  Uncommitted mode: ``base`` is ``HEAD`` and the working tree is the head.
+    """
+
+    requested: str
+    ci: bool = False
+    mode: Literal["uncommitted", "branch", "none"]
+    base: str | None = None
+    base_commit: str | None = None
+    merge_base: str | None = None
+    head_commit: str | None = None
+    #: Files in the change set (plans reviewed as plan items not counted).
+    files: int = 0
+    #: The phrase the code prompt uses ("branch changes vs origin/main").
+    description: str | None = None
+    #: Why there is no change set (``mode`` none).
+    note: str | None = None
+
+    def summary(self) -> str:
+        """One line: mode, base and head commits, number of files, and what chose it."""
+        chose = f"--advreview-diff={self.requested}" + (" under CI" if self.ci else "")
+        if self.mode == "none":
+            return f"none ({self.note or chose})"
+        files = f"{self.files} file" + ("" if self.files == 1 else "s")
+        if self.mode == "uncommitted":
+            return (
+                f"uncommitted: {self.description} against HEAD {_short(self.base_commit)}, "
+                f"{files} ({chose})"
+            )
+        return (
+            f"branch {self.base}...HEAD: base {_short(self.base_commit)}, merge base "
+            f"{_short(self.merge_base)}, head {_short(self.head_commit)}, {files} ({chose})"
+        )
+
+
+def _short(commit: str | None) -> str:
+    return commit[:12] if commit else "(none)"
+
+
 class DecisionAction(str, Enum):
     """What the author did with a finding (the seed evaluation matrix)."""
 

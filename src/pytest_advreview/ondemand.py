@@ -193,7 +193,7 @@ class AdversarialReview:
         root = _repo_root(Path(self.config.rootpath))
         resolved = targets.resolve_base(root, base or settings.base, os.environ)
         mode = settings.diff if settings.diff != "none" else "auto"
-        change = targets.change_set(root, mode, resolved, set())
+        change = targets.change_set(root, mode, resolved, set(), ci=targets.in_ci(os.environ))
         if change is None:
             raise pytest.UsageError(
                 f"pytest-advreview: there is no code change to review in {root} "

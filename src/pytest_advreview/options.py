@@ -75,7 +75,10 @@ CHOICES: Mapping[str, Mapping[str, str]] = {
         "worktree": "Each review runs in a private git worktree mirroring the work tree.",
     },
     "diff": {
-        "auto": "Default: uncommitted changes if any, else the branch against the base.",
+        "auto": (
+            "Default: uncommitted changes if any, else the branch against the base; "
+            "under CI (CI or GITHUB_ACTIONS true) the branch only."
+        ),
         "uncommitted": "Staged, unstaged and untracked changes only.",
         "branch": "BASE...HEAD only.",
         "none": "No code review item.",
@@ -299,6 +302,19 @@ def _glob(raw: object) -> object:
     return value
 
 
+_SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*\Z")
+
+
+def _shard(raw: object) -> object:
+    match = _SHARD.match(_text(raw))
+    if match is None:
+        raise Invalid("expected K/N, this job's share K of N jobs, e.g. 2/3")
+    index, total = int(match.group(1)), int(match.group(2))
+    if not 1 <= index <= total:
+        raise Invalid(f"expected K/N with 1 <= K <= N, e.g. 1/{max(total, 1)}")
+    return (index, total)
+
+
 _MODEL_DESC = "Codex model of the reviewer, passed as -m (default: gpt-5.5)"
 _REASONING_DESC = (
     "Reasoning effort of the reviewer model, passed as -c model_reasoning_effort=.\n"
@@ -357,6 +373,11 @@ _COMMAND_DESC = (
     "Command line of the command reviewer, shell-quoted; the prompt arrives on stdin "
     "and the review is read from stdout"
 )
+_SHARD_DESC = (
+    "Review only share K of N (K/N, 1-based): review items whose key hashes to share K "
+    "run, the others are deselected. Give each of N CI jobs its own K; every item lands in "
+    "exactly one share whatever the others collect. Other tests are not sharded."
+)
 _DIFF_DESC = "Which code change the code-review item reviews.\n" + _choices_help("diff")
 _BASE_DESC = (
     "Base of branch diffs and of plan_scope = changed (default: origin/$GITHUB_BASE_REF, "
@@ -412,6 +433,7 @@ SPECS: tuple[Spec, ...] = (
     Spec("github", _GITHUB_DESC, _choice("github"), "MODE"),
     Spec("strict_exit", _STRICT_EXIT_DESC, _bool, cli="flag"),
     Spec("fresh", _FRESH_DESC, _bool, cli="flag", ini=None),
+    Spec("shard", _SHARD_DESC, _shard, "K/N", ini=None),
     Spec("diff", _DIFF_DESC, _choice("diff"), "MODE"),
     Spec("base", _BASE_DESC, _non_empty("a branch, tag or commit"), "REF"),
     Spec("against_plan", _AGAINST_PLAN_DESC, _non_empty("a path"), "PATH", ini=None, env=False),

@@ -21,7 +21,7 @@ from .constants import CODE_ITEM_NAME, RECORD_ATTR, RUN_DIR_KEY, RUN_SECRET_KEY
 from .coordinator import Coordinator
 from .items import _SESSION_KEY, PlanFile, ReviewItem, ReviewRepr
 from .loop import LoopResult
-from .models import ChangeSet
+from .models import ChangeSet, ChangeSetInfo
 from .options import DEFAULT_DECISIONS
 from .outcome import Outcome
 from .report.collect import ResultsCollector
@@ -55,6 +55,8 @@ class ReviewSession:
         #: decided it, else the repository's top level, so a run from a subdirectory
         #: finds the same plans as one from the top.
         self.plan_root = self.rootdir
+        #: The code change and its description, decided once per process (see code_change).
+        self._change: tuple[ChangeSet | None, ChangeSetInfo | None] | None = None
         self._reviewer: Reviewer | None = None
         self._collected: set[Path] = set()
         # Dict and set lookups: pytest asks about every file of the tree, thousands of
@@ -292,11 +294,21 @@ class ReviewSession:
     def pytest_collection_modifyitems(
         self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
     ) -> None:
-        """Add selected plans outside the collected paths, and the code-review item.
+        """Add selected plans outside the collected paths, and the code-review item;
+        then keep this job's share of the review items (``--advreview-shard``).
 
         ``tryfirst`` so that ``-m``/``-k`` deselection (which runs in the same hook) sees
         the added items.
         """
+        self._add_items(session, config, items)
+        if self.settings.shard is not None:
+            from .shard import keep_share
+
+            keep_share(config, items, self.settings.shard)
+
+    def _add_items(
+        self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
         explicit = self._explicit_plans()
         if explicit:
             return  # laptop mode: exactly the plans named on the command line
@@ -340,17 +352,11 @@ class ReviewSession:
         """The code item's target; one that errors with the reason when the base is unusable."""
         if self.repo is None or self.settings.diff == "none":
             return None
-        error = self.base_error
-        change: ChangeSet | None = None
-        if error is None:
-            try:
-                change = self._change_set()
-            except targets.BaseRefError as exc:
-                error = str(exc)
-        if error is not None:
+        change = self.code_change()[0]
+        if self.base_error is not None:
             # Fail closed: the branch's change (and, with scope ``changed``, its plans)
             # cannot be told apart, so the gate must not pass; plan items still run.
-            return TargetSpec(kind="code", key=CODE_ITEM_NAME, error=error)
+            return TargetSpec(kind="code", key=CODE_ITEM_NAME, error=self.base_error)
         if change is None:
             return None
         return TargetSpec(
@@ -363,20 +369,50 @@ class ReviewSession:
         )
 
     def _change_set(self) -> ChangeSet | None:
-        assert self.repo is not None and self.selection is not None
-        # A plan reviewed as a plan item is not reviewed again as code.
+        return self.code_change()[0]
+
+    def code_change(self) -> tuple[ChangeSet | None, ChangeSetInfo | None]:
+        """The change set the code item reviews and its description (``None`` outside git).
+
+        Decided once per process, at the header (or at collection without a terminal),
+        so the header, the item and the reports all name the same change set.  Under CI
+        ``--advreview-diff=auto`` means the branch (:func:`targets.change_set`).  A base
+        that cannot be used is kept in ``base_error``: the code item reports it.
+        """
+        if self._change is not None:
+            return self._change
+        if self.repo is None:
+            self._change = (None, None)
+            return self._change
+        assert self.selection is not None
+        ci = targets.in_ci(os.environ)
+        change: ChangeSet | None = None
+        note: str | None = None
         try:
-            return targets.change_set(
-                self.repo.root,
-                self.settings.diff,
-                self.base,
-                self.selection.keys,  # repo-relative: no path arithmetic per plan
-                resolver=self._resolve,
+            if self._explicit_plans():
+                note = "plans named on the command line: no code review"
+            elif self.settings.diff != "none" and self.base_error is None:
+                # A plan reviewed as a plan item is not reviewed again as code.
+                try:
+                    change = targets.change_set(
+                        self.repo.root,
+                        self.settings.diff,
+                        self.base,
+                        self.selection.keys,  # repo-relative: no path arithmetic per plan
+                        resolver=self._resolve,
+                        ci=ci,
+                    )
+                except targets.BaseRefError as exc:
+                    self.base_error = str(exc)
+            if self.base_error is not None and note is None:
+                note = "not reviewed: the base cannot be used (the code item says why)"
+            info = targets.change_set_info(
+                self.repo.root, change, self.settings.diff, self.base, ci=ci, note=note
             )
-        except targets.BaseRefError:
-            raise
         except targets.TargetError as exc:
             raise pytest.UsageError(str(exc)) from None
+        self._change = (change, info)
+        return self._change
 
     def stored_severity(self, key: str) -> str | None:
         """The max severity of ``key``'s last stored review, when it asked for revision."""
@@ -429,9 +465,12 @@ class ReviewSession:
         lines = header_lines(self.settings)
         if self.selection is not None:
             lines.append(f"advreview: {self.selection.summary}")
+        info = self.code_change()[1]  # first: it may find the base unusable
         if self.base_error is not None:
             reason = self.base_error.removeprefix("pytest-advreview: ")
             lines.append(f"advreview: the base cannot be used: {reason}")
+        if info is not None:
+            lines.append(f"advreview: code change: {info.summary()}")
         if self.repo_note:
             lines.append(
                 self.repo_note
@@ -508,7 +547,11 @@ class ReviewSession:
         from .report.publish import exit_status, publish
 
         results = self.results.ordered()
-        written = publish(self.config, self.settings, results)
+        try:
+            info = self.code_change()[1]
+        except pytest.UsageError:  # reported at collection already; the reports still go out
+            info = None
+        written = publish(self.config, self.settings, results, change=info)
         status = exit_status(self.settings, results, int(exitstatus), config=self.config)
         if not written and status in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             # A gate whose SARIF/JSON/markdown could not be written must not pass: the

@@ -104,6 +104,8 @@ class Settings(WireModel):
     github: GithubMode = "auto"
     #: Exit with EXIT_REVIEW_ERRORS when review items errored and none failed.
     strict_exit: bool = False
+    #: ``--advreview-shard=K/N``: this job reviews share K (1-based) of N.
+    shard: tuple[int, int] | None = None
 
 
 # -- declarations --------------------------------------------------------------------------
@@ -314,6 +316,12 @@ def header_lines(settings: Settings, *, verbose: bool = False) -> list[str]:
     ):
         add(name, path, None, _show(path or "off"))
     add("env-allow", settings.env_allow, (), ",".join(_show(g) for g in settings.env_allow))
+    add(
+        "shard",
+        settings.shard,
+        None,
+        f"{settings.shard[0]}/{settings.shard[1]}" if settings.shard else "off",
+    )
     add("github", settings.github, defaults.github)
     add("strict-exit", settings.strict_exit, False, "yes" if settings.strict_exit else "no")
     if verbose:

@@ -30,7 +30,7 @@ from .git import (
     run_git,
     split_z,
 )
-from .models import ChangeSet
+from .models import ChangeSet, ChangeSetInfo
 
 __all__ = [
     "BaseRefError",
@@ -39,7 +39,9 @@ __all__ = [
     "PlanSelection",
     "TargetError",
     "change_set",
+    "change_set_info",
     "compile_glob",
+    "in_ci",
     "match_any",
     "plan_files",
     "repo_info",
@@ -648,6 +650,7 @@ def change_set(
     exclude: Collection[str | os.PathLike[str]] = (),
     *,
     resolver: PathResolver | None = None,
+    ci: bool = False,
 ) -> ChangeSet | None:
     """The code change to review, as the code prompts describe it.
 
@@ -655,7 +658,10 @@ def change_set(
     as "unstaged changes", "staged changes" or "unstaged + staged changes" (plus
     "untracked files"), with only the diff commands that have content.  ``branch``:
     ``git diff --name-only BASE...HEAD``, described as "branch changes vs BASE".
-    ``auto``: uncommitted when there is any, else branch when a base is known.
+    ``auto``: uncommitted when there is any, else branch when a base is known; under CI
+    (``ci``) branch only, because there the working tree holds nobody's edits, only what
+    the checkout and earlier steps left (renormalised line endings, build artifacts), and
+    reviewing that instead of the branch would pass a change nobody reviewed.
 
     :param root: a directory of the work tree; file names are relative to its top level.
     :param exclude: files reviewed as plan items (absolute, or relative to the top level);
@@ -663,6 +669,8 @@ def change_set(
         a branch that only edits plans has no change set.
     :param resolver: resolves the absolute ``exclude`` paths (pass the one that resolved
         them already, e.g. during collection, to reuse its answers).
+    :param ci: the run is a CI run (:func:`in_ci`): ``auto`` means ``branch``, and
+        without a base there is no change set (never the working tree's).
     :returns: ``None`` when nothing is left to review (or ``mode`` is ``none``).  The
         change set has ``base`` only in branch mode.
     :raises BaseRefError: ``branch`` without a base, or git cannot diff against the base.
@@ -670,7 +678,7 @@ def change_set(
     if mode == "none":
         return None
     excluded = _relative_excludes(_toplevel(root), exclude, resolver or PathResolver())
-    if mode in ("auto", "uncommitted"):
+    if mode == "uncommitted" or (mode == "auto" and not ci):
         found = _uncommitted(root, excluded)
         if found is not None or mode == "uncommitted":
             return found
@@ -683,3 +691,83 @@ def change_set(
             )
         return None
     return _branch(root, base, excluded)
+
+
+#: Variables that mark a CI run; GitHub Actions, GitLab CI, CircleCI, Travis, Buildkite
+#: and Azure Pipelines (TF_BUILD aside) all set ``CI`` to a true value.
+CI_VARIABLES = ("CI", "GITHUB_ACTIONS")
+_TRUTHY = frozenset({"1", "true", "yes", "on"})
+
+
+def in_ci(env: Mapping[str, str]) -> bool:
+    """True when ``CI`` or ``GITHUB_ACTIONS`` is set to a true value (any case)."""
+    return any(env.get(name, "").strip().lower() in _TRUTHY for name in CI_VARIABLES)
+
+
+def _commit(root: Path, ref: str) -> str | None:
+    proc = _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
+    return _lines(proc.stdout)[0] if proc.returncode == 0 else None
+
+
+def change_set_info(
+    root: Path,
+    change: ChangeSet | None,
+    requested: str,
+    base: str | None,
+    *,
+    ci: bool,
+    note: str | None = None,
+) -> ChangeSetInfo:
+    """What the code item reviews, named for the header and the reports.
+
+    Branch mode names the base ref, its commit, the merge base the diff starts from and
+    ``HEAD``; uncommitted mode names ``HEAD`` as its base (the working tree is the head).
+
+    :param change: from :func:`change_set` (``None``: nothing to review).
+    :param requested: the ``--advreview-diff`` setting.
+    :param base: from :func:`resolve_base`.
+    :param ci: :func:`in_ci` of the run.
+    :param note: why there is no change set, when the caller knows better than git.
+    """
+    head = _commit(root, "HEAD")
+    if change is None:
+        if note is None:
+            if requested == "none":
+                note = "--advreview-diff=none"
+            elif requested == "uncommitted":
+                note = "no uncommitted change"
+            elif base is not None:
+                note = f"no code change against {base} (plans are reviewed as plan items)"
+            elif ci:
+                note = (
+                    "under CI --advreview-diff=auto reviews only BASE...HEAD, and no base was "
+                    "found; pass --advreview-base=REF (and fetch its history)"
+                )
+            else:
+                note = "no uncommitted change and no base found"
+        return ChangeSetInfo(
+            requested=requested, ci=ci, mode="none", base=base, head_commit=head, note=note
+        )
+    if change.base is None:
+        return ChangeSetInfo(
+            requested=requested,
+            ci=ci,
+            mode="uncommitted",
+            base="HEAD" if head else None,
+            base_commit=head,
+            head_commit=None,
+            files=len(change.files),
+            description=change.description,
+        )
+    merge = _git(root, "merge-base", change.base, "HEAD", check=False)
+    return ChangeSetInfo(
+        requested=requested,
+        ci=ci,
+        mode="branch",
+        base=change.base,
+        base_commit=_commit(root, change.base),
+        merge_base=_lines(merge.stdout)[0] if merge.returncode == 0 else None,
+        head_commit=head,
+        files=len(change.files),
+        description=change.description,
+    )
