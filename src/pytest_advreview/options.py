@@ -407,6 +407,17 @@ def add_options(parser: pytest.Parser) -> None:
         if spec.ini is not None:
             parser.addini(spec.ini_key, spec.desc, type=spec.ini, default=None)
     group.addoption(
+        "--advreview-only",
+        action="store_true",
+        dest="advreview_only",
+        default=False,
+        help=(
+            "With --adversarial-review: collect the review items only. No Python test "
+            "module or package __init__.py is imported (a CI gate that reviews a pull "
+            "request need not run its code)."
+        ),
+    )
+    group.addoption(
         "--advreview-doctor",
         action="store_true",
         dest="advreview_doctor",

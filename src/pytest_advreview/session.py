@@ -58,6 +58,8 @@ class ReviewSession:
         self._shared = SharedLookups()
         self._resolve = self._shared.resolve
         self.results = ResultsCollector()
+        #: ``--advreview-only``: collect the review items, import no test module.
+        self.only = bool(config.getoption("advreview_only", default=False))
         # One directory per run, decided on the controller and shared with the workers
         # (the token ledger lives there); removed by the controller at the end.
         workerinput = getattr(config, "workerinput", None)
@@ -169,6 +171,27 @@ class ReviewSession:
     def _wanted(self, resolved: Path) -> bool:
         self._explicit_plans()
         return resolved in self._explicit_set or resolved in self._keys
+
+    # -- --advreview-only: review items and nothing else ---------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collect_directory(self, path: Path, parent: pytest.Collector) -> pytest.Dir | None:
+        """With ``--advreview-only`` every folder is a plain ``Dir``, never a ``Package``.
+
+        A ``Package`` imports its ``__init__.py`` when an item below it is set up, so a
+        plan under a Python package would run the package's code.
+        """
+        if not self.only:
+            return None
+        folder: pytest.Dir = pytest.Dir.from_parent(parent, path=path)
+        return folder
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_ignore_collect(self, collection_path: Path, config: pytest.Config) -> bool | None:
+        """With ``--advreview-only`` only markdown files reach collection (no module import)."""
+        if self.only and collection_path.suffix != ".md" and not collection_path.is_dir():
+            return True
+        return None
 
     @pytest.hookimpl
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> PlanFile | None:
@@ -296,6 +319,8 @@ class ReviewSession:
                 else f"advreview: {self.repo_note}"
             )
         lines.extend(f"advreview: {hint}" for hint in runtime_hints(self.settings))
+        if self.only:
+            lines.append("advreview: --advreview-only: review items only, no test module imported")
         return lines
 
     @pytest.hookimpl(wrapper=True)
