@@ -320,6 +320,13 @@ _BASE_DESC = (
     "else origin/HEAD, main, master)"
 )
 _AGAINST_PLAN_DESC = "Review the code change against this implementation plan"
+_HEAD_DESC = (
+    "Review a pull request's head as data: the plans and the change BASE...REF are read "
+    "from REF's git objects into a private read-only checkout, while the gate (settings, "
+    "conftest files, plugins, decisions) stays the checked-out base's; nothing of REF is "
+    "imported or executed. Default sandbox read-only. Command line or ADVREVIEW_HEAD "
+    "only: no ini key, so a repository cannot set or unset it"
+)
 _PLANS_DESC = (
     "Globs of plan files relative to rootdir, one per line; ** matches zero or more "
     "folders (default: docs/**/plans/**/*.md and docs/**/specs/**/*.md)"
@@ -367,6 +374,8 @@ SPECS: tuple[Spec, ...] = (
     Spec("diff", _DIFF_DESC, _choice("diff"), "MODE"),
     Spec("base", _BASE_DESC, _non_empty("a branch, tag or commit"), "REF"),
     Spec("against_plan", _AGAINST_PLAN_DESC, _non_empty("a path"), "PATH", ini=None, env=False),
+    # No ini key: the repository under review must not be able to switch head mode off.
+    Spec("head", _HEAD_DESC, _non_empty("a commit, branch or tag"), "REF", ini=None),
     Spec("plans", _PLANS_DESC, _glob, cli=None, ini="linelist", env=False),
     Spec("plan_scope", _PLAN_SCOPE_DESC, _choice("plan_scope"), cli=None, env=False),
     Spec("decisions", _DECISIONS_DESC, _non_empty("a path"), cli=None, env=False),

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import targets
+from . import head, targets
 from .constants import CODE_ITEM_NAME, RECORD_ATTR, RUN_DIR_KEY
 from .coordinator import Coordinator
 from .items import _SESSION_KEY, PlanFile, ReviewItem, ReviewRepr
@@ -53,6 +53,10 @@ class ReviewSession:
         self._walked: dict[str, Path] = {}
         self._explicit: list[Path] | None = None
         self._explicit_set: frozenset[Path] = frozenset()
+        #: ``--advreview-head``: the private checkout of REF, and each plan item's node
+        #: path (REF's path, named under the rootdir) -> the file in that checkout.
+        self.head: head.HeadCheckout | None = None
+        self._sources: dict[Path, Path] = {}
         self._root_resolved: Path | None = None
         #: Shared by the run's reviews: git top levels and resolved paths.
         self._shared = SharedLookups()
@@ -101,8 +105,11 @@ class ReviewSession:
         user's to fix: a usage error with the reason, never an internal error.
         """
         try:
-            self._find_targets()
-        except targets.TargetError as exc:
+            if self.settings.head is not None:
+                self._find_head_targets(self.settings.head)
+            else:
+                self._find_targets()
+        except (targets.TargetError, head.HeadError) as exc:
             raise pytest.UsageError(str(exc)) from None
 
     def _find_targets(self) -> None:
@@ -133,10 +140,78 @@ class ReviewSession:
             if key.startswith(self.selection.prefix)
         }
 
+    def _find_head_targets(self, ref: str) -> None:
+        """``--advreview-head``: REF's plans and ``BASE...REF``, from a private checkout.
+
+        The controller materialises REF once and removes it at the end; xdist workers get
+        the same checkout (and the commits it was resolved to) through ``workerinput``.
+        """
+        self.repo = targets.repo_info(self.rootdir)
+        if self.repo is None:
+            raise head.HeadError(
+                f"pytest-advreview: --advreview-head={ref} needs the base checkout to be a "
+                f"git repository, but {self.rootdir} is not in one; run pytest in a clone "
+                "of the base"
+            )
+        if self._explicit_plans():
+            raise head.HeadError(
+                "pytest-advreview: with --advreview-head the plans come from REF "
+                "(advreview_plans, advreview_plan_scope); a .md path on the command line "
+                "names a file of the base checkout: drop it, or select items with -k"
+            )
+        workerinput = getattr(self.config, "workerinput", None)
+        if isinstance(workerinput, dict) and head.HEAD_KEY in workerinput:
+            checkout = head.HeadCheckout.model_validate_json(str(workerinput[head.HEAD_KEY]))
+        else:
+            checkout = head.materialise(
+                self.repo.root, ref, self.settings.base, rootdir=self.rootdir
+            )
+            # Removed however the run ends (Ctrl-C and usage errors after this included).
+            self.config.add_cleanup(lambda: head.remove(checkout))
+        self.head = checkout
+        self.base = checkout.base_sha
+        top = Path(checkout.path)
+        # Globs are relative to the rootdir: the same folder of REF.
+        prefix = self.rootdir.resolve().relative_to(self.repo.root.resolve()).as_posix()
+        prefix = "" if prefix == "." else prefix + "/"
+        root = top / prefix if prefix else top
+        if not root.is_dir():
+            self.selection = targets.PlanSelection(
+                (), 0, f"{prefix.rstrip('/')} does not exist in {ref}: no plans to review"
+            )
+            return
+        self.selection = targets.plan_files(
+            root,
+            self.settings.plans,
+            self.settings.plan_scope,
+            checkout.base_sha,
+            repo=targets.GitRepoInfo(root=top),
+        )
+        for path, key in zip(self.selection.selected, self.selection.keys, strict=True):
+            if path.is_symlink():
+                # Following it would send a file of this machine to the reviewer.
+                raise head.HeadError(
+                    f"pytest-advreview: the plan {key} is a symbolic link in "
+                    f"--advreview-head={ref}; a head's plans are read only from regular "
+                    "files: ask the author to commit the plan itself"
+                )
+            node_path = self.rootdir / key[len(self.selection.prefix) :]
+            self._keys[node_path] = key
+            self._sources[node_path] = path
+
     @property
     def repo_root(self) -> Path:
-        """The repository root (or rootdir outside git): where the reviewer runs."""
+        """The repository root (or rootdir outside git): where the reviewer runs.
+
+        With ``--advreview-head`` that is the private checkout of REF.
+        """
+        if self.head is not None:
+            return Path(self.head.path)
         return self.repo.root if self.repo else self.rootdir
+
+    def plan_source(self, path: Path) -> Path:
+        """The file a plan item reads: REF's copy under ``--advreview-head``, else ``path``."""
+        return self._sources.get(path, path)
 
     def relpath(self, path: Path) -> str:
         """A repo-relative posix path, the key of a plan in state and decisions."""
@@ -221,7 +296,7 @@ class ReviewSession:
             return  # laptop mode: exactly the plans named on the command line
         assert self.selection is not None
         added: list[pytest.Item] = []
-        for path in self.selection.selected:
+        for path in self._keys:  # the selected plans, in order (REF's, named in rootdir)
             if path in self._collected:
                 continue
             plan = PlanFile.from_parent(session, path=path)
@@ -252,6 +327,15 @@ class ReviewSession:
         assert self.selection is not None
         # A plan reviewed as a plan item is not reviewed again as code.
         try:
+            if self.head is not None:
+                # BASE...REF: REF is HEAD of the private checkout, so the diff commands the
+                # prompt names work there as written.
+                change = targets.change_set(
+                    Path(self.head.path), "branch", self.head.base_sha, self.selection.keys
+                )
+                if change is None:
+                    return None
+                return change.model_copy(update={"description": self.head.description})
             return targets.change_set(
                 self.repo.root,
                 self.settings.diff,
@@ -310,6 +394,8 @@ class ReviewSession:
         from .settings import header_lines, runtime_hints
 
         lines = header_lines(self.settings)
+        if self.head is not None:
+            lines.append(self.head.header)
         if self.selection is not None:
             lines.append(f"advreview: {self.selection.summary}")
         if self.repo_note:
