@@ -10,11 +10,15 @@ every run: only what the cache steps carried survives, as on GitHub's runners.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import shutil
 import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -135,6 +139,7 @@ class Scratch:
         event: dict[str, Any] | None = None,
         event_name: str = "pull_request",
         env: dict[str, str] | None = None,
+        sha: str | None = None,
         **inputs: str,
     ) -> ActionResult:
         self.runs += 1
@@ -154,7 +159,7 @@ class Scratch:
                 "repository": REPO,
                 "actor": (env or {}).get("GITHUB_ACTOR", "alice"),
                 "ref_name": "7/merge",
-                "sha": git(self.work, "rev-parse", "HEAD").strip(),
+                "sha": sha or git(self.work, "rev-parse", "HEAD").strip(),
             },
         )
         return runner.run(self.inputs(**inputs))
@@ -394,3 +399,116 @@ def test_pull_request_target_without_approval_is_not_reviewed_and_fails(
     assert "must apply the label 'advreview'" in result.log
     assert [name for name, _ in result.ran] == ["install", "prepare"]
     assert scratch.server.response_requests == []
+
+
+class _Permissions(BaseHTTPRequestHandler):
+    """GitHub's collaborator-permission endpoint, for the label approval."""
+
+    granted: ClassVar[dict[str, str]] = {"maintainer": "write", "triager": "read"}
+
+    def do_GET(self) -> None:
+        match = re.fullmatch(rf"/repos/{REPO}/collaborators/([^/]+)/permission", self.path)
+        user = match.group(1) if match else ""
+        body = json.dumps({"permission": self.granted.get(user, "none")}).encode()
+        self.send_response(200 if match else 404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def github_api() -> Iterator[str]:
+    """A loopback stand-in for the GitHub API's permission lookup; yields its URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Permissions)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_pull_request_target_reviews_the_labelled_sha_as_data(
+    scratch: Scratch, github_api: str
+) -> None:
+    # The fork's pull request: a plan that draws a high finding, and a conftest that would
+    # approve everything. A push after the label replaces the plan with one the reviewer
+    # approves; it must not be reviewed under the old approval.
+    scratch.write("docs/plans/x.md", PLAN)
+    scratch.add_traps("conftest.py")
+    labelled = scratch.commit("fork: plan")
+    scratch.write("docs/plans/x.md", "# Plan\n\nPUSHED-AFTER-THE-LABEL\n")
+    pushed = scratch.commit("fork: push after the label")
+    origin = scratch.root / "origin.git"
+    git(scratch.root, "clone", "-q", "--bare", str(scratch.work), str(origin))
+    git(origin, "update-ref", "refs/pull/7/head", pushed)
+    git(origin, "branch", "-D", "feature")
+    # The job's checkout: the trusted base only; the head's commits are not in it.
+    workspace = scratch.root / "base-checkout"
+    git(scratch.root, "clone", "-q", "--single-branch", "-b", "main", str(origin), str(workspace))
+    scratch.work = workspace
+    scratch.answer(
+        [
+            {
+                "match": "PUSHED-AFTER-THE-LABEL",
+                "in": "body",
+                "steps": [{"message": approved_review()}],
+            },
+            {
+                "match": f"{PLAN_PROMPT} docs/plans/x.md",
+                "in": "body",
+                "steps": [{"message": revise_review(HIGH)}],
+            },
+        ]
+    )
+    event = scratch.pr_event(
+        author_association="NONE",
+        head={"sha": labelled, "ref": "feature", "repo": {"full_name": "mallory/widgets"}},
+    )
+    event.update(action="labeled", label={"name": "advreview"})
+
+    by_triager = scratch.run(
+        event={**event, "sender": {"login": "triager"}},
+        event_name="pull_request_target",
+        env={"GITHUB_API_URL": github_api},
+    )
+    assert by_triager.outputs["outcome"] == "not-approved"
+    assert "who has read permission" in by_triager.log
+    assert scratch.server.response_requests == []
+
+    result = scratch.run(
+        event={**event, "sender": {"login": "maintainer"}},
+        event_name="pull_request_target",
+        env={"GITHUB_API_URL": github_api},
+    )
+
+    assert not result.ok
+    assert result.outputs["outcome"] == "failed", result.log
+    assert result.outputs["head"] == labelled
+    records = {item["record"]["key"]: item["record"] for item in _json(result)["items"]}
+    record = records["docs/plans/x.md"]
+    assert record["max_severity"] == "high"
+    requests = scratch.plan_requests("docs/plans/x.md")
+    assert requests
+    assert not any("PUSHED-AFTER-THE-LABEL" in json.dumps(r.body) for r in requests)
+    assert scratch.imported() == []
+
+    # A workflow that checks out the pull request's head under pull_request_target is the
+    # classic "pwn request": the action refuses to run there.
+    base = git(workspace, "rev-parse", "HEAD").strip()
+    git(workspace, "checkout", "-q", labelled)
+    misused = scratch.run(
+        event={**event, "sender": {"login": "maintainer"}},
+        event_name="pull_request_target",
+        env={"GITHUB_API_URL": github_api},
+        sha=base,
+    )
+    assert misused.outputs["outcome"] == "error"
+    assert "reviews from the base checkout" in misused.log
+    assert [name for name, _ in misused.ran] == ["install", "prepare"]

@@ -320,10 +320,33 @@ def cache_keys(decision: Decision, env: Mapping[str, str]) -> dict[str, str]:
     return {"cache-key": prefix + run, "cache-prefix": prefix}
 
 
+def _check_base_checkout(env: Mapping[str, str]) -> None:
+    """``pull_request_target`` runs with secrets: the checkout must be the trusted base.
+
+    actions/checkout's default for this event is ``GITHUB_SHA`` (the base branch); a
+    workflow that checks out the pull request's head would run its configuration and code
+    with the key, which is exactly what this mode exists to prevent.
+    """
+    workspace = Path(env.get("GITHUB_WORKSPACE") or os.getcwd())
+    proc = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=workspace, capture_output=True, check=False
+    )
+    checked_out = proc.stdout.decode().strip()
+    expected = env.get("GITHUB_SHA", "")
+    if proc.returncode != 0 or (expected and checked_out != expected):
+        raise ActionError(
+            f"mode pull_request_target reviews from the base checkout, but {workspace} has "
+            f"{checked_out or 'no commit'} checked out, not the base {expected}; use "
+            "actions/checkout without ref: (the pull request's head is fetched as data)"
+        )
+
+
 def prepare(env: Mapping[str, str]) -> int:
     """The ``prepare`` command."""
     event_name = env.get("GITHUB_EVENT_NAME", "")
     decision = decide(event_name, _event(env), env)
+    if decision.mode == "pull_request_target":
+        _check_base_checkout(env)
     _write_outputs({**decision.outputs(), **cache_keys(decision, env)}, env)
     if not decision.review:
         if decision.mode == "pull_request_target":
@@ -785,6 +808,8 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         return _COMMANDS[args.command](environ)
     except ActionError as exc:
         _command("error", f"pytest-advreview: {exc}")
+        if args.command in ("prepare", "review"):
+            _write_outputs(_empty_counts("error"), environ)
         return 1
 
 
