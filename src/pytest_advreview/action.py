@@ -578,13 +578,14 @@ def pytest_argv(
         "--advreview-diff=branch",
         f"--advreview-base={base}",
         f"--advreview-codex={codex}",
-        "--advreview-github=on",
         "--advreview-strict-exit",
         f"--advreview-json={paths.json}",
         f"--advreview-report={paths.report}",
         f"--advreview-sarif={paths.sarif}",
         "-ra",
     ]
+    if env.get("GITHUB_ACTIONS") == "true":
+        argv.append("--advreview-github=on")
     if head != "HEAD":
         argv.append(f"--advreview-head={head}")
     for name in ("fail-on", "model", "reasoning", "sandbox"):
