@@ -18,14 +18,16 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-__all__ = ["ActionResult", "LocalRunner", "evaluate", "substitute"]
+__all__ = ["ActionResult", "GitHubAPI", "LocalRunner", "clean_env", "evaluate", "substitute"]
 
 _TOKEN = re.compile(
     r"\s*(?:(?P<str>'(?:[^']|'')*')|(?P<num>\d+(?:\.\d+)?)|(?P<op>==|!=|&&|\|\||!|\(|\)|,)"
@@ -403,3 +405,85 @@ def clean_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
         if name.startswith(("GITHUB_", "RUNNER_", "PYTEST_", "ADVREVIEW_ACTION_")):
             del env[name]
     return env
+
+
+class GitHubAPI:
+    """A loopback stand-in for the few GitHub REST endpoints the action calls.
+
+    Collaborator permissions (``permissions``: user → permission) and the issue comments
+    of pull requests (``comments``: number → list of ``{"id", "body"}``); every request is
+    logged in ``calls`` as ``(method, path, json body or None, Authorization header)``.
+    """
+
+    def __init__(self, repo: str) -> None:
+        self.repo = repo
+        self.permissions: dict[str, str] = {}
+        self.comments: dict[int, list[dict[str, Any]]] = {}
+        self.calls: list[tuple[str, str, Any, str | None]] = []
+        self._next_id = 100
+        api = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self, status: int, payload: Any) -> None:
+                body = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def _handle(self, method: str) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                data = json.loads(self.rfile.read(length)) if length else None
+                api.calls.append((method, self.path, data, self.headers.get("Authorization")))
+                status, payload = api.route(method, self.path, data)
+                self._answer(status, payload)
+
+            def do_GET(self) -> None:
+                self._handle("GET")
+
+            def do_POST(self) -> None:
+                self._handle("POST")
+
+            def do_PATCH(self) -> None:
+                self._handle("PATCH")
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def route(self, method: str, path: str, data: Any) -> tuple[int, Any]:
+        """The answer to one request."""
+        base = f"/repos/{self.repo}"
+        path, _, query = path.partition("?")
+        if method == "GET" and (
+            m := re.fullmatch(rf"{base}/collaborators/([^/]+)/permission", path)
+        ):
+            return 200, {"permission": self.permissions.get(m.group(1), "none")}
+        if m := re.fullmatch(rf"{base}/issues/(\d+)/comments", path):
+            comments = self.comments.setdefault(int(m.group(1)), [])
+            if method == "GET":
+                page = int(dict(p.split("=") for p in query.split("&") if p).get("page", "1"))
+                return 200, comments[(page - 1) * 100 : page * 100]
+            self._next_id += 1
+            comments.append({"id": self._next_id, "body": data["body"]})
+            return 201, comments[-1]
+        if method == "PATCH" and (m := re.fullmatch(rf"{base}/issues/comments/(\d+)", path)):
+            for comments in self.comments.values():
+                for comment in comments:
+                    if comment["id"] == int(m.group(1)):
+                        comment["body"] = data["body"]
+                        return 200, comment
+        return 404, {"message": "Not Found"}
+
+    def __enter__(self) -> GitHubAPI:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()

@@ -10,19 +10,16 @@ every run: only what the cache steps carried survives, as on GitHub's runners.
 from __future__ import annotations
 
 import json
-import re
 import shlex
 import shutil
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 
-from action_kit import ActionResult, LocalRunner, clean_env
+from action_kit import ActionResult, GitHubAPI, LocalRunner, clean_env
 from conftest import git
 from pytest_advreview.testing import (
     FindingSpec,
@@ -192,7 +189,7 @@ def _json(result: ActionResult) -> dict[str, Any]:
 
 
 def test_revise_fails_keeps_its_state_and_the_next_push_resumes_at_round_2(
-    scratch: Scratch,
+    scratch: Scratch, github_api: GitHubAPI
 ) -> None:
     plan = scratch.write("docs/plans/x.md", PLAN)
     scratch.add_traps()
@@ -207,7 +204,8 @@ def test_revise_fails_keeps_its_state_and_the_next_push_resumes_at_round_2(
         ]
     )
 
-    first = scratch.run()
+    api = {"GITHUB_API_URL": github_api.url}
+    first = scratch.run(env=api, comment="true")
 
     assert not first.ok
     assert ("review", 1) in first.ran
@@ -224,14 +222,24 @@ def test_revise_fails_keeps_its_state_and_the_next_push_resumes_at_round_2(
     assert "Rollback restores a stale backup" in first.summary
     assert "docs/plans/x.md" in first.summary
     # The state was saved although the gate failed, and the save ran after the failure.
-    assert [name for name, _ in first.ran][-1] == "Save review state and Codex sessions"
+    assert [name for name, _ in first.ran][-2:] == [
+        "Save review state and Codex sessions",
+        "Comment on the pull request",
+    ]
     assert len(list(scratch.cache.iterdir())) == 1
     assert scratch.imported() == []
+    # The report became the pull request's comment, posted with the job's token.
+    (posted,) = github_api.comments[7]
+    comment = dict(posted)  # the stub updates its own copy in place
+    assert comment["body"].startswith("<!-- pytest-advreview:report -->")
+    assert "Rollback restores a stale backup" in comment["body"]
+    assert github_api.calls[-1][0] == "POST"
+    assert github_api.calls[-1][3] == "Bearer local-token"
     first_thread = scratch.plan_requests("docs/plans/x.md")[0].thread_id
 
     plan.write_text(PLAN.replace("Restore the backup.", "Dual-write, then switch readers."))
     scratch.commit("fix the rollback")
-    second = scratch.run()
+    second = scratch.run(env=api, comment="true")
 
     assert second.ok, second.log
     assert second.outputs["outcome"] == "passed"
@@ -243,6 +251,11 @@ def test_revise_fails_keeps_its_state_and_the_next_push_resumes_at_round_2(
     assert requests[1].thread_id == first_thread  # resumed the stored thread
     assert "## Applied" in requests[1].last_user_text
     assert scratch.imported() == []
+    # The same comment, updated: one report per pull request however many pushes.
+    (updated,) = github_api.comments[7]
+    assert updated["id"] == comment["id"]
+    assert updated["body"] != comment["body"]
+    assert github_api.calls[-1][0] == "PATCH"
 
 
 def test_nothing_to_review_succeeds_with_a_notice(scratch: Scratch) -> None:
@@ -401,41 +414,16 @@ def test_pull_request_target_without_approval_is_not_reviewed_and_fails(
     assert scratch.server.response_requests == []
 
 
-class _Permissions(BaseHTTPRequestHandler):
-    """GitHub's collaborator-permission endpoint, for the label approval."""
-
-    granted: ClassVar[dict[str, str]] = {"maintainer": "write", "triager": "read"}
-
-    def do_GET(self) -> None:
-        match = re.fullmatch(rf"/repos/{REPO}/collaborators/([^/]+)/permission", self.path)
-        user = match.group(1) if match else ""
-        body = json.dumps({"permission": self.granted.get(user, "none")}).encode()
-        self.send_response(200 if match else 404)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture
-def github_api() -> Iterator[str]:
-    """A loopback stand-in for the GitHub API's permission lookup; yields its URL."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Permissions)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+def github_api() -> Iterator[GitHubAPI]:
+    """The loopback GitHub API: a maintainer with write access, a triager with read."""
+    with GitHubAPI(REPO) as api:
+        api.permissions.update(maintainer="write", triager="read")
+        yield api
 
 
 def test_pull_request_target_reviews_the_labelled_sha_as_data(
-    scratch: Scratch, github_api: str
+    scratch: Scratch, github_api: GitHubAPI
 ) -> None:
     # The fork's pull request: a plan that draws a high finding, and a conftest that would
     # approve everything. A push after the label replaces the plan with one the reviewer
@@ -476,7 +464,7 @@ def test_pull_request_target_reviews_the_labelled_sha_as_data(
     by_triager = scratch.run(
         event={**event, "sender": {"login": "triager"}},
         event_name="pull_request_target",
-        env={"GITHUB_API_URL": github_api},
+        env={"GITHUB_API_URL": github_api.url},
     )
     assert by_triager.outputs["outcome"] == "not-approved"
     assert "who has read permission" in by_triager.log
@@ -485,7 +473,7 @@ def test_pull_request_target_reviews_the_labelled_sha_as_data(
     result = scratch.run(
         event={**event, "sender": {"login": "maintainer"}},
         event_name="pull_request_target",
-        env={"GITHUB_API_URL": github_api},
+        env={"GITHUB_API_URL": github_api.url},
     )
 
     assert not result.ok
@@ -506,7 +494,7 @@ def test_pull_request_target_reviews_the_labelled_sha_as_data(
     misused = scratch.run(
         event={**event, "sender": {"login": "maintainer"}},
         event_name="pull_request_target",
-        env={"GITHUB_API_URL": github_api},
+        env={"GITHUB_API_URL": github_api.url},
         sha=base,
     )
     assert misused.outputs["outcome"] == "error"
