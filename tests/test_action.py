@@ -366,11 +366,13 @@ def test_merge_group_reviews_against_the_queue_base(scratch: Scratch) -> None:
     scratch.answer([])  # everything approved
     event = {"merge_group": {"base_sha": scratch.base, "head_sha": head, "base_ref": "main"}}
 
-    result = scratch.run(event=event, event_name="merge_group")
+    # Two reviews side by side: the plugin and xdist are the only plugins loaded.
+    result = scratch.run(event=event, event_name="merge_group", workers="2")
 
     assert result.ok, result.log
     assert result.outputs["outcome"] == "passed"
     assert result.outputs["base"] == scratch.base
+    assert "created: 2/2 workers" in result.log
     assert _json(result)["settings"]["base"] == scratch.base
     assert len(scratch.plan_requests("docs/plans/x.md")) == 1
 
