@@ -78,7 +78,7 @@ def _run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def test_docs_have_the_workflows_the_tests_lint() -> None:
     names = [data["name"] for _, data, _ in doc_workflows()]
-    assert names == ["adversarial review", "adversarial review (fork pull requests)"]
+    assert {"adversarial review", "adversarial review (fork pull requests)"} <= set(names)
 
 
 def test_actionlint_finds_nothing(tmp_path: Path) -> None:
