@@ -218,6 +218,7 @@ def test_revise_fails_keeps_its_state_and_the_next_push_resumes_at_round_2(
     for name in ("json", "report", "sarif"):
         assert Path(first.outputs[name]).is_file(), name
     assert first.outputs["base"] == scratch.base
+    assert first.outputs["head"] == git(scratch.work, "rev-parse", "HEAD").strip()
     # The step summary carries the markdown report with the finding.
     assert "Rollback restores a stale backup" in first.summary
     assert "docs/plans/x.md" in first.summary
@@ -371,7 +372,7 @@ def test_merge_group_reviews_against_the_queue_base(scratch: Scratch) -> None:
 
     assert result.ok, result.log
     assert result.outputs["outcome"] == "passed"
-    assert result.outputs["base"] == scratch.base
+    assert (result.outputs["base"], result.outputs["head"]) == (scratch.base, head)
     assert "created: 2/2 workers" in result.log
     assert _json(result)["settings"]["base"] == scratch.base
     assert len(scratch.plan_requests("docs/plans/x.md")) == 1

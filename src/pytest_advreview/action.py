@@ -36,7 +36,7 @@ import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -320,6 +320,14 @@ def cache_keys(decision: Decision, env: Mapping[str, str]) -> dict[str, str]:
     return {"cache-key": prefix + run, "cache-prefix": prefix}
 
 
+def _checked_out(env: Mapping[str, str]) -> str:
+    workspace = Path(env.get("GITHUB_WORKSPACE") or os.getcwd())
+    proc = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=workspace, capture_output=True, check=False
+    )
+    return proc.stdout.decode().strip() if proc.returncode == 0 else ""
+
+
 def _check_base_checkout(env: Mapping[str, str]) -> None:
     """``pull_request_target`` runs with secrets: the checkout must be the trusted base.
 
@@ -328,12 +336,9 @@ def _check_base_checkout(env: Mapping[str, str]) -> None:
     with the key, which is exactly what this mode exists to prevent.
     """
     workspace = Path(env.get("GITHUB_WORKSPACE") or os.getcwd())
-    proc = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=workspace, capture_output=True, check=False
-    )
-    checked_out = proc.stdout.decode().strip()
+    checked_out = _checked_out(env)
     expected = env.get("GITHUB_SHA", "")
-    if proc.returncode != 0 or (expected and checked_out != expected):
+    if not checked_out or (expected and checked_out != expected):
         raise ActionError(
             f"mode pull_request_target reviews from the base checkout, but {workspace} has "
             f"{checked_out or 'no commit'} checked out, not the base {expected}; use "
@@ -347,6 +352,9 @@ def prepare(env: Mapping[str, str]) -> int:
     decision = decide(event_name, _event(env), env)
     if decision.mode == "pull_request_target":
         _check_base_checkout(env)
+    elif decision.review:
+        # Name the commit that is reviewed, not "HEAD".
+        decision = replace(decision, head=_checked_out(env) or decision.head)
     _write_outputs({**decision.outputs(), **cache_keys(decision, env)}, env)
     if not decision.review:
         if decision.mode == "pull_request_target":
@@ -587,7 +595,7 @@ def pytest_argv(
     if env.get("GITHUB_ACTIONS") == "true":
         argv.append("--advreview-github=on")
     if head != "HEAD":
-        argv.append(f"--advreview-head={head}")
+        argv.append(f"--advreview-head={_sha(head, 'the approved head')}")
     for name in ("fail-on", "model", "reasoning", "sandbox"):
         value = _input(name, env)
         if value:
@@ -664,9 +672,11 @@ def summarise(returncode: int, json_path: Path) -> Summary:
 def review(env: Mapping[str, str]) -> int:
     """The ``review`` command."""
     workspace = Path(env.get("GITHUB_WORKSPACE") or os.getcwd()).resolve()
-    paths = Paths(Path(_input("work-dir", env) or env.get("RUNNER_TEMP") or tempfile.gettempdir()))
+    temp = Path(env.get("RUNNER_TEMP") or tempfile.gettempdir())
+    paths = Paths(Path(_input("work-dir", env) or temp / "advreview"))
     base = _input("base-sha", env)
-    head = _input("head-sha", env, "HEAD")
+    # Head as data only in pull_request_target mode; otherwise the checkout is the head.
+    head = _input("head-sha", env) if _input("mode", env) == "pull_request_target" else "HEAD"
     if not base:
         raise ActionError("no base commit: the prepare step did not run or decided not to review")
     check = subprocess.run(
