@@ -291,7 +291,7 @@ def test_filter_drivers_the_head_selects_are_not_run(
     gitconfig = tmp_path_factory.mktemp("gitconfig") / "config"
     # A driver configured on the machine (as git-lfs is on CI runners); the head's
     # .gitattributes selects it for its files.
-    gitconfig.write_text(f"[filter \"evil\"]\n\tsmudge = sh -c 'touch {marker}; cat'\n")
+    gitconfig.write_text(f'[filter "evil"]\n\tsmudge = touch {marker} && cat\n')
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
     make_head(review_repo, {".gitattributes": "* filter=evil\n", "docs/plans/p.md": HEAD_PLAN})
     assert not marker.exists()
