@@ -8,7 +8,12 @@ branch whose files try to change that gate.
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -239,6 +244,11 @@ def test_head_with_uncommitted_diff_is_a_usage_error(review_repo: ReviewRepo) ->
     assert "BASE...REF" in result.stderr.str()
 
 
+def leftover_checkouts() -> list[Path]:
+    """Head checkouts in the temporary directory the runs use (review_repo sets TMPDIR)."""
+    return sorted(Path(os.environ["TMPDIR"]).glob("advreview-head-*"))
+
+
 def test_a_plan_that_is_a_symlink_in_the_head_is_refused(review_repo: ReviewRepo) -> None:
     secret = review_repo.path.parent / "secret.txt"
     secret.write_text("SECRET-OF-THE-RUNNER\n")
@@ -253,6 +263,31 @@ def test_a_plan_that_is_a_symlink_in_the_head_is_refused(review_repo: ReviewRepo
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "docs/plans/leak.md is a symbolic link" in result.stderr.str()
     assert not review_repo.server.response_requests
+    assert leftover_checkouts() == []  # built, then removed after the usage error
+
+
+def test_ctrl_c_during_a_review_removes_the_checkout(review_repo: ReviewRepo) -> None:
+    make_head(review_repo, {"docs/plans/p.md": HEAD_PLAN})
+    review_repo.answer("p.md", {"hang": 60})
+    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
+    argv += review_repo.args("--advreview-head=pr", "--advreview-diff=none")
+    proc = subprocess.Popen(
+        argv, cwd=review_repo.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not review_repo.server.response_requests and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert review_repo.server.response_requests, "the review never reached the server"
+        assert leftover_checkouts()  # the reviewer is reading it now
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert "KeyboardInterrupt" in out
+    assert leftover_checkouts() == []
 
 
 def test_head_codex_project_config_and_agents_md_do_not_reach_the_reviewer(
