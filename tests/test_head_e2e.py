@@ -125,7 +125,7 @@ def test_head_that_rewrites_the_gate_is_reviewed_from_its_content_with_the_base_
 
 
 def test_checkout_is_the_reviewers_cwd_blocks_writes_and_is_removed_afterwards(
-    review_repo: ReviewRepo,
+    review_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     make_head(review_repo, {"docs/plans/p.md": HEAD_PLAN})
     review_repo.answer(
@@ -133,10 +133,12 @@ def test_checkout_is_the_reviewers_cwd_blocks_writes_and_is_removed_afterwards(
         shell_step("pwd; echo x > written-by-reviewer.txt; echo write-rc=$?"),
         {"message": approved_review()},
     )
+    monkeypatch.setenv("ADVREVIEW_HEAD", "pr")  # the environment, as a workflow sets it
 
-    result = review_repo.run_subprocess("--advreview-head=pr", "--advreview-diff=none")
+    result = review_repo.run_subprocess("--advreview-diff=none")
 
     result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["advreview: 1 of 1 plan changed against HEAD (*)"])
     checkout = checkout_path(result.stdout.str())
     outputs = tool_outputs(review_repo)
     assert f"{checkout}\n" in outputs  # pwd: the reviewer ran in the head checkout
@@ -234,6 +236,15 @@ def test_a_bad_ref_is_a_usage_error_naming_it_and_the_fix(
     assert "git fetch" in err
     assert "Traceback" not in err + result.stdout.str()
     assert not review_repo.server.response_requests
+
+
+def test_the_repositorys_ini_file_cannot_switch_head_mode_on(review_repo: ReviewRepo) -> None:
+    make_head(review_repo, {"docs/plans/p.md": HEAD_PLAN})
+    review_repo.write("pytest.ini", "[pytest]\nadvreview_head = pr\n")
+    result = review_repo.run_subprocess("--collect-only", "--advreview-diff=none")
+    assert "reviewed as data" not in result.stdout.str()
+    assert "docs/plans/p.md" not in result.stdout.str()  # main's plans only: none
+    result.stdout.fnmatch_lines(["*Unknown config option: advreview_head*"])
 
 
 def test_head_with_uncommitted_diff_is_a_usage_error(review_repo: ReviewRepo) -> None:
