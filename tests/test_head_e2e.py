@@ -148,6 +148,33 @@ def test_checkout_is_the_reviewers_cwd_blocks_writes_and_is_removed_afterwards(
     assert git(review_repo.path, "worktree", "list", "--porcelain").count("worktree ") == 1
 
 
+def test_a_plan_the_base_also_has_is_reviewed_once_from_the_head(review_repo: ReviewRepo) -> None:
+    review_repo.plan("p.md", "# Base plan\n\nBASE-PLAN-TEXT\n")
+    review_repo.commit("base plan")
+    make_head(review_repo, {"docs/plans/p.md": HEAD_PLAN})
+    review_repo.answer("p.md", shell_step("cat docs/plans/p.md"), {"message": approved_review()})
+
+    # pytest walks the base's docs/ folder, where a p.md exists too, and reaches it by a
+    # path whose text differs from the rootdir's (a symlink to the checkout).
+    link = review_repo.path.parent / f"{review_repo.path.name}-link"
+    link.symlink_to(review_repo.path)
+    result = review_repo.run_subprocess(
+        "--advreview-head=pr",
+        "--advreview-diff=none",
+        f"--rootdir={review_repo.path}",
+        str(link / "docs"),
+    )
+
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["docs/plans/p.md::adversarial-review: approved (passed)*"])
+    # The plan the prompt names is REF's, opened in the reviewer's cwd (the checkout);
+    # the base's file under the walked path is not named, hashed or read.
+    (prompt,) = [r.last_user_text for r in review_repo.server.response_requests[:1]]
+    assert "docs/plans/p.md" in prompt
+    assert str(link) not in prompt and str(review_repo.path) not in prompt
+    assert "HEAD-ONLY-PLAN-TEXT" in tool_outputs(review_repo)
+
+
 def test_a_write_into_the_checkout_under_workspace_write_is_a_reported_mutation(
     review_repo: ReviewRepo,
 ) -> None:

@@ -254,7 +254,9 @@ class ReviewSession:
     @pytest.hookimpl
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> PlanFile | None:
         """Collect a plan file that is selected or named on the command line."""
-        if file_path.suffix != ".md":
+        if file_path.suffix != ".md" or self.head is not None:
+            # Under --advreview-head every plan item is REF's (added below): a base file
+            # pytest walks to must never become one, even one at the same path.
             return None
         resolved = self._walked.get(os.fspath(file_path))
         if resolved is None:
