@@ -274,6 +274,21 @@ def test_the_repositorys_ini_file_cannot_switch_head_mode_on(review_repo: Review
     result.stdout.fnmatch_lines(["*Unknown config option: advreview_head*"])
 
 
+def test_a_temporary_directory_inside_the_rootdir_is_a_usage_error(
+    review_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_head(review_repo, {"docs/plans/p.md": HEAD_PLAN, "conftest.py": "raise SystemExit(3)\n"})
+    inside = review_repo.path / "tmp"
+    inside.mkdir()
+    monkeypatch.setenv("TMPDIR", str(inside))
+
+    result = review_repo.run_subprocess("--advreview-head=pr", "--advreview-diff=none")
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "needs a temporary directory outside the rootdir" in result.stderr.str()
+    assert not list(inside.glob("advreview-head-*"))
+
+
 def test_head_with_uncommitted_diff_is_a_usage_error(review_repo: ReviewRepo) -> None:
     make_head(review_repo, {"docs/plans/p.md": HEAD_PLAN})
     result = review_repo.run_subprocess("--advreview-head=pr", "--advreview-diff=uncommitted")
