@@ -8,7 +8,12 @@ branch whose files try to change that gate.
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -120,7 +125,7 @@ def test_head_that_rewrites_the_gate_is_reviewed_from_its_content_with_the_base_
 
 
 def test_checkout_is_the_reviewers_cwd_blocks_writes_and_is_removed_afterwards(
-    review_repo: ReviewRepo,
+    review_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     make_head(review_repo, {"docs/plans/p.md": HEAD_PLAN})
     review_repo.answer(
@@ -128,10 +133,12 @@ def test_checkout_is_the_reviewers_cwd_blocks_writes_and_is_removed_afterwards(
         shell_step("pwd; echo x > written-by-reviewer.txt; echo write-rc=$?"),
         {"message": approved_review()},
     )
+    monkeypatch.setenv("ADVREVIEW_HEAD", "pr")  # the environment, as a workflow sets it
 
-    result = review_repo.run_subprocess("--advreview-head=pr", "--advreview-diff=none")
+    result = review_repo.run_subprocess("--advreview-diff=none")
 
     result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["advreview: 1 of 1 plan changed against HEAD (*)"])
     checkout = checkout_path(result.stdout.str())
     outputs = tool_outputs(review_repo)
     assert f"{checkout}\n" in outputs  # pwd: the reviewer ran in the head checkout
@@ -139,6 +146,33 @@ def test_checkout_is_the_reviewers_cwd_blocks_writes_and_is_removed_afterwards(
     assert not checkout.parent.exists()  # removed at the end of the run
     assert not (review_repo.path / "written-by-reviewer.txt").exists()
     assert git(review_repo.path, "worktree", "list", "--porcelain").count("worktree ") == 1
+
+
+def test_a_plan_the_base_also_has_is_reviewed_once_from_the_head(review_repo: ReviewRepo) -> None:
+    review_repo.plan("p.md", "# Base plan\n\nBASE-PLAN-TEXT\n")
+    review_repo.commit("base plan")
+    make_head(review_repo, {"docs/plans/p.md": HEAD_PLAN})
+    review_repo.answer("p.md", shell_step("cat docs/plans/p.md"), {"message": approved_review()})
+
+    # pytest walks the base's docs/ folder, where a p.md exists too, and reaches it by a
+    # path whose text differs from the rootdir's (a symlink to the checkout).
+    link = review_repo.path.parent / f"{review_repo.path.name}-link"
+    link.symlink_to(review_repo.path)
+    result = review_repo.run_subprocess(
+        "--advreview-head=pr",
+        "--advreview-diff=none",
+        f"--rootdir={review_repo.path}",
+        str(link / "docs"),
+    )
+
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["docs/plans/p.md::adversarial-review: approved (passed)*"])
+    # The plan the prompt names is REF's, opened in the reviewer's cwd (the checkout);
+    # the base's file under the walked path is not named, hashed or read.
+    (prompt,) = [r.last_user_text for r in review_repo.server.response_requests[:1]]
+    assert "docs/plans/p.md" in prompt
+    assert str(link) not in prompt and str(review_repo.path) not in prompt
+    assert "HEAD-ONLY-PLAN-TEXT" in tool_outputs(review_repo)
 
 
 def test_a_write_into_the_checkout_under_workspace_write_is_a_reported_mutation(
@@ -231,12 +265,41 @@ def test_a_bad_ref_is_a_usage_error_naming_it_and_the_fix(
     assert not review_repo.server.response_requests
 
 
+def test_the_repositorys_ini_file_cannot_switch_head_mode_on(review_repo: ReviewRepo) -> None:
+    make_head(review_repo, {"docs/plans/p.md": HEAD_PLAN})
+    review_repo.write("pytest.ini", "[pytest]\nadvreview_head = pr\n")
+    result = review_repo.run_subprocess("--collect-only", "--advreview-diff=none")
+    assert "reviewed as data" not in result.stdout.str()
+    assert "docs/plans/p.md" not in result.stdout.str()  # main's plans only: none
+    result.stdout.fnmatch_lines(["*Unknown config option: advreview_head*"])
+
+
+def test_a_temporary_directory_inside_the_rootdir_is_a_usage_error(
+    review_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_head(review_repo, {"docs/plans/p.md": HEAD_PLAN, "conftest.py": "raise SystemExit(3)\n"})
+    inside = review_repo.path / "tmp"
+    inside.mkdir()
+    monkeypatch.setenv("TMPDIR", str(inside))
+
+    result = review_repo.run_subprocess("--advreview-head=pr", "--advreview-diff=none")
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "needs a temporary directory outside the rootdir" in result.stderr.str()
+    assert not list(inside.glob("advreview-head-*"))
+
+
 def test_head_with_uncommitted_diff_is_a_usage_error(review_repo: ReviewRepo) -> None:
     make_head(review_repo, {"docs/plans/p.md": HEAD_PLAN})
     result = review_repo.run_subprocess("--advreview-head=pr", "--advreview-diff=uncommitted")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "--advreview-diff=uncommitted" in result.stderr.str()
     assert "BASE...REF" in result.stderr.str()
+
+
+def leftover_checkouts() -> list[Path]:
+    """Head checkouts in the temporary directory the runs use (review_repo sets TMPDIR)."""
+    return sorted(Path(os.environ["TMPDIR"]).glob("advreview-head-*"))
 
 
 def test_a_plan_that_is_a_symlink_in_the_head_is_refused(review_repo: ReviewRepo) -> None:
@@ -253,6 +316,31 @@ def test_a_plan_that_is_a_symlink_in_the_head_is_refused(review_repo: ReviewRepo
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "docs/plans/leak.md is a symbolic link" in result.stderr.str()
     assert not review_repo.server.response_requests
+    assert leftover_checkouts() == []  # built, then removed after the usage error
+
+
+def test_ctrl_c_during_a_review_removes_the_checkout(review_repo: ReviewRepo) -> None:
+    make_head(review_repo, {"docs/plans/p.md": HEAD_PLAN})
+    review_repo.answer("p.md", {"hang": 60})
+    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
+    argv += review_repo.args("--advreview-head=pr", "--advreview-diff=none")
+    proc = subprocess.Popen(
+        argv, cwd=review_repo.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not review_repo.server.response_requests and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert review_repo.server.response_requests, "the review never reached the server"
+        assert leftover_checkouts()  # the reviewer is reading it now
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert "KeyboardInterrupt" in out
+    assert leftover_checkouts() == []
 
 
 def test_head_codex_project_config_and_agents_md_do_not_reach_the_reviewer(
@@ -291,7 +379,7 @@ def test_filter_drivers_the_head_selects_are_not_run(
     gitconfig = tmp_path_factory.mktemp("gitconfig") / "config"
     # A driver configured on the machine (as git-lfs is on CI runners); the head's
     # .gitattributes selects it for its files.
-    gitconfig.write_text(f"[filter \"evil\"]\n\tsmudge = sh -c 'touch {marker}; cat'\n")
+    gitconfig.write_text(f'[filter "evil"]\n\tsmudge = touch {marker} && cat\n')
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
     make_head(review_repo, {".gitattributes": "* filter=evil\n", "docs/plans/p.md": HEAD_PLAN})
     assert not marker.exists()

@@ -6,6 +6,7 @@ plugin never changes an unrelated suite.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -180,12 +181,17 @@ class ReviewSession:
                 (), 0, f"{prefix.rstrip('/')} does not exist in {ref}: no plans to review"
             )
             return
-        self.selection = targets.plan_files(
+        selection = targets.plan_files(
             root,
             self.settings.plans,
             self.settings.plan_scope,
             checkout.base_sha,
             repo=targets.GitRepoInfo(root=top),
+        )
+        # "changed against <40 hex digits>" names the base the way the header does.
+        shown = f"{checkout.base} ({checkout.base_sha[:12]})"
+        self.selection = dataclasses.replace(
+            selection, summary=selection.summary.replace(checkout.base_sha, shown)
         )
         for path, key in zip(self.selection.selected, self.selection.keys, strict=True):
             if path.is_symlink():
@@ -271,7 +277,9 @@ class ReviewSession:
     @pytest.hookimpl
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> PlanFile | None:
         """Collect a plan file that is selected or named on the command line."""
-        if file_path.suffix != ".md":
+        if file_path.suffix != ".md" or self.head is not None:
+            # Under --advreview-head every plan item is REF's (added below): a base file
+            # pytest walks to must never become one, even one at the same path.
             return None
         resolved = self._walked.get(os.fspath(file_path))
         if resolved is None:
