@@ -503,3 +503,25 @@ def test_pull_request_target_reviews_the_labelled_sha_as_data(
     assert misused.outputs["outcome"] == "error"
     assert "reviews from the base checkout" in misused.log
     assert [name for name, _ in misused.ran] == ["install", "prepare"]
+
+
+def test_a_state_committed_to_the_pull_request_is_not_the_gates_state(scratch: Scratch) -> None:
+    plan = f"{PLAN_PROMPT} docs/plans/x.md"
+    scratch.write("docs/plans/x.md", PLAN)
+    scratch.commit("plan")
+    scratch.answer([{"match": plan, "in": "body", "steps": [{"message": approved_review()}]}])
+    assert scratch.run().ok
+    # The pull request commits the approved state as its own .pytest_cache (what a run
+    # with the project's configuration would read), and the gate's cache is empty.
+    state = scratch.root / "runner-temp" / "advreview" / "state"
+    if state.is_dir():  # (a gate that kept its state in the checkout left it there already)
+        shutil.copytree(state, scratch.work / ".pytest_cache")
+    git(scratch.work, "add", "-f", ".pytest_cache")
+    scratch.commit("bring an approval along")
+    shutil.rmtree(scratch.cache)
+    scratch.answer([{"match": plan, "in": "body", "steps": [{"message": revise_review(HIGH)}]}])
+
+    result = scratch.run()
+
+    assert result.outputs["outcome"] == "failed"
+    assert len(scratch.plan_requests("docs/plans/x.md")) == 2  # reviewed again, not cached
