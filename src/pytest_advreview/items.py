@@ -78,9 +78,8 @@ class PlanFile(pytest.File):
         """One review item per plan, named ``adversarial-review``."""
         session = _session(self.config)
         key = session.relpath(self.path)
-        yield ReviewItem.from_parent(
-            self, name=PLAN_ITEM_NAME, spec=TargetSpec(kind="plan", key=key, path=self.path)
-        )
+        spec = TargetSpec(kind="plan", key=key, path=session.plan_source(self.path))
+        yield ReviewItem.from_parent(self, name=PLAN_ITEM_NAME, spec=spec)
 
 
 class ReviewItem(pytest.Item):
@@ -145,8 +144,10 @@ class ReviewItem(pytest.Item):
         if outcome.kind is OutcomeKind.FAILED:
             raise ReviewFailed(outcome, failure_report(self.spec.key, self.review.result, outcome))
         if outcome.kind is OutcomeKind.WARNED:
-            # Attributed to the reviewed file, not to this line of the plugin.
-            where = self.spec.path or self.spec.against_plan or self.path
+            # Attributed to the reviewed file, not to this line of the plugin (by its node
+            # path: under --advreview-head, REF's path rather than the private checkout).
+            where = self.path if self.spec.path is not None else self.spec.against_plan
+            where = where or self.path
             warnings.warn_explicit(
                 ReviewWarning(warning_message(self.spec.key, outcome)),
                 ReviewWarning,
@@ -216,9 +217,12 @@ class ReviewItem(pytest.Item):
         return first[0] if first else type(exc).__name__
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
-        """Point at the plan file (or the repository root for the change set)."""
-        path = self.spec.path or self.path
-        return path, None, f"[advreview] {self.spec.key}"
+        """Point at the plan file (or the repository root for the change set).
+
+        The node's path: the plan file, or under ``--advreview-head`` REF's path named in
+        the rootdir (never the private checkout, which is gone after the run).
+        """
+        return self.path, None, f"[advreview] {self.spec.key}"
 
 
 _SESSION_KEY: pytest.StashKey[ReviewSession] = pytest.StashKey()

@@ -384,6 +384,13 @@ _BASE_DESC = (
     "else origin/HEAD, main, master)"
 )
 _AGAINST_PLAN_DESC = "Review the code change against this implementation plan"
+_HEAD_DESC = (
+    "Review a pull request's head as data: the plans and the change BASE...REF are read "
+    "from REF's git objects into a private read-only checkout, while the gate (settings, "
+    "conftest files, plugins, decisions) stays the checked-out base's; nothing of REF is "
+    "imported or executed. Default sandbox read-only. Command line or ADVREVIEW_HEAD "
+    "only: no ini key, so a repository cannot set or unset it"
+)
 _PLANS_DESC = (
     "Globs of plan files relative to rootdir, one per line; ** matches zero or more "
     "folders (default: docs/**/plans/**/*.md and docs/**/specs/**/*.md)"
@@ -437,6 +444,8 @@ SPECS: tuple[Spec, ...] = (
     Spec("diff", _DIFF_DESC, _choice("diff"), "MODE"),
     Spec("base", _BASE_DESC, _non_empty("a branch, tag or commit"), "REF"),
     Spec("against_plan", _AGAINST_PLAN_DESC, _non_empty("a path"), "PATH", ini=None, env=False),
+    # No ini key: the repository under review must not be able to switch head mode off.
+    Spec("head", _HEAD_DESC, _non_empty("a commit, branch or tag"), "REF", ini=None),
     Spec("plans", _PLANS_DESC, _glob, cli=None, ini="linelist", env=False),
     Spec("plan_scope", _PLAN_SCOPE_DESC, _choice("plan_scope"), cli=None, env=False),
     Spec("decisions", _DECISIONS_DESC, _non_empty("a path"), cli=None, env=False),
@@ -477,6 +486,17 @@ def add_options(parser: pytest.Parser) -> None:
             )
         if spec.ini is not None:
             parser.addini(spec.ini_key, spec.desc, type=spec.ini, default=None)
+    group.addoption(
+        "--advreview-only",
+        action="store_true",
+        dest="advreview_only",
+        default=False,
+        help=(
+            "With --adversarial-review: collect the review items only. No Python test "
+            "module or package __init__.py is imported (a CI gate that reviews a pull "
+            "request need not run its code)."
+        ),
+    )
     group.addoption(
         "--advreview-doctor",
         action="store_true",

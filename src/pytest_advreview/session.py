@@ -6,6 +6,7 @@ plugin never changes an unrelated suite.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import secrets
 import shutil
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import targets
+from . import head, targets
 from .constants import CODE_ITEM_NAME, RECORD_ATTR, RUN_DIR_KEY, RUN_SECRET_KEY
 from .coordinator import Coordinator
 from .items import _SESSION_KEY, PlanFile, ReviewItem, ReviewRepr
@@ -66,11 +67,17 @@ class ReviewSession:
         self._walked: dict[str, Path] = {}
         self._explicit: list[Path] | None = None
         self._explicit_set: frozenset[Path] = frozenset()
+        #: ``--advreview-head``: the private checkout of REF, and each plan item's node
+        #: path (REF's path, named under the rootdir) -> the file in that checkout.
+        self.head: head.HeadCheckout | None = None
+        self._sources: dict[Path, Path] = {}
         self._root_resolved: Path | None = None
         #: Shared by the run's reviews: git top levels and resolved paths.
         self._shared = SharedLookups()
         self._resolve = self._shared.resolve
         self.results = ResultsCollector()
+        #: ``--advreview-only``: collect the review items, import no test module.
+        self.only = bool(config.getoption("advreview_only", default=False))
         # One directory per run, decided on the controller and shared with the workers
         # (the token ledger lives there); removed by the controller at the end.
         workerinput = getattr(config, "workerinput", None)
@@ -123,8 +130,11 @@ class ReviewSession:
         user's to fix: a usage error with the reason, never an internal error.
         """
         try:
-            self._find_targets()
-        except targets.TargetError as exc:
+            if self.settings.head is not None:
+                self._find_head_targets(self.settings.head)
+            else:
+                self._find_targets()
+        except (targets.TargetError, head.HeadError) as exc:
             raise pytest.UsageError(str(exc)) from None
 
     def _find_targets(self) -> None:
@@ -198,10 +208,83 @@ class ReviewSession:
         except DecisionsError as exc:
             raise pytest.UsageError(str(exc)) from None
 
+    def _find_head_targets(self, ref: str) -> None:
+        """``--advreview-head``: REF's plans and ``BASE...REF``, from a private checkout.
+
+        The controller materialises REF once and removes it at the end; xdist workers get
+        the same checkout (and the commits it was resolved to) through ``workerinput``.
+        """
+        self.repo = targets.repo_info(self.rootdir)
+        if self.repo is None:
+            raise head.HeadError(
+                f"pytest-advreview: --advreview-head={ref} needs the base checkout to be a "
+                f"git repository, but {self.rootdir} is not in one; run pytest in a clone "
+                "of the base"
+            )
+        if self._explicit_plans():
+            raise head.HeadError(
+                "pytest-advreview: with --advreview-head the plans come from REF "
+                "(advreview_plans, advreview_plan_scope); a .md path on the command line "
+                "names a file of the base checkout: drop it, or select items with -k"
+            )
+        workerinput = getattr(self.config, "workerinput", None)
+        if isinstance(workerinput, dict) and head.HEAD_KEY in workerinput:
+            checkout = head.HeadCheckout.model_validate_json(str(workerinput[head.HEAD_KEY]))
+        else:
+            checkout = head.materialise(
+                self.repo.root, ref, self.settings.base, rootdir=self.rootdir
+            )
+            # Removed however the run ends (Ctrl-C and usage errors after this included).
+            self.config.add_cleanup(lambda: head.remove(checkout))
+        self.head = checkout
+        self.base = checkout.base_sha
+        top = Path(checkout.path)
+        # Globs are relative to the rootdir: the same folder of REF.
+        prefix = self.rootdir.resolve().relative_to(self.repo.root.resolve()).as_posix()
+        prefix = "" if prefix == "." else prefix + "/"
+        root = top / prefix if prefix else top
+        if not root.is_dir():
+            self.selection = targets.PlanSelection(
+                (), 0, f"{prefix.rstrip('/')} does not exist in {ref}: no plans to review"
+            )
+            return
+        selection = targets.plan_files(
+            root,
+            self.settings.plans,
+            self.settings.plan_scope,
+            checkout.base_sha,
+            repo=targets.GitRepoInfo(root=top),
+        )
+        # "changed against <40 hex digits>" names the base the way the header does.
+        shown = f"{checkout.base} ({checkout.base_sha[:12]})"
+        self.selection = dataclasses.replace(
+            selection, summary=selection.summary.replace(checkout.base_sha, shown)
+        )
+        for path, key in zip(self.selection.selected, self.selection.keys, strict=True):
+            if path.is_symlink():
+                # Following it would send a file of this machine to the reviewer.
+                raise head.HeadError(
+                    f"pytest-advreview: the plan {key} is a symbolic link in "
+                    f"--advreview-head={ref}; a head's plans are read only from regular "
+                    "files: ask the author to commit the plan itself"
+                )
+            node_path = self.rootdir / key[len(self.selection.prefix) :]
+            self._keys[node_path] = key
+            self._sources[node_path] = path
+
     @property
     def repo_root(self) -> Path:
-        """The repository root (or rootdir outside git): where the reviewer runs."""
+        """The repository root (or rootdir outside git): where the reviewer runs.
+
+        With ``--advreview-head`` that is the private checkout of REF.
+        """
+        if self.head is not None:
+            return Path(self.head.path)
         return self.repo.root if self.repo else self.rootdir
+
+    def plan_source(self, path: Path) -> Path:
+        """The file a plan item reads: REF's copy under ``--advreview-head``, else ``path``."""
+        return self._sources.get(path, path)
 
     def relpath(self, path: Path) -> str:
         """A repo-relative posix path, the key of a plan in state and decisions."""
@@ -253,14 +336,32 @@ class ReviewSession:
                 "itself, or commit the plan in place of the link"
             )
 
-    @pytest.hookimpl
-    def pytest_ignore_collect(self, collection_path: Path, config: pytest.Config) -> bool | None:
-        """Do not walk into a symlinked folder that leads back to one of its ancestors.
+    # -- --advreview-only: review items and nothing else ---------------------------------
 
-        pytest follows folder symlinks; a loop (``docs/plans/loop -> ..``) is walked 40
-        levels deep until the system refuses (ELOOP), which made one plan 41 items or
-        failed the whole collection.  Everything in such a folder is reached without it.
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collect_directory(self, path: Path, parent: pytest.Collector) -> pytest.Dir | None:
+        """With ``--advreview-only`` every folder is a plain ``Dir``, never a ``Package``.
+
+        A ``Package`` imports its ``__init__.py`` when an item below it is set up, so a
+        plan under a Python package would run the package's code.
         """
+        if not self.only:
+            return None
+        folder: pytest.Dir = pytest.Dir.from_parent(parent, path=path)
+        return folder
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_ignore_collect(self, collection_path: Path, config: pytest.Config) -> bool | None:
+        """Skip what a review run must not collect.
+
+        With ``--advreview-only`` only markdown files reach collection (no module import).
+        Never walk into a symlinked folder that leads back to one of its ancestors: pytest
+        follows folder symlinks, and a loop (``docs/plans/loop -> ..``) is walked 40 levels
+        deep until the system refuses (ELOOP), which made one plan 41 items or failed the
+        whole collection.  Everything in such a folder is reached without it.
+        """
+        if self.only and collection_path.suffix != ".md" and not collection_path.is_dir():
+            return True
         text = os.fspath(collection_path)
         if not os.path.islink(text):  # one lstat; almost every path stops here
             return None
@@ -273,7 +374,9 @@ class ReviewSession:
     @pytest.hookimpl
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> PlanFile | None:
         """Collect a plan file that is selected or named on the command line."""
-        if file_path.suffix != ".md":
+        if file_path.suffix != ".md" or self.head is not None:
+            # Under --advreview-head every plan item is REF's (added below): a base file
+            # pytest walks to must never become one, even one at the same path.
             return None
         resolved = self._walked.get(os.fspath(file_path))
         if resolved is None:
@@ -314,7 +417,7 @@ class ReviewSession:
             return  # laptop mode: exactly the plans named on the command line
         assert self.selection is not None
         added: list[pytest.Item] = []
-        for path in self.selection.selected:
+        for path in self._keys:  # the selected plans, in order (REF's, named in rootdir)
             if path in self._collected:
                 continue
             node_id = self._node_id(path)
@@ -391,6 +494,15 @@ class ReviewSession:
         try:
             if self._explicit_plans():
                 note = "plans named on the command line: no code review"
+            elif self.head is not None:
+                if self.settings.diff != "none":
+                    # BASE...REF: REF is HEAD of the private checkout, so the diff commands
+                    # the prompt names work there as written.
+                    change = targets.change_set(
+                        Path(self.head.path), "branch", self.head.base_sha, self.selection.keys
+                    )
+                    if change is not None:
+                        change = change.model_copy(update={"description": self.head.description})
             elif self.settings.diff != "none" and self.base_error is None:
                 # A plan reviewed as a plan item is not reviewed again as code.
                 try:
@@ -407,7 +519,12 @@ class ReviewSession:
             if self.base_error is not None and note is None:
                 note = "not reviewed: the base cannot be used (the code item says why)"
             info = targets.change_set_info(
-                self.repo.root, change, self.settings.diff, self.base, ci=ci, note=note
+                Path(self.head.path) if self.head is not None else self.repo.root,
+                change,
+                self.settings.diff,
+                self.base,
+                ci=ci,
+                note=note,
             )
         except targets.TargetError as exc:
             raise pytest.UsageError(str(exc)) from None
@@ -463,6 +580,8 @@ class ReviewSession:
         from .settings import header_lines, runtime_hints
 
         lines = header_lines(self.settings)
+        if self.head is not None:
+            lines.append(self.head.header)
         if self.selection is not None:
             lines.append(f"advreview: {self.selection.summary}")
         info = self.code_change()[1]  # first: it may find the base unusable
@@ -489,6 +608,8 @@ class ReviewSession:
                 "cannot be checked with this runner's new per-user key and are reviewed "
                 'again; set it from a secret (docs/ci.md, "The state key")'
             )
+        if self.only:
+            lines.append("advreview: --advreview-only: review items only, no test module imported")
         return lines
 
     @pytest.hookimpl(wrapper=True)

@@ -93,6 +93,8 @@ class Settings(WireModel):
     diff: DiffMode = "auto"
     base: str | None = None
     against_plan: str | None = None
+    #: ``--advreview-head``: the pull request's head, reviewed as data (see ``head.py``).
+    head: str | None = None
     plans: tuple[str, ...] = DEFAULT_PLANS
     plan_scope: PlanScope = "changed"
     decisions: str = DEFAULT_DECISIONS
@@ -221,6 +223,17 @@ def resolve(config: pytest.Config, environ: Mapping[str, str] | None = None) -> 
     values["codex_config"] = tuple(merged)
 
     values["sandbox_explicit"] = found["sandbox"] is not None
+    if values.get("head") is not None:
+        if not values["sandbox_explicit"]:
+            # The reviewer reads the head's files; by default it must not be able to run
+            # the head's code with write access (an explicit sandbox still wins).
+            values["sandbox"] = "read-only"
+        if values.get("diff") == "uncommitted":
+            raise pytest.UsageError(
+                f"{PREFIX}: --advreview-diff=uncommitted reviews the checkout's own "
+                "uncommitted changes, but with --advreview-head the change under review is "
+                "BASE...REF; pass --advreview-diff=branch (or auto), or drop --advreview-head"
+            )
     invocation_dir = config.invocation_params.dir
     for field in ("report", "sarif", "json_report"):
         if isinstance(values.get(field), str):
