@@ -40,6 +40,7 @@ from .models import WireModel
 __all__ = [
     "HEAD_CODEX_CONFIG",
     "HEAD_KEY",
+    "HOLDER_PREFIX",
     "HeadCheckout",
     "HeadError",
     "HeadWarning",
