@@ -117,6 +117,8 @@ def test_head_that_rewrites_the_gate_is_reviewed_from_its_content_with_the_base_
     assert not marker.exists()
     assert "head reviewer" not in out
     data = json.loads((review_repo.path / "out.json").read_text())
+    assert data["settings"]["head"] == "pr"
+    assert data["settings"]["fail_on"] == "high"
     (item,) = data["items"]
     assert item["nodeid"] == "docs/plans/evil.md::adversarial-review"
     assert item["record"]["path"] == "docs/plans/evil.md"
