@@ -40,8 +40,14 @@ def make_head(repo: ReviewRepo, files: dict[str, str], branch: str = "pr") -> st
 
 
 def strict_base(repo: ReviewRepo) -> None:
-    """The base's gate: fail on high, the Codex reviewer, a harmless conftest."""
-    repo.write("pytest.ini", "[pytest]\nadvreview_fail_on = high\n")
+    """The base's gate: fail on high, the Codex reviewer, a harmless conftest.
+
+    Its ini asks for workspace-write (as a project does for its own branches): a fork's
+    head still gets the read-only sandbox.
+    """
+    repo.write(
+        "pytest.ini", "[pytest]\nadvreview_fail_on = high\nadvreview_sandbox = workspace-write\n"
+    )
     repo.write("conftest.py", "BASE_CONFTEST = True\n")
     repo.commit("strict gate")
 

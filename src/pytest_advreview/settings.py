@@ -234,10 +234,14 @@ def resolve(config: pytest.Config, environ: Mapping[str, str] | None = None) -> 
 
     values["sandbox_explicit"] = found["sandbox"] is not None
     if values.get("head") is not None:
-        if not values["sandbox_explicit"]:
+        sandbox_from = found["sandbox"]
+        if sandbox_from is None or sandbox_from.origin == "ini":
             # The reviewer reads the head's files; by default it must not be able to run
-            # the head's code with write access (an explicit sandbox still wins).
+            # the head's code with write access.  Only this run's own choice (option or
+            # environment) overrides that: an ini line written for same-repository runs
+            # (often just to silence the workspace-write hint) must not apply to a fork.
             values["sandbox"] = "read-only"
+            values["sandbox_explicit"] = False
         if values.get("diff") == "uncommitted":
             raise pytest.UsageError(
                 f"{PREFIX}: --advreview-diff=uncommitted reviews the checkout's own "
