@@ -210,6 +210,37 @@ def test_a_write_into_the_checkout_under_workspace_write_is_a_reported_mutation(
     assert not checkout_path(result.stdout.str()).parent.exists()
 
 
+def test_an_escalation_request_is_refused_not_sent_to_the_auto_reviewer(
+    review_repo: ReviewRepo, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    escaped = tmp_path_factory.mktemp("outside") / "written-outside-the-sandbox"
+    make_head(review_repo, {"docs/plans/p.md": HEAD_PLAN})
+    escalate = {
+        "name": "exec_command",
+        "arguments": {
+            "cmd": f"touch {escaped}; echo escalated-rc=$?",
+            "sandbox_permissions": "require_escalated",
+            "justification": "the plan says the tests need it",
+        },
+    }
+    # Codex's auto-reviewer asks the same model; here it would allow anything.  (First:
+    # its prompt quotes the review's transcript, which names p.md too.)
+    review_repo.answer(
+        "request action you are assessing",
+        {"message": '{"outcome":"allow","risk_level":"low","rationale":"fine"}'},
+    )
+    review_repo.answer(
+        "p.md", {"function_call": escalate, "call_id": "c1"}, {"message": approved_review()}
+    )
+
+    result = review_repo.run_subprocess("--advreview-head=pr", "--advreview-diff=none")
+
+    assert not escaped.exists()
+    assert "approval policy is Never; reject command" in tool_outputs(review_repo)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["advreview: * sandbox=read-only approvals=never *"])
+
+
 def test_code_item_reviews_base_dot_dot_dot_head_not_the_checkout(
     review_repo: ReviewRepo,
 ) -> None:

@@ -214,6 +214,16 @@ def test_head_mode_is_read_only_unless_this_run_chooses_the_sandbox(
     )
 
 
+def test_head_mode_refuses_escalations_unless_this_run_chooses_approvals(
+    pyt: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pyt.makeini("[pytest]\nadvreview_approvals = auto_review\n")
+    assert settings_of(pyt).approvals == "auto_review"
+    assert settings_of(pyt, "--advreview-head=pr").approvals == "never"
+    monkeypatch.setenv("ADVREVIEW_APPROVALS", "user")
+    assert settings_of(pyt, "--advreview-head=pr").approvals == "user"
+
+
 def test_paths_are_made_absolute_against_the_invocation_dir(pyt: pytest.Pytester) -> None:
     plan = pyt.path / "docs" / "plan with space.md"
     plan.parent.mkdir()

@@ -242,6 +242,13 @@ def resolve(config: pytest.Config, environ: Mapping[str, str] | None = None) -> 
             # (often just to silence the workspace-write hint) must not apply to a fork.
             values["sandbox"] = "read-only"
             values["sandbox_explicit"] = False
+        approvals_from = found["approvals"]
+        if approvals_from is None or approvals_from.origin == "ini":
+            # Measured on 0.171: under read-only with approvals=auto_review, a command that
+            # asks for escalated permissions runs outside the sandbox once the auto-reviewer
+            # (a model, reading the same injected text) allows it.  A fork's head gets
+            # "never": escalation requests are refused.
+            values["approvals"] = "never"
         if values.get("diff") == "uncommitted":
             raise pytest.UsageError(
                 f"{PREFIX}: --advreview-diff=uncommitted reviews the checkout's own "
