@@ -407,6 +407,12 @@ def test_head_codex_project_config_and_agents_md_do_not_reach_the_reviewer(
     assert bodies
     assert not any("MARK-HEAD-PROJECT-CONFIG" in b for b in bodies)
     assert not any("MARK-HEAD-AGENTS-MD" in b for b in bodies)
+    # Nor can the reviewer search the web (a way to send out what it has read).
+    tools = [
+        t.get("name") or t.get("type")
+        for t in review_repo.server.response_requests[0].body["tools"]
+    ]
+    assert "exec_command" in tools and "web_search" not in tools
 
 
 def test_filter_drivers_the_head_selects_are_not_run(
