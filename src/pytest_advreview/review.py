@@ -383,9 +383,11 @@ class ReviewRun:
                 self._seen.add(shown)
                 target = targets_of[path]
                 whose = f" of {target}" if target is not None else ""
+                # The folder or the key file itself is reported, never deleted.
+                tail = "; the entry is discarded" if path.endswith(".json") else ""
                 found.append(
                     f"{shown} (review state{whose} changed outside pytest-advreview, round "
-                    f"{round_no}; the entry is discarded)"
+                    f"{round_no}{tail})"
                 )
         return found
 
