@@ -5,9 +5,9 @@ module is the one place that says what that is:
 
 * **the reviewer** (:func:`reviewer_identity`): the backend and everything that selects
   or instructs the model behind it.  For ``command`` the command line; for Codex the
-  executable, model, reasoning, sandbox, approvals, every ``--advreview-codex-config``
-  value (provider, base URL, …), the Codex ``config.toml`` and global ``AGENTS.md`` that
-  the run's ``CODEX_HOME`` holds, ``OPENAI_BASE_URL``, and for every backend the output
+  model, reasoning, sandbox, approvals, every ``--advreview-codex-config`` value
+  (provider, base URL, …), the Codex ``config.toml`` and global ``AGENTS.md`` that the
+  run's ``CODEX_HOME`` holds, ``OPENAI_BASE_URL``, and for every backend the output
   format, the review language and the prompt version.  A change starts a new review.
 * **the content** (:func:`plan_digest`, :func:`code_digest`): the prompt body and every
   byte reviewed.  For a plan its bytes; for the code change every changed byte, untracked,
@@ -59,13 +59,17 @@ class CacheKeyError(Exception):
 IDENTITY_SETTINGS: Final[Mapping[str, frozenset[str]]] = {
     "*": frozenset({"reviewer", "output_format", "language"}),
     "command": frozenset({"command"}),
-    "codex": frozenset({"codex", "model", "reasoning", "sandbox", "approvals", "codex_config"}),
+    "codex": frozenset({"model", "reasoning", "sandbox", "approvals", "codex_config"}),
 }
 
 #: Settings that never change a verdict, and why (a test checks that every field of
 #: ``Settings`` is in exactly one of the two tables, so a new setting must be placed).
 NOT_IDENTITY_SETTINGS: Final[Mapping[str, str]] = {
     "enabled": "turns the plugin on",
+    # Which binary runs is the doctor's to check; the model, provider and configuration
+    # it reviews with are keyed.  (The benchmark fills a cache with a fake codex on
+    # purpose; a wrapper script that adds its own -c values is not visible here.)
+    "codex": "the executable's path: what it reviews with is keyed",
     "sandbox_explicit": "only decides whether the sandbox hint is printed",
     "timeout": "an attempt that runs out is an error, never a verdict",
     "max_rounds": "applied to the stored rounds on every run",
@@ -129,7 +133,7 @@ def reviewer_identity(
         fields = frozenset().union(*IDENTITY_SETTINGS.values())
     identity = {name: _digest(getattr(settings, name)) for name in sorted(fields)}
     identity["prompt_version"] = PROMPT_VERSION
-    if "codex" in fields:
+    if backend == "codex" or backend not in IDENTITY_SETTINGS:
         home_text = env.get("CODEX_HOME", "").strip()
         home = Path(home_text) if home_text else Path.home() / ".codex"
         for name in _CODEX_HOME_FILES:

@@ -383,11 +383,14 @@ class ReviewRun:
         store, before = self._store, self._state_before
         if store is None or before is None:
             return []
-        foreign = store.foreign_changes(before, store.snapshot())
+        after = store.snapshot()
+        foreign = store.foreign_changes(before, after)
         targets_of = {path: store.target_of(path) for path in foreign}
-        store.discard(foreign)
+        if foreign:
+            store.discard(foreign)
+            after = store.snapshot()
         # Entries other workers wrote meanwhile are the new baseline.
-        self._state_before = store.snapshot()
+        self._state_before = after
         found: list[str] = []
         for path in foreign:
             shown = _relative(Path(path), self.repo_root, self._shared.resolve)
@@ -395,9 +398,11 @@ class ReviewRun:
                 self._seen.add(shown)
                 target = targets_of[path]
                 whose = f" of {target}" if target is not None else ""
+                # The folder or the key file itself is reported, never deleted.
+                tail = "; the entry is discarded" if path.endswith(".json") else ""
                 found.append(
                     f"{shown} (review state{whose} changed outside pytest-advreview, round "
-                    f"{round_no}; the entry is discarded)"
+                    f"{round_no}{tail})"
                 )
         return found
 
