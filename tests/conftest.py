@@ -30,6 +30,15 @@ from typing import Any  # noqa: E402
 
 import pytest  # noqa: E402
 
+# pytester's in-process runs drop the modules a run imported first, but the package keeps
+# them as attributes: a later run's ``from . import parse`` then finds the old module
+# while ``from .models import Triage`` loads a new one, and pydantic refuses "Triage" for
+# Triage (any test file run alone, with two reviewing runs, failed so).  Importing the
+# machinery here keeps every in-process run on one set of modules.
+import pytest_advreview.report.publish  # noqa: E402
+import pytest_advreview.runner.codex  # noqa: E402
+import pytest_advreview.runner.command  # noqa: E402
+import pytest_advreview.session  # noqa: E402, F401
 from pytest_advreview.testing import (  # noqa: E402
     FAKE_KEY_ENV,
     FAKE_KEY_VALUE,

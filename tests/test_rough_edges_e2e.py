@@ -17,14 +17,6 @@ from pathlib import Path
 
 import pytest
 
-# In-process pytester runs drop the modules a run imported first, but the package keeps
-# them as attributes: a later run's ``from . import parse`` then finds the old module while
-# ``from .models import Triage`` loads a new one, and pydantic sees two classes named
-# Triage.  Importing the machinery here keeps every run of this file on one set.
-import pytest_advreview.report.publish
-import pytest_advreview.runner.codex
-import pytest_advreview.runner.command
-import pytest_advreview.session  # noqa: F401
 from conftest import ReviewRepo, git, ran_prompts
 from pytest_advreview.testing import FindingSpec, approved_review, revise_review, shell_step
 
