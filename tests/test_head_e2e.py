@@ -40,8 +40,14 @@ def make_head(repo: ReviewRepo, files: dict[str, str], branch: str = "pr") -> st
 
 
 def strict_base(repo: ReviewRepo) -> None:
-    """The base's gate: fail on high, the Codex reviewer, a harmless conftest."""
-    repo.write("pytest.ini", "[pytest]\nadvreview_fail_on = high\n")
+    """The base's gate: fail on high, the Codex reviewer, a harmless conftest.
+
+    Its ini asks for workspace-write (as a project does for its own branches): a fork's
+    head still gets the read-only sandbox.
+    """
+    repo.write(
+        "pytest.ini", "[pytest]\nadvreview_fail_on = high\nadvreview_sandbox = workspace-write\n"
+    )
     repo.write("conftest.py", "BASE_CONFTEST = True\n")
     repo.commit("strict gate")
 
@@ -117,6 +123,8 @@ def test_head_that_rewrites_the_gate_is_reviewed_from_its_content_with_the_base_
     assert not marker.exists()
     assert "head reviewer" not in out
     data = json.loads((review_repo.path / "out.json").read_text())
+    assert data["settings"]["head"] == "pr"
+    assert data["settings"]["fail_on"] == "high"
     (item,) = data["items"]
     assert item["nodeid"] == "docs/plans/evil.md::adversarial-review"
     assert item["record"]["path"] == "docs/plans/evil.md"
@@ -200,6 +208,37 @@ def test_a_write_into_the_checkout_under_workspace_write_is_a_reported_mutation(
         ]
     )
     assert not checkout_path(result.stdout.str()).parent.exists()
+
+
+def test_an_escalation_request_is_refused_not_sent_to_the_auto_reviewer(
+    review_repo: ReviewRepo, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    escaped = tmp_path_factory.mktemp("outside") / "written-outside-the-sandbox"
+    make_head(review_repo, {"docs/plans/p.md": HEAD_PLAN})
+    escalate = {
+        "name": "exec_command",
+        "arguments": {
+            "cmd": f"touch {escaped}; echo escalated-rc=$?",
+            "sandbox_permissions": "require_escalated",
+            "justification": "the plan says the tests need it",
+        },
+    }
+    # Codex's auto-reviewer asks the same model; here it would allow anything.  (First:
+    # its prompt quotes the review's transcript, which names p.md too.)
+    review_repo.answer(
+        "request action you are assessing",
+        {"message": '{"outcome":"allow","risk_level":"low","rationale":"fine"}'},
+    )
+    review_repo.answer(
+        "p.md", {"function_call": escalate, "call_id": "c1"}, {"message": approved_review()}
+    )
+
+    result = review_repo.run_subprocess("--advreview-head=pr", "--advreview-diff=none")
+
+    assert not escaped.exists()
+    assert "approval policy is Never; reject command" in tool_outputs(review_repo)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["advreview: * sandbox=read-only approvals=never *"])
 
 
 def test_code_item_reviews_base_dot_dot_dot_head_not_the_checkout(
@@ -368,6 +407,12 @@ def test_head_codex_project_config_and_agents_md_do_not_reach_the_reviewer(
     assert bodies
     assert not any("MARK-HEAD-PROJECT-CONFIG" in b for b in bodies)
     assert not any("MARK-HEAD-AGENTS-MD" in b for b in bodies)
+    # Nor can the reviewer search the web (a way to send out what it has read).
+    tools = [
+        t.get("name") or t.get("type")
+        for t in review_repo.server.response_requests[0].body["tools"]
+    ]
+    assert "exec_command" in tools and "web_search" not in tools
 
 
 def test_filter_drivers_the_head_selects_are_not_run(

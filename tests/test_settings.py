@@ -193,6 +193,37 @@ def test_sandbox_is_explicit_from_any_source(
     assert (settings.sandbox, settings.sandbox_explicit) == ("read-only", True)
 
 
+def test_head_mode_is_read_only_unless_this_run_chooses_the_sandbox(
+    pyt: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The ini line is the project's choice for its own branches, not for a fork's head.
+    pyt.makeini("[pytest]\nadvreview_sandbox = workspace-write\n")
+    settings = settings_of(pyt, "--advreview-head=pr")
+    assert (settings.head, settings.sandbox, settings.sandbox_explicit) == (
+        "pr",
+        "read-only",
+        False,
+    )
+    monkeypatch.setenv("ADVREVIEW_HEAD", "env-sha")
+    assert settings_of(pyt).head == "env-sha"
+    assert settings_of(pyt).sandbox == "read-only"
+    monkeypatch.setenv("ADVREVIEW_SANDBOX", "workspace-write")
+    assert settings_of(pyt).sandbox == "workspace-write"
+    assert settings_of(pyt, "--advreview-sandbox=danger-full-access").sandbox == (
+        "danger-full-access"
+    )
+
+
+def test_head_mode_refuses_escalations_unless_this_run_chooses_approvals(
+    pyt: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pyt.makeini("[pytest]\nadvreview_approvals = auto_review\n")
+    assert settings_of(pyt).approvals == "auto_review"
+    assert settings_of(pyt, "--advreview-head=pr").approvals == "never"
+    monkeypatch.setenv("ADVREVIEW_APPROVALS", "user")
+    assert settings_of(pyt, "--advreview-head=pr").approvals == "user"
+
+
 def test_paths_are_made_absolute_against_the_invocation_dir(pyt: pytest.Pytester) -> None:
     plan = pyt.path / "docs" / "plan with space.md"
     plan.parent.mkdir()

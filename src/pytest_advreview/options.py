@@ -324,8 +324,10 @@ _HEAD_DESC = (
     "Review a pull request's head as data: the plans and the change BASE...REF are read "
     "from REF's git objects into a private read-only checkout, while the gate (settings, "
     "conftest files, plugins, decisions) stays the checked-out base's; nothing of REF is "
-    "imported or executed. Default sandbox read-only. Command line or ADVREVIEW_HEAD "
-    "only: no ini key, so a repository cannot set or unset it"
+    "imported or executed. Sandbox read-only and approvals never, unless this run's "
+    "--advreview-sandbox / --advreview-approvals or their ADVREVIEW_* variables say "
+    "otherwise (the ini keys do not apply). Command line or ADVREVIEW_HEAD only: no ini "
+    "key, so a repository cannot set or unset it"
 )
 _PLANS_DESC = (
     "Globs of plan files relative to rootdir, one per line; ** matches zero or more "

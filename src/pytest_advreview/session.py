@@ -173,8 +173,7 @@ class ReviewSession:
         self.base = checkout.base_sha
         top = Path(checkout.path)
         # Globs are relative to the rootdir: the same folder of REF.
-        prefix = self.rootdir.resolve().relative_to(self.repo.root.resolve()).as_posix()
-        prefix = "" if prefix == "." else prefix + "/"
+        prefix = targets._prefix(self.rootdir, self.repo.root)
         root = top / prefix if prefix else top
         if not root.is_dir():
             self.selection = targets.PlanSelection(

@@ -234,10 +234,21 @@ def resolve(config: pytest.Config, environ: Mapping[str, str] | None = None) -> 
 
     values["sandbox_explicit"] = found["sandbox"] is not None
     if values.get("head") is not None:
-        if not values["sandbox_explicit"]:
+        sandbox_from = found["sandbox"]
+        if sandbox_from is None or sandbox_from.origin == "ini":
             # The reviewer reads the head's files; by default it must not be able to run
-            # the head's code with write access (an explicit sandbox still wins).
+            # the head's code with write access.  Only this run's own choice (option or
+            # environment) overrides that: an ini line written for same-repository runs
+            # (often just to silence the workspace-write hint) must not apply to a fork.
             values["sandbox"] = "read-only"
+            values["sandbox_explicit"] = False
+        approvals_from = found["approvals"]
+        if approvals_from is None or approvals_from.origin == "ini":
+            # Measured on 0.171: under read-only with approvals=auto_review, a command that
+            # asks for escalated permissions runs outside the sandbox once the auto-reviewer
+            # (a model, reading the same injected text) allows it.  A fork's head gets
+            # "never": escalation requests are refused.
+            values["approvals"] = "never"
         if values.get("diff") == "uncommitted":
             raise pytest.UsageError(
                 f"{PREFIX}: --advreview-diff=uncommitted reviews the checkout's own "

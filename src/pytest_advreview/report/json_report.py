@@ -58,6 +58,8 @@ class ReportSettings(WireModel):
     isolation: str
     diff: str
     base: str | None = None
+    #: ``--advreview-head`` as given: the pull request's head reviewed as data.
+    head: str | None = None
     plan_scope: str
     timeout: float
     budget_tokens: int | None = None
@@ -139,6 +141,7 @@ def _report_settings(settings: Settings) -> ReportSettings:
         isolation=settings.isolation,
         diff=settings.diff,
         base=settings.base,
+        head=settings.head,
         plan_scope=settings.plan_scope,
         timeout=settings.timeout,
         budget_tokens=settings.budget_tokens,
