@@ -103,7 +103,10 @@ def test_head_that_rewrites_the_gate_is_reviewed_from_its_content_with_the_base_
     )
 
     result = review_repo.run_subprocess(
-        "--advreview-head=pr", "--advreview-diff=none", "--advreview-json=out.json"
+        "--advreview-head=pr",
+        "--advreview-diff=none",
+        "--advreview-json=out.json",
+        "--advreview-report=report.md",
     )
 
     result.assert_outcomes(failed=1)
@@ -124,6 +127,7 @@ def test_head_that_rewrites_the_gate_is_reviewed_from_its_content_with_the_base_
     assert "head reviewer" not in out
     data = json.loads((review_repo.path / "out.json").read_text())
     assert data["settings"]["head"] == "pr"
+    assert "· head (as data): `pr`" in (review_repo.path / "report.md").read_text()
     assert data["settings"]["fail_on"] == "high"
     (item,) = data["items"]
     assert item["nodeid"] == "docs/plans/evil.md::adversarial-review"

@@ -95,7 +95,9 @@ def _overview(settings: Settings, results: Sequence[ItemResult]) -> list[str]:
             if settings.reviewer == "codex"
             else ""
         )
-        + f" · {tokens} tokens",
+        + f" · {tokens} tokens"
+        # Which head a fork's review was for: a later push is a different commit.
+        + (f" · head (as data): {_code(settings.head)}" if settings.head is not None else ""),
         "",
     ]
     if not results:
