@@ -107,6 +107,7 @@ def test_head_that_rewrites_the_gate_is_reviewed_from_its_content_with_the_base_
         "--advreview-diff=none",
         "--advreview-json=out.json",
         "--advreview-report=report.md",
+        "--advreview-sarif=out.sarif",
     )
 
     result.assert_outcomes(failed=1)
@@ -127,7 +128,18 @@ def test_head_that_rewrites_the_gate_is_reviewed_from_its_content_with_the_base_
     assert "head reviewer" not in out
     data = json.loads((review_repo.path / "out.json").read_text())
     assert data["settings"]["head"] == "pr"
-    assert "· head (as data): `pr`" in (review_repo.path / "report.md").read_text()
+    report = (review_repo.path / "report.md").read_text()
+    assert "· head (as data): `pr`" in report
+    sarif = (review_repo.path / "out.sarif").read_text()
+    uris = {
+        loc["physicalLocation"]["artifactLocation"]["uri"]
+        for run in json.loads(sarif)["runs"]
+        for result in run["results"]
+        for loc in result["locations"]
+    }
+    assert uris == {"docs/plans/evil.md"}
+    checkout = str(checkout_path(out))
+    assert checkout not in report and checkout not in sarif  # REF's paths, not the temp's
     assert data["settings"]["fail_on"] == "high"
     (item,) = data["items"]
     assert item["nodeid"] == "docs/plans/evil.md::adversarial-review"
