@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -255,6 +256,23 @@ def test_an_escalation_request_is_refused_not_sent_to_the_auto_reviewer(
     assert "approval policy is Never; reject command" in tool_outputs(review_repo)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["advreview: * sandbox=read-only approvals=never *"])
+
+
+def test_the_reviewers_commands_have_no_network(review_repo: ReviewRepo) -> None:
+    make_head(review_repo, {"docs/plans/p.md": HEAD_PLAN})
+    url = f"{review_repo.server.url}/leak-what-the-reviewer-read"
+    fetch = f"import urllib.request; urllib.request.urlopen({url!r}, timeout=5)"
+    review_repo.answer(
+        "p.md",
+        shell_step(f"python3 -c {shlex.quote(fetch)}; echo fetch-rc=$?"),
+        {"message": approved_review()},
+    )
+
+    result = review_repo.run_subprocess("--advreview-head=pr", "--advreview-diff=none")
+
+    result.assert_outcomes(passed=1)
+    assert "fetch-rc=1" in tool_outputs(review_repo)
+    assert not [r for r in review_repo.server.requests if "leak-what" in r.path]
 
 
 def test_code_item_reviews_base_dot_dot_dot_head_not_the_checkout(
