@@ -120,6 +120,9 @@ def test_head_that_rewrites_the_gate_is_reviewed_from_its_content_with_the_base_
             "FAILED docs/plans/evil.md::adversarial-review - *",
         ]
     )
+    # The prompt says that what is reviewed is untrusted data.
+    first = review_repo.server.response_requests[0].last_user_text
+    assert "<untrusted_input>" in first and "untrusted pull request" in first
     # The reviewer read REF's plan, in REF's checkout.
     outputs = tool_outputs(review_repo)
     assert "HEAD-ONLY-PLAN-TEXT" in outputs

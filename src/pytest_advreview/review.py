@@ -316,6 +316,8 @@ class ReviewRun:
             digest = hashlib.sha256(
                 (targets.change_set_hash(self.repo_root, self.spec.change) + plan_text).encode()
             ).hexdigest()
+        if settings.head is not None:
+            body = prompts.untrusted_head(body)
         return ReviewMaterial(prompt_body=body, content=content, content_hash=digest)
 
     # -- mutation watch ----------------------------------------------------------------
