@@ -163,7 +163,8 @@ def materialise(repo: Path, ref: str, base: str | None, *, rootdir: Path) -> Hea
     :param rootdir: pytest's rootdir; the checkout must lie outside it, or pytest could
         collect REF's files.
     :raises HeadError: REF or the base is not a commit, they share no history, the
-        temporary directory is inside the rootdir, or git failed; nothing is left behind.
+        temporary directory is inside the rootdir, ``GIT_DIR`` or another variable
+        redirects git, or git failed; nothing is left behind.
     """
     redirected = [name for name in _REDIRECTING_VARS if os.environ.get(name)]
     if redirected:
