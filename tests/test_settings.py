@@ -238,6 +238,15 @@ def test_head_mode_is_read_only_unless_this_run_chooses_the_sandbox(
     )
 
 
+def test_an_empty_head_variable_is_a_usage_error_not_a_review_of_the_base(
+    pyt: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ADVREVIEW_HEAD", " ")
+    out = usage_error(pyt, "--adversarial-review")
+    assert "environment ADVREVIEW_HEAD is set but empty" in out
+    assert settings_of(pyt, "--advreview-head=abc123").head == "abc123"
+
+
 def test_head_mode_refuses_escalations_unless_this_run_chooses_approvals(
     pyt: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

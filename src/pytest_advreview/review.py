@@ -299,6 +299,14 @@ class ReviewRun:
             )
         return self._target
 
+    def _framed(self, body: str) -> str:
+        """The prompt body as sent: a head reviewed as data is framed as untrusted text.
+
+        Before the cache key is taken from it, so a verdict given without the frame is
+        never reused for a head.
+        """
+        return prompts.untrusted_head(body) if self.settings.head is not None else body
+
     def _read_material(self) -> ReviewMaterial:
         if self.spec.error is not None:
             raise ReviewInputError(self.spec.error)
@@ -307,10 +315,12 @@ class ReviewRun:
         if self.spec.kind == "plan":
             assert self.spec.path is not None
             text = read_plan(self.spec.path)
-            body = prompts.plan_prompt(
-                _relative(self.spec.path, self.repo_root, self._shared.resolve),
-                language=settings.language,
-                output_format=fmt,
+            body = self._framed(
+                prompts.plan_prompt(
+                    _relative(self.spec.path, self.repo_root, self._shared.resolve),
+                    language=settings.language,
+                    output_format=fmt,
+                )
             )
             content = text
             digest = cachekey.plan_digest(self.spec.path, body)
@@ -321,11 +331,13 @@ class ReviewRun:
             if self.spec.against_plan is not None:
                 plan_text = read_plan(self.spec.against_plan)
                 plan_rel = _relative(self.spec.against_plan, self.repo_root, self._shared.resolve)
-            body = prompts.code_prompt(
-                self.spec.change,
-                against_plan=plan_rel,
-                language=settings.language,
-                output_format=fmt,
+            body = self._framed(
+                prompts.code_prompt(
+                    self.spec.change,
+                    against_plan=plan_rel,
+                    language=settings.language,
+                    output_format=fmt,
+                )
             )
             content = (
                 "Changed files:\n"

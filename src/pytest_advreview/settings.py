@@ -223,6 +223,16 @@ def resolve(config: pytest.Config, environ: Mapping[str, str] | None = None) -> 
     values["codex_config"] = tuple(merged)
 
     values["sandbox_explicit"] = found["sandbox"] is not None
+    head_var = BY_FIELD["head"].env_var
+    if found["head"] is None and resolver.environ.get(head_var) is not None:
+        # Elsewhere an empty variable counts as unset; here it would silently review the
+        # base checkout instead of the pull request (a workflow whose expression for the
+        # head's SHA came out empty), so the gate would find nothing and pass.
+        raise pytest.UsageError(
+            f"{PREFIX}: environment {head_var} is set but empty; set it to the pull "
+            "request's head commit (e.g. ${{ github.event.pull_request.head.sha }}), or "
+            "unset it to review the checkout itself"
+        )
     if values.get("head") is not None:
         sandbox_from = found["sandbox"]
         if sandbox_from is None or sandbox_from.origin == "ini":

@@ -110,7 +110,9 @@ def _overview(
             f" · share {settings.shard[0]} of {settings.shard[1]} (--advreview-shard)"
             if settings.shard
             else ""
-        ),
+        )
+        # Which head a fork's review was for: a later push is a different commit.
+        + (f" · head (as data): {_code(settings.head)}" if settings.head is not None else ""),
         "",
     ]
     if change is not None:
