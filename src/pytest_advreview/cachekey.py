@@ -59,7 +59,8 @@ class CacheKeyError(Exception):
 IDENTITY_SETTINGS: Final[Mapping[str, frozenset[str]]] = {
     "*": frozenset({"reviewer", "output_format", "language"}),
     "command": frozenset({"command"}),
-    "codex": frozenset({"model", "reasoning", "sandbox", "approvals", "codex_config"}),
+    # env_allow: what the reviewer's tools see (a test it runs may pass or fail by it).
+    "codex": frozenset({"model", "reasoning", "sandbox", "approvals", "codex_config", "env_allow"}),
 }
 
 #: Settings that never change a verdict, and why (a test checks that every field of
@@ -89,6 +90,8 @@ NOT_IDENTITY_SETTINGS: Final[Mapping[str, str]] = {
     "allow_untracked": "mutation policy, checked on every review",
     "github": "a report",
     "strict_exit": "the exit status",
+    "shard": "chooses which items this job reviews",
+    "head": "the head's content and the prompt's untrusted-data frame are keyed as content",
 }
 
 #: Files under ``CODEX_HOME`` that select the provider or instruct the model.
