@@ -316,7 +316,7 @@ def test_a_failed_review_keeps_its_folder_and_prints_where(
     review_repo.answer("x.md", {"http_status": 400})
     result = review_repo.run(NO_CODE)
     result.assert_outcomes(errors=1)
-    (kept,) = re.findall(r"reviewer files kept in (\S+)", result.stdout.str())
+    (kept,) = set(re.findall(r"reviewer files kept in (/\S+)", result.stdout.str()))
     assert [Path(kept).name] == _plugin_temp_dirs(temp_root)
 
 
@@ -370,5 +370,5 @@ def test_the_fixture_prints_the_folder_it_keeps_after_an_error(
         *[a for a in review_repo.args() if a.startswith("--advreview-codex-config=")],
     )
     result.assert_outcomes(failed=1)
-    (kept,) = re.findall(r"reviewer files kept in (\S+)", result.stdout.str())
+    (kept,) = set(re.findall(r"reviewer files kept in (/\S+)", result.stdout.str()))
     assert [Path(kept).name] == _plugin_temp_dirs(temp_root)
