@@ -158,7 +158,11 @@ class Coordinator:
             applied = self._applied(run, state)
         result, outcome = run.run(history=step.history, decisions=step.decisions, applied=applied)
         self.ledger.add(result.usage.total)
-        if result.rounds:
+        # Findings left for the operator are not stored as a verdict: an APPROVED round
+        # after them must not pass from cache in the next run.
+        if result.rounds and not result.needs_operator:
+            # A lead may have edited the plan: store the text the last round reviewed.
+            material = run.material()
             self._save(key, material.content, material.content_hash, step.history, result)
         return result, outcome
 

@@ -62,6 +62,8 @@ class ReportSettings(WireModel):
     timeout: float
     budget_tokens: int | None = None
     fresh: bool = False
+    #: The built-in lead (``none``, ``codex``, ``claude``, ``command``).
+    lead: str = "none"
 
 
 class ItemReport(WireModel):
@@ -143,6 +145,7 @@ def _report_settings(settings: Settings) -> ReportSettings:
         timeout=settings.timeout,
         budget_tokens=settings.budget_tokens,
         fresh=settings.fresh,
+        lead=settings.lead,
     )
 
 
