@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,13 @@ import pytest
 from conftest import ReviewRepo, settled, sleeper_running
 from pytest_advreview.lead.contract import LEAD_MARKER
 from pytest_advreview.models import finding_id
-from pytest_advreview.testing import FindingSpec, approved_review, revise_review
+from pytest_advreview.testing import (
+    FindingSpec,
+    ScriptedMessagesServer,
+    approved_review,
+    claude_offline_env,
+    revise_review,
+)
 
 pytestmark = pytest.mark.real_codex
 
@@ -313,3 +320,173 @@ def test_five_rounds_without_approval_end_at_max_rounds_with_every_decision_repo
     assert [len(r["decisions"]) for r in item["rounds"]] == [0, 1, 1, 1, 1]
     assert [t["round"] for t in item["lead"]] == [1, 2, 3, 4]
     assert item["lead"][0]["evaluations"][0]["reason"] == "Order is by primary key."
+
+
+# -- the claude lead: real Claude Code against the scripted Messages-API server ----------
+
+
+@pytest.fixture
+def claude_repo(
+    review_repo: ReviewRepo,
+    claude_executable: Path,
+    messages_server: ScriptedMessagesServer,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> ReviewRepo:
+    home = tmp_path_factory.mktemp("claude-home")
+    for name, value in claude_offline_env(messages_server.url, home).items():
+        monkeypatch.setenv(name, value)
+    return review_repo
+
+
+def claude_args(claude: Path, *extra: str) -> tuple[str, ...]:
+    return (NO_CODE, "--advreview-lead=claude", f"--advreview-lead-command={claude}", *extra)
+
+
+def edit_step(path: Path, old: str, new: str) -> dict[str, Any]:
+    return {
+        "tool_use": {
+            "name": "Edit",
+            "input": {"file_path": str(path), "old_string": old, "new_string": new},
+        }
+    }
+
+
+def test_claude_lead_applies_rejects_with_reasoning_and_leaves_structural_to_the_operator(
+    claude_repo: ReviewRepo, claude_executable: Path, messages_server: ScriptedMessagesServer
+) -> None:
+    plan = claude_repo.plan("x.md", PLAN)
+    claude_repo.answer(REREVIEW, {"message": approved_review()})
+    claude_repo.answer("x.md", {"message": revise_review(CRITICAL, MEDIUM, HIGH)})
+    rejection = "Rows are paged by primary key; the order is total and stable."
+    decisions = [
+        accept(CRITICAL),
+        {"finding": fid(MEDIUM), "action": "reject", "reason": rejection, "changed": ""},
+        {
+            "finding": fid(HIGH),
+            "action": "needs-operator",
+            "reason": "Renaming the flag changes the invocation grammar.",
+            "changed": "",
+        },
+    ]
+    messages_server.set_script(
+        {
+            "rules": [
+                {
+                    "match": LEAD_RULE,
+                    "steps": [
+                        edit_step(plan, "Rewrite ids in place.", FIXED_LINE),
+                        {"structured": {"decisions": decisions}},
+                    ],
+                }
+            ]
+        }
+    )
+    result = claude_repo.run(*claude_args(claude_executable))
+    # Round 2 approved, but a structural finding is still the operator's to decide.
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"needs the operator: {fid(HIGH)} — a structural fix*"])
+    assert FIXED_LINE in plan.read_text() and "Rewrite ids in place." not in plan.read_text()
+    first, second = claude_repo.server.response_requests
+    assert second.thread_id == first.thread_id
+    text = second.last_user_text
+    assert f"{fid(MEDIUM)} (Pagination order is unspecified): {rejection}" in text
+    assert f"+{FIXED_LINE}" in text
+    assert "not applied: a structural change that needs the operator's sign-off" in text
+    lead_calls = messages_server.requests
+    assert lead_calls and all(r.path.startswith("/v1/messages") for r in lead_calls)
+    # Only the read and edit tools (plus the decisions tool), never Bash or Write.
+    tools = {t["name"] for t in lead_calls[0].body["tools"]}
+    assert tools == {"Read", "Edit", "StructuredOutput"}
+
+
+def test_claude_lead_fix_approved_in_round_two_passes(
+    claude_repo: ReviewRepo, claude_executable: Path, messages_server: ScriptedMessagesServer
+) -> None:
+    plan = claude_repo.plan("x.md", PLAN)
+    claude_repo.answer(REREVIEW, {"message": approved_review()})
+    claude_repo.answer("x.md", {"message": revise_review(CRITICAL)})
+    messages_server.set_script(
+        {
+            "rules": [
+                {
+                    "match": LEAD_RULE,
+                    "steps": [
+                        edit_step(plan, "Rewrite ids in place.", FIXED_LINE),
+                        {"structured": {"decisions": [accept(CRITICAL)]}},
+                    ],
+                }
+            ]
+        }
+    )
+    result = claude_repo.run(*claude_args(claude_executable))
+    result.assert_outcomes(passed=1)
+    assert FIXED_LINE in plan.read_text()
+    result.stdout.fnmatch_lines(["*x.md::adversarial-review: approved*round*2*"])
+
+
+def test_claude_lead_whose_edit_is_denied_is_an_error(
+    claude_repo: ReviewRepo, claude_executable: Path, messages_server: ScriptedMessagesServer
+) -> None:
+    claude_repo.plan("x.md", PLAN)
+    readme = claude_repo.path / "README.md"
+    claude_repo.answer("x.md", {"message": revise_review(CRITICAL)})
+    # Claude Code ends "success" with rc 0 after a denied edit: only the result says so.
+    messages_server.set_script(
+        {
+            "rules": [
+                {
+                    "match": LEAD_RULE,
+                    "steps": [
+                        edit_step(readme, "# project", "# hacked"),
+                        {"structured": {"decisions": [accept(CRITICAL)]}},
+                    ],
+                }
+            ]
+        }
+    )
+    result = claude_repo.run(*claude_args(claude_executable))
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*the claude lead was denied 1 tool call(s)*README.md*"])
+    assert readme.read_text() == "# project\n"
+    assert len(claude_repo.server.response_requests) == 1
+
+
+def test_claude_lead_without_structured_decisions_is_an_error(
+    claude_repo: ReviewRepo, claude_executable: Path, messages_server: ScriptedMessagesServer
+) -> None:
+    claude_repo.plan("x.md", PLAN)
+    claude_repo.answer("x.md", {"message": revise_review(CRITICAL)})
+    # Text only: Claude Code nudges once, then ends rc 0 with structured_output null.
+    messages_server.set_script(
+        {"rules": [{"match": LEAD_RULE, "steps": [{"text": "All fixed, looks good."}]}]}
+    )
+    result = claude_repo.run(*claude_args(claude_executable))
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*structured_output is null*"])
+
+
+def test_claude_lead_timeout_is_an_error_and_leaves_no_claude_process(
+    claude_repo: ReviewRepo, claude_executable: Path, messages_server: ScriptedMessagesServer
+) -> None:
+    claude_repo.plan("x.md", PLAN)
+    claude_repo.answer("x.md", {"message": revise_review(CRITICAL)})
+    messages_server.set_script({"rules": [{"match": LEAD_RULE, "steps": [{"hang": 120}]}]})
+    model = f"hang-{uuid.uuid4().hex}"  # marks this test's claude in /proc
+    result = claude_repo.run(
+        *claude_args(claude_executable, f"--advreview-lead-model={model}", "--advreview-timeout=10")
+    )
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*the claude lead did not finish within 10s*killed*"])
+
+    def running() -> list[str]:
+        found = []
+        for entry in Path("/proc").iterdir():
+            try:
+                if model.encode() in (entry / "cmdline").read_bytes():
+                    found.append(entry.name)
+            except OSError:
+                continue
+        return found
+
+    assert settled(running) == []
