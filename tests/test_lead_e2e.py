@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from conftest import ReviewRepo, settled, sleeper_running
+from conftest import ReviewRepo, git, settled, sleeper_running
 from pytest_advreview.lead.contract import LEAD_MARKER
 from pytest_advreview.models import finding_id
 from pytest_advreview.testing import (
@@ -103,11 +103,32 @@ def test_command_lead_fixes_the_plan_and_round_two_approves_in_one_run(
     review_repo.answer(REREVIEW, {"message": approved_review()})
     review_repo.answer("x.md", {"message": revise_review(CRITICAL)})
     command = lead_script(lead_dir, decisions=[accept(CRITICAL)], edit={str(plan): FIXED_LINE})
+    patch, report = lead_dir / "lead.patch", lead_dir / "report.md"
     result = review_repo.run(
-        NO_CODE, "--advreview-lead=command", f"--advreview-lead-command={command}"
+        NO_CODE,
+        "--advreview-lead=command",
+        f"--advreview-lead-command={command}",
+        f"--advreview-lead-patch={patch}",
+        f"--advreview-report={report}",
     )
     result.assert_outcomes(passed=1)
     assert plan.read_text().endswith(FIXED_LINE)
+    # The patch file is the lead's edit: reversing it restores the plan as it was.
+    git(review_repo.path, "apply", "--reverse", str(patch))
+    assert plan.read_text() == PLAN
+    # The operator summary and the markdown report show the evaluation matrix and edits.
+    result.stdout.fnmatch_lines(
+        [
+            "*lead (command) after round 1: edited docs/plans/x.md (+1 -0)*",
+            f"*{fid(CRITICAL)} | critical | accept | Right.*",
+        ]
+    )
+    markdown = report.read_text()
+    assert "**Lead (command) after round 1** — edited `docs/plans/x.md` (+1 −0)" in markdown
+    assert (
+        f"| `{fid(CRITICAL)}` In-place id rewrite loses foreign keys | critical | accept |"
+        in markdown
+    )
     first, second = review_repo.server.response_requests
     assert second.thread_id == first.thread_id  # round 2 resumed the reviewer's thread
     text = second.last_user_text

@@ -396,6 +396,9 @@ class ItemRecord(WireModel):
     lead: tuple[LeadRecord, ...] = ()
     #: Findings the lead left for the operator (structural fixes it must not apply).
     needs_operator: tuple[str, ...] = ()
+    #: The combined unified diff of every lead edit in this run, from the text before the
+    #: lead's first turn to the final text (``git apply``-able from the repository root).
+    lead_patch: str = ""
 
 
 class FailureText(WireModel):

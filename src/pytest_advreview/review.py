@@ -7,6 +7,7 @@ plan file to a pytest outcome.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import secrets
 import shutil
@@ -94,6 +95,13 @@ def read_plan(path: Path) -> str:
             f"plan file {path} is empty; write the plan or remove it from advreview_plans"
         )
     return text
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_bytes().decode("utf-8", "replace")
+    except FileNotFoundError:
+        return None
 
 
 def _relative(path: Path, root: Path, resolve: Callable[[Path], Path] = Path.resolve) -> str:
@@ -246,6 +254,8 @@ class ReviewRun:
         #: Every turn of the built-in lead in this run, and the last turn's diff.
         self.lead_records: list[LeadRecord] = []
         self.lead_applied: str | None = None
+        #: Each file the lead may edit, as it was before the lead's first turn.
+        self._lead_originals: dict[str, str | None] = {}
         #: Findings the lead left for the operator (structural fixes).
         self.needs_operator: list[str] = []
 
@@ -280,6 +290,9 @@ class ReviewRun:
         allowed = self.lead_files()
         if lead is None or allowed is None:
             return None
+        for path in allowed:
+            if path not in self._lead_originals:
+                self._lead_originals[path] = _read_text(self.repo_root / path)
         try:
             turn = run_turn(
                 lead,
@@ -522,7 +535,30 @@ class ReviewRun:
             review_text=result.review.raw if result.review is not None else None,
             lead=tuple(self.lead_records),
             needs_operator=tuple(self.needs_operator),
+            lead_patch=self.lead_patch(),
         )
+
+    def lead_patch(self) -> str:
+        """The combined diff of the lead's edits in this run (``""`` when it made none)."""
+        if not self.lead_records:
+            return ""
+        parts = []
+        for path, old in sorted(self._lead_originals.items()):
+            new = _read_text(self.repo_root / path)
+            if new == old:
+                continue
+            lines = difflib.unified_diff(
+                (old or "").splitlines(keepends=True),
+                (new or "").splitlines(keepends=True),
+                fromfile=f"a/{path}",
+                tofile=f"b/{path}",
+            )
+            parts.append(
+                "".join(
+                    x if x.endswith("\n") else x + "\n\\ No newline at end of file\n" for x in lines
+                )
+            )
+        return "".join(parts)
 
     def cleanup(self, *, keep: bool) -> str | None:
         """Remove the temp files after success; keep them after an error (diagnostics).

@@ -31,18 +31,18 @@ from .messages_server import ScriptedMessagesServer
 from .server import FAKE_KEY_ENV, FAKE_KEY_VALUE, ScriptedServer
 
 __all__ = [
+    "CLAUDE_ENV_VAR",
     "CODEX_ENV_VAR",
     "FakeCodexFactory",
-    "CLAUDE_ENV_VAR",
     "advreview_server",
     "claude_executable",
-    "messages_server",
     "codex_env",
     "codex_executable",
     "codex_home",
     "fake_codex",
     "find_codex",
     "git_repo",
+    "messages_server",
     "offline_env",
 ]
 
