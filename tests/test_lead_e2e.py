@@ -63,10 +63,15 @@ def lead_script(
     script.write_text(
         textwrap.dedent(
             f"""\
-            import json, pathlib, sys, time
+            import json, pathlib, re, sys, time
             log = pathlib.Path({str(folder)!r})
             n = len(list(log.glob("prompt-*.txt")))
-            (log / f"prompt-{{n}}.txt").write_text(sys.stdin.read())
+            prompt = sys.stdin.read()
+            (log / f"prompt-{{n}}.txt").write_text(prompt)
+            # "FIRST" stands for the first finding id the prompt lists.
+            first = re.search(r"^- \\[severity: \\w+\\] (AR-[0-9a-f]{{6}})", prompt, re.M)
+            decisions = [dict(d, finding=first.group(1)) if d["finding"] == "FIRST" else d
+                         for d in {decisions!r}]
             for path, text in {edit or {}!r}.items():
                 with open(path, "a") as fh:
                     fh.write(text)
@@ -74,7 +79,7 @@ def lead_script(
                 pathlib.Path({extra_write!r}).write_text("written by the lead\\n")
             time.sleep({sleep!r})
             out = {stdout!r}
-            sys.stdout.write(out if out is not None else json.dumps({{"decisions": {decisions!r}}}))
+            sys.stdout.write(out if out is not None else json.dumps({{"decisions": decisions}}))
             """
         )
     )
@@ -511,3 +516,67 @@ def test_claude_lead_timeout_is_an_error_and_leaves_no_claude_process(
         return found
 
     assert settled(running) == []
+
+
+def test_plan_lead_under_worktree_isolation_edits_the_users_plan(
+    review_repo: ReviewRepo, lead_dir: Path
+) -> None:
+    plan = review_repo.plan("x.md", PLAN)
+    review_repo.answer(REREVIEW, {"message": approved_review()})
+    review_repo.answer("x.md", {"message": revise_review(CRITICAL)})
+    # A relative path: the lead runs in the review's private worktree.
+    command = lead_script(
+        lead_dir, decisions=[accept(CRITICAL)], edit={"docs/plans/x.md": FIXED_LINE}
+    )
+    result = review_repo.run(
+        NO_CODE,
+        "--advreview-isolation=worktree",
+        "--advreview-lead=command",
+        f"--advreview-lead-command={command}",
+    )
+    result.assert_outcomes(passed=1)
+    assert plan.read_text() == PLAN + FIXED_LINE
+    assert f"+{FIXED_LINE}" in review_repo.server.response_requests[-1].last_user_text
+
+
+CODE = FindingSpec("high", "Counter overflows", file="src/app.py", lines=(1, 1))
+
+
+def _code_change(review_repo: ReviewRepo) -> Path:
+    app = review_repo.write("src/app.py", "x = 1\n")
+    review_repo.commit("app")
+    app.write_text("x = 2\n")
+    review_repo.answer(REREVIEW, {"message": approved_review()})
+    review_repo.answer("src/app.py", {"message": revise_review(CODE)})
+    return app
+
+
+def test_code_item_without_worktree_keeps_one_round_and_the_header_says_so(
+    review_repo: ReviewRepo, lead_dir: Path
+) -> None:
+    app = _code_change(review_repo)
+    command = lead_script(lead_dir, decisions=[accept(CRITICAL)], edit={"src/app.py": "y = 3\n"})
+    result = review_repo.run("--advreview-lead=command", f"--advreview-lead-command={command}")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["advreview:*code-review: one round per run, the lead does not edit code*"]
+    )
+    assert lead_prompts(lead_dir) == []
+    assert app.read_text() == "x = 2\n"
+
+
+def test_code_item_lead_in_a_worktree_edits_only_the_change_set(
+    review_repo: ReviewRepo, lead_dir: Path
+) -> None:
+    app = _code_change(review_repo)
+    fix = {"finding": "FIRST", "action": "accept", "reason": "Bounded.", "changed": "guard"}
+    command = lead_script(lead_dir, decisions=[fix], edit={"src/app.py": "y = 3\n"})
+    result = review_repo.run(
+        "--advreview-isolation=worktree",
+        "--advreview-lead=command",
+        f"--advreview-lead-command={command}",
+    )
+    result.assert_outcomes(passed=1)
+    assert app.read_text() == "x = 2\ny = 3\n"  # the user's tree got the lead's edit
+    (prompt,) = lead_prompts(lead_dir)
+    assert "You may edit only: src/app.py" in prompt
