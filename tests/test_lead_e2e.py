@@ -580,3 +580,25 @@ def test_code_item_lead_in_a_worktree_edits_only_the_change_set(
     assert app.read_text() == "x = 2\ny = 3\n"  # the user's tree got the lead's edit
     (prompt,) = lead_prompts(lead_dir)
     assert "You may edit only: src/app.py" in prompt
+
+
+def test_lead_takes_up_a_stored_revise_instead_of_failing_from_cache(
+    review_repo: ReviewRepo, lead_dir: Path
+) -> None:
+    plan = review_repo.plan("x.md", PLAN)
+    review_repo.answer(REREVIEW, {"message": approved_review()})
+    review_repo.answer("x.md", {"message": revise_review(CRITICAL)})
+    review_repo.run(NO_CODE).assert_outcomes(failed=1)  # a run without a lead: round 1
+    command = lead_script(lead_dir, decisions=[accept(CRITICAL)], edit={str(plan): FIXED_LINE})
+    result = review_repo.run(
+        NO_CODE, "--advreview-lead=command", f"--advreview-lead-command={command}"
+    )
+    result.assert_outcomes(passed=1)
+    first, second = review_repo.server.response_requests
+    assert second.thread_id == first.thread_id
+    assert f"+{FIXED_LINE}" in second.last_user_text
+    result.stdout.fnmatch_lines(["*x.md::adversarial-review: approved*round 2*"])
+    # The approval of the edited plan is stored: a third run passes from cache.
+    again = review_repo.run(NO_CODE)
+    again.assert_outcomes(passed=1)
+    assert len(review_repo.server.response_requests) == 2
