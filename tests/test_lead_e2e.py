@@ -602,3 +602,32 @@ def test_lead_takes_up_a_stored_revise_instead_of_failing_from_cache(
     again = review_repo.run(NO_CODE)
     again.assert_outcomes(passed=1)
     assert len(review_repo.server.response_requests) == 2
+
+
+def test_lead_that_swaps_the_plan_for_a_symlink_is_an_error(
+    review_repo: ReviewRepo, lead_dir: Path
+) -> None:
+    plan = review_repo.plan("x.md", PLAN)
+    review_repo.answer("x.md", {"message": revise_review(CRITICAL)})
+    secret = lead_dir / "secret.txt"
+    secret.write_text("token=hunter2\n")
+    swap = lead_dir / "swap.py"
+    swap.write_text(
+        textwrap.dedent(
+            f"""\
+            import json, os, re, sys
+            prompt = sys.stdin.read()
+            finding = re.search(r"(AR-[0-9a-f]{{6}})", prompt).group(1)
+            os.remove({str(plan)!r})
+            os.symlink({str(secret)!r}, {str(plan)!r})
+            print(json.dumps({{"decisions": [{{"finding": finding, "action": "accept",
+                                               "reason": "r", "changed": "c"}}]}}))
+            """
+        )
+    )
+    result = review_repo.run(
+        NO_CODE, "--advreview-lead=command", f"--advreview-lead-command={sys.executable} {swap}"
+    )
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*replaced docs/plans/x.md with a symbolic link*"])
+    assert len(review_repo.server.response_requests) == 1  # the secret never reached it

@@ -11,6 +11,7 @@ reports show.
 from __future__ import annotations
 
 import difflib
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -70,6 +71,9 @@ def run_turn(
     """
     who = f"the {backend.name} lead"
     before_text = {path: _read(cwd / path) for path in allowed}
+    before_links = {
+        path: os.readlink(cwd / path) if (cwd / path).is_symlink() else None for path in allowed
+    }
     before = snapshot()
     started = time.monotonic()
     prompt = lead_prompt(key=key, round_no=round_no, kind=kind, review=review, allowed=allowed)
@@ -104,6 +108,9 @@ def run_turn(
     edits: list[LeadEdit] = []
     diffs: list[str] = []
     for path in allowed:
+        if (cwd / path).is_symlink() and before_links[path] != os.readlink(cwd / path):
+            # Reading through a new link would copy another file's text into the plan.
+            raise LeadError(f"{who} replaced {path} with a symbolic link; it may only edit it")
         old, new = before_text[path], _read(cwd / path)
         if old == new:
             continue
