@@ -7,11 +7,13 @@ Enable them in a ``conftest.py`` with::
 Fixtures: ``advreview_server`` (a started :class:`ScriptedServer`), ``codex_home`` (an empty
 ``CODEX_HOME``), ``codex_executable`` (the real, pinned Codex CLI, or a skip), ``codex_env``
 (an environment for running Codex offline), ``fake_codex`` (a factory installing a fake
-``codex``) and ``git_repo`` (a fresh git repository with one commit).
+``codex``), ``git_repo`` (a fresh git repository with one commit), and for Claude Code
+``messages_server`` (a started :class:`ScriptedMessagesServer`) and ``claude_executable``
+(the real, pinned Claude Code CLI, or a skip).
 
-A real-Codex test is skipped with a reason when the CLI is missing or has another version,
-unless the environment variable ``CI`` is ``true``: then it fails, so a CI job cannot pass
-by silently skipping the end-to-end layer.
+A real-Codex (or real-Claude) test is skipped with a reason when the CLI is missing or
+has another version, unless the environment variable ``CI`` is ``true``: then it fails, so
+a CI job cannot pass by silently skipping the end-to-end layer.
 """
 
 from __future__ import annotations
