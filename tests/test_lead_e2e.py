@@ -631,3 +631,32 @@ def test_lead_that_swaps_the_plan_for_a_symlink_is_an_error(
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*replaced docs/plans/x.md with a symbolic link*"])
     assert len(review_repo.server.response_requests) == 1  # the secret never reached it
+
+
+def test_lead_under_xdist_reports_its_edits_on_the_controller(
+    review_repo: ReviewRepo, lead_dir: Path
+) -> None:
+    plan = review_repo.plan("x.md", PLAN)
+    review_repo.plan("y.md", "# Plan Y\n\n1. Ship.\n")
+    review_repo.answer(REREVIEW, {"message": approved_review()})
+    review_repo.answer("x.md", {"message": revise_review(CRITICAL)})
+    review_repo.answer("y.md", {"message": approved_review()})
+    # A relative path: each review's lead runs in that review's private worktree.
+    command = lead_script(
+        lead_dir, decisions=[accept(CRITICAL)], edit={"docs/plans/x.md": FIXED_LINE}
+    )
+    patch = lead_dir / "lead.patch"
+    result = review_repo.run_subprocess(
+        NO_CODE,
+        "-n",
+        "2",
+        "--advreview-isolation=worktree",
+        "--advreview-lead=command",
+        f"--advreview-lead-command={command}",
+        f"--advreview-lead-patch={patch}",
+    )
+    result.assert_outcomes(passed=2)
+    assert plan.read_text() == PLAN + FIXED_LINE
+    assert f"+{FIXED_LINE}" in patch.read_text()
+    assert "docs/plans/y.md" not in patch.read_text()
+    result.stdout.fnmatch_lines(["*lead (command) after round 1: edited docs/plans/x.md*"])
