@@ -163,8 +163,15 @@ def test_codex_lead_edits_the_plan_on_its_own_thread_and_round_two_approves(
     )
     review_repo.answer(REREVIEW, {"message": approved_review()})
     review_repo.answer("x.md", {"message": revise_review(CRITICAL)})
-    result = review_repo.run(NO_CODE, "--advreview-lead=codex")
+    report = review_repo.path.parent / "codex-lead.json"
+    result = review_repo.run(NO_CODE, "--advreview-lead=codex", f"--advreview-json={report}")
     result.assert_outcomes(passed=1)
+    # The lead's tokens count: the item's total is the reviewer's rounds plus the lead's.
+    record = json.loads(report.read_text())["items"][0]["record"]
+    lead_tokens = record["lead"][0]["tokens"]["input_tokens"]
+    rounds_tokens = sum(r["usage"]["input_tokens"] for r in record["rounds"])
+    assert lead_tokens > 0
+    assert record["tokens"]["input_tokens"] == rounds_tokens + lead_tokens
     assert plan.read_text().endswith(FIXED_LINE)
     requests = review_repo.server.response_requests
     reviewer = [

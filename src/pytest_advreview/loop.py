@@ -146,7 +146,8 @@ class LoopResult(WireModel):
     warnings: tuple[str, ...] = ()
     #: Mutation messages; non-empty means the caller errors in teardown.
     mutations: tuple[str, ...] = ()
-    #: Tokens of every dispatch of this run, failed ones included.
+    #: Tokens of every dispatch of this run, failed ones included (the caller adds the
+    #: built-in lead's).
     usage: TokenUsage = Field(default_factory=TokenUsage)
     #: The thread to resume next time.
     session_id: str | None = None

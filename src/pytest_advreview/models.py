@@ -324,6 +324,8 @@ class LeadRecord(WireModel):
     #: The unified diff of the lead's edits (repository-relative paths).
     diff: str = ""
     duration_s: float = 0.0
+    #: Tokens the lead's model used in this turn (none known for the ``command`` lead).
+    tokens: TokenUsage = Field(default_factory=TokenUsage)
 
 
 class ReviewStatus(str, Enum):

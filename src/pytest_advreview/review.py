@@ -34,6 +34,7 @@ from .models import (
     Review,
     ReviewStatus,
     RoundRecord,
+    TokenUsage,
     WireModel,
 )
 from .outcome import Outcome, decide
@@ -480,6 +481,10 @@ class ReviewRun:
         )
         if self.needs_operator:
             result = result.model_copy(update={"needs_operator": tuple(self.needs_operator)})
+        if self.lead_records:
+            # The lead's tokens count like the reviewer's: in the summary and the budget.
+            lead_usage = sum((t.tokens for t in self.lead_records), TokenUsage())
+            result = result.model_copy(update={"usage": result.usage + lead_usage})
         return self.judge(result)
 
     def judge(self, result: LoopResult) -> tuple[LoopResult, Outcome]:

@@ -12,13 +12,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from ..models import WireModel
+from pydantic import Field
+
+from ..models import TokenUsage, WireModel
 from .contract import LeadAnswer, LeadError
 
 if TYPE_CHECKING:
     from ..settings import Settings
 
-__all__ = ["LeadBackend", "LeadError", "LeadRequest", "make_lead"]
+__all__ = ["LeadBackend", "LeadError", "LeadReply", "LeadRequest", "make_lead"]
 
 
 class LeadRequest(WireModel):
@@ -33,13 +35,20 @@ class LeadRequest(WireModel):
     allowed: tuple[str, ...]
 
 
+class LeadReply(WireModel):
+    """What one turn returned: the decisions, and the tokens the lead's model used."""
+
+    answer: LeadAnswer
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+
+
 class LeadBackend(Protocol):
     """A lead CLI driven headless: one call per turn, decisions back or a LeadError."""
 
     #: ``codex``, ``claude`` or ``command``.
     name: str
 
-    def run(self, request: LeadRequest) -> LeadAnswer:
+    def run(self, request: LeadRequest) -> LeadReply:
         """Run the turn; raise :class:`LeadError` when the lead could not do its job."""
         ...
 

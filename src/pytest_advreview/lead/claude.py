@@ -13,9 +13,10 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from . import LeadRequest
+from ..models import TokenUsage
+from . import LeadReply, LeadRequest
 from ._attempt import run_cli
-from .contract import LeadAnswer, LeadError, answer_schema, validate_answer
+from .contract import LeadError, answer_schema, validate_answer
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -59,7 +60,7 @@ class ClaudeLead:
             argv += ["--model", s.lead_model]
         return argv
 
-    def run(self, request: LeadRequest) -> LeadAnswer:
+    def run(self, request: LeadRequest) -> LeadReply:
         """Run the turn and check the JSON result (rc alone proves nothing)."""
         rc, out = run_cli(
             self.argv(request),
@@ -98,4 +99,21 @@ class ClaudeLead:
                 f"{_WHO} returned no structured decisions (structured_output is null); "
                 f"its text was: {str(result.get('result') or '')[:300]}"
             )
-        return validate_answer(structured, who=_WHO)
+        return LeadReply(answer=validate_answer(structured, who=_WHO), usage=_usage(result))
+
+
+def _usage(result: dict[str, Any]) -> TokenUsage:
+    """Claude Code's ``usage`` block (input, cache reads, output) as a :class:`TokenUsage`."""
+    raw = result.get("usage")
+    if not isinstance(raw, dict):
+        return TokenUsage()
+
+    def num(key: str) -> int:
+        value = raw.get(key)
+        return value if isinstance(value, int) and value >= 0 else 0
+
+    return TokenUsage(
+        input_tokens=num("input_tokens") + num("cache_read_input_tokens"),
+        cached_input_tokens=num("cache_read_input_tokens"),
+        output_tokens=num("output_tokens"),
+    )

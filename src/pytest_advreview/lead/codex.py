@@ -11,10 +11,10 @@ import json
 from typing import TYPE_CHECKING
 
 from ..runner._process import read_text
-from ..runner.codex import approval_args
-from . import LeadRequest
+from ..runner.codex import approval_args, stream_usage
+from . import LeadReply, LeadRequest
 from ._attempt import run_cli
-from .contract import LeadAnswer, LeadError, answer_schema, parse_answer
+from .contract import LeadError, answer_schema, parse_answer
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -60,7 +60,7 @@ class CodexLead:
         ]
         return argv
 
-    def run(self, request: LeadRequest) -> LeadAnswer:
+    def run(self, request: LeadRequest) -> LeadReply:
         """Run the turn; the answer is the ``-o`` file (deleted first: Codex keeps stale
         content there after a failed turn)."""
         request.work_dir.mkdir(parents=True, exist_ok=True)
@@ -69,7 +69,7 @@ class CodexLead:
         (request.work_dir / "lead-schema.json").write_text(
             json.dumps(answer_schema()), encoding="utf-8"
         )
-        run_cli(
+        _, out = run_cli(
             self.argv(request),
             who=_WHO,
             prompt=request.prompt,
@@ -80,4 +80,6 @@ class CodexLead:
         text = read_text(answer)
         if text is None:
             raise LeadError(f"{_WHO} finished without an answer (no {answer.name})")
-        return parse_answer(text, who=_WHO)
+        usage = stream_usage(out.stdout_file)
+        answered = parse_answer(text, who=_WHO)
+        return LeadReply(answer=answered, usage=usage) if usage else LeadReply(answer=answered)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import shlex
 
-from . import LeadRequest
+from . import LeadReply, LeadRequest
 from ._attempt import run_cli
-from .contract import LeadAnswer, parse_answer
+from .contract import parse_answer
 
 __all__ = ["CommandLead"]
 
@@ -20,8 +20,8 @@ class CommandLead:
         self.argv = shlex.split(command)
         self.timeout = timeout
 
-    def run(self, request: LeadRequest) -> LeadAnswer:
-        """Pipe the prompt in, read the decisions from stdout."""
+    def run(self, request: LeadRequest) -> LeadReply:
+        """Pipe the prompt in, read the decisions from stdout (no token figures)."""
         who = f"the lead command {self.argv[0]!r}"
         _, out = run_cli(
             self.argv,
@@ -31,4 +31,4 @@ class CommandLead:
             work_dir=request.work_dir,
             timeout=self.timeout,
         )
-        return parse_answer(out.stdout, who=who)
+        return LeadReply(answer=parse_answer(out.stdout, who=who))

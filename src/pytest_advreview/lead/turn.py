@@ -79,7 +79,7 @@ def run_turn(
     prompt = lead_prompt(key=key, round_no=round_no, kind=kind, review=review, allowed=allowed)
     error: LeadError | None = None
     try:
-        answer = backend.run(
+        reply = backend.run(
             LeadRequest(
                 prompt=prompt,
                 cwd=cwd,
@@ -132,6 +132,7 @@ def run_turn(
                 removed=sum(1 for x in lines if x.startswith("-") and not x.startswith("---")),
             )
         )
+    answer = reply.answer
     check_answer(answer, review, edited=bool(edits), who=who)
 
     by_id = {f.id: f for f in review.findings}
@@ -155,6 +156,7 @@ def run_turn(
         edits=tuple(edits),
         diff=diff,
         duration_s=time.monotonic() - started,
+        tokens=reply.usage,
     )
     applied = f"Changes made by the lead since your last review:\n\n{diff}" if diff else None
     needs = tuple(d.finding for d in answer.decisions if d.action is LeadAction.NEEDS_OPERATOR)
