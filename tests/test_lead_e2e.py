@@ -572,16 +572,19 @@ def test_code_item_without_worktree_keeps_one_round_and_the_header_says_so(
     assert app.read_text() == "x = 2\n"
 
 
-def test_code_item_lead_in_a_worktree_edits_only_the_change_set(
-    review_repo: ReviewRepo, lead_dir: Path
+@pytest.mark.parametrize(
+    "allow",
+    [("--advreview-isolation=worktree",), ("-o", "advreview_lead_code=true")],
+    ids=["worktree", "ini-opt-in"],
+)
+def test_code_item_lead_edits_only_the_change_set_when_allowed(
+    review_repo: ReviewRepo, lead_dir: Path, allow: tuple[str, ...]
 ) -> None:
     app = _code_change(review_repo)
     fix = {"finding": "FIRST", "action": "accept", "reason": "Bounded.", "changed": "guard"}
     command = lead_script(lead_dir, decisions=[fix], edit={"src/app.py": "y = 3\n"})
     result = review_repo.run(
-        "--advreview-isolation=worktree",
-        "--advreview-lead=command",
-        f"--advreview-lead-command={command}",
+        *allow, "--advreview-lead=command", f"--advreview-lead-command={command}"
     )
     result.assert_outcomes(passed=1)
     assert app.read_text() == "x = 2\ny = 3\n"  # the user's tree got the lead's edit
