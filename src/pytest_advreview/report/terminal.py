@@ -40,7 +40,10 @@ def lead_lines(record: ItemRecord) -> list[str]:
     lines: list[str] = []
     for turn in record.lead:
         edits = ", ".join(f"{e.path} (+{e.added} -{e.removed})" for e in turn.edits)
-        lines.append(f"lead ({turn.backend}) after round {turn.round}: edited {edits or 'nothing'}")
+        tokens = f", {turn.tokens.total} tokens" if turn.tokens.total else ""
+        lines.append(
+            f"lead ({turn.backend}) after round {turn.round}: edited {edits or 'nothing'}{tokens}"
+        )
         for row in turn.evaluations:
             severity = row.severity.value if row.severity is not None else "?"
             lines.append(f"  {row.finding} | {severity} | {row.action.value} | {row.reason}")
