@@ -239,7 +239,7 @@ def test_lead_with_missing_or_invalid_decisions_is_an_error_not_a_pass(
         NO_CODE, "--advreview-lead=command", f"--advreview-lead-command={command}"
     )
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines([message])
+    result.stdout.fnmatch_lines(["*docs/plans/x.md — lead could not run (aborted)", message])
     assert len(review_repo.server.response_requests) == 1  # never re-reviewed as fixed
 
 

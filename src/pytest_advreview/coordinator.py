@@ -194,6 +194,7 @@ class Coordinator:
                     error=f"the lead could not finish its turn on the stored round "
                     f"{state.rounds_used}: {exc}",
                     mutations=exc.mutations,
+                    failed_by="lead",
                 )
             )
         if decisions is None:

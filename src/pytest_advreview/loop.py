@@ -155,6 +155,8 @@ class LoopResult(WireModel):
     last_round: int = 0
     #: Findings the lead left for the operator (structural fixes it did not apply).
     needs_operator: tuple[str, ...] = ()
+    #: Who could not do its part when the run aborted: the reviewer, or the lead.
+    failed_by: Literal["reviewer", "lead"] = "reviewer"
 
 
 def render_decisions(decisions: Sequence[Decision], review: Review | None = None) -> str:
@@ -237,8 +239,10 @@ class _Run:
         *,
         error: str | None = None,
         mutations: Sequence[str] = (),
+        failed_by: Literal["reviewer", "lead"] = "reviewer",
     ) -> LoopResult:
         return LoopResult(
+            failed_by=failed_by,
             status=status,
             rounds=tuple(self.rounds),
             review=self.last_review(),
@@ -464,6 +468,7 @@ def run_loop(
                 ReviewStatus.ABORTED,
                 error=f"the lead could not finish its turn after round {number}: {exc}",
                 mutations=exc.mutations,
+                failed_by="lead",
             )
         if fixed is None:
             return run.finish(ReviewStatus.REVISE)

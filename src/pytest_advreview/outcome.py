@@ -129,7 +129,7 @@ def decide(result: LoopResult, fail_on: Severity) -> Outcome:
         return Outcome(
             kind=OutcomeKind.ERROR,
             status=result.status,
-            summary=f"reviewer could not run ({result.status.value}): {lines[0]}",
+            summary=f"{result.failed_by} could not run ({result.status.value}): {lines[0]}",
             rounds=rounds,
         )
 
@@ -242,7 +242,7 @@ def failure_report(item_name: str, result: LoopResult, outcome: Outcome) -> str:
 def error_report(item_name: str, result: LoopResult) -> str:
     """The error text when the reviewer could not run: header, error, warnings."""
     parts = [
-        _header(item_name, f"reviewer could not run ({result.status.value})"),
+        _header(item_name, f"{result.failed_by} could not run ({result.status.value})"),
         "",
         (result.error or "no error text").rstrip("\n"),
     ]
