@@ -473,6 +473,27 @@ def test_command_reviewer_without_command_says_how_to_fix(pyt: pytest.Pytester) 
     assert "--advreview-command=" in out
 
 
+def test_lead_command_without_command_says_how_to_fix(pyt: pytest.Pytester) -> None:
+    out = usage_error(pyt, "--advreview-lead=command")
+    assert "--advreview-lead=command needs the command to run" in out
+    assert "--advreview-lead-command=" in out
+
+
+def test_unknown_lead_names_the_choices(pyt: pytest.Pytester) -> None:
+    out = usage_error(pyt, "--adversarial-review", "--advreview-lead=gpt")
+    assert "--advreview-lead=gpt is not valid; choose one of: none, codex, claude, command" in out
+
+
+def test_lead_settings_from_ini_and_environment(
+    pyt: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pyt.makeini("[pytest]\nadvreview_lead = claude\nadvreview_lead_code = true\n")
+    monkeypatch.setenv("ADVREVIEW_LEAD_MODEL", "sonnet")
+    settings = settings_of(pyt, "--advreview-lead-patch=out/lead.patch")
+    assert (settings.lead, settings.lead_model, settings.lead_code) == ("claude", "sonnet", True)
+    assert settings.lead_patch == str(pyt.path / "out" / "lead.patch")
+
+
 def test_missing_against_plan_file_is_a_usage_error(pyt: pytest.Pytester) -> None:
     out = usage_error(pyt, "--advreview-against-plan=docs/nope.md")
     assert "--advreview-against-plan=docs/nope.md: no such file" in out

@@ -91,6 +91,11 @@ NOT_IDENTITY_SETTINGS: Final[Mapping[str, str]] = {
     "github": "a report",
     "strict_exit": "the exit status",
     "shard": "chooses which items this job reviews",
+    "lead": "the lead's edits and decisions reach the reviewer as content and decisions",
+    "lead_command": "the lead's edits and decisions are keyed, not who made them",
+    "lead_model": "the lead's edits and decisions are keyed, not who made them",
+    "lead_patch": "a report file",
+    "lead_code": "decides whether the lead may edit code; its edits are keyed as content",
     "head": "the head's content and the prompt's untrusted-data frame are keyed as content",
 }
 

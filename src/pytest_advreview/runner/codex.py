@@ -694,6 +694,11 @@ def _read_stream(path: Path) -> _Stream:
     return _Stream(first_thread_id=first, usage=usage, turn_failed=failed, writes=tuple(writes))
 
 
+def stream_usage(path: Path) -> TokenUsage | None:
+    """The usage of the last completed turn in a ``codex exec --json`` stream file."""
+    return _read_stream(path).usage
+
+
 def _usage(raw: object) -> TokenUsage | None:
     if not isinstance(raw, dict):
         return None
