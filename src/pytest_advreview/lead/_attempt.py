@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..runner._process import launch, read_text, tail
+from ..runner.environment import reviewer_process_env
 from .contract import LeadError
 
 __all__ = ["CliOutput", "run_cli"]
@@ -53,7 +54,8 @@ def run_cli(
     err = work_dir / "lead-stderr.txt"
     prompt_file.write_text(prompt, encoding="utf-8")
     out.unlink(missing_ok=True)
-    merged = {**os.environ, **(env or {})}
+    # Never the state key (a lead that read it could sign forged verdicts).
+    merged = reviewer_process_env({**os.environ, **(env or {})})
     try:
         rc = launch(
             argv,

@@ -8,10 +8,12 @@ edit the plan), the user's ``-c`` pairs (a custom model provider applies to both
 from __future__ import annotations
 
 import json
+import os
 from typing import TYPE_CHECKING
 
 from ..runner._process import read_text
 from ..runner.codex import approval_args, stream_usage
+from ..runner.environment import reviewer_process_env, tool_shell_args
 from . import LeadReply, LeadRequest
 from ._attempt import run_cli
 from .contract import LeadError, answer_schema, parse_answer
@@ -49,6 +51,9 @@ class CodexLead:
         ]
         for pair in s.codex_config:
             argv += ["-c", pair]
+        # The lead's tool shell sees no credential either (after the user's pairs, so
+        # they cannot undo it), exactly as the reviewer's.
+        argv += tool_shell_args(reviewer_process_env(os.environ), s.env_allow)
         argv += [
             "-C",
             str(request.cwd),
