@@ -6,7 +6,7 @@ At the end of the run it writes JSON to the file named by ``$ADVREVIEW_BENCH_PRO
     ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` of this pytest process (children, such
     as the reviewer, are not included).
 ``plan_hash``
-    the paths passed to :func:`pytest_advreview.targets.plan_hash` (the per-plan content
+    the paths passed to :func:`pytest_advreview.cachekey.plan_hash` (the per-plan content
     hash), in call order.
 ``snapshot_hash``
     the paths hashed by the mutation snapshots (``mutation._hash_path``).
@@ -109,10 +109,10 @@ def pytest_configure(config: pytest.Config) -> None:
     _mark("configure")
     if not _OUT:
         return
-    from pytest_advreview import git, mutation, targets
+    from pytest_advreview import cachekey, git, mutation, targets
     from pytest_advreview.runner import codex
 
-    _count(targets, "plan_hash", "plan_hash")
+    _count(cachekey, "plan_hash", "plan_hash")
     _count(mutation, "_hash_path", "snapshot_hash")
     codex.launch = _timed(codex.launch, "launch_s")
     # The wait for the preflight's answer (the probe itself may run in the background).
@@ -120,7 +120,7 @@ def pytest_configure(config: pytest.Config) -> None:
         codex.CodexReviewer.sandbox_preflight, "preflight_s"
     )
     timed_git = _timed(git.run_git, "git_s", git=True)
-    for module in (git, targets, mutation):
+    for module in (git, targets, mutation, cachekey):
         module.run_git = timed_git  # type: ignore[attr-defined]
     if _WATCH:
         sys.addaudithook(_audit)  # lives as long as the process, which is this run

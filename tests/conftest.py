@@ -4,6 +4,43 @@ from __future__ import annotations
 
 pytest_plugins = ["pytest_advreview.testing.fixtures"]
 
+import importlib  # noqa: E402
+import pkgutil  # noqa: E402
+
+import pytest_advreview  # noqa: E402
+
+# pytester's in-process runs restore sys.modules afterwards, but a package keeps the
+# attribute of a submodule first imported during a run: a later run's `from .. import
+# parse` then finds that stale module, whose pydantic classes are not the current ones
+# ("Input should be a valid dictionary or instance of Triage").  Importing every module
+# once, here, keeps them all out of the snapshots.
+for _module in pkgutil.walk_packages(pytest_advreview.__path__, "pytest_advreview."):
+    if not _module.name.endswith("__main__"):
+        importlib.import_module(_module.name)
+
+
+def _import_the_whole_package() -> None:
+    """Import every module of the plugin once, before any in-process pytester run.
+
+    ``pytester.runpytest`` drops the modules a run imported from ``sys.modules``, but not
+    the package attributes pointing at them: in the next run ``from .. import parse``
+    returns the first run's module while ``from ..models import Triage`` imports a new
+    one, and pydantic rejects the first run's ``Triage`` (seen with ``-n 0`` whenever no
+    unit-test module had imported the models first).  Modules loaded here are in every
+    run's snapshot, so all runs share them.
+    """
+    import importlib
+    import pkgutil
+
+    import pytest_advreview
+
+    for module in pkgutil.walk_packages(pytest_advreview.__path__, "pytest_advreview."):
+        if not module.name.endswith("__main__"):
+            importlib.import_module(module.name)
+
+
+_import_the_whole_package()
+
 
 # -- end-to-end helpers: a git repository under pytester, reviewed by the real Codex ----
 
@@ -16,6 +53,15 @@ from typing import Any  # noqa: E402
 
 import pytest  # noqa: E402
 
+# pytester's in-process runs drop the modules a run imported first, but the package keeps
+# them as attributes: a later run's ``from . import parse`` then finds the old module
+# while ``from .models import Triage`` loads a new one, and pydantic refuses "Triage" for
+# Triage (any test file run alone, with two reviewing runs, failed so).  Importing the
+# machinery here keeps every in-process run on one set of modules.
+import pytest_advreview.report.publish  # noqa: E402
+import pytest_advreview.runner.codex  # noqa: E402
+import pytest_advreview.runner.command  # noqa: E402
+import pytest_advreview.session  # noqa: E402
 from pytest_advreview.testing import (  # noqa: E402
     FAKE_KEY_ENV,
     FAKE_KEY_VALUE,
@@ -51,6 +97,21 @@ def sleeper_running(pid: int) -> bool:
     except (FileNotFoundError, ProcessLookupError):
         return False
     return state not in ("Z", "X") and b"time.sleep" in cmdline
+
+
+@pytest.fixture(autouse=True)
+def private_state_key(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """Each test's per-user state key lives in its own temp folder, never in ``~``.
+
+    ``ADVREVIEW_STATE_KEY`` is unset, so the key is the per-user file unless a test sets
+    the variable itself.  Returns the ``XDG_STATE_HOME`` the runs under the test see.
+    """
+    home = tmp_path_factory.mktemp("xdg-state")
+    monkeypatch.setenv("XDG_STATE_HOME", str(home))
+    monkeypatch.delenv("ADVREVIEW_STATE_KEY", raising=False)
+    return home
 
 
 def git(repo: Path, *args: str) -> str:
@@ -136,7 +197,8 @@ def review_repo(
     monkeypatch.setenv("CODEX_HOME", str(codex_home))
     monkeypatch.setenv(FAKE_KEY_ENV, FAKE_KEY_VALUE)
     monkeypatch.setenv("TMPDIR", str(tmp_path_factory.mktemp("codex-tmp")))
-    for name in ("OPENAI_API_KEY", "CODEX_API_KEY", "GITHUB_ACTIONS", "GITHUB_BASE_REF"):
+    # CI too: the suite runs under CI=true, where --advreview-diff=auto means the branch.
+    for name in ("OPENAI_API_KEY", "CODEX_API_KEY", "CI", "GITHUB_ACTIONS", "GITHUB_BASE_REF"):
         monkeypatch.delenv(name, raising=False)
     repo = pytester.path
     git(repo, "init", "-q", "-b", "main")

@@ -11,6 +11,7 @@ from pytest_advreview.decisions import (
     DecisionsError,
     DecisionsFile,
     check_known,
+    check_targets,
     load_decisions,
 )
 from pytest_advreview.models import Decision, DecisionAction
@@ -202,7 +203,7 @@ def test_array_of_non_tables(tmp_path: Path) -> None:
 def test_not_utf8(tmp_path: Path) -> None:
     path = write(tmp_path, "")
     path.write_bytes(b"# caf\xe9\n")
-    with pytest.raises(DecisionsError, match="is not UTF-8"):
+    with pytest.raises(DecisionsError, match=r"is not UTF-8 \(at offset 5\)"):
         load_decisions(path)
 
 
@@ -257,3 +258,21 @@ def test_every_problem_of_an_entry_is_named(tmp_path: Path) -> None:
     err = load_error(tmp_path, entry(finding="<drop>", action="acept"))
     assert "missing 'finding'" in str(err)
     assert "; also unknown action 'acept'" in str(err)
+
+
+# -- check_targets ---------------------------------------------------------------------------
+
+
+def test_check_targets_accepts_existing_plans_and_the_code_review(tmp_path: Path) -> None:
+    check_targets(load_decisions(write(tmp_path, GOOD)), {"docs/plans/x.md"}.__contains__)
+
+
+def test_check_targets_refuses_a_target_that_is_no_file(tmp_path: Path) -> None:
+    text = GOOD + entry(target="docs/plans/typo.md", finding="AR-000001")
+    path = write(tmp_path, text)
+    with pytest.raises(DecisionsError) as info:
+        check_targets(load_decisions(path), {"docs/plans/x.md"}.__contains__)
+    message = str(info.value)
+    assert message.startswith(f"pytest-advreview: decisions file {path}: decision entry 4: ")
+    assert "target 'docs/plans/typo.md' is not a file of the repository" in message
+    assert "or delete the entry" in message

@@ -149,6 +149,56 @@ def test_broken_sandbox_prints_the_remedy_without_applying_it(
     assert failed(report) == {"sandbox", "resume-sandbox"}
 
 
+@pytest.mark.real_codex
+@pytest.mark.parametrize(
+    ("body", "seen"),
+    [
+        (
+            # A wrapper (or a Codex) that drops the runner's environment policy.
+            """
+kept, it = [], iter(args)
+for arg in it:
+    if arg == "-c":
+        value = next(it, "")
+        if value.startswith(("shell_environment_policy", "allow_login_shell")):
+            continue
+        kept += [arg, value]
+    else:
+        kept.append(arg)
+args = kept
+""",
+            "ADVREVIEW_DOCTOR_PLANTED_TOKEN (from Codex's environment) and "
+            "ADVREVIEW_DOCTOR_PROFILE_SECRET (exported by ~/.bash_profile)",
+        ),
+        (
+            # One that widens the list to every variable (an empty list means no filter).
+            """
+args = [
+    "shell_environment_policy.include_only=[]"
+    if arg.startswith("shell_environment_policy.include_only=")
+    else arg
+    for arg in args
+]
+""",
+            "ADVREVIEW_DOCTOR_PLANTED_TOKEN (from Codex's environment)",
+        ),
+    ],
+    ids=["policy-dropped", "include-only-emptied"],
+)
+def test_a_codex_that_lets_the_planted_variable_through_fails_tool_env(
+    pytester, isolated, codex_executable, tmp_path, body, seen
+):
+    result, report = doctor(pytester, wrapper(tmp_path, codex_executable, body))
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(
+        [
+            f"FAIL tool-env — the tool shell saw {seen}, and its value went to the model; *",
+            "advreview doctor: FAILED: tool-env in *s",
+        ]
+    )
+    assert failed(report) == {"tool-env"}
+
+
 # -- a fake Codex that misbehaves ------------------------------------------------------
 
 

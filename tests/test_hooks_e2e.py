@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from conftest import git
-from pytest_advreview.testing import FindingSpec, approved_review, revise_review
+from pytest_advreview.testing import FindingSpec, approved_review, review_text, revise_review
 
 HIGH = FindingSpec("high", "Rollback restores a stale backup", section="Rollback")
 
@@ -155,3 +155,98 @@ def test_unknown_backend_name_is_a_clear_error(repo: pytest.Pytester) -> None:
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*no reviewer backend is called 'nosuch'*"])
     assert "session.py" not in result.stderr.str() + result.stdout.str()
+
+
+MEDIUM = FindingSpec("medium", "Backups are never tested", section="Rollback")
+
+
+def test_command_backend_retries_a_contradictory_review_then_errors(
+    repo: pytest.Pytester,
+) -> None:
+    # APPROVED next to a finding at fail-on says pass and fail at once: format drift.
+    command = _command_reviewer(repo, review_text("APPROVED", [MEDIUM]))
+    result = repo.runpytest(
+        "--adversarial-review",
+        "--advreview-reviewer=command",
+        f"--advreview-command={command}",
+        "--advreview-diff=none",
+        "--advreview-fail-on=medium",
+    )
+    result.assert_outcomes(errors=1)
+    assert len(_prompts(repo)) == 2  # one retry
+    result.stdout.fnmatch_lines(
+        ["*reviewer format drift: contradictory: VERDICT: APPROVED with 1 finding at or above*"]
+    )
+
+
+def test_a_plugin_backend_that_approves_next_to_a_failing_finding_never_passes(
+    repo: pytest.Pytester,
+) -> None:
+    # A backend that does not check the verdict against fail-on: the outcome still does,
+    # for this run and for the stored verdict the next run reads from the cache.
+    repo.makeconftest(
+        f"""
+        from pytest_advreview.models import RunnerResult, RunnerStatus, ReviewQuality, Verdict
+        from pytest_advreview.parse import analyse
+        from pytest_advreview.runner import DispatchResult
+
+        class Lenient:
+            name = "lenient"
+            supports_resume = False
+            def can_resume(self, session_id):
+                return False
+            def dispatch(self, request):
+                review = analyse({review_text("APPROVED", [MEDIUM])!r}).review
+                runner = RunnerResult(result=RunnerStatus.SUCCESS, verdict=Verdict.APPROVED,
+                                      attempt_id="000001", review_quality=ReviewQuality.VALID)
+                return DispatchResult(runner=runner, operation=request.operation, review=review)
+
+        def pytest_advreview_make_reviewer(config, name):
+            return Lenient() if name == "lenient" else None
+        """
+    )
+    args = ("--adversarial-review", "--advreview-reviewer=lenient", "--advreview-diff=none")
+    for run in ("fresh", "cached"):
+        result = repo.runpytest(*args, "--advreview-fail-on=medium")
+        result.assert_outcomes(errors=1)
+        result.stdout.fnmatch_lines(
+            [
+                "*is contradictory: VERDICT: APPROVED with 1 finding at or above fail-on medium "
+                "(*Backups are never tested*); it is neither passed nor failed - review it again "
+                "with --advreview-fresh*"
+            ]
+        )
+        assert "PASSED" not in result.stdout.str(), run
+    # At a fail-on the finding is below, the same stored verdict passes with the warning.
+    result = repo.runpytest(*args, "--advreview-fail-on=high", "-W", "default::Warning")
+    result.assert_outcomes(passed=1, warnings=1)
+
+
+def test_command_backend_never_sees_the_state_key(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ADVREVIEW_STATE_KEY", "planted-state-key-" + "0123456789abcdef" * 2)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "the-command-needs-this")
+    script = repo.path / "reviewer.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""\
+            import os, pathlib, sys
+            sys.stdin.read()
+            folder = pathlib.Path(__file__).parent / "prompts"
+            folder.mkdir(exist_ok=True)
+            (folder / "env.txt").write_text("\\n".join(sorted(os.environ)))
+            sys.stdout.write({approved_review()!r})
+            """
+        )
+    )
+    result = repo.runpytest(
+        "--adversarial-review",
+        "--advreview-reviewer=command",
+        f"--advreview-command={sys.executable} {script}",
+        "--advreview-diff=none",
+    )
+    result.assert_outcomes(passed=1)
+    seen = (repo.path / "prompts" / "env.txt").read_text().splitlines()
+    assert "ADVREVIEW_STATE_KEY" not in seen
+    assert "ANTHROPIC_API_KEY" in seen  # the command authenticates itself

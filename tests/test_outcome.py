@@ -96,13 +96,50 @@ def test_approved_passes() -> None:
     assert outcome.summary == "APPROVED after 1 round"
 
 
-def test_approved_with_a_severe_finding_still_passes() -> None:
-    result = make_result(ReviewStatus.APPROVED, make_review(Verdict.APPROVED, CRIT))
+@pytest.mark.parametrize("status", [ReviewStatus.APPROVED, ReviewStatus.CACHED])
+@pytest.mark.parametrize(
+    ("finding", "fail_on"),
+    [(CRIT, Severity.MEDIUM), (HIGH_A, Severity.HIGH), (MED, Severity.MEDIUM)],
+    ids=["critical@medium", "high@high", "medium@medium"],
+)
+def test_approved_with_a_finding_at_or_above_fail_on_is_an_error_never_a_pass(
+    status: ReviewStatus, finding: Finding, fail_on: Severity
+) -> None:
+    # "Passed" next to a failing finding: the JSON report listed it as failing while the
+    # item passed.  A contradictory review is judged neither way.
+    result = make_result(status, make_review(Verdict.APPROVED, finding))
 
-    outcome = decide(result, Severity.MEDIUM)
+    outcome = decide(result, fail_on)
 
-    assert outcome.kind is OutcomeKind.PASSED
-    assert outcome.failing == (CRIT,)
+    assert outcome.kind is OutcomeKind.ERROR
+    assert outcome.status is ReviewStatus.ABORTED
+    assert outcome.failing == () and outcome.below == () and outcome.verdict is None
+    assert "contradictory: VERDICT: APPROVED with 1 finding at or above fail-on" in (
+        outcome.summary
+    )
+    assert finding.id in outcome.summary
+    assert "--advreview-fresh" in outcome.summary
+    text = error_report("docs/plans/x.md", result, outcome)
+    assert "reviewer could not run (aborted)" in text
+    assert outcome.summary in text
+
+
+@pytest.mark.parametrize("status", [ReviewStatus.APPROVED, ReviewStatus.CACHED])
+def test_approved_with_findings_only_below_fail_on_passes_with_a_warning(
+    status: ReviewStatus,
+) -> None:
+    result = make_result(status, make_review(Verdict.APPROVED, MED, HIGH_B))
+
+    outcome = decide(result, Severity.CRITICAL)
+
+    assert outcome.kind is OutcomeKind.WARNED
+    assert outcome.failing == ()
+    assert outcome.below == (HIGH_B, MED)
+    assert outcome.verdict is Verdict.APPROVED
+    assert outcome.summary == (
+        "APPROVED after 1 round with 2 findings below critical (passed with a warning)"
+    )
+    assert warning_message("x", outcome).splitlines()[1:] == [HIGH_B.line(), MED.line()]
 
 
 def test_revise_at_or_above_fail_on_fails() -> None:

@@ -130,6 +130,32 @@ def test_drift_when_the_verdict_line_is_missing_entirely() -> None:
     assert "no verdict on the last line" in (analyse(text).drift or "")
 
 
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        (
+            "## Summary\n\nSee:\n\n```text\nquoted plan\n\nVERDICT: REVISE\n",
+            "inside a code block opened with ``` at line 5 and never closed",
+        ),
+        (
+            "## Summary\n\nFine.\n\n~~~\nVERDICT: APPROVED\n~~~\n",
+            "part of a code block (lines 5-7)",
+        ),
+        ("## Summary\n\nFine.\n\n**VERDICT: APPROVED**\n", "without emphasis, quoting"),
+        ("## Summary\n\nFine.\n\n> VERDICT: REVISE\n", "without emphasis, quoting"),
+        ("## Summary\n\nFine.\n\nVerdict: approved.\n", "in capitals"),
+        ("VERDICT: APPROVED\n\nOne more remark.\n", "the verdict on line 1 does not count"),
+        ("## Summary\n\nFine.\n", "the review has no verdict line"),
+    ],
+    ids=["unclosed-fence", "closed-fence", "bold", "quoted", "case", "not-last", "none"],
+)
+def test_drift_says_why_the_last_line_is_no_verdict(text: str, reason: str) -> None:
+    drift = analyse(text).drift
+    assert drift is not None and drift.startswith("no verdict on the last line (got ")
+    assert reason in drift
+    assert "VERDICT: APPROVED or VERDICT: REVISE" in drift or "close the block" in drift
+
+
 @pytest.mark.parametrize("text", ["", "   ", "\n\n\t\n"])
 def test_drift_when_the_review_is_empty(text: str) -> None:
     analysis = analyse(text)
@@ -156,9 +182,29 @@ def test_drift_when_approved_contradicts_a_critical_or_high_finding(severity: st
     assert (analyse(text).drift or "").startswith("contradictory")
 
 
-def test_no_drift_when_approved_with_only_medium_findings() -> None:
-    text = review(FINDING.replace("high", "medium"), verdict="VERDICT: APPROVED")
-    assert analyse(text).drift is None
+@pytest.mark.parametrize(
+    ("severity", "fail_on", "drift"),
+    [
+        ("medium", Severity.MEDIUM, True),
+        ("high", Severity.HIGH, True),
+        ("critical", Severity.CRITICAL, True),
+        ("medium", Severity.HIGH, False),
+        ("high", Severity.CRITICAL, False),
+    ],
+)
+def test_approved_is_drift_exactly_when_a_finding_reaches_fail_on(
+    severity: str, fail_on: Severity, drift: bool
+) -> None:
+    # The threshold is the run's: APPROVED with a medium finding at fail-on=medium passed
+    # before, while every report listed that finding as failing.
+    text = review(FINDING.replace("high", severity), verdict="VERDICT: APPROVED")
+    found = analyse(text, OutputFormat.MARKDOWN, fail_on).drift
+    if drift:
+        assert found is not None
+        assert found.startswith("contradictory: VERDICT: APPROVED with 1 finding at or above")
+        assert f"fail-on {fail_on.value} ([severity: {severity}] AR-" in found
+    else:
+        assert found is None
 
 
 def test_no_drift_for_a_contract_review() -> None:

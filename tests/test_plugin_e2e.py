@@ -265,13 +265,25 @@ def test_missing_plan_path_is_a_clear_error(review_repo: ReviewRepo) -> None:
     result.stderr.fnmatch_lines(["*file or directory not found: docs/plans/nope.md*"])
 
 
-@pytest.mark.parametrize("diff", ["none", "branch"])
-def test_a_base_that_is_not_a_commit_is_a_usage_error(review_repo: ReviewRepo, diff: str) -> None:
+def test_a_base_that_is_not_a_commit_is_a_usage_error_without_a_code_item(
+    review_repo: ReviewRepo,
+) -> None:
     review_repo.plan("a.md")
-    result = review_repo.run("--advreview-base=no-such-branch", f"--advreview-diff={diff}")
+    result = review_repo.run("--advreview-base=no-such-branch", "--advreview-diff=none")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         ["*the base 'no-such-branch'*is not a commit, branch or tag*--advreview-base=REF*"]
+    )
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
+def test_a_base_that_is_not_a_commit_errors_the_code_item_only(review_repo: ReviewRepo) -> None:
+    review_repo.plan("a.md")
+    review_repo.answer("a.md", {"message": approved_review()})
+    result = review_repo.run("--advreview-base=no-such-branch", "--advreview-diff=branch")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        ["*code-review*the base 'no-such-branch'*is not a commit, branch or tag*"]
     )
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
 

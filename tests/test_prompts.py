@@ -10,8 +10,8 @@ import pytest
 
 from pytest_advreview import prompts
 from pytest_advreview.constants import SESSION_MARKER
-from pytest_advreview.models import ChangeSet, OutputFormat
-from pytest_advreview.parse import ReviewerFinding, ReviewerOutput
+from pytest_advreview.models import ChangeSet, OutputFormat, ReviewQuality
+from pytest_advreview.parse import ReviewerFinding, ReviewerOutput, analyse
 from pytest_advreview.prompts import (
     PROMPT_VERSION,
     PreviousRound,
@@ -163,6 +163,63 @@ def test_language_block_names_the_language_and_keeps_the_literals_english() -> N
         assert f"- {literal}" in language
 
 
+GERMAN_PROSE = {
+    "What can go wrong": "Die Migration bricht nach der Hälfte ab.",
+    "Why vulnerable": "Es gibt keine Transaktion um Schritt 2.",
+    "Impact": "Halbe Daten in der Produktion.",
+    "Recommendation": "Schritt 2 in eine Transaktion legen.",
+}
+
+
+@pytest.mark.parametrize("kind", ["plan", "code"])
+def test_a_review_in_another_language_with_the_prompted_labels_parses_whole(kind: str) -> None:
+    # The prompt and the parser must agree: every label the output format asks for is
+    # one the language block keeps English, and a review written that way (German
+    # prose after English labels) keeps its location and its four answers.
+    if kind == "plan":
+        body = plan_prompt("docs/plans/p.md", language="Deutsch")
+    else:
+        body = code_prompt(change(), language="Deutsch")
+    output, language = block(body, "output_format"), block(body, "language")
+    labels = re.findall(r"^- \*\*(.+?):\*\*", output, re.MULTILINE)
+    assert len(labels) == 5
+    for label in labels:
+        assert f"**{label}:**" in language
+    for header in ("Summary", "Findings", "Verdict"):
+        assert header in language
+    where = {"Section": "Schritt 2", "File": "src/mod_0.py lines 3-9"}
+    fields = [f"- **{label}:** {GERMAN_PROSE.get(label) or where[label]}" for label in labels]
+    text = "\n".join(
+        [
+            "## Summary",
+            "",
+            "Der Plan migriert die Benutzertabelle.",
+            "",
+            "## Findings",
+            "",
+            "### [severity: high] Teilweise Migration",
+            *fields,
+            "",
+            "## Verdict",
+            "",
+            "VERDICT: REVISE",
+        ]
+    )
+    analysis = analyse(text)
+    assert analysis.drift is None
+    assert analysis.quality is ReviewQuality.VALID
+    (finding,) = analysis.review.findings
+    assert finding.location is not None
+    if kind == "plan":
+        assert finding.location.section == "Schritt 2"
+    else:
+        assert (finding.location.file, finding.location.line_start) == ("src/mod_0.py", 3)
+    assert finding.what_can_go_wrong == GERMAN_PROSE["What can go wrong"]
+    assert finding.why_vulnerable == GERMAN_PROSE["Why vulnerable"]
+    assert finding.impact == GERMAN_PROSE["Impact"]
+    assert finding.recommendation == GERMAN_PROSE["Recommendation"]
+
+
 @pytest.mark.parametrize("name", ["plan", "code", "code-vs-plan"])
 def test_json_variant_asks_for_the_schema_without_the_last_line_rule(name: str) -> None:
     if name == "plan":
@@ -289,3 +346,22 @@ def test_prompt_version_changes_when_any_template_changes() -> None:
     # Moving text from one template to the next changes it too.
     moved = [templates[0] + templates[1][:1], templates[1][1:], *templates[2:]]
     assert prompts._version(moved) != PROMPT_VERSION
+
+
+@pytest.mark.parametrize("fmt", [OutputFormat.MARKDOWN, OutputFormat.JSON])
+def test_the_verdict_rule_asks_for_revise_whenever_a_finding_is_listed(fmt: OutputFormat) -> None:
+    # The gate treats APPROVED next to a finding at or above fail-on as drift (retried,
+    # then an error).  The seed rule ("approve if no findings or all low severity; revise
+    # if any high/critical") left a medium-only review open to APPROVED, which at the
+    # default fail-on=medium would turn an honest review into an error.
+    body = prompts.plan_prompt("docs/plans/x.md", output_format=fmt)
+    assert "all low severity" not in body
+    assert "revise if any high/critical" not in body
+    if fmt is OutputFormat.MARKDOWN:
+        assert "revise if you list any finding (critical, high or medium)" in body
+    else:
+        assert '"REVISE" if it lists any finding' in body
+    verdict = ReviewerOutput.model_json_schema()["properties"]["verdict"]
+    assert verdict["description"] == (
+        "APPROVED only if findings is empty; REVISE if it lists any finding"
+    )

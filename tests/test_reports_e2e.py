@@ -24,6 +24,7 @@ from pytest_advreview.testing import (
     ScriptedServer,
     approved_review,
     codex_provider_args,
+    review_text,
     revise_review,
 )
 
@@ -51,6 +52,17 @@ REVIEWS: dict[str, dict[str, Any]] = {
         "message": revise_review(FindingSpec("medium", "Wording is vague", section="Rollout"))
     },
     "errored.md": {"http_status": 500},
+    # APPROVED next to a medium finding: contradictory at fail-on=medium, a note at high.
+    "contradictory.md": {
+        "message": review_text(
+            "APPROVED", [FindingSpec("medium", "Backups are never tested", section="Rollback")]
+        )
+    },
+    "approved-note.md": {
+        "message": review_text(
+            "APPROVED", [FindingSpec("medium", "Wave size is unstated", section="Rollout")]
+        )
+    },
 }
 
 
@@ -200,6 +212,106 @@ def test_a_real_run_writes_every_format_and_annotates_on_github(
     assert message.startswith("[severity: high] AR-")
     assert "Locks: taken, released %25d times (src/app.py lines 3-7)%0A" in message
     assert commands[-1].startswith("::warning file=docs/plans/low.md,line=3,endLine=3,")
+
+
+def _never_passed_and_failing(out: Path, stdout: str) -> None:
+    """No report says an item passed while it lists a finding of that item as failing."""
+    data = json.loads((out / "results.json").read_text())
+    jsonschema.Draft202012Validator(RESULTS_SCHEMA).validate(data)
+    for item in data["items"]:
+        record = item["record"]
+        if record["outcome"] in ("passed", "warned") or item["pytest_outcome"] == "passed":
+            assert record["failing_ids"] == [], record["key"]
+    report = (out / "report.md").read_text()
+    for block in report.split("\n## ")[1:]:
+        if "(passed)" in block.splitlines()[0] or "(warned)" in block.splitlines()[0]:
+            assert "(fails)" not in block
+    sarif = json.loads((out / "advreview.sarif").read_text())
+    jsonschema.Draft4Validator(SARIF_SCHEMA).validate(sarif)
+    passing = {i["nodeid"] for i in data["items"] if i["record"]["outcome"] in ("passed", "warned")}
+    for result in sarif["runs"][0]["results"]:
+        if result["properties"]["item"] in passing:
+            assert result["properties"]["failsItem"] is False
+    for command in _commands(stdout):
+        for nodeid in passing:
+            # An ::error annotation for a passing item would read as "this failed".
+            assert not (command.startswith("::error") and nodeid in command), command
+
+
+def test_an_approval_next_to_a_failing_finding_is_an_error_in_every_report(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Observed before: VERDICT: APPROVED with a medium finding at fail-on=medium passed, the
+    # JSON report listed the finding as failing and the markdown said "Gate: passed" next
+    # to "medium (fails)".
+    repo.plans("approved.md", "contradictory.md")
+    summary = repo.path / "out-github" / "step-summary.md"
+    summary.parent.mkdir()
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+
+    result = repo.pytester.runpytest(*repo.args("out"), "--advreview-fail-on=medium")
+
+    result.assert_outcomes(passed=1, errors=1)
+    # Format drift: exactly one retry, then the error (never a pass, never a finding).
+    asked = [r for r in repo.server.response_requests if "contradictory.md" in r.last_user_text]
+    assert len(asked) == 2
+    result.stdout.fnmatch_lines(
+        [
+            "*reviewer format drift: contradictory: VERDICT: APPROVED with 1 finding at or "
+            "above fail-on medium ([[]severity: medium[]] AR-* Backups are never tested*",
+            "ERROR docs/plans/contradictory.md::adversarial-review*",
+        ]
+    )
+    out = repo.path / "out"
+    data = json.loads((out / "results.json").read_text())
+    assert data["totals"]["gate"] == "error"
+    item = next(i for i in data["items"] if i["record"]["key"] == "docs/plans/contradictory.md")
+    assert item["record"]["outcome"] == "error"
+    assert item["record"]["findings"] == [] and item["record"]["failing_ids"] == []
+    report = (out / "report.md").read_text()
+    assert "**Gate: error**" in report
+    assert "\n## ⛔ docs/plans/contradictory.md — aborted (error)\n" in report
+    sarif = json.loads((out / "advreview.sarif").read_text())
+    assert sarif["runs"][0]["results"] == []
+    assert sarif["runs"][0]["invocations"][0]["executionSuccessful"] is False
+    commands = _commands(result.stdout.str())
+    assert [c.split(" ", 1)[0] for c in commands] == ["::error"]
+    assert "contradictory" in commands[0]
+    assert summary.read_text() == report + "\n"
+    _never_passed_and_failing(out, result.stdout.str())
+
+
+def test_an_approval_with_findings_below_fail_on_passes_with_a_warning_everywhere(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo.plans("approved-note.md")
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(repo.path / "summary.md"))
+
+    result = repo.pytester.runpytest(*repo.args("out"))  # fail-on=high
+
+    result.assert_outcomes(passed=1, warnings=1)
+    assert len(repo.server.response_requests) == 1  # valid: no retry
+    result.stdout.fnmatch_lines(
+        [
+            "*ReviewWarning: Adversarial review — docs/plans/approved-note.md — APPROVED after "
+            "1 round with 1 finding below high (passed with a warning)",
+            "*[[]severity: medium[]] AR-* Wave size is unstated (Rollout)",
+        ]
+    )
+    out = repo.path / "out"
+    data = json.loads((out / "results.json").read_text())
+    assert data["totals"]["gate"] == "passed"
+    [item] = data["items"]
+    assert item["record"]["outcome"] == "warned"
+    assert [f["severity"] for f in item["record"]["findings"]] == ["medium"]
+    report = (out / "report.md").read_text()
+    assert "\n## ⚠️ docs/plans/approved-note.md — approved (warned)\n" in report
+    [finding] = json.loads((out / "advreview.sarif").read_text())["runs"][0]["results"]
+    assert finding["level"] == "warning"
+    assert [c.split(" ", 1)[0] for c in _commands(result.stdout.str())] == ["::warning"]
+    _never_passed_and_failing(out, result.stdout.str())
 
 
 def test_strict_exit_tells_a_gate_that_could_not_run_from_one_that_found_problems(

@@ -160,6 +160,30 @@ def test_linelist_ini_keys_replace_their_defaults(pyt: pytest.Pytester) -> None:
     assert settings.plan_scope == "all"
 
 
+def test_env_allow_is_an_ini_list_that_reaches_the_codex_options(pyt: pytest.Pytester) -> None:
+    from pytest_advreview.runner.factory import codex_options
+
+    assert settings_of(pyt).env_allow == ()
+    pyt.makeini("[pytest]\nadvreview_env_allow =\n    NPM_TOKEN\n    MY_APP_*\n")
+    settings = settings_of(pyt)
+    assert settings.env_allow == ("NPM_TOKEN", "MY_APP_*")
+    assert codex_options(settings).env_allow == ("NPM_TOKEN", "MY_APP_*")
+    assert "env-allow=NPM_TOKEN,'MY_APP_*'" in header_lines(settings)[1]
+
+
+def test_an_ini_codex_config_line_that_would_undo_the_env_policy_is_named(
+    pyt: pytest.Pytester,
+) -> None:
+    ini = pyt.makeini("[pytest]\nadvreview_codex_config =\n    allow_login_shell=true\n")
+    out = usage_error(pyt)
+    assert (
+        f'pytest-advreview: ini advreview_codex_config line "allow_login_shell=true" in {ini} '
+        "is not valid; allow_login_shell is set by pytest-advreview so that no credential "
+        "reaches the reviewer's tool shell; let more variables through with the ini key "
+        "advreview_env_allow (one glob per line)"
+    ) in out
+
+
 def test_codex_config_merges_ini_lines_then_command_line_values(pyt: pytest.Pytester) -> None:
     pyt.makeini("[pytest]\nadvreview_codex_config =\n    model_provider=fake\n    a.b=1\n")
     settings = settings_of(
@@ -191,6 +215,46 @@ def test_sandbox_is_explicit_from_any_source(
     monkeypatch.setenv("ADVREVIEW_SANDBOX", "read-only")
     settings = settings_of(pyt)
     assert (settings.sandbox, settings.sandbox_explicit) == ("read-only", True)
+
+
+def test_head_mode_is_read_only_unless_this_run_chooses_the_sandbox(
+    pyt: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The ini line is the project's choice for its own branches, not for a fork's head.
+    pyt.makeini("[pytest]\nadvreview_sandbox = workspace-write\n")
+    settings = settings_of(pyt, "--advreview-head=pr")
+    assert (settings.head, settings.sandbox, settings.sandbox_explicit) == (
+        "pr",
+        "read-only",
+        False,
+    )
+    monkeypatch.setenv("ADVREVIEW_HEAD", "env-sha")
+    assert settings_of(pyt).head == "env-sha"
+    assert settings_of(pyt).sandbox == "read-only"
+    monkeypatch.setenv("ADVREVIEW_SANDBOX", "workspace-write")
+    assert settings_of(pyt).sandbox == "workspace-write"
+    assert settings_of(pyt, "--advreview-sandbox=danger-full-access").sandbox == (
+        "danger-full-access"
+    )
+
+
+def test_an_empty_head_variable_is_a_usage_error_not_a_review_of_the_base(
+    pyt: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ADVREVIEW_HEAD", " ")
+    out = usage_error(pyt, "--adversarial-review")
+    assert "environment ADVREVIEW_HEAD is set but empty" in out
+    assert settings_of(pyt, "--advreview-head=abc123").head == "abc123"
+
+
+def test_head_mode_refuses_escalations_unless_this_run_chooses_approvals(
+    pyt: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pyt.makeini("[pytest]\nadvreview_approvals = auto_review\n")
+    assert settings_of(pyt).approvals == "auto_review"
+    assert settings_of(pyt, "--advreview-head=pr").approvals == "never"
+    monkeypatch.setenv("ADVREVIEW_APPROVALS", "user")
+    assert settings_of(pyt, "--advreview-head=pr").approvals == "user"
 
 
 def test_paths_are_made_absolute_against_the_invocation_dir(pyt: pytest.Pytester) -> None:
@@ -287,7 +351,7 @@ def test_invalid_override_ini_value_names_the_override(pyt: pytest.Pytester) -> 
         ("--advreview-timeout=inf", "expected a number of seconds greater than 0"),
         ("--advreview-max-rounds=0", "expected a whole number from 1 to 20"),
         ("--advreview-max-rounds=2.5", "expected a whole number from 1 to 20"),
-        ("--advreview-budget-tokens=-5", "expected a whole number of tokens of at least 1, or off"),
+        ("--advreview-budget-tokens=-5", "expected a whole number of tokens from 1 to"),
         ("--advreview-model=", "expected a model name, not an empty value"),
         ("--advreview-reviewer=my reviewer", "expected codex, command or the name of a reviewer"),
         ("--advreview-command=x 'unclosed", "expected a shell-quoted command line"),
@@ -300,6 +364,94 @@ def test_each_invalid_cli_value_is_a_usage_error(
 ) -> None:
     out = usage_error(pyt, arg)
     assert f"pytest-advreview: {arg} is not valid; {expected}" in out
+
+
+# Every numeric setting, out of the range the code can handle, from every source.  A value
+# that passes validation must be one the run can use: --advreview-timeout=1e12 used to pass
+# "greater than 0" and then crash every item with OverflowError in the process wait.
+_TIMEOUT_ERR = "expected a number of seconds greater than 0 and at most 86400 (one day)"
+_ROUNDS_ERR = "expected a whole number from 1 to 20"
+_BUDGET_ERR = "expected a whole number of tokens from 1 to 1000000000000, or off"
+OUT_OF_RANGE = [
+    *[
+        ("timeout", raw, _TIMEOUT_ERR)
+        for raw in ("1e12", "86401", "1e400", "inf", "-inf", "nan", "-1", "0", "1e-400", "x")
+    ],
+    *[
+        ("max_rounds", raw, _ROUNDS_ERR)
+        for raw in ("0", "21", "-1", "9" * 30, "9" * 5000, "nan", "1e3", "2.5")
+    ],
+    *[
+        ("budget_tokens", raw, _BUDGET_ERR)
+        for raw in ("0", "-5", "1000000000001", "9" * 30, "9" * 5000, "inf", "nan", "1e6")
+    ],
+]
+
+
+def _numeric_id(case: tuple[str, str, str]) -> str:
+    field, raw, _ = case
+    return f"{field}={raw if len(raw) < 12 else raw[:6] + f'...({len(raw)})'}"
+
+
+@pytest.mark.parametrize("source", ["cli", "env", "ini"])
+@pytest.mark.parametrize("case", OUT_OF_RANGE, ids=[_numeric_id(c) for c in OUT_OF_RANGE])
+def test_numeric_value_out_of_range_is_a_usage_error_naming_its_source(
+    pyt: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    source: str,
+    case: tuple[str, str, str],
+) -> None:
+    field, raw, expected = case
+    option = "--advreview-" + field.replace("_", "-")
+    args: list[str] = []
+    if source == "cli":
+        args = [f"{option}={raw}"]
+        where = f"{option}={raw}"
+    elif source == "env":
+        monkeypatch.setenv(f"ADVREVIEW_{field.upper()}", raw)
+        where = f"environment ADVREVIEW_{field.upper()}={raw}"
+    else:
+        ini = pyt.makeini(f"[pytest]\nadvreview_{field} = {raw}\n")
+        where = f'ini advreview_{field} = "{raw}" in {ini}'
+    out = usage_error(pyt, "--adversarial-review", *args)
+    assert f"pytest-advreview: {where} is not valid; {expected}" in out
+
+
+@pytest.mark.parametrize(
+    ("field", "raw", "value"),
+    [
+        ("timeout", "86400", 86400.0),
+        ("timeout", "0.5s", 0.5),
+        ("max_rounds", "20", 20),
+        ("max_rounds", "1", 1),
+        ("budget_tokens", "1000000000000", 10**12),
+        ("budget_tokens", "1_000", 1000),
+    ],
+)
+def test_numeric_values_at_the_bounds_are_accepted(
+    pyt: pytest.Pytester, field: str, raw: str, value: object
+) -> None:
+    option = "--advreview-" + field.replace("_", "-")
+    assert getattr(settings_of(pyt, f"{option}={raw}"), field) == value
+
+
+def test_a_timeout_at_the_bound_runs_the_process_wait(tmp_path: Path) -> None:
+    # The largest accepted value must be one the wait can take (poll() takes an int of ms).
+    from pytest_advreview.options import MAX_TIMEOUT_S
+    from pytest_advreview.runner._process import launch
+
+    stdin = tmp_path / "in"
+    stdin.write_text("")
+    rc = launch(
+        ["true"],
+        cwd=tmp_path,
+        stdin_file=stdin,
+        stdout_file=tmp_path / "out",
+        stderr_file=tmp_path / "err",
+        env=dict(os.environ),
+        timeout=float(MAX_TIMEOUT_S),
+    )
+    assert rc == 0
 
 
 def test_invalid_ini_plan_scope_lists_choices(pyt: pytest.Pytester) -> None:
@@ -438,18 +590,6 @@ def test_settings_approvals_map_to_codex_args(approvals: str, expected: list[str
     assert approval_args(Settings.model_validate({"approvals": approvals}).approvals) == expected
 
 
-def test_settings_hash_covers_model_reasoning_sandbox_and_format_only() -> None:
-    base = Settings().settings_hash()
-    assert Settings(timeout=5, max_rounds=2, language="Deutsch").settings_hash() == base
-    for changed in (
-        Settings(model="other"),
-        Settings(reasoning="low"),
-        Settings(sandbox="read-only"),
-        Settings(output_format=OutputFormat.JSON),
-    ):
-        assert changed.settings_hash() != base
-
-
 def test_settings_are_frozen() -> None:
     settings = Settings()
     with pytest.raises(ValueError, match="frozen"):
@@ -469,3 +609,30 @@ def test_every_option_is_in_the_readme_options_table() -> None:
     assert expected - shown == set()
     ini_only = {spec.ini_key for spec in SPECS if spec.cli is None}
     assert all(f"`{key}`" in readme for key in ini_only)
+
+
+def test_fixture_override_out_of_range_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    # The adversarial_review fixture's keyword overrides are one more source of a setting:
+    # they go through the same bounds (timeout=1e12 used to reach the process wait).
+    pytester.makepyfile(
+        """
+        import pytest
+
+        def test_override(adversarial_review):
+            with pytest.raises(pytest.UsageError) as info:
+                adversarial_review.plan("docs/plans/x.md", timeout=1e12)
+            print("MESSAGE:", info.value)
+            with pytest.raises(pytest.UsageError, match="max_rounds=0 is not valid"):
+                adversarial_review.plan("docs/plans/x.md", max_rounds=0)
+            with pytest.raises(pytest.UsageError, match="budget_tokens=-1 is not valid"):
+                adversarial_review.plan("docs/plans/x.md", budget_tokens=-1)
+        """
+    )
+    result = pytester.runpytest("-s")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*MESSAGE: pytest-advreview: adversarial_review override timeout=1000000000000.0 is "
+            "not valid; expected a number of seconds greater than 0 and at most 86400 *"
+        ]
+    )

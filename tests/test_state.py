@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
+import warnings
 from pathlib import Path
 
 import pytest
 
+from pytest_advreview import state as state_module
+from pytest_advreview.cachekey import cache_key
 from pytest_advreview.models import (
     Decision,
     DecisionAction,
@@ -23,6 +27,7 @@ from pytest_advreview.models import (
     Verdict,
 )
 from pytest_advreview.state import (
+    STATE_SCHEMA,
     NextStep,
     ReviewState,
     StateStore,
@@ -68,7 +73,7 @@ def record(
 def state(*rounds: RoundRecord, key: str = PLAN, settings: str = SETTINGS) -> ReviewState:
     return ReviewState(
         key=key,
-        settings_hash=settings,
+        reviewer={"model": settings},
         rounds=rounds,
         session_id="thread-1",
         last_content_hash=rounds[-1].content_hash if rounds else None,
@@ -196,27 +201,49 @@ def test_corrupt_json_warns_and_reads_none(store: StateStore) -> None:
         assert store.load(PLAN) is None
 
 
+def write_signed(store: StateStore, state_data: object, **envelope: object) -> None:
+    """Write an entry whose MAC is valid for ``state_data`` (whatever it holds)."""
+    key = store.state_key()
+    assert key is not None
+    body = {
+        "schema_version": STATE_SCHEMA,
+        "mac": key.mac(state_module._canonical(state_data)),
+        "run_tag": "0" * 64,
+        "state": state_data,
+        **envelope,
+    }
+    entry_path(store, PLAN).write_text(json.dumps(body), encoding="utf-8")
+
+
 def test_wrong_schema_warns_and_reads_none(store: StateStore) -> None:
     data = json.loads(state(record(1, Verdict.APPROVED)).model_dump_json())
     data["rounds"][0]["number"] = "one"
-    entry_path(store, PLAN).write_text(json.dumps(data), encoding="utf-8")
-    with pytest.warns(StateWarning, match=r"does not match the state schema \(rounds\.0\.number"):
+    write_signed(store, data)
+    match = r"does not match the state schema \(state\.rounds\.0\.number"
+    with pytest.warns(StateWarning, match=match):
         assert store.load(PLAN) is None
 
 
 def test_unknown_field_is_a_schema_error(store: StateStore) -> None:
     data = json.loads(state(record(1, Verdict.APPROVED)).model_dump_json())
     data["surprise"] = 1
-    entry_path(store, PLAN).write_text(json.dumps(data), encoding="utf-8")
+    write_signed(store, data)
     with pytest.warns(StateWarning, match="surprise"):
         assert store.load(PLAN) is None
 
 
 def test_other_schema_version_warns(store: StateStore) -> None:
     data = json.loads(state(record(1, Verdict.APPROVED)).model_dump_json())
-    data["schema_version"] = 99
-    entry_path(store, PLAN).write_text(json.dumps(data), encoding="utf-8")
+    write_signed(store, data, schema_version=99)
     with pytest.warns(StateWarning, match="schema version 99"):
+        assert store.load(PLAN) is None
+
+
+def test_entry_of_the_unsigned_layout_of_version_1_warns(store: StateStore) -> None:
+    data = json.loads(state(record(1, Verdict.APPROVED)).model_dump_json())
+    data["schema_version"] = 1
+    entry_path(store, PLAN).write_text(json.dumps(data), encoding="utf-8")
+    with pytest.warns(StateWarning, match="schema version 1, this plugin reads version 2"):
         assert store.load(PLAN) is None
 
 
@@ -228,7 +255,7 @@ def test_json_that_is_not_an_object_warns(store: StateStore) -> None:
 
 def test_entry_of_another_key_warns(store: StateStore) -> None:
     other = state(record(1, Verdict.APPROVED), key="docs/plans/other.md")
-    entry_path(store, PLAN).write_text(other.model_dump_json(), encoding="utf-8")
+    write_signed(store, json.loads(other.model_dump_json()))
     with pytest.warns(StateWarning, match="belongs to another target"):
         assert store.load(PLAN) is None
 
@@ -332,9 +359,7 @@ def decide(
 ) -> NextStep:
     return decide_next(
         s,
-        content_hash=content,
-        settings_hash=settings,
-        decisions=decisions,
+        cache_key({"model": settings}, content, decisions),
         max_rounds=max_rounds,
         fresh=fresh,
     )
@@ -360,8 +385,16 @@ def test_fresh_ignores_the_state() -> None:
 def test_changed_settings_start_over() -> None:
     step = decide(APPROVED, settings="other")
     assert step.action == "review"
-    assert "settings changed" in step.reason
+    assert "the reviewer changed since the stored rounds (model)" in step.reason
     assert "starting over" in step.reason
+
+
+def test_a_new_decision_on_an_approved_review_is_the_next_round() -> None:
+    # The decisions are part of the cache key: the reviewer has not seen this one.
+    step = decide(APPROVED, decisions=(REJECT,))
+    assert step.action == "continue"
+    assert step.decisions == (REJECT,)
+    assert "new decisions since round 1 was APPROVED" in step.reason
 
 
 def test_state_without_rounds_is_an_initial_review() -> None:
@@ -513,3 +546,149 @@ def test_plan_diff_not_truncated_when_it_fits() -> None:
 def test_plan_diff_rejects_nonsense_limits() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         plan_diff("a", "b", path=PLAN, max_lines=0)
+
+
+# -- authenticity ------------------------------------------------------------------------------
+
+
+def _entry_json(store: StateStore) -> dict[str, object]:
+    data = json.loads(entry_path(store, PLAN).read_text(encoding="utf-8"))
+    assert isinstance(data, dict)
+    return data
+
+
+def test_an_entry_carries_a_mac_over_its_state_and_this_runs_tag(store: StateStore) -> None:
+    store.save(state(record(1, Verdict.APPROVED)))
+    data = _entry_json(store)
+    assert sorted(data) == ["mac", "run_tag", "schema_version", "state"]
+    key = store.state_key()
+    assert key is not None
+    assert key.verify(state_module._canonical(data["state"]), data["mac"])
+
+
+def test_an_entry_the_plugin_did_not_write_is_ignored_with_a_warning(store: StateStore) -> None:
+    forged = json.loads(state(record(1, Verdict.APPROVED)).model_dump_json())
+    entry = {"schema_version": STATE_SCHEMA, "mac": "0" * 64, "run_tag": "0" * 64}
+    entry_path(store, PLAN).write_text(json.dumps({**entry, "state": forged}), encoding="utf-8")
+    with pytest.warns(StateWarning) as caught:
+        assert store.load(PLAN) is None
+    (warning,) = caught
+    text = str(warning.message)
+    assert "docs/plans/x.md" in text and str(entry_path(store, PLAN)) in text
+    assert "not written by pytest-advreview under this state key" in text
+    assert "reviewed again" in text
+
+
+def test_a_stored_revise_edited_to_approved_is_ignored(store: StateStore) -> None:
+    store.save(state(record(1, Verdict.REVISE, findings=(finding("AR-aaaaaa"),))))
+    data = _entry_json(store)
+    text = json.dumps(data).replace('"REVISE"', '"APPROVED"')
+    entry_path(store, PLAN).write_text(text, encoding="utf-8")
+    with pytest.warns(StateWarning, match="not written by pytest-advreview"):
+        assert store.load(PLAN) is None
+
+
+def test_an_entry_written_under_another_key_is_ignored(
+    config: pytest.Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ADVREVIEW_STATE_KEY", "a" * 40)
+    StateStore(config).save(state(record(1, Verdict.APPROVED)))
+    monkeypatch.setenv("ADVREVIEW_STATE_KEY", "b" * 40)
+    with pytest.warns(StateWarning, match="ADVREVIEW_STATE_KEY"):
+        assert StateStore(config).load(PLAN) is None
+    monkeypatch.setenv("ADVREVIEW_STATE_KEY", "a" * 40)
+    assert StateStore(config).load(PLAN) is not None
+
+
+def test_a_bad_ci_secret_is_a_usage_error_when_the_store_starts(
+    config: pytest.Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ADVREVIEW_STATE_KEY", "too-short")
+    with pytest.raises(pytest.UsageError, match="ADVREVIEW_STATE_KEY has 9 characters"):
+        StateStore(config)
+
+
+def test_without_a_usable_key_nothing_is_trusted_or_stored(
+    config: pytest.Config, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    StateStore(config).save(state(record(1, Verdict.APPROVED)))
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    monkeypatch.setenv("XDG_STATE_HOME", str(blocker))
+    keyless = StateStore(config)
+    with pytest.warns(StateWarning, match="reviewed afresh and nothing is stored") as caught:
+        first = keyless.load(PLAN)
+    assert first is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once per store, not per entry
+        assert keyless.save(state(record(2, Verdict.APPROVED))) is False
+        assert keyless.load(PLAN) is None
+    assert len(caught) == 1
+
+
+# -- watching the store while a reviewer runs ------------------------------------------------
+
+
+def test_entries_this_run_writes_are_not_foreign(config: pytest.Config) -> None:
+    secret = b"s" * 32
+    mine, other_worker = (
+        StateStore(config, run_secret=secret),
+        StateStore(config, run_secret=secret),
+    )
+    before = mine.snapshot()
+    other_worker.save(state(record(1, Verdict.APPROVED), key="docs/plans/y.md"))
+    mine.save(state(record(1, Verdict.APPROVED)))
+    assert mine.foreign_changes(before, mine.snapshot()) == []
+
+
+def test_an_entry_an_earlier_run_wrote_is_foreign_when_it_appears_during_a_review(
+    config: pytest.Config, tmp_path: Path
+) -> None:
+    # A valid MAC is not enough: a reviewer that read the per-user key, or copied an old
+    # entry, writes entries that verify; only this run's processes can tag them.
+    mine = StateStore(config, run_secret=b"s" * 32)
+    earlier = StateStore(config, run_secret=b"e" * 32)
+    earlier.save(state(record(1, Verdict.APPROVED), key="docs/plans/y.md"))
+    copy = tmp_path / "y.json"
+    copy.write_bytes(Path(str(earlier.path_for("docs/plans/y.md"))).read_bytes())
+    earlier.clear("docs/plans/y.md")
+    before = mine.snapshot()
+    target = earlier.path_for("docs/plans/y.md")
+    assert target is not None
+    target.write_bytes(copy.read_bytes())
+    assert mine.foreign_changes(before, mine.snapshot()) == [str(target)]
+
+
+def test_a_rewritten_or_deleted_entry_is_foreign_and_discarded(store: StateStore) -> None:
+    store.save(state(record(1, Verdict.REVISE, findings=(finding("AR-aaaaaa"),))))
+    store.save(state(record(1, Verdict.REVISE), key="docs/plans/gone.md"))
+    path, gone = entry_path(store, PLAN), entry_path(store, "docs/plans/gone.md")
+    before = store.snapshot()
+    path.write_text(path.read_text().replace('"REVISE"', '"APPROVED"'))
+    gone.unlink()
+    changed = store.foreign_changes(before, store.snapshot())
+    assert changed == sorted([str(path), str(gone)])
+    assert store.target_of(str(path)) == PLAN
+    store.discard(changed)
+    assert not path.exists()
+    assert store.load(PLAN) is None
+
+
+def test_a_rewrite_that_keeps_size_and_mtime_is_still_seen(store: StateStore) -> None:
+    store.save(state(record(1, Verdict.REVISE)))
+    path = entry_path(store, PLAN)
+    before = store.snapshot()
+    info = path.stat()
+    path.write_text(path.read_text().replace('"REVISE"', '"REVIZE"'))  # same length
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+    assert path.stat().st_size == info.st_size
+    assert store.foreign_changes(before, store.snapshot()) == [str(path)]
+
+
+def test_a_replaced_key_file_is_foreign(store: StateStore) -> None:
+    store.save(state(record(1, Verdict.APPROVED)))
+    key = store.state_key()
+    assert key is not None and key.source == "file"
+    before = store.snapshot()
+    Path(key.where).write_text("0" * 64 + "\n")
+    assert store.foreign_changes(before, store.snapshot()) == [key.where]

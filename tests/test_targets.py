@@ -16,14 +16,14 @@ import pytest
 
 from conftest import git
 from pytest_advreview import targets
+from pytest_advreview.cachekey import change_set_hash, plan_hash
 from pytest_advreview.models import ChangeSet
 from pytest_advreview.targets import (
+    BaseRefError,
     TargetError,
     change_set,
-    change_set_hash,
     compile_glob,
     plan_files,
-    plan_hash,
     repo_info,
     resolve_base,
 )
@@ -116,10 +116,87 @@ def test_explicit_base_is_used_when_it_exists(repo: Path) -> None:
     assert resolve_base(repo, "v1", {}) == "v1"
 
 
-def test_unknown_explicit_base_is_a_target_error_with_the_fix(repo: Path) -> None:
-    with pytest.raises(TargetError, match="--advreview-base") as exc:
+def test_unknown_explicit_base_without_a_remote_suggests_only_another_base(repo: Path) -> None:
+    with pytest.raises(BaseRefError, match="--advreview-base") as exc:
         resolve_base(repo, "nope", {})
-    assert "git fetch origin nope" in str(exc.value)
+    assert "git fetch" not in str(exc.value)  # no remote could provide it
+
+
+def _origin_and_clone(tmp_path: Path, *clone_args: str) -> tuple[Path, Path]:
+    """A real "origin" (main, and feature one commit ahead) and a clone of feature only."""
+    origin = make_repo(tmp_path / "origin")
+    write(origin, "base.txt", "base\n")
+    commit(origin, "base")
+    write(origin, "more.txt", "more\n")
+    commit(origin, "more on main")
+    git(origin, "checkout", "-q", "-b", "feature", "HEAD~1")
+    write(origin, "src/feature.py", "print(1)\n")
+    commit(origin, "feature")
+    clone = tmp_path / "clone"
+    git(
+        tmp_path,
+        "-c",
+        "protocol.file.allow=always",
+        "clone",
+        "-q",
+        "--single-branch",
+        "--branch",
+        "feature",
+        *clone_args,
+        (origin / ".git").as_uri(),
+        str(clone),
+    )
+    return origin, clone.resolve()
+
+
+def _run_suggested(repo: Path, message: str) -> None:
+    """Run the git command a message suggests in backticks, exactly as printed."""
+    start = message.index("`git ") + 1
+    command = shlex.split(message[start : message.index("`", start)])
+    proc = subprocess.run(command, cwd=repo, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, f"the suggested {command} failed: {proc.stderr}"
+
+
+@pytest.mark.parametrize("base", ["origin/main", "main"])
+def test_the_fetch_a_missing_base_suggests_works(tmp_path: Path, base: str) -> None:
+    _origin, clone = _origin_and_clone(tmp_path)
+    with pytest.raises(BaseRefError) as exc:
+        resolve_base(clone, base, {})
+    message = str(exc.value)
+    # The old hint, `git fetch origin origin/main`, asks the remote for a ref it lacks.
+    assert f"git fetch origin {base}`" not in message
+    _run_suggested(clone, message)
+    assert resolve_base(clone, base, {}) == base
+    changes = change_set(clone, "branch", base, ())
+    assert changes is not None and changes.files == ("src/feature.py",)
+
+
+def test_a_shallow_clone_is_told_to_unshallow_and_that_works(tmp_path: Path) -> None:
+    _origin, clone = _origin_and_clone(tmp_path, "--depth", "1")
+    git(clone, "fetch", "-q", "--depth", "1", "origin", "main:refs/remotes/origin/main")
+    with pytest.raises(BaseRefError, match="shallow clone") as exc:
+        change_set(clone, "branch", "origin/main", ())
+    message = str(exc.value)
+    assert "unrelated" not in message
+    _run_suggested(clone, message)
+    changes = change_set(clone, "branch", "origin/main", ())
+    assert changes is not None and changes.files == ("src/feature.py",)
+
+
+def test_unrelated_histories_are_not_called_a_shallow_clone(repo: Path) -> None:
+    git(repo, "checkout", "-q", "--orphan", "lonely")
+    write(repo, "other.py")
+    commit(repo)
+    with pytest.raises(BaseRefError) as exc:
+        change_set(repo, "branch", "main", ())
+    message = str(exc.value)
+    assert "unrelated histories" in message
+    assert "shallow" not in message and "fetch" not in message
+    # Both suggested ways out work: another base, or the uncommitted changes only.
+    assert "--advreview-base=REF" in message and "--advreview-diff=uncommitted" in message
+    assert change_set(repo, "branch", "lonely~0", ()) is None
+    write(repo, "other.py", "edited\n")
+    assert change_set(repo, "uncommitted", None, ()) is not None
 
 
 def test_github_base_ref_wins_over_fallbacks(repo: Path) -> None:
@@ -287,6 +364,49 @@ def test_outside_git_the_file_system_is_globbed_and_all_plans_selected(tmp_path:
     assert sel.summary == "not a git repository: reviewing all 2 plans"
 
 
+def test_a_symlinked_plan_is_its_real_file_once(repo: Path) -> None:
+    (repo / "docs/plans/alias.md").symlink_to("a.md")  # the same plan under two names
+    (repo / "docs/plans/loop").symlink_to("..")  # git lists a folder link as one entry
+    (repo / "notes").mkdir()
+    write(repo, "notes/linked.md")
+    (repo / "docs/plans/from-notes.md").symlink_to("../../notes/linked.md")
+    sel = plan_files(repo, targets_plans(), "all", "main")
+    assert sel.keys == (
+        "docs/plans/a.md",
+        "docs/plans/b.md",
+        "docs/plans/from-notes.md",  # links to a file of the repo the globs do not match
+        "docs/team/specs/c.md",
+    )
+    assert sel.total == 4
+    assert "not reviewed" not in sel.summary
+
+
+@pytest.mark.parametrize("git_tree", [True, False], ids=["git", "no-git"])
+def test_a_plan_symlink_out_of_the_repository_is_named_and_never_read(
+    tmp_path: Path, git_tree: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = make_repo(tmp_path / "r") if git_tree else tmp_path / "r"
+    write(root, "docs/plans/real.md")
+    secret = write(tmp_path / "elsewhere", "secret.md", "not this project's\n")
+    (root / "docs/plans/stolen.md").symlink_to(secret)
+    if git_tree:
+        write(root, ".gitignore", "private.md\n")
+        write(root, "private.md", "ignored\n")
+        (root / "docs/plans/ignored.md").symlink_to("../../private.md")
+        commit(root)
+
+    def no_read(*args: object, **kwargs: object) -> None:
+        raise AssertionError("plan_files must not read plan files")
+
+    monkeypatch.setattr(Path, "open", no_read)
+    sel = plan_files(root, targets_plans(), "all", None)
+    monkeypatch.undo()
+    assert sel.keys == ("docs/plans/real.md",)
+    assert "not reviewed" in sel.summary and "docs/plans/stolen.md" in sel.summary
+    if git_tree:
+        assert "docs/plans/ignored.md" in sel.summary
+
+
 def test_no_match_summary_names_the_globs(repo: Path) -> None:
     sel = plan_files(repo, ("rfcs/*.md",), "changed", "main")
     assert (sel.selected, sel.total) == ((), 0)
@@ -398,16 +518,13 @@ def test_branch_mode_diffs_against_the_base(repo: Path) -> None:
 
 
 def test_branch_mode_without_base_is_a_target_error(repo: Path) -> None:
-    with pytest.raises(TargetError, match="--advreview-base=REF"):
-        change_set(repo, "branch", None, ())
-
-
-def test_branch_without_merge_base_is_a_target_error(repo: Path) -> None:
-    git(repo, "checkout", "-q", "--orphan", "lonely")
-    write(repo, "other.py")
+    git(repo, "checkout", "-q", "-b", "feature")
+    write(repo, "src/new.py")
     commit(repo)
-    with pytest.raises(TargetError, match="fetch-depth: 0"):
-        change_set(repo, "branch", "main", ())
+    with pytest.raises(BaseRefError, match="--advreview-base=REF"):
+        change_set(repo, "branch", None, ())
+    # The fix the message names.
+    assert change_set(repo, "branch", "main", ()) is not None
 
 
 def test_branch_that_only_edits_plans_has_no_change_set(repo: Path) -> None:

@@ -134,6 +134,10 @@ def main() -> int:
         }
         for secret in ("OPENAI_API_KEY", "CODEX_API_KEY"):
             env.pop(secret, None)
+        # The demo is a laptop session: its code change is uncommitted, and under CI
+        # (CI=true, as when the test suite runs it there) auto would review the branch.
+        for name in ("CI", "GITHUB_ACTIONS"):
+            env.pop(name, None)
         with ScriptedServer(script()) as server:
             argv = [
                 sys.executable,

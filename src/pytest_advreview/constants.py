@@ -29,3 +29,5 @@ RECORD_ATTR = "advreview_record"
 EXIT_REVIEW_ERRORS = 10
 #: ``workerinput`` key of the run directory the controller shares with xdist workers.
 RUN_DIR_KEY = "advreview_run_dir"
+#: ``workerinput`` key of the run's secret that tags the state entries this run writes.
+RUN_SECRET_KEY = "advreview_run_secret"

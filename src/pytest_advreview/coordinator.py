@@ -10,23 +10,23 @@ stores the result.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import tempfile
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
-from .decisions import DecisionsError, DecisionsFile, check_known, load_decisions
+from .cachekey import cache_key, reviewer_identity
+from .decisions import DecisionsError, DecisionsFile, check_known, check_targets, load_decisions
 from .loop import FixFailed, LoopResult
 from .models import Review, ReviewStatus, RoundRecord
 from .outcome import Outcome
-from .prompts import PROMPT_VERSION
 from .review import ReviewInputError, ReviewRun
-from .state import ReviewState, StateStore, decide_next, plan_diff
+from .state import ReviewState, StateStore, StateWarning, decide_next, plan_diff
 
 if TYPE_CHECKING:
     from .settings import Settings
@@ -69,29 +69,58 @@ class TokenLedger:
 class Coordinator:
     """Runs one target with its stored state, decisions and the run's token budget."""
 
-    def __init__(self, config: pytest.Config, settings: Settings, run_dir: Path) -> None:
+    def __init__(
+        self,
+        config: pytest.Config,
+        settings: Settings,
+        run_dir: Path,
+        *,
+        run_secret: bytes | None = None,
+    ) -> None:
+        """:param run_secret: the secret of this run's state tags (shared by xdist workers)."""
         self.config = config
         self.settings = settings
-        self.store = StateStore(config)
+        self.store = StateStore(config, run_secret=run_secret)
         self.ledger = TokenLedger(run_dir)
-        # The prompt version is part of the key: a new prompt is a new review.
-        self.settings_hash = hashlib.sha256(
-            f"{settings.settings_hash()}:{PROMPT_VERSION}".encode()
-        ).hexdigest()[:16]
+        #: Who reviews in this run; a stored verdict of another reviewer never counts.
+        self.identity = reviewer_identity(settings)
         # Each state is read once per run (collection reads it for the severity markers).
         self._loaded: dict[str, ReviewState | None] = {}
+        #: Why a stored entry was not used, warned once, by the item that reviews it (so
+        #: xdist workers, which all collect every item, do not each warn).
+        self._problems: dict[str, str] = {}
         self.decisions_path = Path(settings.decisions)
         try:
             self.decisions: DecisionsFile | None = load_decisions(self.decisions_path)
         except DecisionsError as exc:
             raise pytest.UsageError(str(exc)) from None
 
+    def check_decisions(self, repo_root: Path) -> None:
+        """Refuse decisions on targets that do not exist or findings they never had.
+
+        Run once per run, before any review, so a wrong entry is a usage error naming it
+        instead of an error of one item (or nothing at all, for a target nobody reviews).
+
+        :param repo_root: the repository top level, which targets are relative to.
+        :raises DecisionsError: the first wrong entry.
+        """
+        if self.decisions is None or not self.decisions.entries:
+            return
+        check_targets(self.decisions, lambda key: (repo_root / key).is_file())
+        for key in sorted(self.decisions.targets):
+            state = self.stored(key)
+            if state is not None:
+                check_known(self.decisions, key, state.known_finding_ids, self.decisions_path)
+
     def stored(self, key: str) -> ReviewState | None:
         """The stored state of ``key`` (``None`` with ``--advreview-fresh``)."""
         if self.settings.fresh:
             return None
         if key not in self._loaded:
-            self._loaded[key] = self.store.load(key)
+            state, problem = self.store.read(key)
+            self._loaded[key] = state
+            if problem is not None:
+                self._problems[key] = problem
         return self._loaded[key]
 
     def stored_severity(self, key: str) -> str | None:
@@ -123,6 +152,13 @@ class Coordinator:
                 )
             )
         state = self.stored(key)
+        problem = self._problems.pop(key, None)
+        if problem is not None:
+            # Attributed to the entry file: that is what the user inspects or deletes.
+            where = self.store.path_for(key)
+            warnings.warn_explicit(
+                StateWarning(problem), StateWarning, filename=str(where or key), lineno=1
+            )
         decisions = self.decisions.for_target(key) if self.decisions is not None else ()
         if state is not None and self.decisions is not None:
             try:
@@ -131,9 +167,7 @@ class Coordinator:
                 raise ReviewInputError(str(exc)) from None
         step = decide_next(
             state,
-            content_hash=material.content_hash,
-            settings_hash=self.settings_hash,
-            decisions=decisions,
+            cache_key(self.identity, material.content_hash, decisions),
             max_rounds=self.settings.max_rounds,
             fresh=self.settings.fresh,
         )
@@ -229,7 +263,7 @@ class Coordinator:
     ) -> None:
         state = ReviewState(
             key=key,
-            settings_hash=self.settings_hash,
+            reviewer=self.identity,
             rounds=(*history, *result.rounds),
             session_id=result.session_id,
             last_content_hash=content_hash,

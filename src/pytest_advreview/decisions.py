@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ __all__ = [
     "DecisionsError",
     "DecisionsFile",
     "check_known",
+    "check_targets",
     "load_decisions",
 ]
 
@@ -174,7 +175,9 @@ def load_decisions(path: Path) -> DecisionsFile:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise DecisionsError(path, f"is not UTF-8 (byte {exc.start}); save it as UTF-8") from exc
+        raise DecisionsError(
+            path, f"is not UTF-8 (at offset {exc.start}); save it as UTF-8"
+        ) from exc
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -278,5 +281,26 @@ def check_known(
                 f"unknown finding id {entry.finding} for {key}; known: {known}. "
                 "Copy the id from the failure output, or delete the entry if the finding "
                 "is gone",
+                entry=number,
+            )
+
+
+def check_targets(decisions: DecisionsFile, exists: Callable[[str], bool]) -> None:
+    """Refuse an entry whose target is neither ``code-review`` nor a file that exists.
+
+    A decision on a misspelt or moved plan would never reach any review: the finding it
+    answers would stay open while its author believes it was answered.
+
+    :param decisions: the parsed decisions file.
+    :param exists: whether a repo-relative target is a file of the repository.
+    :raises DecisionsError: the first entry with such a target.
+    """
+    for number, entry in enumerate(decisions.entries, start=1):
+        if entry.target != CODE_TARGET and not exists(entry.target):
+            raise DecisionsError(
+                decisions.path,
+                f"target {entry.target!r} is not a file of the repository (nor "
+                f'"{CODE_TARGET}"); give the plan\'s path relative to the repository top '
+                f'(target = "docs/plans/x.md"), or delete the entry if the plan is gone',
                 entry=number,
             )

@@ -47,6 +47,7 @@ from .constants import PINNED_CODEX_VERSION
 from .models import WireModel
 from .parse import review_schema
 from .prompts import with_marker
+from .runner import environment
 from .runner._process import launch
 from .runner.codex import _STDERR_FAILURE, CodexCapabilities, approval_args
 from .testing.fixtures import offline_env
@@ -74,6 +75,11 @@ HANG_PROBE_S = 2.0
 #: Environment variable that tags every process the doctor starts (and their children), so
 #: the final sweep can prove that nothing outlived the doctor.
 RUN_TAG_ENV = "ADVREVIEW_DOCTOR_RUN"
+#: The credential-looking variable the tool-env check plants in Codex's environment; its
+#: value (a fresh random string) must never come back from the reviewer's tool shell.
+PLANTED_ENV = "ADVREVIEW_DOCTOR_PLANTED_TOKEN"
+#: The one a login shell would export from ``~/.bash_profile`` (the doctor's own HOME).
+PLANTED_PROFILE_ENV = "ADVREVIEW_DOCTOR_PROFILE_SECRET"
 
 #: Every row, in the order printed, with what it checks and whether it is required.
 #: Non-required rows observe a runner capability: a difference is a WARN, never a failure,
@@ -101,6 +107,7 @@ CHECKS: Mapping[str, tuple[str, bool]] = {
     ),
     "output-schema": ("--output-schema is forwarded strictly and unchanged", True),
     "sandbox": ("read-only blocks a write, workspace-write allows it", True),
+    "tool-env": ("the tool shell sees no credential-looking variable (planted)", True),
     "cleanup": ("no process and no temp directory left behind", True),
 }
 
@@ -411,6 +418,7 @@ class _Doctor:
             self._check_output_schema,
             self._check_sandbox_ro,
             self._check_sandbox_ww,
+            self._check_tool_env,
         ]
         # One Codex start costs about 0.8 CPU-seconds: more launches at once than CPUs only
         # stretch each of them towards LAUNCH_TIMEOUT_S (8 at once on a busy 2-core CI
@@ -524,6 +532,17 @@ class _Doctor:
         self._rule("SCHEMA", {"message": '{"doctor": true}'})
         self._rule("SANDBOX-RO", *self._tool_steps("SANDBOX-RO"))
         self._rule("SANDBOX-WW", *self._tool_steps("SANDBOX-WW"))
+        self._rule(
+            "TOOL-ENV",
+            {
+                "function_call": {
+                    "name": "exec_command",
+                    "arguments": {"cmd": f"echo RAN-TOOL-ENV-{self.token}; env"},
+                },
+                "call_id": f"call_tool-env_{self.token}",
+            },
+            {"message": "probe TOOL-ENV done"},
+        )
 
     def _argv(
         self,
@@ -568,6 +587,7 @@ class _Doctor:
         prompt: str,
         *,
         timeout: float = LAUNCH_TIMEOUT_S,
+        env: Mapping[str, str] | None = None,
     ) -> _Launch:
         """Run one Codex process with a wall-clock timeout; kill its group when over.
 
@@ -584,7 +604,7 @@ class _Doctor:
             work / "stderr.txt",
         )
         stdin_path.write_text(prompt, encoding="utf-8")
-        env = dict(self.env, **{RUN_TAG_ENV: f"{self.token}:{name}"})
+        env = dict(self.env if env is None else env, **{RUN_TAG_ENV: f"{self.token}:{name}"})
         start = time.monotonic()
         left: tuple[int, ...] = ()
         rc = launch(
@@ -1143,6 +1163,64 @@ class _Doctor:
         probe = self._probe(kind, launch)
         with self.lock:
             self.sandbox[mode] = probe
+
+    def _check_tool_env(self) -> None:
+        """A planted credential must not reach the tool shell under the runner's arguments.
+
+        The runner passes ``shell_environment_policy.include_only`` and
+        ``allow_login_shell=false`` (:mod:`.runner.environment`); Codex's own default
+        hands its whole environment, and a login shell's profile, to every tool call.
+        """
+        planted = f"planted-{secrets.token_hex(8)}"
+        profile = f"profile-{secrets.token_hex(8)}"
+        (self.user_home / ".bash_profile").write_text(
+            f"export {PLANTED_PROFILE_ENV}={profile}\n", encoding="utf-8"
+        )
+        env = dict(self.env, **{PLANTED_ENV: planted})
+        argv = self._argv(sandbox="read-only", output=self._work("tool-env") / "review.md")
+        # The runner's own arguments, computed from the environment Codex gets.
+        at = argv.index("-C")
+        argv[at:at] = environment.tool_shell_args(environment.reviewer_process_env(env), ())
+        try:
+            launch = self._launch(
+                "tool-env", argv, self._prompt("TOOL-ENV", "Run the probe."), env=env
+            )
+        except _Skip as skip:
+            self._add("tool-env", "FAIL", f"not run: {skip}")
+            return
+        output = self._tool_output("TOOL-ENV")
+        sent = "\n".join(json.dumps(r.body) for r in self._requests("TOOL-ENV"))
+        if output is None or f"RAN-TOOL-ENV-{self.token}" not in output:
+            self._add(
+                "tool-env",
+                "FAIL",
+                f"the env probe never ran (no tool output came back; {launch.how()})",
+            )
+            return
+        seen = [
+            f"{PLANTED_ENV} (from Codex's environment)" if planted in sent else "",
+            f"{PLANTED_PROFILE_ENV} (exported by ~/.bash_profile)" if profile in sent else "",
+        ]
+        seen = [item for item in seen if item]
+        if seen:
+            self._add(
+                "tool-env",
+                "FAIL",
+                f"the tool shell saw {' and '.join(seen)}, and its value went to the model; "
+                "Codex no longer honours shell_environment_policy.include_only or "
+                "allow_login_shell=false",
+            )
+            return
+        names = [line.split("=", 1)[0] for line in output.splitlines() if "=" in line]
+        if "PATH" not in names:
+            self._add("tool-env", "FAIL", f"env printed no PATH: {_clip(output)}")
+            return
+        self._add(
+            "tool-env",
+            "PASS",
+            f"planted {PLANTED_ENV} and a ~/.bash_profile export; the tool shell saw "
+            f"neither ({len(names)} variables, PATH among them)",
+        )
 
     def _row_sandbox(self) -> None:
         """Read-only must block a write, workspace-write must allow it (a real probe)."""

@@ -78,9 +78,8 @@ class PlanFile(pytest.File):
         """One review item per plan, named ``adversarial-review``."""
         session = _session(self.config)
         key = session.relpath(self.path)
-        yield ReviewItem.from_parent(
-            self, name=PLAN_ITEM_NAME, spec=TargetSpec(kind="plan", key=key, path=self.path)
-        )
+        spec = TargetSpec(kind="plan", key=key, path=session.plan_source(self.path))
+        yield ReviewItem.from_parent(self, name=PLAN_ITEM_NAME, spec=spec)
 
 
 class ReviewItem(pytest.Item):
@@ -131,9 +130,9 @@ class ReviewItem(pytest.Item):
             # comparison reports the paths as this item's error.
             return
         if outcome.kind is OutcomeKind.ERROR:
-            text = error_report(self.spec.key, result)
+            text = error_report(self.spec.key, result, outcome)
             kept = self.review.cleanup(keep=True)
-            raise ReviewerUnavailable(f"{text}reviewer files kept in {kept}\n")
+            raise ReviewerUnavailable(text + (f"reviewer files kept in {kept}\n" if kept else ""))
 
     def runtest(self) -> None:
         """Judge the verdict: fail at or above fail-on, warn below it."""
@@ -145,8 +144,10 @@ class ReviewItem(pytest.Item):
         if outcome.kind is OutcomeKind.FAILED:
             raise ReviewFailed(outcome, failure_report(self.spec.key, self.review.result, outcome))
         if outcome.kind is OutcomeKind.WARNED:
-            # Attributed to the reviewed file, not to this line of the plugin.
-            where = self.spec.path or self.spec.against_plan or self.path
+            # Attributed to the reviewed file, not to this line of the plugin (by its node
+            # path: under --advreview-head, REF's path rather than the private checkout).
+            where = self.path if self.spec.path is not None else self.spec.against_plan
+            where = where or self.path
             warnings.warn_explicit(
                 ReviewWarning(warning_message(self.spec.key, outcome)),
                 ReviewWarning,
@@ -158,18 +159,33 @@ class ReviewItem(pytest.Item):
         """Compare the workspace with the snapshot taken before the first dispatch."""
         if self.review is None:
             return
-        changed = self.review.final_mutations()
-        errored = self.review.outcome is None or self.review.outcome.kind is OutcomeKind.ERROR
-        kept = self.review.cleanup(keep=bool(changed) or errored)
+        # Also reached after Ctrl-C in setup (pytest tears down at session finish), and
+        # after an unreadable plan: the folder is kept only when a message names it.
+        try:
+            changed = self.review.final_mutations()
+        finally:
+            announced = self.review.outcome is not None and (
+                self.review.outcome.kind is OutcomeKind.ERROR
+            )
+            kept = self.review.cleanup(keep=announced or bool(self.review.mutations))
         if changed:
             self._attach()
         self.config.stash[_SESSION_KEY].finished(self)
         if changed:
+            raise WorkspaceMutated([*changed, f"(fix: {self._mutation_hint(kept)})"])
+
+    def _mutation_hint(self, kept: str | None) -> str:
+        isolated = self.review is not None and self.review.worktree is not None
+        if isolated:
+            # The reviewer wrote in its private worktree (which is gone now): isolation is
+            # on already, so only a sandbox that refuses writes keeps it from writing.
+            hint = "pass --advreview-sandbox=read-only to keep the reviewer from writing"
+        else:
             hint = (
                 "pass --advreview-sandbox=read-only, or --advreview-isolation=worktree to "
                 "review in a private copy of the working tree"
             )
-            raise WorkspaceMutated([*changed, f"(fix: {hint}; reviewer files kept in {kept})"])
+        return hint + (f"; reviewer files kept in {kept}" if kept else "")
 
     # -- reporting ---------------------------------------------------------------------
 
@@ -201,9 +217,12 @@ class ReviewItem(pytest.Item):
         return first[0] if first else type(exc).__name__
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
-        """Point at the plan file (or the repository root for the change set)."""
-        path = self.spec.path or self.path
-        return path, None, f"[advreview] {self.spec.key}"
+        """Point at the plan file (or the repository root for the change set).
+
+        The node's path: the plan file, or under ``--advreview-head`` REF's path named in
+        the rootdir (never the private checkout, which is gone after the run).
+        """
+        return self.path, None, f"[advreview] {self.spec.key}"
 
 
 _SESSION_KEY: pytest.StashKey[ReviewSession] = pytest.StashKey()

@@ -78,6 +78,9 @@ class ReviewTarget(WireModel):
     #: Whether ``repo_root`` is inside a git work tree (Codex refuses other directories
     #: unless told to skip its check).
     in_git: bool = True
+    #: The run's fail-on threshold, for the runner's drift check (an approval with a
+    #: failing finding is retried, never judged).
+    fail_on: Severity = Severity.MEDIUM
 
 
 class FixFailed(Exception):
@@ -309,6 +312,7 @@ class _Run:
             # A fresh exec or an initial run starts a new thread: nothing to subtract.
             prior_usage=self.thread_usage if resume else TokenUsage(),
             in_git=self.target.in_git,
+            fail_on=self.target.fail_on,
         )
         started = time.monotonic()
         result = self.reviewer.dispatch(request)

@@ -177,6 +177,26 @@ class Review(WireModel):
             return None
         return max((f.severity for f in self.findings), key=lambda s: s.rank)
 
+    def contradiction(self, fail_on: Severity) -> str | None:
+        """Why this review contradicts itself at the ``fail_on`` threshold, else ``None``.
+
+        ``VERDICT: APPROVED`` next to a finding at or above ``fail_on`` says "pass" and
+        "fail" at once.  Neither half can be trusted, so it is never judged: the runner
+        treats it as format drift (one retry) and the outcome as an error.  Findings
+        below ``fail_on`` do not contradict an approval (they pass with a warning).
+        """
+        if self.verdict is not Verdict.APPROVED:
+            return None
+        failing = [f for f in self.findings if f.severity.at_least(fail_on)]
+        if not failing:
+            return None
+        worst = max(failing, key=lambda f: f.severity.rank)
+        count = f"{len(failing)} finding" + ("" if len(failing) == 1 else "s")
+        return (
+            f"contradictory: VERDICT: APPROVED with {count} at or above fail-on "
+            f"{fail_on.value} ({worst.line()})"
+        )
+
 
 class Triage(WireModel):
     """``triage`` of the seed runner result schema: cheap counts over the findings."""
@@ -256,6 +276,51 @@ class ChangeSet(WireModel):
     description: str
     diff_commands: tuple[str, ...]
     base: str | None = None
+
+
+class ChangeSetInfo(WireModel):
+    """Which change set the code item reviews, as the header and the reports name it.
+
+    ``mode`` is what was reviewed (``none``: no code item); ``requested`` the
+    ``--advreview-diff`` setting that chose it, ``ci`` whether the run counted as CI
+    (where ``auto`` means ``branch``).  Branch mode: ``base`` is the ref, ``base_commit``
+    its commit, ``merge_base`` the commit ``BASE...HEAD`` diffs from, ``head_commit``
+    ``HEAD``.  Uncommitted mode: ``base`` is ``HEAD`` and the working tree is the head.
+    """
+
+    requested: str
+    ci: bool = False
+    mode: Literal["uncommitted", "branch", "none"]
+    base: str | None = None
+    base_commit: str | None = None
+    merge_base: str | None = None
+    head_commit: str | None = None
+    #: Files in the change set (plans reviewed as plan items not counted).
+    files: int = 0
+    #: The phrase the code prompt uses ("branch changes vs origin/main").
+    description: str | None = None
+    #: Why there is no change set (``mode`` none).
+    note: str | None = None
+
+    def summary(self) -> str:
+        """One line: mode, base and head commits, number of files, and what chose it."""
+        chose = f"--advreview-diff={self.requested}" + (" under CI" if self.ci else "")
+        if self.mode == "none":
+            return f"none ({self.note or chose})"
+        files = f"{self.files} file" + ("" if self.files == 1 else "s")
+        if self.mode == "uncommitted":
+            return (
+                f"uncommitted: {self.description} against HEAD {_short(self.base_commit)}, "
+                f"{files} ({chose})"
+            )
+        return (
+            f"branch {self.base}...HEAD: base {_short(self.base_commit)}, merge base "
+            f"{_short(self.merge_base)}, head {_short(self.head_commit)}, {files} ({chose})"
+        )
+
+
+def _short(commit: str | None) -> str:
+    return commit[:12] if commit else "(none)"
 
 
 class DecisionAction(str, Enum):

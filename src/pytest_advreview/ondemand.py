@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import os
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from . import settings as settings_mod
 from . import targets
 from .loop import LoopResult
 from .models import Finding, ReviewStatus, Severity, Verdict
+from .options import BY_FIELD, Invalid
 from .outcome import (
     Outcome,
     OutcomeKind,
@@ -29,6 +31,7 @@ from .outcome import (
 )
 from .review import ReviewRun, TargetSpec
 from .runner import Reviewer
+from .state import StateStore
 
 __all__ = ["AdversarialReview", "ReviewOutcome"]
 
@@ -79,6 +82,28 @@ class ReviewOutcome:
         raise AssertionError(failure_report(self.key, self.result, self.outcome))
 
 
+def _checked_override(name: str, value: Any) -> Any:
+    """``value`` validated by the same parser as the option of that name.
+
+    A keyword override is one more way to set a setting, so it gets the same bounds as
+    the command line, the environment and the ini file (``timeout=1e12`` would otherwise
+    reach the process wait and crash there).  Names that are not declared settings are
+    left to the :class:`~.settings.Settings` model, which rejects unknown ones.
+    """
+    spec = BY_FIELD.get("json" if name == "json_report" else name)
+    if spec is None or value is None:
+        return value
+    raw = value.value if isinstance(value, Enum) else value
+    try:
+        if isinstance(raw, (list, tuple)):
+            return tuple(spec.parse(item) for item in raw)
+        return spec.parse(raw)
+    except Invalid as exc:
+        raise pytest.UsageError(
+            f"pytest-advreview: adversarial_review override {name}={value!r} is not valid; {exc}"
+        ) from None
+
+
 class AdversarialReview:
     """Runs reviews on demand with the run's settings, overridable per call."""
 
@@ -90,8 +115,9 @@ class AdversarialReview:
         base = settings_mod.from_config(self.config)
         if not overrides:
             return base
+        checked = {name: _checked_override(name, value) for name, value in overrides.items()}
         try:
-            return settings_mod.Settings.model_validate({**base.model_dump(), **overrides})
+            return settings_mod.Settings.model_validate({**base.model_dump(), **checked})
         except ValueError as exc:
             raise pytest.UsageError(
                 f"pytest-advreview: invalid override for adversarial_review: {exc}"
@@ -116,6 +142,18 @@ class AdversarialReview:
             )
         return made
 
+    def _store(self) -> StateStore:
+        """The stored verdicts, watched while this review's reviewer runs.
+
+        A reviewer run by the fixture could rewrite another target's stored verdict as
+        well as an item's reviewer could: the run's store when a review session is active
+        (its run secret tells other workers' entries apart), else one of this process.
+        """
+        session = self.config.pluginmanager.get_plugin("advreview-session")
+        coordinator = getattr(session, "coordinator", None)
+        store = getattr(coordinator, "store", None)
+        return store if isinstance(store, StateStore) else StateStore(self.config)
+
     def _run(self, spec: TargetSpec, settings: settings_mod.Settings) -> ReviewOutcome:
         __tracebackhide__ = True
         rootdir = Path(self.config.rootpath)
@@ -127,14 +165,22 @@ class AdversarialReview:
             repo_root=repo.root if repo is not None else rootdir,
             reviewer=self._reviewer(settings),
             in_git=repo is not None,
+            store=self._store(),
         )
-        result, outcome = run.run()
-        changed = run.final_mutations()
-        run.cleanup(keep=bool(changed) or outcome.kind is OutcomeKind.ERROR)
+        try:
+            result, outcome = run.run()
+            changed = run.final_mutations()
+        except BaseException:
+            run.cleanup(keep=False)  # an unreadable plan, Ctrl-C: nothing worth keeping
+            raise
+        kept = run.cleanup(keep=bool(changed) or outcome.kind is OutcomeKind.ERROR)
+        where = f"reviewer files kept in {kept}" if kept else None
         if changed:
-            raise WorkspaceMutated(changed)
+            raise WorkspaceMutated([*changed, f"({where})"] if where else changed)
         if outcome.kind is OutcomeKind.ERROR:
-            raise ReviewerUnavailable(error_report(spec.key, result))
+            raise ReviewerUnavailable(
+                error_report(spec.key, result, outcome) + (f"{where}\n" if where else "")
+            )
         return ReviewOutcome(spec.key, result, outcome)
 
     def plan(self, path: str | os.PathLike[str], **overrides: Any) -> ReviewOutcome:
@@ -161,7 +207,7 @@ class AdversarialReview:
         root = _repo_root(Path(self.config.rootpath))
         resolved = targets.resolve_base(root, base or settings.base, os.environ)
         mode = settings.diff if settings.diff != "none" else "auto"
-        change = targets.change_set(root, mode, resolved, set())
+        change = targets.change_set(root, mode, resolved, set(), ci=targets.in_ci(os.environ))
         if change is None:
             raise pytest.UsageError(
                 f"pytest-advreview: there is no code change to review in {root} "

@@ -27,7 +27,11 @@ __all__ = [
     "DEFAULT_ALLOW_UNTRACKED",
     "DEFAULT_DECISIONS",
     "DEFAULT_PLANS",
+    "MAX_BUDGET_TOKENS",
+    "MAX_ROUNDS",
+    "MAX_TIMEOUT_S",
     "PREFIX",
+    "RESERVED_CODEX_KEYS",
     "SPECS",
     "Invalid",
     "Spec",
@@ -71,7 +75,10 @@ CHOICES: Mapping[str, Mapping[str, str]] = {
         "worktree": "Each review runs in a private git worktree mirroring the work tree.",
     },
     "diff": {
-        "auto": "Default: uncommitted changes if any, else the branch against the base.",
+        "auto": (
+            "Default: uncommitted changes if any, else the branch against the base; "
+            "under CI (CI or GITHUB_ACTIONS true) the branch only."
+        ),
         "uncommitted": "Staged, unstaged and untracked changes only.",
         "branch": "BASE...HEAD only.",
         "none": "No code review item.",
@@ -169,13 +176,29 @@ def _non_empty(what: str) -> _Parser:
     return parse
 
 
-def _positive_float(raw: object) -> object:
+#: Longest allowed ``timeout``: one day.  A review has no use for more, and the process
+#: wait turns seconds into a C ``int`` of milliseconds (``poll``), which overflows past
+#: about 24.8 days: 1e12 passed a "greater than 0" check and then crashed every item.
+MAX_TIMEOUT_S = 86_400
+#: Largest allowed ``budget_tokens``: far above any run, and an exact integer in every
+#: JSON reader (a JavaScript dashboard reads the JSON report as doubles).
+MAX_BUDGET_TOKENS = 10**12
+#: Largest allowed ``max_rounds``.
+MAX_ROUNDS = 20
+
+
+def _seconds(raw: object) -> object:
+    expected = (
+        f"expected a number of seconds greater than 0 and at most {MAX_TIMEOUT_S} "
+        "(one day), e.g. 600"
+    )
     try:
         value = float(_text(raw).strip().removesuffix("s"))
-    except ValueError:
-        value = float("nan")
-    if not value > 0 or value == float("inf"):
-        raise Invalid("expected a number of seconds greater than 0, e.g. 600")
+    except (ValueError, OverflowError):
+        raise Invalid(expected) from None
+    # ``not 0 < value`` also rejects nan, which compares false with everything.
+    if not 0 < value <= MAX_TIMEOUT_S:
+        raise Invalid(expected)
     return value
 
 
@@ -187,6 +210,7 @@ def _int_range(low: int, high: int | None) -> _Parser:
     )
 
     def parse(raw: object) -> object:
+        # ValueError also covers a number too long for int() (sys.int_info's digit limit).
         try:
             value = int(_text(raw).strip().replace("_", ""))
         except ValueError:
@@ -198,7 +222,7 @@ def _int_range(low: int, high: int | None) -> _Parser:
     return parse
 
 
-_budget_int = _int_range(1, None)
+_budget_int = _int_range(1, MAX_BUDGET_TOKENS)
 
 
 def _budget(raw: object) -> object:
@@ -207,7 +231,9 @@ def _budget(raw: object) -> object:
     try:
         return _budget_int(raw)
     except Invalid:
-        raise Invalid("expected a whole number of tokens of at least 1, or off") from None
+        raise Invalid(
+            f"expected a whole number of tokens from 1 to {MAX_BUDGET_TOKENS}, or off"
+        ) from None
 
 
 _REVIEWER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
@@ -232,6 +258,17 @@ def _command(raw: object) -> object:
 
 
 _CONFIG_KEY = re.compile(r"[^\s=]+\Z")
+#: Codex settings the runner sets itself to keep credentials out of the reviewer's tool
+#: shell (runner/environment.py); a ``-c`` that changes them would undo that silently.
+RESERVED_CODEX_KEYS = frozenset(
+    {
+        "shell_environment_policy",
+        "shell_environment_policy.include_only",
+        "shell_environment_policy.filters",
+        "shell_environment_policy.experimental_use_profile",
+        "allow_login_shell",
+    }
+)
 
 
 def _codex_config_item(raw: object) -> object:
@@ -239,6 +276,13 @@ def _codex_config_item(raw: object) -> object:
     key, sep, _ = value.partition("=")
     if not sep or not _CONFIG_KEY.match(key.strip()):
         raise Invalid("expected KEY=VALUE with a non-empty key, e.g. model_provider=azure")
+    bare = key.strip().replace('"', "").replace("'", "")
+    if bare in RESERVED_CODEX_KEYS or bare.startswith("shell_environment_policy.filters."):
+        raise Invalid(
+            f"{bare} is set by pytest-advreview so that no credential reaches the "
+            "reviewer's tool shell; let more variables through with the ini key "
+            "advreview_env_allow (one glob per line)"
+        )
     return value
 
 
@@ -264,6 +308,19 @@ def _glob(raw: object) -> object:
     return value
 
 
+_SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*\Z")
+
+
+def _shard(raw: object) -> object:
+    match = _SHARD.match(_text(raw))
+    if match is None:
+        raise Invalid("expected K/N, this job's share K of N jobs, e.g. 2/3")
+    index, total = int(match.group(1)), int(match.group(2))
+    if not 1 <= index <= total:
+        raise Invalid(f"expected K/N with 1 <= K <= N, e.g. 1/{max(total, 1)}")
+    return (index, total)
+
+
 _MODEL_DESC = "Codex model of the reviewer, passed as -m (default: gpt-5.5)"
 _REASONING_DESC = (
     "Reasoning effort of the reviewer model, passed as -c model_reasoning_effort=.\n"
@@ -287,7 +344,8 @@ _CODEX_CONFIG_DESC = (
     "model provider. Repeatable; command-line values come after the ini lines."
 )
 _TIMEOUT_DESC = (
-    "Wall-clock seconds per reviewer attempt; then its process group is killed (default: 600)"
+    "Wall-clock seconds per reviewer attempt, at most 86400; then its process group is "
+    "killed (default: 600)"
 )
 _MAX_ROUNDS_DESC = "Most review rounds per item, 1 to 20 (default: 5)"
 _FAIL_ON_DESC = (
@@ -309,7 +367,8 @@ _STRICT_EXIT_DESC = (
     "from 'the gate found problems'"
 )
 _BUDGET_DESC = (
-    "Stop starting reviews once the run's token total passes this many tokens (default: off)"
+    "Stop starting reviews once the run's token total passes this many tokens, 1 to 10^12 "
+    "(default: off)"
 )
 _FRESH_DESC = "Ignore persisted review state and cached verdicts"
 _REVIEWER_DESC = (
@@ -320,12 +379,26 @@ _COMMAND_DESC = (
     "Command line of the command reviewer, shell-quoted; the prompt arrives on stdin "
     "and the review is read from stdout"
 )
+_SHARD_DESC = (
+    "Review only share K of N (K/N, 1-based): review items whose key hashes to share K "
+    "run, the others are deselected. Give each of N CI jobs its own K; every item lands in "
+    "exactly one share whatever the others collect. Other tests are not sharded."
+)
 _DIFF_DESC = "Which code change the code-review item reviews.\n" + _choices_help("diff")
 _BASE_DESC = (
     "Base of branch diffs and of plan_scope = changed (default: origin/$GITHUB_BASE_REF, "
     "else origin/HEAD, main, master)"
 )
 _AGAINST_PLAN_DESC = "Review the code change against this implementation plan"
+_HEAD_DESC = (
+    "Review a pull request's head as data: the plans and the change BASE...REF are read "
+    "from REF's git objects into a private read-only checkout, while the gate (settings, "
+    "conftest files, plugins, decisions) stays the checked-out base's; nothing of REF is "
+    "imported or executed. Sandbox read-only and approvals never, unless this run's "
+    "--advreview-sandbox / --advreview-approvals or their ADVREVIEW_* variables say "
+    "otherwise (the ini keys do not apply). Command line or ADVREVIEW_HEAD only: no ini "
+    "key, so a repository cannot set or unset it"
+)
 _PLANS_DESC = (
     "Globs of plan files relative to rootdir, one per line; ** matches zero or more "
     "folders (default: docs/**/plans/**/*.md and docs/**/specs/**/*.md)"
@@ -334,6 +407,11 @@ _PLAN_SCOPE_DESC = "Which matching plans are reviewed.\n" + _choices_help("plan_
 _DECISIONS_DESC = (
     "TOML file of accept / re-scope / reject decisions on findings, relative to rootdir "
     "(default: .advreview/decisions.toml)"
+)
+_ENV_ALLOW_DESC = (
+    "Globs of environment variable names (case-insensitive) that the reviewer's tool shell "
+    "may see although they look like credentials (*KEY*, *TOKEN*, *SECRET*, *PASSWORD*, "
+    "...), one per line (default: none)"
 )
 _ALLOW_UNTRACKED_DESC = (
     "Globs of new untracked files that are not a workspace mutation, one per line "
@@ -374,8 +452,8 @@ SPECS: tuple[Spec, ...] = (
         ini="linelist",
         env=False,
     ),
-    Spec("timeout", _TIMEOUT_DESC, _positive_float, "SECONDS"),
-    Spec("max_rounds", _MAX_ROUNDS_DESC, _int_range(1, 20), "N"),
+    Spec("timeout", _TIMEOUT_DESC, _seconds, "SECONDS"),
+    Spec("max_rounds", _MAX_ROUNDS_DESC, _int_range(1, MAX_ROUNDS), "N"),
     Spec("fail_on", _FAIL_ON_DESC, _choice("fail_on"), "SEVERITY"),
     Spec("output_format", _OUTPUT_FORMAT_DESC, _choice("output_format"), "FORMAT"),
     Spec("isolation", _ISOLATION_DESC, _choice("isolation"), "MODE"),
@@ -391,13 +469,17 @@ SPECS: tuple[Spec, ...] = (
     Spec("github", _GITHUB_DESC, _choice("github"), "MODE"),
     Spec("strict_exit", _STRICT_EXIT_DESC, _bool, cli="flag"),
     Spec("fresh", _FRESH_DESC, _bool, cli="flag", ini=None),
+    Spec("shard", _SHARD_DESC, _shard, "K/N", ini=None),
     Spec("diff", _DIFF_DESC, _choice("diff"), "MODE"),
     Spec("base", _BASE_DESC, _non_empty("a branch, tag or commit"), "REF"),
     Spec("against_plan", _AGAINST_PLAN_DESC, _non_empty("a path"), "PATH", ini=None, env=False),
+    # No ini key: the repository under review must not be able to switch head mode off.
+    Spec("head", _HEAD_DESC, _non_empty("a commit, branch or tag"), "REF", ini=None),
     Spec("plans", _PLANS_DESC, _glob, cli=None, ini="linelist", env=False),
     Spec("plan_scope", _PLAN_SCOPE_DESC, _choice("plan_scope"), cli=None, env=False),
     Spec("decisions", _DECISIONS_DESC, _non_empty("a path"), cli=None, env=False),
     Spec("allow_untracked", _ALLOW_UNTRACKED_DESC, _glob, cli=None, ini="linelist", env=False),
+    Spec("env_allow", _ENV_ALLOW_DESC, _glob, cli=None, ini="linelist", env=False),
 )
 BY_FIELD = {spec.field: spec for spec in SPECS}
 
@@ -433,6 +515,17 @@ def add_options(parser: pytest.Parser) -> None:
             )
         if spec.ini is not None:
             parser.addini(spec.ini_key, spec.desc, type=spec.ini, default=None)
+    group.addoption(
+        "--advreview-only",
+        action="store_true",
+        dest="advreview_only",
+        default=False,
+        help=(
+            "With --adversarial-review: collect the review items only. No Python test "
+            "module or package __init__.py is imported (a CI gate that reviews a pull "
+            "request need not run its code)."
+        ),
+    )
     group.addoption(
         "--advreview-doctor",
         action="store_true",

@@ -6,6 +6,8 @@ The table is design.md §2 "Outcomes":
 what happened                                   outcome
 ==============================================  ===========================================
 APPROVED (also from cache)                      passed
+APPROVED, every finding below fail-on           warned: passes, plus a :class:`ReviewWarning`
+APPROVED with a finding >= fail-on              error: a contradictory review is never judged
 REVISE, some finding >= fail-on                 failed
 REVISE, every finding below fail-on             warned: passes, plus a :class:`ReviewWarning`
 maximum rounds reached, still REVISE            failed if some finding >= fail-on, else warned
@@ -162,9 +164,31 @@ def decide(result: LoopResult, fail_on: Severity) -> Outcome:
             f"{verdict_text} {after}, but {_count(len(result.needs_operator), 'finding')} "
             f"needs the operator (structural, not applied by the lead): {ids}",
         )
-    if result.status is ReviewStatus.APPROVED or (
+    approved = result.status is ReviewStatus.APPROVED or (
         result.status is ReviewStatus.CACHED and verdict is Verdict.APPROVED
-    ):
+    )
+    contradiction = review.contradiction(fail_on) if review is not None else None
+    if approved and contradiction is not None:
+        # "Passed" and "failing" at once: the runner retries such a review as drift, so
+        # this is a stored verdict judged at a lower fail-on, or a backend that does not
+        # check.  Neither half is trusted; nothing is reported as a finding or a pass.
+        where = "the stored review" if result.status is ReviewStatus.CACHED else "the review"
+        return Outcome(
+            kind=OutcomeKind.ERROR,
+            status=ReviewStatus.ABORTED,
+            summary=(
+                f"{where} is {contradiction}; it is neither passed nor failed - review it "
+                "again with --advreview-fresh"
+            ),
+            rounds=rounds,
+        )
+    if approved and below:
+        return make(
+            OutcomeKind.WARNED,
+            f"APPROVED {after} with {_count(len(below), 'finding')} below {fail_on.value} "
+            "(passed with a warning)",
+        )
+    if approved:
         return make(OutcomeKind.PASSED, f"APPROVED {after}")
     if result.status is ReviewStatus.CACHED and verdict is None:
         # A cache entry without a verdict is corrupt; it must not pass or invent findings.
@@ -239,12 +263,20 @@ def failure_report(item_name: str, result: LoopResult, outcome: Outcome) -> str:
     return "\n".join(parts) + "\n"
 
 
-def error_report(item_name: str, result: LoopResult) -> str:
-    """The error text when the reviewer could not run: header, error, warnings."""
+def error_report(item_name: str, result: LoopResult, outcome: Outcome | None = None) -> str:
+    """The error text when the reviewer could not run: header, error, warnings.
+
+    :param outcome: the decided outcome; its status and summary speak for an error that
+        :func:`decide` found in a review that did run (a contradictory verdict).
+    """
+    status = outcome.status if outcome is not None else result.status
+    error = result.error
+    if error is None and outcome is not None and outcome.kind is OutcomeKind.ERROR:
+        error = outcome.summary
     parts = [
-        _header(item_name, f"{result.failed_by} could not run ({result.status.value})"),
+        _header(item_name, f"{result.failed_by} could not run ({status.value})"),
         "",
-        (result.error or "no error text").rstrip("\n"),
+        (error or "no error text").rstrip("\n"),
     ]
     extra = _warnings_block(result)
     if extra:

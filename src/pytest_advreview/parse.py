@@ -123,7 +123,7 @@ class ReviewerOutput(WireModel):
         description="Actionable findings; empty when there are none"
     )
     verdict: Literal["APPROVED", "REVISE"] = Field(
-        description="APPROVED if no findings; REVISE if any high or critical finding"
+        description="APPROVED only if findings is empty; REVISE if it lists any finding"
     )
 
 
@@ -252,16 +252,20 @@ def _blank_to_none(value: str | None) -> str | None:
 # The markdown contract: lines, fences, verdict
 
 
-def _code_mask(stripped_lines: Sequence[str]) -> list[bool]:
-    """Which lines (already stripped) are fenced code, fence lines included."""
+def _fenced_blocks(stripped_lines: Sequence[str]) -> list[tuple[int, int | None, str]]:
+    """``(first, last, fence)`` of each fenced code block; ``last`` is ``None`` if unclosed.
+
+    Indexes are 0-based and include the fence lines.
+    """
     # Fences are recognised at any indentation: reviewers indent them inside list items,
     # and treating a little too much as code only hides tokens, it never invents them.
-    mask: list[bool] = []
+    blocks: list[tuple[int, int | None, str]] = []
     fence = ""
-    for stripped in stripped_lines:
+    start = 0
+    for index, stripped in enumerate(stripped_lines):
         if fence:
-            mask.append(True)
             if stripped.startswith(fence) and not stripped.strip(fence[0]):
+                blocks.append((start, index, fence))
                 fence = ""
             continue
         head = stripped[:3]
@@ -270,9 +274,18 @@ def _code_mask(stripped_lines: Sequence[str]) -> list[bool]:
             # A backtick fence's info string has no backticks: "```x```" is inline code.
             if head[0] == "~" or "`" not in stripped[run:]:
                 fence = stripped[:run]
-                mask.append(True)
-                continue
-        mask.append(False)
+                start = index
+    if fence:
+        blocks.append((start, None, fence))
+    return blocks
+
+
+def _code_mask(stripped_lines: Sequence[str]) -> list[bool]:
+    """Which lines (already stripped) are fenced code, fence lines included."""
+    mask = [False] * len(stripped_lines)
+    for first, last, _fence in _fenced_blocks(stripped_lines):
+        end = len(stripped_lines) - 1 if last is None else last
+        mask[first : end + 1] = [True] * (end + 1 - first)
     return mask
 
 
@@ -789,20 +802,63 @@ def parse_markdown(text: str) -> Review:
 # Drift, quality, triage
 
 
-def _drift(review: Review) -> str | None:
+def _drift(review: Review, fail_on: Severity = Severity.MEDIUM) -> str | None:
     if not review.raw.strip():
         return "empty review"
     if review.verdict is None:
         last = _last_line(review.raw)
         shown = last if len(last) <= 80 else last[:77] + "..."
-        return f"no verdict on the last line (got {shown!r})"
+        return f"no verdict on the last line (got {shown!r}): {_why_no_verdict(review.raw)}"
     if review.verdict is Verdict.REVISE and not review.findings:
         return "verdict REVISE without any [severity: critical|high|medium] finding"
-    if review.verdict is Verdict.APPROVED and any(
-        f.severity.at_least(Severity.HIGH) for f in review.findings
+    # APPROVED with a finding that would fail the item: drift, retried once, never a pass.
+    return review.contradiction(fail_on)
+
+
+_VERDICT_DECORATION = " \t*_`>#\"'.:!"
+
+
+def _why_no_verdict(text: str) -> str:
+    """Why the last non-empty line of ``text`` is not a verdict, and what counts instead.
+
+    Each way a verdict line is refused (:func:`_verdict`) has its own sentence, so the
+    reader of a drift error sees which rule the reviewer broke.
+    """
+    lines = [line.strip() for line in text.splitlines()]
+    index = max(i for i, line in enumerate(lines) if line)
+    exact = f"the verdict must be exactly {VERDICT_APPROVED} or {VERDICT_REVISE}"
+    for first, last, fence in _fenced_blocks(lines):
+        if last is None and first <= index:
+            return (
+                f"it is inside a code block opened with {fence} at line {first + 1} and "
+                "never closed, and text in a code block never counts; close the block "
+                "before the verdict line"
+            )
+        if first <= index <= (last or index):
+            return (
+                f"it is part of a code block (lines {first + 1}-{(last or index) + 1}), and "
+                f"text in a code block never counts; {exact} on the last line, after the block"
+            )
+    bare = lines[index].strip(_VERDICT_DECORATION).upper()
+    if bare in (VERDICT_APPROVED, VERDICT_REVISE) or re.fullmatch(
+        r"VERDICT[ \t*_]*:[ \t*_]*(?:APPROVED|REVISE)\b.{0,80}", bare
     ):
-        return "contradictory: VERDICT: APPROVED with a critical or high finding"
-    return None
+        return (
+            f"{exact} on a line of its own, in capitals, without emphasis, quoting, "
+            "backticks or other text"
+        )
+    code = _code_mask(lines)
+    elsewhere = [
+        i + 1
+        for i, line in enumerate(lines[:index])
+        if line in (VERDICT_APPROVED, VERDICT_REVISE) and not code[i]
+    ]
+    if elsewhere:
+        return (
+            f"the verdict on line {elsewhere[-1]} does not count: only the last non-empty "
+            f"line is read, and {exact}"
+        )
+    return f"the review has no verdict line; {exact}, on the last non-empty line"
 
 
 def _patterns(*parts: str) -> re.Pattern[str]:
@@ -999,7 +1055,11 @@ def make_triage(review: Review) -> Triage:
     return _triage(review, needs_lead_judgment=needs)
 
 
-def analyse(text: str, output_format: OutputFormat = OutputFormat.MARKDOWN) -> Analysis:
+def analyse(
+    text: str,
+    output_format: OutputFormat = OutputFormat.MARKDOWN,
+    fail_on: Severity = Severity.MEDIUM,
+) -> Analysis:
     """Parse a review and judge it: drift, quality and triage in one go; never raises.
 
     Under the JSON contract a text that fails validation is still parsed as markdown, best
@@ -1007,8 +1067,11 @@ def analyse(text: str, output_format: OutputFormat = OutputFormat.MARKDOWN) -> A
 
     :param text: the review text (the ``-o`` file).
     :param output_format: the contract the reviewer was asked to follow.
+    :param fail_on: the run's threshold: ``APPROVED`` with a finding at or above it is
+        drift (see :meth:`~pytest_advreview.models.Review.contradiction`).
     """
     drift: str | None
+    fail_on = Severity(fail_on)  # plugin backends may pass the plain string
     if OutputFormat(output_format) is OutputFormat.JSON:
         try:
             review = parse_json(text)
@@ -1016,10 +1079,10 @@ def analyse(text: str, output_format: OutputFormat = OutputFormat.MARKDOWN) -> A
             review = parse_markdown(text)
             drift = str(exc)
         else:
-            drift = _drift(review)
+            drift = _drift(review, fail_on)
     else:
         review = parse_markdown(text)
-        drift = _drift(review)
+        drift = _drift(review, fail_on)
     quality = classify_quality(review)
     needs = drift is not None or quality is not ReviewQuality.VALID
     return Analysis(

@@ -8,7 +8,6 @@ plan file to a pytest outcome.
 from __future__ import annotations
 
 import difflib
-import hashlib
 import secrets
 import shutil
 import tempfile
@@ -20,7 +19,7 @@ from typing import TYPE_CHECKING, Literal
 
 import pytest
 
-from . import mutation, prompts, targets
+from . import cachekey, mutation, prompts, targets
 from .isolation import IsolationError, Worktree
 from .lead import LeadError, make_lead
 from .lead.turn import run_turn
@@ -37,11 +36,12 @@ from .models import (
     TokenUsage,
     WireModel,
 )
-from .outcome import Outcome, decide
+from .outcome import Outcome, OutcomeKind, decide
 from .runner import DispatchRequest, DispatchResult, Reviewer
 
 if TYPE_CHECKING:
     from .settings import Settings
+    from .state import StateStore
 
 __all__ = [
     "ReviewInputError",
@@ -69,6 +69,9 @@ class TargetSpec(WireModel):
     change: ChangeSet | None = None
     #: The plan a code change is reviewed against (code-vs-plan).
     against_plan: Path | None = None
+    #: Why the target cannot be reviewed (the code item of a run whose base cannot be
+    #: diffed): the item errors with it, never passes.
+    error: str | None = None
 
 
 def new_review_id() -> str:
@@ -118,7 +121,7 @@ class ReviewMaterial:
 
     :param prompt_body: the round-1 prompt body, without the session marker.
     :param content: the artifact's current text (the plan; the changed files and plan).
-    :param content_hash: its cache key (plan bytes; the diff plus the plan).
+    :param content_hash: the content part of its cache key (:mod:`.cachekey`).
     """
 
     prompt_body: str
@@ -147,12 +150,15 @@ class _WatchedReviewer:
         self.name = inner.name
         self.supports_resume = inner.supports_resume
         self.last: DispatchResult | None = None
+        #: Dispatches started so far (a round may take several: a retry, a fallback).
+        self.dispatches = 0
 
     def can_resume(self, session_id: str) -> bool:
         return self.inner.can_resume(session_id)
 
     def dispatch(self, request: DispatchRequest) -> DispatchResult:
         self.last = None
+        self.dispatches += 1
         self.last = self.inner.dispatch(request)
         return self.last
 
@@ -205,6 +211,7 @@ class _Hooks(LoopHooks):
         return self.run.material().content_hash if self.run.lead_records else None
 
     def round_done(self, record: RoundRecord) -> None:
+        self.run.counted = (record.number, self.run.reviewer.dispatches)
         if self.run.item is not None:
             self.run.config.hook.pytest_advreview_round_done(item=self.run.item, record=record)
 
@@ -226,7 +233,9 @@ class ReviewRun:
         item: pytest.Item | None = None,
         in_git: bool = True,
         shared: SharedLookups | None = None,
+        store: StateStore | None = None,
     ) -> None:
+        """:param store: the stored review state, watched while the reviewer runs."""
         self.config = config
         #: Outside git only the review inputs can be watched (no ``git status``).
         self.in_git = in_git
@@ -248,7 +257,13 @@ class ReviewRun:
         #: Counted rounds of earlier runs this review continues (set by the coordinator).
         self.history: tuple[RoundRecord, ...] = ()
         self._before: mutation.Snapshot | None = None
+        #: The review state store and its snapshot: the plugin's own verdicts are part of
+        #: the workspace a reviewer must not change (git does not see them: ignored).
+        self._store = store
+        self._state_before: dict[str, str] | None = None
         self._seen: set[str] = set()
+        #: The last round counted in this run, and how many dispatches had started then.
+        self.counted: tuple[int, int] | None = None
         #: Top levels and resolved paths; a session shares one between all its reviews,
         #: so later snapshots skip ``git rev-parse --show-toplevel``.
         self._shared = shared if shared is not None else SharedLookups()
@@ -329,7 +344,9 @@ class ReviewRun:
         paths = [p for p in (self.spec.path, self.spec.against_plan) if p is not None]
         if self.worktree is not None:
             paths = [self.worktree.translate(p) for p in paths]
-        return paths
+        # The decisions file the plugin reads (never a worktree's copy of it): what a
+        # reviewer writes there would be sent as the user's decisions next run.
+        return [*paths, Path(self.settings.decisions)]
 
     @property
     def work_dir(self) -> Path:
@@ -370,22 +387,35 @@ class ReviewRun:
                 language=self.settings.language,
                 output_format=self.settings.output_format,
                 in_git=self.in_git,
+                fail_on=self.settings.fail_on,
             )
         return self._target
 
+    def _framed(self, body: str) -> str:
+        """The prompt body as sent: a head reviewed as data is framed as untrusted text.
+
+        Before the cache key is taken from it, so a verdict given without the frame is
+        never reused for a head.
+        """
+        return prompts.untrusted_head(body) if self.settings.head is not None else body
+
     def _read_material(self) -> ReviewMaterial:
+        if self.spec.error is not None:
+            raise ReviewInputError(self.spec.error)
         settings = self.settings
         fmt = settings.output_format
         if self.spec.kind == "plan":
             assert self.spec.path is not None
             text = read_plan(self.spec.path)
-            body = prompts.plan_prompt(
-                _relative(self.spec.path, self.repo_root, self._shared.resolve),
-                language=settings.language,
-                output_format=fmt,
+            body = self._framed(
+                prompts.plan_prompt(
+                    _relative(self.spec.path, self.repo_root, self._shared.resolve),
+                    language=settings.language,
+                    output_format=fmt,
+                )
             )
             content = text
-            digest = targets.plan_hash(self.spec.path)
+            digest = cachekey.plan_digest(self.spec.path, body)
         else:
             assert self.spec.change is not None
             plan_rel = None
@@ -393,21 +423,24 @@ class ReviewRun:
             if self.spec.against_plan is not None:
                 plan_text = read_plan(self.spec.against_plan)
                 plan_rel = _relative(self.spec.against_plan, self.repo_root, self._shared.resolve)
-            body = prompts.code_prompt(
-                self.spec.change,
-                against_plan=plan_rel,
-                language=settings.language,
-                output_format=fmt,
+            body = self._framed(
+                prompts.code_prompt(
+                    self.spec.change,
+                    against_plan=plan_rel,
+                    language=settings.language,
+                    output_format=fmt,
+                )
             )
             content = (
                 "Changed files:\n"
                 + "\n".join(f"- {f}" for f in self.spec.change.files)
                 + ("\n\nPlan:\n" + plan_text if plan_text else "")
             )
-            # The diff itself (not just the names) decides whether a code review is stale.
-            digest = hashlib.sha256(
-                (targets.change_set_hash(self.repo_root, self.spec.change) + plan_text).encode()
-            ).hexdigest()
+            # Every changed byte (not just the names) decides whether a code review is stale.
+            try:
+                digest = cachekey.code_digest(self.repo_root, self.spec.change, body, plan_text)
+            except cachekey.CacheKeyError as exc:
+                raise ReviewInputError(str(exc)) from None
         return ReviewMaterial(prompt_body=body, content=content, content_hash=digest)
 
     # -- mutation watch ----------------------------------------------------------------
@@ -425,6 +458,8 @@ class ReviewRun:
     def rebaseline(self) -> None:
         """Take a new "before" snapshot (after a fixer changed files on purpose)."""
         self._before = self.snapshot()
+        if self._store is not None:
+            self._state_before = self._store.snapshot()
 
     def check_mutation(self, round_no: int) -> list[str]:
         """New mutations since the baseline, as messages naming path and round."""
@@ -437,6 +472,7 @@ class ReviewRun:
                 if change.path not in self._seen:
                     self._seen.add(change.path)
                     found.append(f"{change.path} ({change.kind}, round {round_no})")
+        found.extend(self._state_mutations(round_no))
         last = self.reviewer.last
         if last is not None:
             for path in last.reported_writes:
@@ -444,6 +480,34 @@ class ReviewRun:
                     self._seen.add(path)
                     found.append(f"{path} (reported by the reviewer, round {round_no})")
         self.mutations.extend(found)
+        return found
+
+    def _state_mutations(self, round_no: int) -> list[str]:
+        """Stored state that someone other than this run's plugin changed; discarded."""
+        store, before = self._store, self._state_before
+        if store is None or before is None:
+            return []
+        after = store.snapshot()
+        foreign = store.foreign_changes(before, after)
+        targets_of = {path: store.target_of(path) for path in foreign}
+        if foreign:
+            store.discard(foreign)
+            after = store.snapshot()
+        # Entries other workers wrote meanwhile are the new baseline.
+        self._state_before = after
+        found: list[str] = []
+        for path in foreign:
+            shown = _relative(Path(path), self.repo_root, self._shared.resolve)
+            if shown not in self._seen:
+                self._seen.add(shown)
+                target = targets_of[path]
+                whose = f" of {target}" if target is not None else ""
+                # The folder or the key file itself is reported, never deleted.
+                tail = "; the entry is discarded" if path.endswith(".json") else ""
+                found.append(
+                    f"{shown} (review state{whose} changed outside pytest-advreview, round "
+                    f"{round_no}{tail})"
+                )
         return found
 
     # -- run ---------------------------------------------------------------------------
@@ -470,7 +534,7 @@ class ReviewRun:
                 raise ReviewInputError(str(exc)) from None
             self.review_root = self.worktree.path
             target = target.model_copy(update={"repo_root": self.worktree.path})
-        self._before = self.snapshot()
+        self.rebaseline()
         result = run_loop(
             target,
             self.reviewer,
@@ -494,10 +558,29 @@ class ReviewRun:
         return result, self.outcome
 
     def final_mutations(self) -> list[str]:
-        """All mutations, including any that appeared after the last dispatch."""
+        """All mutations, including any that appeared after the last dispatch.
+
+        One that appears only now may have been made during the last dispatch, so the
+        verdict stored for this target after it is not trusted either: it is removed.
+        """
         if self.result is not None:
-            self.check_mutation(self.result.last_round or 1)
+            late = self.check_mutation(self.last_dispatched_round())
+            if late and self._store is not None:
+                self._store.clear(self.spec.key)
         return list(self.mutations)
+
+    def last_dispatched_round(self) -> int:
+        """The number of the round the reviewer last ran in (history included).
+
+        That is the last *counted* round, unless a dispatch started after it: a round
+        that ended in an error or a mutation is not counted, yet it is where the
+        reviewer was when the workspace changed.
+        """
+        assert self.result is not None
+        number, at = self.counted or (self.result.last_round, 0)
+        if self.reviewer.dispatches > at:
+            return number + 1
+        return number or 1
 
     def record(self, nodeid: str, *, error: str | None = None) -> ItemRecord:
         """The item's results in the one model every report is built from."""
@@ -534,7 +617,9 @@ class ReviewRun:
             decisions=rounds[-1].decisions if rounds else (),
             tokens=result.usage,
             duration_s=sum(r.duration_s for r in result.rounds),
-            error=error or result.error,
+            error=error
+            or result.error
+            or (outcome.summary if outcome.kind is OutcomeKind.ERROR else None),
             mutations=tuple(self.mutations),
             warnings=result.warnings,
             review_text=result.review.raw if result.review is not None else None,
@@ -570,11 +655,17 @@ class ReviewRun:
 
         A review worktree is always removed: it is a copy, and a leftover one would show
         in the user's ``git worktree list``.
+
+        :param keep: keep the review's folder; the caller must print the returned path
+            (a kept folder nobody is told about is litter).
+        :returns: the kept folder, ``None`` when nothing was kept (or none was made).
         """
-        if self.worktree is not None:
-            self.worktree.remove()
-        if keep:
-            return str(self.work_dir)
-        if self._work_dir is not None:
-            shutil.rmtree(self._work_dir, ignore_errors=True)
-        return None
+        try:
+            if self.worktree is not None:
+                self.worktree.remove()
+        finally:
+            # Never create the folder here: a review that stopped before it needed one
+            # (an unreadable plan, a cached verdict) has nothing to keep.
+            if self._work_dir is not None and not keep:
+                shutil.rmtree(self._work_dir, ignore_errors=True)
+        return str(self._work_dir) if keep and self._work_dir is not None else None

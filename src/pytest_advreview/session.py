@@ -6,7 +6,9 @@ plugin never changes an unrelated suite.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import secrets
 import shutil
 import tempfile
 from collections.abc import Generator
@@ -15,17 +17,19 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import targets
-from .constants import CODE_ITEM_NAME, RECORD_ATTR, RUN_DIR_KEY
+from . import head, targets
+from .constants import CODE_ITEM_NAME, RECORD_ATTR, RUN_DIR_KEY, RUN_SECRET_KEY
 from .coordinator import Coordinator
 from .items import _SESSION_KEY, PlanFile, ReviewItem, ReviewRepr
 from .loop import LoopResult
-from .models import ChangeSet
+from .models import ChangeSet, ChangeSetInfo
+from .options import DEFAULT_DECISIONS
 from .outcome import Outcome
 from .report.collect import ResultsCollector
 from .report.terminal import write_summary
 from .review import ReviewRun, SharedLookups, TargetSpec
 from .runner import Reviewer
+from .statekey import STATE_KEY_ENV
 
 if TYPE_CHECKING:
     from .settings import Settings
@@ -44,6 +48,16 @@ class ReviewSession:
         self.repo_note: str | None = None
         self.selection: targets.PlanSelection | None = None
         self.base: str | None = None
+        #: Why the base cannot be used (it does not exist, or cannot be diffed with
+        #: HEAD); the code item reports it, so a plan named on the command line is still
+        #: reviewed.
+        self.base_error: str | None = None
+        #: Where the plan globs are anchored: rootdir when an ini file (or --rootdir)
+        #: decided it, else the repository's top level, so a run from a subdirectory
+        #: finds the same plans as one from the top.
+        self.plan_root = self.rootdir
+        #: The code change and its description, decided once per process (see code_change).
+        self._change: tuple[ChangeSet | None, ChangeSetInfo | None] | None = None
         self._reviewer: Reviewer | None = None
         self._collected: set[Path] = set()
         # Dict and set lookups: pytest asks about every file of the tree, thousands of
@@ -53,11 +67,17 @@ class ReviewSession:
         self._walked: dict[str, Path] = {}
         self._explicit: list[Path] | None = None
         self._explicit_set: frozenset[Path] = frozenset()
+        #: ``--advreview-head``: the private checkout of REF, and each plan item's node
+        #: path (REF's path, named under the rootdir) -> the file in that checkout.
+        self.head: head.HeadCheckout | None = None
+        self._sources: dict[Path, Path] = {}
         self._root_resolved: Path | None = None
         #: Shared by the run's reviews: git top levels and resolved paths.
         self._shared = SharedLookups()
         self._resolve = self._shared.resolve
         self.results = ResultsCollector()
+        #: ``--advreview-only``: collect the review items, import no test module.
+        self.only = bool(config.getoption("advreview_only", default=False))
         # One directory per run, decided on the controller and shared with the workers
         # (the token ledger lives there); removed by the controller at the end.
         workerinput = getattr(config, "workerinput", None)
@@ -67,9 +87,20 @@ class ReviewSession:
             self.run_dir = Path(tempfile.mkdtemp(prefix="advreview-run-"))
             # Removed however the run ends (a usage error after configure included).
             config.add_cleanup(lambda: shutil.rmtree(self.run_dir, ignore_errors=True))
-        self.coordinator = Coordinator(config, settings, self.run_dir)
-        config.stash[_SESSION_KEY] = self
+        # Tags the state entries this run writes, so a review can tell the entries other
+        # workers write meanwhile from a reviewer's (state.py); held in memory only.
+        if isinstance(workerinput, dict) and RUN_SECRET_KEY in workerinput:
+            self.run_secret = bytes.fromhex(str(workerinput[RUN_SECRET_KEY]))
+        else:
+            self.run_secret = secrets.token_bytes(32)
         self._discover()
+        if self.plan_root != self.rootdir:
+            # No ini file (hence no advreview_decisions key): the decisions file is the
+            # repository's, found from a subdirectory as from the top.
+            decisions = os.fspath(self.plan_root / DEFAULT_DECISIONS)
+            self.settings = settings = settings.model_copy(update={"decisions": decisions})
+        self.coordinator = Coordinator(config, settings, self.run_dir, run_secret=self.run_secret)
+        config.stash[_SESSION_KEY] = self
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -99,8 +130,11 @@ class ReviewSession:
         user's to fix: a usage error with the reason, never an internal error.
         """
         try:
-            self._find_targets()
-        except targets.TargetError as exc:
+            if self.settings.head is not None:
+                self._find_head_targets(self.settings.head)
+            else:
+                self._find_targets()
+        except (targets.TargetError, head.HeadError) as exc:
             raise pytest.UsageError(str(exc)) from None
 
     def _find_targets(self) -> None:
@@ -111,19 +145,36 @@ class ReviewSession:
             )
         else:
             self.repo_note = self.repo.warning
-            self.base = targets.resolve_base(self.repo.root, self.settings.base, os.environ)
-        self.selection = targets.plan_files(
-            self.rootdir,
-            self.settings.plans,
-            self.settings.plan_scope,
-            self.base,
-            repo=self.repo,
-        )
+            if self.config.inipath is None and not self.config.option.rootdir:
+                # Without an ini file pytest's rootdir is wherever it was started.
+                self.plan_root = self.repo.root
+            try:
+                self.base = targets.resolve_base(self.repo.root, self.settings.base, os.environ)
+            except targets.BaseRefError as exc:
+                self.base_error = str(exc)
+        try:
+            self.selection = self._select(self.base)
+        except targets.BaseRefError as exc:
+            # Scope ``changed`` cannot see the branch's plans: the uncommitted ones are
+            # still selected, and the code item fails with the reason (never a pass).
+            self.base_error = str(exc)
+            self.base = None
+            self.selection = self._select(None)
+        self._explicit_plans()  # a named plan that leads out of the repository is refused
+        no_code_item = self.settings.diff == "none"
+        if (
+            self.base_error is not None
+            and no_code_item
+            and self.settings.plan_scope == "changed"
+            and not self._explicit_plans()
+        ):
+            # No code item to carry the error, and the plan selection is incomplete.
+            raise pytest.UsageError(self.base_error)
         self._keys = dict(zip(self.selection.selected, self.selection.keys, strict=True))
         # pytest hands pytest_collect_file the path it walked to: rootdir joined with the
         # folders below it. When that text is a selected plan's, it is that plan, and
         # resolving it (an lstat per file) can be skipped.
-        root_text = os.fspath(self.rootdir)
+        root_text = os.fspath(self.plan_root)
         cut = len(self.selection.prefix)
         self._walked = {
             os.path.join(root_text, key[cut:]): path
@@ -131,10 +182,116 @@ class ReviewSession:
             if key.startswith(self.selection.prefix)
         }
 
+    def _select(self, base: str | None) -> targets.PlanSelection:
+        return targets.plan_files(
+            self.plan_root,
+            self.settings.plans,
+            self.settings.plan_scope,
+            base,
+            repo=self.repo,
+        )
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection(self, session: pytest.Session) -> None:
+        """Check the decisions file against the targets and their stored findings.
+
+        Here rather than at configure: stored state may warn, and pytest applies the
+        ``filterwarnings`` of the run to warnings of collection.  On the controller only
+        (an xdist controller does not collect, but this hook still runs on it).
+        """
+        if hasattr(self.config, "workerinput"):
+            return
+        from .decisions import DecisionsError
+
+        try:
+            self.coordinator.check_decisions(self.repo_root)
+        except DecisionsError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+    def _find_head_targets(self, ref: str) -> None:
+        """``--advreview-head``: REF's plans and ``BASE...REF``, from a private checkout.
+
+        The controller materialises REF once and removes it at the end; xdist workers get
+        the same checkout (and the commits it was resolved to) through ``workerinput``.
+        """
+        self.repo = targets.repo_info(self.rootdir)
+        if self.repo is None:
+            raise head.HeadError(
+                f"pytest-advreview: --advreview-head={ref} needs the base checkout to be a "
+                f"git repository, but {self.rootdir} is not in one; run pytest in a clone "
+                "of the base"
+            )
+        if self._explicit_plans():
+            raise head.HeadError(
+                "pytest-advreview: with --advreview-head the plans come from REF "
+                "(advreview_plans, advreview_plan_scope); a .md path on the command line "
+                "names a file of the base checkout: drop it, or select items with -k"
+            )
+        workerinput = getattr(self.config, "workerinput", None)
+        if isinstance(workerinput, dict) and head.HEAD_KEY in workerinput:
+            checkout = head.HeadCheckout.model_validate_json(str(workerinput[head.HEAD_KEY]))
+        else:
+            checkout = head.materialise(
+                self.repo.root, ref, self.settings.base, rootdir=self.rootdir
+            )
+            # Removed however the run ends (Ctrl-C and usage errors after this included).
+            self.config.add_cleanup(lambda: head.remove(checkout))
+        self.head = checkout
+        self.base = checkout.base_sha
+        top = Path(checkout.path)
+        # Globs are relative to the rootdir: the same folder of REF.
+        prefix = targets._prefix(self.rootdir, self.repo.root)
+        root = top / prefix if prefix else top
+        if not root.is_dir():
+            self.selection = targets.PlanSelection(
+                (), 0, f"{prefix.rstrip('/')} does not exist in {ref}: no plans to review"
+            )
+            return
+        selection = targets.plan_files(
+            root,
+            self.settings.plans,
+            self.settings.plan_scope,
+            checkout.base_sha,
+            repo=targets.GitRepoInfo(root=top),
+        )
+        # "changed against <40 hex digits>" names the base the way the header does.
+        shown = f"{checkout.base} ({checkout.base_sha[:12]})"
+        self.selection = dataclasses.replace(
+            selection, summary=selection.summary.replace(checkout.base_sha, shown)
+        )
+        for key in self.selection.outside:
+            # A link out of REF's files: following it would send a file of this machine
+            # to the reviewer, and skipping it would pass a plan nobody reviewed.
+            raise head.HeadError(
+                f"pytest-advreview: the plan {key} is a symbolic link in "
+                f"--advreview-head={ref}; a head's plans are read only from regular "
+                "files: ask the author to commit the plan itself"
+            )
+        for path, key in zip(self.selection.selected, self.selection.keys, strict=True):
+            if path.is_symlink():
+                # Following it would send a file of this machine to the reviewer.
+                raise head.HeadError(
+                    f"pytest-advreview: the plan {key} is a symbolic link in "
+                    f"--advreview-head={ref}; a head's plans are read only from regular "
+                    "files: ask the author to commit the plan itself"
+                )
+            node_path = self.rootdir / key[len(self.selection.prefix) :]
+            self._keys[node_path] = key
+            self._sources[node_path] = path
+
     @property
     def repo_root(self) -> Path:
-        """The repository root (or rootdir outside git): where the reviewer runs."""
+        """The repository root (or rootdir outside git): where the reviewer runs.
+
+        With ``--advreview-head`` that is the private checkout of REF.
+        """
+        if self.head is not None:
+            return Path(self.head.path)
         return self.repo.root if self.repo else self.rootdir
+
+    def plan_source(self, path: Path) -> Path:
+        """The file a plan item reads: REF's copy under ``--advreview-head``, else ``path``."""
+        return self._sources.get(path, path)
 
     def relpath(self, path: Path) -> str:
         """A repo-relative posix path, the key of a plan in state and decisions."""
@@ -161,25 +318,84 @@ class ReviewSession:
                 if not path.is_absolute():
                     path = Path(self.config.invocation_params.dir) / path
                 if path.suffix == ".md" and path.is_file():
-                    found.append(path.resolve())
+                    real = path.resolve()
+                    self._refuse_disguised(path, real)
+                    found.append(real)
             self._explicit = found
             self._explicit_set = frozenset(found)
         return self._explicit
 
-    def _wanted(self, resolved: Path) -> bool:
-        self._explicit_plans()
-        return resolved in self._explicit_set or resolved in self._keys
+    def _refuse_disguised(self, path: Path, real: Path) -> None:
+        """A named plan inside the repository that is a link to a file outside it.
+
+        Naming a file outside the repository is a choice (one plan on a laptop); a link
+        in the repository that leads out of it is a file of someone else's disguised as
+        the project's plan, and is never reviewed or hashed as one.
+        """
+        if self.repo is None:
+            return
+        top = os.path.realpath(self.repo.root)
+        inside = os.path.abspath(path).startswith(os.path.join(os.path.abspath(self.repo.root), ""))
+        if inside and not os.fspath(real).startswith(os.path.join(top, "")):
+            raise pytest.UsageError(
+                f"pytest-advreview: {path} is a symlink to {real}, outside the repository "
+                f"{self.repo.root}; it is not reviewed as the project's plan: name the file "
+                "itself, or commit the plan in place of the link"
+            )
+
+    # -- --advreview-only: review items and nothing else ---------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collect_directory(self, path: Path, parent: pytest.Collector) -> pytest.Dir | None:
+        """With ``--advreview-only`` every folder is a plain ``Dir``, never a ``Package``.
+
+        A ``Package`` imports its ``__init__.py`` when an item below it is set up, so a
+        plan under a Python package would run the package's code.
+        """
+        if not self.only:
+            return None
+        folder: pytest.Dir = pytest.Dir.from_parent(parent, path=path)
+        return folder
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_ignore_collect(self, collection_path: Path, config: pytest.Config) -> bool | None:
+        """Skip what a review run must not collect.
+
+        With ``--advreview-only`` only markdown files reach collection (no module import).
+        Never walk into a symlinked folder that leads back to one of its ancestors: pytest
+        follows folder symlinks, and a loop (``docs/plans/loop -> ..``) is walked 40 levels
+        deep until the system refuses (ELOOP), which made one plan 41 items or failed the
+        whole collection.  Everything in such a folder is reached without it.
+        """
+        if self.only and collection_path.suffix != ".md" and not collection_path.is_dir():
+            return True
+        text = os.fspath(collection_path)
+        if not os.path.islink(text):  # one lstat; almost every path stops here
+            return None
+        real = os.path.realpath(text)
+        parent = os.path.realpath(os.path.dirname(text))
+        if parent == real or parent.startswith(os.path.join(real, "")):
+            return True
+        return None
 
     @pytest.hookimpl
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> PlanFile | None:
         """Collect a plan file that is selected or named on the command line."""
-        if file_path.suffix != ".md":
+        if file_path.suffix != ".md" or self.head is not None:
+            # Under --advreview-head every plan item is REF's (added below): a base file
+            # pytest walks to must never become one, even one at the same path.
             return None
         resolved = self._walked.get(os.fspath(file_path))
         if resolved is None:
             resolved = self._resolve(file_path)
-            if not self._wanted(resolved):
+            self._explicit_plans()
+            # A selected plan reached under another name (a symlinked folder, a loop
+            # of them) is not collected there: it is collected at its own path, or
+            # added by pytest_collection_modifyitems.
+            if resolved not in self._explicit_set:
                 return None
+        if resolved in self._collected:
+            return None  # each real file is one item
         self._collected.add(resolved)
         plan: PlanFile = PlanFile.from_parent(parent, path=file_path)
         return plan
@@ -188,31 +404,38 @@ class ReviewSession:
     def pytest_collection_modifyitems(
         self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
     ) -> None:
-        """Add selected plans outside the collected paths, and the code-review item.
+        """Add selected plans outside the collected paths, and the code-review item;
+        then keep this job's share of the review items (``--advreview-shard``).
 
         ``tryfirst`` so that ``-m``/``-k`` deselection (which runs in the same hook) sees
         the added items.
         """
+        self._add_items(session, config, items)
+        if self.settings.shard is not None:
+            from .shard import keep_share
+
+            keep_share(config, items, self.settings.shard)
+
+    def _add_items(
+        self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
         explicit = self._explicit_plans()
         if explicit:
             return  # laptop mode: exactly the plans named on the command line
         assert self.selection is not None
         added: list[pytest.Item] = []
-        for path in self.selection.selected:
+        for path in self._keys:  # the selected plans, in order (REF's, named in rootdir)
             if path in self._collected:
                 continue
-            plan = PlanFile.from_parent(session, path=path)
-            added.extend(plan.collect())
-        change = self._change_set()
-        if change is not None:
-            spec = TargetSpec(
-                kind="code",
-                key=CODE_ITEM_NAME,
-                change=change,
-                against_plan=Path(self.settings.against_plan).resolve()
-                if self.settings.against_plan
-                else None,
+            node_id = self._node_id(path)
+            plan = (
+                PlanFile.from_parent(session, path=path)
+                if node_id is None
+                else PlanFile.from_parent(session, path=path, nodeid=node_id)
             )
+            added.extend(plan.collect())
+        spec = self._code_spec()
+        if spec is not None:
             added.append(ReviewItem.from_parent(session, name=CODE_ITEM_NAME, spec=spec))
         if added:
             items.extend(added)
@@ -223,21 +446,97 @@ class ReviewSession:
             report = pytest.CollectReport(session.nodeid, "passed", None, result)
             config.hook.pytest_collectreport(report=report)
 
-    def _change_set(self) -> ChangeSet | None:
+    def _node_id(self, path: Path) -> str | None:
+        """The node id of a plan outside rootdir (a run from a subdirectory without an ini).
+
+        pytest would name it by its file name alone; relative to rootdir (which is then
+        the invocation directory) the id also works as a command-line argument.
+        """
+        try:
+            path.relative_to(self.config.rootpath)
+        except ValueError:
+            return Path(os.path.relpath(path, self.config.rootpath)).as_posix()
+        return None
+
+    def _code_spec(self) -> TargetSpec | None:
+        """The code item's target; one that errors with the reason when the base is unusable."""
         if self.repo is None or self.settings.diff == "none":
             return None
+        change = self.code_change()[0]
+        if self.base_error is not None:
+            # Fail closed: the branch's change (and, with scope ``changed``, its plans)
+            # cannot be told apart, so the gate must not pass; plan items still run.
+            return TargetSpec(kind="code", key=CODE_ITEM_NAME, error=self.base_error)
+        if change is None:
+            return None
+        return TargetSpec(
+            kind="code",
+            key=CODE_ITEM_NAME,
+            change=change,
+            against_plan=Path(self.settings.against_plan).resolve()
+            if self.settings.against_plan
+            else None,
+        )
+
+    def _change_set(self) -> ChangeSet | None:
+        return self.code_change()[0]
+
+    def code_change(self) -> tuple[ChangeSet | None, ChangeSetInfo | None]:
+        """The change set the code item reviews and its description (``None`` outside git).
+
+        Decided once per process, at the header (or at collection without a terminal),
+        so the header, the item and the reports all name the same change set.  Under CI
+        ``--advreview-diff=auto`` means the branch (:func:`targets.change_set`).  A base
+        that cannot be used is kept in ``base_error``: the code item reports it.
+        """
+        if self._change is not None:
+            return self._change
+        if self.repo is None:
+            self._change = (None, None)
+            return self._change
         assert self.selection is not None
-        # A plan reviewed as a plan item is not reviewed again as code.
+        ci = targets.in_ci(os.environ)
+        change: ChangeSet | None = None
+        note: str | None = None
         try:
-            return targets.change_set(
-                self.repo.root,
+            if self._explicit_plans():
+                note = "plans named on the command line: no code review"
+            elif self.head is not None:
+                if self.settings.diff != "none":
+                    # BASE...REF: REF is HEAD of the private checkout, so the diff commands
+                    # the prompt names work there as written.
+                    change = targets.change_set(
+                        Path(self.head.path), "branch", self.head.base_sha, self.selection.keys
+                    )
+                    if change is not None:
+                        change = change.model_copy(update={"description": self.head.description})
+            elif self.settings.diff != "none" and self.base_error is None:
+                # A plan reviewed as a plan item is not reviewed again as code.
+                try:
+                    change = targets.change_set(
+                        self.repo.root,
+                        self.settings.diff,
+                        self.base,
+                        self.selection.keys,  # repo-relative: no path arithmetic per plan
+                        resolver=self._resolve,
+                        ci=ci,
+                    )
+                except targets.BaseRefError as exc:
+                    self.base_error = str(exc)
+            if self.base_error is not None and note is None:
+                note = "not reviewed: the base cannot be used (the code item says why)"
+            info = targets.change_set_info(
+                Path(self.head.path) if self.head is not None else self.repo.root,
+                change,
                 self.settings.diff,
                 self.base,
-                self.selection.keys,  # repo-relative: no path arithmetic per plan
-                resolver=self._resolve,
+                ci=ci,
+                note=note,
             )
         except targets.TargetError as exc:
             raise pytest.UsageError(str(exc)) from None
+        self._change = (change, info)
+        return self._change
 
     def stored_severity(self, key: str) -> str | None:
         """The max severity of ``key``'s last stored review, when it asked for revision."""
@@ -271,6 +570,7 @@ class ReviewSession:
             item=item,
             in_git=self.repo is not None,
             shared=self._shared,
+            store=self.coordinator.store,
         )
 
     def run_review(self, run: ReviewRun) -> tuple[LoopResult, Outcome]:
@@ -287,8 +587,16 @@ class ReviewSession:
         from .settings import header_lines, runtime_hints
 
         lines = header_lines(self.settings)
+        if self.head is not None:
+            lines.append(self.head.header)
         if self.selection is not None:
             lines.append(f"advreview: {self.selection.summary}")
+        info = self.code_change()[1]  # first: it may find the base unusable
+        if self.base_error is not None:
+            reason = self.base_error.removeprefix("pytest-advreview: ")
+            lines.append(f"advreview: the base cannot be used: {reason}")
+        if info is not None:
+            lines.append(f"advreview: code change: {info.summary()}")
         if self.repo_note:
             lines.append(
                 self.repo_note
@@ -296,6 +604,19 @@ class ReviewSession:
                 else f"advreview: {self.repo_note}"
             )
         lines.extend(f"advreview: {hint}" for hint in runtime_hints(self.settings))
+        if (
+            os.environ.get("CI", "").strip().lower() == "true"
+            and not os.environ.get(STATE_KEY_ENV, "").strip()
+        ):
+            # A fresh runner makes a new per-user key, so every verdict restored from the
+            # CI cache fails its check and is reviewed (and paid for) again.
+            lines.append(
+                f"advreview: {STATE_KEY_ENV} is not set: verdicts restored from a CI cache "
+                "cannot be checked with this runner's new per-user key and are reviewed "
+                'again; set it from a secret (docs/ci.md, "The state key")'
+            )
+        if self.only:
+            lines.append("advreview: --advreview-only: review items only, no test module imported")
         return lines
 
     @pytest.hookimpl(wrapper=True)
@@ -354,7 +675,11 @@ class ReviewSession:
         from .report.publish import exit_status, publish
 
         results = self.results.ordered()
-        written = publish(self.config, self.settings, results)
+        try:
+            info = self.code_change()[1]
+        except pytest.UsageError:  # reported at collection already; the reports still go out
+            info = None
+        written = publish(self.config, self.settings, results, change=info)
         status = exit_status(self.settings, results, int(exitstatus), config=self.config)
         if not written and status in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             # A gate whose SARIF/JSON/markdown could not be written must not pass: the

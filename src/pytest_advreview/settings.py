@@ -13,7 +13,6 @@ resolved :class:`Settings` travel to workers as ``model_dump(mode="json")``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shlex
@@ -95,6 +94,8 @@ class Settings(WireModel):
     diff: DiffMode = "auto"
     base: str | None = None
     against_plan: str | None = None
+    #: ``--advreview-head``: the pull request's head, reviewed as data (see ``head.py``).
+    head: str | None = None
     plans: tuple[str, ...] = DEFAULT_PLANS
     plan_scope: PlanScope = "changed"
     decisions: str = DEFAULT_DECISIONS
@@ -106,24 +107,15 @@ class Settings(WireModel):
     lead_patch: str | None = None
     #: The lead may edit the change set's files without worktree isolation.
     lead_code: bool = False
+    #: Globs of variable names the reviewer's tool shell may see although they look like
+    #: credentials (ini ``advreview_env_allow``).
+    env_allow: tuple[str, ...] = ()
     #: GitHub Actions annotations and step summary: auto (on under GITHUB_ACTIONS=true).
     github: GithubMode = "auto"
     #: Exit with EXIT_REVIEW_ERRORS when review items errored and none failed.
     strict_exit: bool = False
-
-    def settings_hash(self) -> str:
-        """sha256 over the settings that change what a review says.
-
-        A cached verdict is reused only under the same hash; the caller mixes in the
-        prompt version.
-        """
-        key = {
-            "model": self.model,
-            "reasoning": self.reasoning,
-            "sandbox": self.sandbox,
-            "output_format": self.output_format.value,
-        }
-        return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
+    #: ``--advreview-shard=K/N``: this job reviews share K (1-based) of N.
+    shard: tuple[int, int] | None = None
 
 
 # -- declarations --------------------------------------------------------------------------
@@ -239,6 +231,38 @@ def resolve(config: pytest.Config, environ: Mapping[str, str] | None = None) -> 
     values["codex_config"] = tuple(merged)
 
     values["sandbox_explicit"] = found["sandbox"] is not None
+    head_var = BY_FIELD["head"].env_var
+    if found["head"] is None and resolver.environ.get(head_var) is not None:
+        # Elsewhere an empty variable counts as unset; here it would silently review the
+        # base checkout instead of the pull request (a workflow whose expression for the
+        # head's SHA came out empty), so the gate would find nothing and pass.
+        raise pytest.UsageError(
+            f"{PREFIX}: environment {head_var} is set but empty; set it to the pull "
+            "request's head commit (e.g. ${{ github.event.pull_request.head.sha }}), or "
+            "unset it to review the checkout itself"
+        )
+    if values.get("head") is not None:
+        sandbox_from = found["sandbox"]
+        if sandbox_from is None or sandbox_from.origin == "ini":
+            # The reviewer reads the head's files; by default it must not be able to run
+            # the head's code with write access.  Only this run's own choice (option or
+            # environment) overrides that: an ini line written for same-repository runs
+            # (often just to silence the workspace-write hint) must not apply to a fork.
+            values["sandbox"] = "read-only"
+            values["sandbox_explicit"] = False
+        approvals_from = found["approvals"]
+        if approvals_from is None or approvals_from.origin == "ini":
+            # Measured on 0.171: under read-only with approvals=auto_review, a command that
+            # asks for escalated permissions runs outside the sandbox once the auto-reviewer
+            # (a model, reading the same injected text) allows it.  A fork's head gets
+            # "never": escalation requests are refused.
+            values["approvals"] = "never"
+        if values.get("diff") == "uncommitted":
+            raise pytest.UsageError(
+                f"{PREFIX}: --advreview-diff=uncommitted reviews the checkout's own "
+                "uncommitted changes, but with --advreview-head the change under review is "
+                "BASE...REF; pass --advreview-diff=branch (or auto), or drop --advreview-head"
+            )
     invocation_dir = config.invocation_params.dir
     for field in ("report", "sarif", "json_report", "lead_patch"):
         if isinstance(values.get(field), str):
@@ -352,6 +376,13 @@ def header_lines(settings: Settings, *, verbose: bool = False) -> list[str]:
                 "--advreview-isolation=worktree or set ini advreview_lead_code = true)"
             )
     add("lead-patch", settings.lead_patch, None, _show(settings.lead_patch or "off"))
+    add("env-allow", settings.env_allow, (), ",".join(_show(g) for g in settings.env_allow))
+    add(
+        "shard",
+        settings.shard,
+        None,
+        f"{settings.shard[0]}/{settings.shard[1]}" if settings.shard else "off",
+    )
     add("github", settings.github, defaults.github)
     add("strict-exit", settings.strict_exit, False, "yes" if settings.strict_exit else "no")
     if verbose:

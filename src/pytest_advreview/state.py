@@ -16,6 +16,15 @@ Every read or write problem is a :class:`StateWarning` and a fresh review, never
 and never a silent cached pass.  Without the cacheprovider (``-p no:cacheprovider``) the
 store is a no-op that warns once.
 
+The cache folder is inside the repository, where a reviewer, an earlier CI step of a pull
+request or a restored CI cache can write, so an entry is trusted only when the plugin
+wrote it: each carries an HMAC under the state key (:mod:`.statekey`), and an entry that
+does not verify is ignored with a warning.  Each entry also carries a *run tag*, an HMAC
+under a secret of this run that only the run's own processes hold (the controller hands it
+to the xdist workers): while a reviewer runs, :meth:`StateStore.snapshot` and
+:meth:`StateStore.foreign_changes` tell the entries other workers of this run wrote from
+anything else that changed, which is that review's workspace mutation (and is discarded).
+
 :func:`decide_next` turns the stored state into what this run does with a target, and
 :func:`plan_diff` renders the "Applied" section of a plan re-review.
 """
@@ -25,8 +34,11 @@ from __future__ import annotations
 import contextlib
 import difflib
 import hashlib
+import hmac
 import json
 import os
+import secrets
+import stat
 import tempfile
 import warnings
 from collections.abc import Sequence
@@ -37,6 +49,7 @@ from typing import Final, Literal
 import pytest
 from pydantic import Field, ValidationError
 
+from .cachekey import CacheKey
 from .constants import CACHE_PREFIX
 from .models import (
     Decision,
@@ -47,6 +60,13 @@ from .models import (
     Verdict,
     WireModel,
 )
+from .statekey import (
+    STATE_KEY_ENV,
+    StateKey,
+    StateKeyError,
+    StateKeyUsageError,
+    load_state_key,
+)
 
 __all__ = [
     "STATE_SCHEMA",
@@ -54,14 +74,15 @@ __all__ = [
     "ReviewState",
     "StateStore",
     "StateWarning",
+    "StoredEntry",
     "decide_next",
     "plan_diff",
     "state_key",
 ]
 
-#: Version of the on-disk layout of :class:`ReviewState`; bump it on incompatible changes
+#: Version of the on-disk layout of :class:`StoredEntry`; bump it on incompatible changes
 #: so an entry written by another plugin version is discarded with a warning.
-STATE_SCHEMA: Final = 1
+STATE_SCHEMA: Final = 2
 
 #: ``config.cache.mkdir`` takes a single name; the store keeps its files below it.
 _CACHE_DIR_NAME = CACHE_PREFIX.strip("/")
@@ -81,11 +102,10 @@ class StateWarning(pytest.PytestWarning):
 class ReviewState(WireModel):
     """Everything remembered about one target between runs."""
 
-    schema_version: Literal[1] = STATE_SCHEMA
     #: ``docs/plans/x.md`` or ``code-review``.
     key: str
-    #: :meth:`Settings.settings_hash` (plus the prompt version) the rounds were made with.
-    settings_hash: str
+    #: :func:`~.cachekey.reviewer_identity` of the reviewer the rounds were made with.
+    reviewer: dict[str, str]
     #: Every counted round, in order, over all runs since the last fresh start.
     rounds: tuple[RoundRecord, ...] = ()
     #: The reviewer thread to resume.
@@ -171,14 +191,68 @@ def state_key(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
+class StoredEntry(WireModel):
+    """One entry file: the state, its MAC under the state key and this run's tag."""
+
+    schema_version: Literal[2] = STATE_SCHEMA
+    #: HMAC-SHA256 of :func:`_canonical` of ``state`` under the state key.
+    mac: str
+    #: HMAC of ``mac`` under the secret of the run that wrote the entry.
+    run_tag: str
+    state: ReviewState
+
+
+def _canonical(state_data: object) -> bytes:
+    """The bytes an entry's MAC covers: the state as compact, key-sorted, ASCII JSON.
+
+    Computed from the parsed JSON on both sides, so whitespace and key order in the file
+    do not matter, and every value does.
+    """
+    text = json.dumps(state_data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return text.encode("ascii")
+
+
+#: Pseudo names of :meth:`StateStore.snapshot` for the folder itself and the key file.
+_DIR_ENTRY = "<state folder>"
+_KEY_ENTRY = "<state key>"
+
+
+def _fingerprint(path: Path | os.DirEntry[str]) -> str:
+    """What changes whenever a file is written, replaced or removed (no read needed).
+
+    The inode change time cannot be set from user space, so a rewrite that restores size
+    and modification time still shows.  A directory entry from ``os.scandir`` saves
+    building its path.
+    """
+    try:
+        info = path.stat(follow_symlinks=False) if isinstance(path, os.DirEntry) else path.lstat()
+    except FileNotFoundError:
+        return "missing"
+    except OSError as exc:
+        return f"unreadable:{exc.errno}"
+    kind = "link" if stat.S_ISLNK(info.st_mode) else "file"
+    return f"{kind}:{info.st_ino}:{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}"
+
+
 class StateStore:
     """Reads and writes :class:`ReviewState` entries in pytest's cache directory.
 
     :param config: the pytest config; ``config.cache`` is absent when the cacheprovider
         plugin is disabled, and the store then does nothing (one warning per config).
+    :param run_secret: the secret of this run's tags (the controller's, on an xdist
+        worker); a new one when omitted.
+    :param state_key: the key entries are authenticated with; loaded on first use from
+        :func:`~.statekey.load_state_key` when omitted.
+    :raises pytest.UsageError: ``ADVREVIEW_STATE_KEY`` is set to an unusable value.
     """
 
-    def __init__(self, config: pytest.Config) -> None:
+    def __init__(
+        self,
+        config: pytest.Config,
+        *,
+        run_secret: bytes | None = None,
+        state_key: StateKey | None = None,
+    ) -> None:
         self._config = config
         self._cache: pytest.Cache | None = getattr(config, "cache", None)
         self._dir: Path | None = None
@@ -186,6 +260,13 @@ class StateStore:
         #: since: a target without an entry (every target of a first run) then costs no
         #: ``open`` (collection asks for all of them, 5,000 plans in one repository).
         self._present: set[str] | None = None
+        self._run_secret = run_secret if run_secret is not None else secrets.token_bytes(32)
+        self._key = state_key
+        self._key_problem: str | None = None
+        if self._cache is not None and os.environ.get(STATE_KEY_ENV, "").strip():
+            # A bad ADVREVIEW_STATE_KEY is the user's to fix: a usage error before any
+            # collection, not an error in the middle of it.
+            self.state_key()
 
     @property
     def enabled(self) -> bool:
@@ -197,49 +278,100 @@ class StateStore:
         directory = self._directory()
         return directory / _entry_name(key) if directory is not None else None
 
-    def load(self, key: str) -> ReviewState | None:
-        """The stored state of ``key``, or ``None`` when there is none or it is unusable.
+    def state_key(self) -> StateKey | None:
+        """The key entries are authenticated with; ``None`` (after one warning) without one.
 
-        A missing entry is silent; an unreadable, corrupt, schema-invalid or mismatched
-        entry warns (:class:`StateWarning`) and reads as ``None``, so the target gets a
-        fresh review.
+        :raises pytest.UsageError: ``ADVREVIEW_STATE_KEY`` is set to an unusable value.
+        """
+        if self._key is None and self._key_problem is None:
+            try:
+                self._key = load_state_key()
+            except StateKeyUsageError as exc:
+                raise pytest.UsageError(str(exc)) from None
+            except StateKeyError as exc:
+                self._key_problem = str(exc)
+                warnings.warn(
+                    StateWarning(
+                        f"pytest-advreview: {exc}. Until then no stored verdict can be "
+                        "checked, so every target is reviewed afresh and nothing is stored"
+                    ),
+                    stacklevel=3,
+                )
+        return self._key
+
+    def read(self, key: str) -> tuple[ReviewState | None, str | None]:
+        """The stored state of ``key`` and, when it is unusable, why (no warning).
+
+        :returns: ``(state, None)``; ``(None, None)`` when there is no entry (or no
+            store); ``(None, problem)`` for an entry that is unreadable, corrupt, of
+            another schema or target, or not written by this plugin under this key.
         """
         directory = self._directory()
         if directory is None:
-            return None
+            return None, None
         name = _entry_name(key)
         listing = self._listing(directory)
         if listing is not None and name not in listing:
-            return None
+            return None, None
         path = directory / name
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
-            return None
+            return None, None
         except (OSError, UnicodeDecodeError) as exc:
-            self._warn(key, path, f"it could not be read ({_oserror(exc)})")
-            return None
+            return None, self._problem(key, path, f"it could not be read ({_oserror(exc)})")
         try:
             data = json.loads(text)
         except ValueError as exc:
-            self._warn(key, path, f"it is not valid JSON ({exc})")
-            return None
-        if isinstance(data, dict) and data.get("schema_version") != STATE_SCHEMA:
-            self._warn(
+            return None, self._problem(key, path, f"it is not valid JSON ({exc})")
+        if not isinstance(data, dict):
+            return None, self._problem(
+                key, path, "it does not match the state schema (top level: not a JSON object)"
+            )
+        if data.get("schema_version") != STATE_SCHEMA:
+            return None, self._problem(
                 key,
                 path,
                 f"it has schema version {data.get('schema_version')!r}, this plugin "
                 f"reads version {STATE_SCHEMA} (written by another pytest-advreview version)",
             )
-            return None
+        state_key = self.state_key()
+        if state_key is None:
+            return None, None  # warned once already: nothing can be checked
+        if not state_key.verify(_canonical(data.get("state")), data.get("mac")):
+            return None, self._problem(
+                key,
+                path,
+                "it was not written by pytest-advreview under this state key "
+                f"({state_key.where}): a forged or copied entry, or one written with another "
+                "key (a CI job with another ADVREVIEW_STATE_KEY, another user's machine)",
+                tail=(
+                    "it is ignored and the target is reviewed again. If the key changed on "
+                    "purpose this warning goes away after this run; otherwise find out who "
+                    "wrote the file"
+                ),
+            )
         try:
-            state = ReviewState.model_validate(data)
+            entry = StoredEntry.model_validate(data)
         except ValidationError as exc:
-            self._warn(key, path, f"it does not match the state schema ({_first_error(exc)})")
-            return None
-        if state.key != key:
-            self._warn(key, path, f"it belongs to another target ({state.key!r})")
-            return None
+            return None, self._problem(
+                key, path, f"it does not match the state schema ({_first_error(exc)})"
+            )
+        if entry.state.key != key:
+            return None, self._problem(
+                key, path, f"it belongs to another target ({entry.state.key!r})"
+            )
+        return entry.state, None
+
+    def load(self, key: str) -> ReviewState | None:
+        """The stored state of ``key``, or ``None`` when there is none or it is unusable.
+
+        A missing entry is silent; an unusable one (see :meth:`read`) warns
+        (:class:`StateWarning`) and reads as ``None``, so the target gets a fresh review.
+        """
+        state, problem = self.read(key)
+        if problem is not None:
+            warnings.warn(StateWarning(problem), stacklevel=2)
         return state
 
     def save(self, state: ReviewState) -> bool:
@@ -252,7 +384,18 @@ class StateStore:
         path = self.path_for(state.key)
         if path is None:
             return False
-        data = state.model_dump_json(indent=2)
+        state_key = self.state_key()
+        if state_key is None:
+            return False  # an entry nobody can check would be reviewed again anyway
+        state_data = state.model_dump(mode="json")
+        mac = state_key.mac(_canonical(state_data))
+        envelope = {
+            "schema_version": STATE_SCHEMA,
+            "mac": mac,
+            "run_tag": self._run_tag(mac),
+            "state": state_data,
+        }
+        data = json.dumps(envelope, indent=2, ensure_ascii=True)
         tmp: str | None = None
         try:
             fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".tmp", dir=path.parent)
@@ -285,6 +428,109 @@ class StateStore:
             return
         if self._present is not None:
             self._present.discard(path.name)
+
+    # -- watching the store while a reviewer runs ----------------------------------------
+
+    def snapshot(self) -> dict[str, str]:
+        """Path -> fingerprint of every entry, the folder and the per-user key file.
+
+        Stats only (no reads), so a review of one plan among thousands stays cheap.
+        Empty when the store is off.
+        """
+        directory = self._directory()
+        if directory is None:
+            return {}
+        try:
+            # The folder's inode only: its times change with every entry saved.
+            found = {_DIR_ENTRY: f"dir:{directory.lstat().st_ino}"}
+        except OSError as exc:
+            found = {_DIR_ENTRY: f"unreadable:{exc.errno}"}
+        key = self.state_key()
+        if key is not None and key.source == "file":
+            found[_KEY_ENTRY] = _fingerprint(Path(key.where))
+        prefix = os.path.join(directory, "")
+        try:
+            with os.scandir(directory) as entries:
+                for entry in entries:
+                    name = entry.name
+                    if name.endswith(".json") and not name.startswith("."):
+                        found[prefix + name] = _fingerprint(entry)
+        except OSError as exc:
+            return {**found, _DIR_ENTRY: f"unlistable:{exc.errno}"}
+        return found
+
+    def foreign_changes(self, before: dict[str, str], after: dict[str, str]) -> list[str]:
+        """What changed from ``before`` to ``after`` that this run's plugin did not write.
+
+        An entry written by this run (any xdist worker) carries a valid run tag and is
+        not reported; an entry created, changed or removed by anyone else is, and so is a
+        replaced state folder or key file.  Returns paths, sorted.
+        """
+        changed: list[str] = []
+        for name in sorted(before.keys() | after.keys()):
+            if before.get(name) == after.get(name):
+                continue
+            if name == _DIR_ENTRY:
+                changed.append(str(self._dir))
+            elif name == _KEY_ENTRY:
+                changed.append(self._key.where if self._key is not None else name)
+            elif not self._written_by_this_run(Path(name)):
+                changed.append(name)
+        return changed
+
+    def discard(self, paths: Sequence[str]) -> None:
+        """Delete the entry files among ``paths`` (entries a reviewer touched)."""
+        directory = self._dir
+        for text in paths:
+            path = Path(text)
+            if directory is None or path.parent != directory or not path.name.endswith(".json"):
+                continue  # the folder or the key file: reported, never deleted here
+            try:
+                path.unlink(missing_ok=True)
+            except OSError as exc:
+                warnings.warn(
+                    StateWarning(
+                        f"pytest-advreview: {path} was changed by a reviewer and could not be "
+                        f"deleted ({_oserror(exc)}); the state key still keeps a forged entry "
+                        "from passing. Fix: delete the file"
+                    ),
+                    stacklevel=2,
+                )
+                continue
+            if self._present is not None:
+                self._present.discard(path.name)
+
+    @staticmethod
+    def target_of(path: str) -> str | None:
+        """The target an entry file names (for messages); ``None`` when unreadable."""
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            key = data["state"]["key"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return key if isinstance(key, str) else None
+
+    def _run_tag(self, mac: str) -> str:
+        return hmac.new(self._run_secret, mac.encode("ascii"), hashlib.sha256).hexdigest()
+
+    def _written_by_this_run(self, path: Path) -> bool:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False
+        if not isinstance(data, dict):
+            return False
+        mac, tag = data.get("mac"), data.get("run_tag")
+        if not isinstance(mac, str) or not isinstance(tag, str) or not mac.isascii():
+            return False
+        # The tag vouches for the MAC, and the MAC for the content: an entry of this run
+        # edited in place keeps its tag but no longer verifies.
+        key = self.state_key()
+        return (
+            key is not None
+            and key.verify(_canonical(data.get("state")), mac)
+            and hmac.compare_digest(self._run_tag(mac), tag)
+        )
 
     # -- internals -------------------------------------------------------------------------
 
@@ -335,18 +581,24 @@ class StateStore:
             stacklevel=4,
         )
 
-    def _warn(self, key: str, path: Path, problem: str, *, verb: str = "loading") -> None:
-        if verb == "loading":
-            # The next save overwrites the entry, so the problem heals itself; say so.
-            tail = (
-                "the target is reviewed afresh and its state rewritten. If this repeats, "
-                "delete the file or run with --cache-clear"
-            )
-        else:
-            tail = (
-                "this run's rounds may be reviewed again next run. Fix: make the pytest "
-                "cache directory (cache_dir ini option) writable, or delete the path"
-            )
+    @staticmethod
+    def _problem(key: str, path: Path, problem: str, *, tail: str | None = None) -> str:
+        """The text of a :class:`StateWarning` about an entry that cannot be used."""
+        # The next save overwrites the entry, so the problem heals itself; say so.
+        tail = tail or (
+            "the target is reviewed afresh and its state rewritten. If this repeats, "
+            "delete the file or run with --cache-clear"
+        )
+        return (
+            f"pytest-advreview: loading the review state of {key!r} failed: {path}: "
+            f"{problem}; {tail}"
+        )
+
+    def _warn(self, key: str, path: Path, problem: str, *, verb: str) -> None:
+        tail = (
+            "this run's rounds may be reviewed again next run. Fix: make the pytest "
+            "cache directory (cache_dir ini option) writable, or delete the path"
+        )
         warnings.warn(
             StateWarning(
                 f"pytest-advreview: {verb} the review state of {key!r} failed: {path}: "
@@ -457,10 +709,8 @@ class NextStep(WireModel):
 
 def decide_next(
     state: ReviewState | None,
+    key: CacheKey,
     *,
-    content_hash: str,
-    settings_hash: str,
-    decisions: Sequence[Decision],
     max_rounds: int,
     fresh: bool,
 ) -> NextStep:
@@ -468,10 +718,11 @@ def decide_next(
 
     The rules of design.md §2 "Rounds in CI", in order:
 
-    1. ``fresh``, no state, changed settings, or no counted round → ``review``;
-    2. last verdict APPROVED: same content → ``cached_approved``; changed content →
-       ``continue`` on the thread while rounds remain, else ``review`` (an approved
-       plan that is edited later is not stuck at "max rounds");
+    1. ``fresh``, no state, another reviewer (any component of the cache key's reviewer
+       identity), or no counted round → ``review``;
+    2. last verdict APPROVED: same content and no new decision → ``cached_approved``;
+       otherwise → ``continue`` on the thread while rounds remain, else ``review`` (an
+       approved plan that is edited later is not stuck at "max rounds");
     3. last verdict REVISE: rounds used >= ``max_rounds`` → ``max_rounds`` (even when the
        content changed, until ``--advreview-fresh``); same content and no new decision
        → ``cached_revise``; otherwise → ``continue``.
@@ -480,9 +731,7 @@ def decide_next(
     reason therefore sends it again.
 
     :param state: the stored state of the target, ``None`` when there is none.
-    :param content_hash: hash of the content to review now.
-    :param settings_hash: hash of the settings of this run.
-    :param decisions: this target's decisions from the decisions file.
+    :param key: the target's cache key in this run (:func:`~.cachekey.cache_key`).
     :param max_rounds: the round limit over all runs.
     :param fresh: ``--advreview-fresh``: ignore the state.
     """
@@ -492,12 +741,17 @@ def decide_next(
         return NextStep(action="review", reason="--advreview-fresh: stored state ignored")
     if state is None:
         return NextStep(action="review", reason="no stored state: initial review")
-    if state.settings_hash != settings_hash:
+    if state.reviewer != key.reviewer:
+        changed = sorted(
+            name
+            for name in state.reviewer.keys() | key.reviewer.keys()
+            if state.reviewer.get(name) != key.reviewer.get(name)
+        )
         return NextStep(
             action="review",
             reason=(
-                "the review settings changed since the stored rounds (model, reasoning, "
-                "sandbox, output format or prompt version): starting over"
+                f"the reviewer changed since the stored rounds ({', '.join(changed)}): "
+                "its verdict is not this reviewer's, starting over"
             ),
         )
     review = state.last_review
@@ -505,13 +759,16 @@ def decide_next(
     if not state.rounds or verdict is None:
         return NextStep(action="review", reason="no counted round stored: initial review")
 
+    content_hash = key.content
+    decisions = key.decisions
     same = state.reviewed_hash == content_hash
     used = state.rounds_used
     sent = set(state.decisions_sent)
     new = tuple(dict.fromkeys(d for d in decisions if d not in sent))
 
     if verdict is Verdict.APPROVED:
-        if same:
+        what = "new decisions" if same else "changed"
+        if same and not new:
             return NextStep(
                 action="cached_approved",
                 reason=f"unchanged since round {used} was APPROVED",
@@ -520,14 +777,14 @@ def decide_next(
         if used < max_rounds:
             return NextStep(
                 action="continue",
-                reason=f"changed since round {used} was APPROVED: re-review",
+                reason=f"{what} since round {used} was APPROVED: re-review",
                 history=state.rounds,
                 decisions=new,
             )
         return NextStep(
             action="review",
             reason=(
-                f"changed since round {used} was APPROVED and all {max_rounds} rounds are "
+                f"{what} since round {used} was APPROVED and all {max_rounds} rounds are "
                 "spent: starting a new review"
             ),
         )

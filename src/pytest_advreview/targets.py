@@ -11,10 +11,10 @@ sees) or absolute :class:`~pathlib.Path` objects (what pytest collects).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shlex
+import stat
 import subprocess
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,19 +30,20 @@ from .git import (
     run_git,
     split_z,
 )
-from .models import ChangeSet
+from .models import ChangeSet, ChangeSetInfo
 
 __all__ = [
+    "BaseRefError",
     "GitRepoInfo",
     "PathResolver",
     "PlanSelection",
     "TargetError",
     "change_set",
-    "change_set_hash",
+    "change_set_info",
     "compile_glob",
+    "in_ci",
     "match_any",
     "plan_files",
-    "plan_hash",
     "repo_info",
     "resolve_base",
     "status_entries",
@@ -55,6 +56,14 @@ FALLBACK_BASES = ("origin/HEAD", "main", "master")
 
 class TargetError(Exception):
     """The targets cannot be determined; the message says why and what to do."""
+
+
+class BaseRefError(TargetError):
+    """The base cannot be used: it does not exist, or it cannot be diffed with ``HEAD``.
+
+    Only what needs the base fails on it (the code item, scope ``changed``); a plan named
+    on the command line is still reviewed.
+    """
 
 
 def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
@@ -140,15 +149,14 @@ def resolve_base(repo: Path, explicit: str | None, env: Mapping[str, str]) -> st
     first of ``origin/HEAD``, ``main``, ``master`` that git knows.
 
     :returns: the ref as named (not its commit id), or ``None`` when none exists.
-    :raises TargetError: the explicit base is not a commit git knows.
+    :raises BaseRefError: the explicit base is not a commit git knows.
     """
     if explicit is not None:
         if explicit.startswith("-") or not _verify(repo, explicit):
-            raise TargetError(
+            raise BaseRefError(
                 f"{_PREFIX}: the base {explicit!r} (--advreview-base / ini advreview_base) "
-                f"is not a commit, branch or tag of the repository at {repo}; fetch it "
-                f"(git fetch origin {shlex.quote(explicit)}) or pass another "
-                "--advreview-base=REF"
+                f"is not a commit, branch or tag of the repository at {repo}; "
+                f"{_fetch_hint(repo, explicit)}pass another --advreview-base=REF"
             )
         return explicit
     candidates = list(FALLBACK_BASES)
@@ -159,6 +167,31 @@ def resolve_base(repo: Path, explicit: str | None, env: Mapping[str, str]) -> st
         if _verify(repo, ref):
             return ref
     return None
+
+
+def _remotes(repo: Path) -> list[str]:
+    proc = _git(repo, "remote", check=False)
+    return [line for line in _lines(proc.stdout) if line] if proc.returncode == 0 else []
+
+
+def _fetch_hint(repo: Path, ref: str) -> str:
+    """The "fetch it with `git fetch …`, or " that makes ``ref`` exist; "" if no remote can.
+
+    ``git fetch origin origin/main`` asks the remote for a ref *it* calls
+    ``origin/main`` and fails; the refspec must name the remote's branch and where it
+    goes here.  A bare name (``main``, a tag) is fetched under the same name.
+    """
+    if ref.startswith("-") or not re.fullmatch(r"[\w./-]+", ref) or ".." in ref:
+        return ""  # not a name a remote can have (a range, a revision expression)
+    remotes = _remotes(repo)
+    for remote in remotes:
+        if ref.startswith(remote + "/") and len(ref) > len(remote) + 1:
+            branch = ref[len(remote) + 1 :]
+            spec = f"{branch}:refs/remotes/{remote}/{branch}"
+            return f"fetch it with `{shlex.join(['git', 'fetch', remote, spec])}`, or "
+    if "origin" in remotes:
+        return f"fetch it with `{shlex.join(['git', 'fetch', 'origin', f'{ref}:{ref}'])}`, or "
+    return ""
 
 
 def status_entries(root: Path) -> list[StatusEntry]:
@@ -281,6 +314,8 @@ class PlanSelection:
         state and decisions), in the order of ``selected``.
     :param prefix: ``root`` relative to the repository top, ``/``-terminated ("" at the
         top and outside git): ``keys[i] == prefix + <selected[i] relative to root>``.
+    :param outside: matched plan symlinks that lead out of the repository's files (not
+        read, not selected; named in ``summary``).
     """
 
     selected: tuple[Path, ...]
@@ -288,6 +323,7 @@ class PlanSelection:
     summary: str
     keys: tuple[str, ...] = ()
     prefix: str = ""
+    outside: tuple[str, ...] = ()
 
 
 def _plural(n: int) -> str:
@@ -348,7 +384,8 @@ def plan_files(
     :param scope: ``changed`` or ``all``.
     :param base: from :func:`resolve_base`; ``None`` limits ``changed`` to uncommitted.
     :param repo: the work tree, ``None`` outside git; detected when not given.
-    :raises TargetError: git failed (for example a base without a merge base).
+    :raises BaseRefError: ``base`` cannot be diffed with ``HEAD`` (no merge base).
+    :raises TargetError: git failed.
     """
     if repo == "detect":
         repo = repo_info(root)
@@ -357,40 +394,41 @@ def plan_files(
     # (root-relative "/" path, absolute path) of every match, sorted; strings where
     # possible, because Path arithmetic dominates at thousands of plans.
     matched: list[tuple[str, Path]]
+    outside: list[str] = []
     if repo is None:
         prefix = ""
-        found = {
-            p.resolve()
-            for g in globs
-            for p in root_abs.glob(g.replace("\\", "/").lstrip("/"))
-            if p.is_file()
-        }
+        # Each real file once: a symlinked folder (a loop included) reaches the same
+        # file under many names.
+        found: dict[Path, Path] = {}
+        for g in globs:
+            for p in root_abs.glob(g.replace("\\", "/").lstrip("/")):
+                if p.is_file():
+                    found.setdefault(p.resolve(), p)
         matched = []
-        for path in sorted(found):
+        for real in sorted(found):
             try:
-                matched.append((path.relative_to(root_abs).as_posix(), path))
-            except ValueError:  # a symlink out of root: its key is its absolute path
-                matched.append((str(path), path))
+                matched.append((real.relative_to(root_abs).as_posix(), real))
+            except ValueError:  # a symlink out of root: not this project's plan
+                outside.append(found[real].relative_to(root_abs).as_posix())
     else:
         prefix = _prefix(root, repo.root)
         out = _git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard").stdout
-        rels = sorted({p for p in split_z(out) if match_any(p, compiled)})
-        # ``--cached`` still lists files deleted from the work tree; only matches are
-        # checked, so this stays one stat per plan, never a read.
-        base_text = os.fspath(root_abs)
-        full = [(rel, os.path.join(base_text, rel)) for rel in rels]
-        matched = [(rel, Path(text)) for rel, text in full if os.path.isfile(text)]
+        listed = split_z(out)
+        rels = sorted({p for p in listed if match_any(p, compiled)})
+        matched = _real_plans(root_abs, repo.root, prefix, rels, listed, outside)
     total = len(matched)
+    note = _outside_note(outside)
     if total == 0:
         shown = ", ".join(globs) if globs else "no globs"
-        return PlanSelection((), 0, f"no plan files match advreview_plans ({shown})")
+        summary = f"no plan files match advreview_plans ({shown}){note}"
+        return PlanSelection((), 0, summary, outside=tuple(outside))
     if scope == "all" or repo is None:
         summary = (
             f"{_plural(total)} (advreview_plan_scope = all)"
             if scope == "all"
             else f"not a git repository: reviewing all {_plural(total)}"
         )
-        return _selection(matched, total, summary, prefix)
+        return _selection(matched, total, summary + note, prefix, outside)
     changed = {p[len(prefix) :] for p in _changed_paths(root, base) if p.startswith(prefix)}
     kept = [(rel, path) for rel, path in matched if rel in changed]
     n = len(kept)
@@ -400,11 +438,97 @@ def plan_files(
         summary = f"{n} of {_plural(total)} changed against {base}"
     if n == 0:
         summary += "; use advreview_plan_scope = all"
-    return _selection(kept, total, summary, prefix)
+    return _selection(kept, total, summary + note, prefix, outside)
+
+
+def _real_plans(
+    root_abs: Path,
+    top: Path,
+    prefix: str,
+    rels: Sequence[str],
+    listed: Sequence[str],
+    outside: list[str],
+) -> list[tuple[str, Path]]:
+    """The matched paths that are plan files of this repository, each real file once.
+
+    git lists a symlink as itself and never walks through a symlinked folder, so the
+    only aliases are file symlinks.  A symlink to another listed file of the repository
+    is that file (one item, under the file's own name when the globs match it too); a
+    symlink to anything else (outside the repository, an ignored file, ``.git``) is not
+    a plan of this repository and is named in ``outside``, never read.  One ``lstat``
+    per match, as the ``isfile`` it replaces; ``--cached`` still lists files deleted
+    from the work tree, and those are dropped here.
+    """
+    base_text = os.fspath(root_abs)
+    regular: list[tuple[str, Path]] = []
+    links: list[tuple[str, str]] = []
+    for rel in rels:
+        text = os.path.join(base_text, rel)
+        try:
+            mode = os.lstat(text).st_mode
+        except OSError:
+            continue
+        if stat.S_ISREG(mode):
+            regular.append((rel, Path(text)))
+        elif stat.S_ISLNK(mode):
+            links.append((rel, text))
+    if not links:
+        return regular
+    top_text = os.fspath(top.resolve())
+    listed_set = set(listed)
+    # What the links point at, as keys (top-relative): a listed file, or not a plan.
+    seen = {prefix + rel for rel, _ in regular}
+    found = list(regular)
+    for rel, text in links:
+        real = os.path.realpath(text)
+        inside = os.path.relpath(real, top_text).replace(os.sep, "/")
+        if inside.startswith("../") or inside == ".." or not os.path.isfile(real):
+            outside.append(rel)
+            continue
+        # ``ls-files`` listed the files under ``root`` (relative to it); a target
+        # elsewhere in the repository is asked about on its own.
+        under_root = inside.startswith(prefix) and inside[len(prefix) :] in listed_set
+        if not under_root and not _listed_at_top(top, inside):
+            outside.append(rel)
+            continue
+        if inside in seen:
+            continue  # the real file is reviewed under its own name, or another link's
+        seen.add(inside)
+        found.append((rel, Path(text)))
+    return sorted(found)
+
+
+def _listed_at_top(top: Path, key: str) -> bool:
+    """``key`` (top-relative) is a tracked or untracked-not-ignored file of the repository."""
+    out = _git(
+        top,
+        "ls-files",
+        "-z",
+        "--cached",
+        "--others",
+        "--exclude-standard",
+        "--",
+        literal_pathspec(key),
+    ).stdout
+    return key in split_z(out)
+
+
+def _outside_note(outside: Sequence[str]) -> str:
+    if not outside:
+        return ""
+    shown = ", ".join(outside[:5]) + (f" and {len(outside) - 5} more" if len(outside) > 5 else "")
+    return (
+        f"; not reviewed: {len(outside)} plan symlink(s) pointing outside the repository's "
+        f"files ({shown}): commit the plan itself instead of a link"
+    )
 
 
 def _selection(
-    matched: Sequence[tuple[str, Path]], total: int, summary: str, prefix: str
+    matched: Sequence[tuple[str, Path]],
+    total: int,
+    summary: str,
+    prefix: str,
+    outside: Sequence[str] = (),
 ) -> PlanSelection:
     return PlanSelection(
         selected=tuple(path for _, path in matched),
@@ -412,6 +536,7 @@ def _selection(
         summary=summary,
         keys=tuple(prefix + rel for rel, _ in matched),
         prefix=prefix,
+        outside=tuple(outside),
     )
 
 
@@ -450,11 +575,31 @@ def _command(base: str, excluded: Iterable[str]) -> str:
     return base + (" -- " + " ".join(specs) if specs else "")
 
 
-def _branch_error(root: Path, base: str, exc: GitError) -> TargetError:
-    return TargetError(
-        f"{_PREFIX}: cannot diff {base}...HEAD in {root}: {exc.stderr or exc}; "
-        "a shallow clone has no merge base: fetch the history (actions/checkout "
-        "fetch-depth: 0), or pass --advreview-diff=uncommitted or another --advreview-base"
+def _branch_error(root: Path, base: str, exc: GitError) -> BaseRefError:
+    """Why ``BASE...HEAD`` cannot be diffed, told apart by cause, each with its own fix.
+
+    A shallow clone (its history stops before the fork point) and unrelated histories
+    (no commit in common at all) both say "no merge base"; only the first is fixed by
+    fetching more history.
+    """
+    said = f"{_PREFIX}: cannot diff {base}...HEAD in {root}: {exc.stderr or exc}"
+    shallow = _git(root, "rev-parse", "--is-shallow-repository", check=False)
+    if _lines(shallow.stdout)[0] == "true":
+        return BaseRefError(
+            f"{said}; this is a shallow clone, and its history stops before {base} and "
+            "HEAD meet: fetch the full history with `git fetch --unshallow` (in GitHub "
+            "Actions: actions/checkout with fetch-depth: 0), or pass "
+            "--advreview-diff=uncommitted"
+        )
+    merge_base = _git(root, "merge-base", base, "HEAD", check=False)
+    if merge_base.returncode == 1 and not merge_base.stderr.strip():
+        return BaseRefError(
+            f"{said}; {base} and HEAD have unrelated histories (no commit in common), so "
+            "there is no branch change to review against it: pass the branch this work "
+            "started from with --advreview-base=REF, or --advreview-diff=uncommitted"
+        )
+    return BaseRefError(
+        f"{said}; pass another --advreview-base=REF, or --advreview-diff=uncommitted"
     )
 
 
@@ -514,6 +659,7 @@ def change_set(
     exclude: Collection[str | os.PathLike[str]] = (),
     *,
     resolver: PathResolver | None = None,
+    ci: bool = False,
 ) -> ChangeSet | None:
     """The code change to review, as the code prompts describe it.
 
@@ -521,7 +667,10 @@ def change_set(
     as "unstaged changes", "staged changes" or "unstaged + staged changes" (plus
     "untracked files"), with only the diff commands that have content.  ``branch``:
     ``git diff --name-only BASE...HEAD``, described as "branch changes vs BASE".
-    ``auto``: uncommitted when there is any, else branch when a base is known.
+    ``auto``: uncommitted when there is any, else branch when a base is known; under CI
+    (``ci``) branch only, because there the working tree holds nobody's edits, only what
+    the checkout and earlier steps left (renormalised line endings, build artifacts), and
+    reviewing that instead of the branch would pass a change nobody reviewed.
 
     :param root: a directory of the work tree; file names are relative to its top level.
     :param exclude: files reviewed as plan items (absolute, or relative to the top level);
@@ -529,20 +678,22 @@ def change_set(
         a branch that only edits plans has no change set.
     :param resolver: resolves the absolute ``exclude`` paths (pass the one that resolved
         them already, e.g. during collection, to reuse its answers).
+    :param ci: the run is a CI run (:func:`in_ci`): ``auto`` means ``branch``, and
+        without a base there is no change set (never the working tree's).
     :returns: ``None`` when nothing is left to review (or ``mode`` is ``none``).  The
         change set has ``base`` only in branch mode.
-    :raises TargetError: ``branch`` without a base, or git cannot diff against the base.
+    :raises BaseRefError: ``branch`` without a base, or git cannot diff against the base.
     """
     if mode == "none":
         return None
     excluded = _relative_excludes(_toplevel(root), exclude, resolver or PathResolver())
-    if mode in ("auto", "uncommitted"):
+    if mode == "uncommitted" or (mode == "auto" and not ci):
         found = _uncommitted(root, excluded)
         if found is not None or mode == "uncommitted":
             return found
     if base is None:
         if mode == "branch":
-            raise TargetError(
+            raise BaseRefError(
                 f"{_PREFIX}: --advreview-diff=branch needs a base, and none of "
                 f"origin/$GITHUB_BASE_REF, {', '.join(FALLBACK_BASES)} exists in {root}; "
                 "pass --advreview-base=REF or set ini advreview_base"
@@ -551,51 +702,81 @@ def change_set(
     return _branch(root, base, excluded)
 
 
-# -- content hashes ------------------------------------------------------------------------
-
-_CHUNK = 1 << 20
-
-
-def plan_hash(path: Path) -> str:
-    """sha256 (hex) of a plan's bytes, read in chunks; the cache key of a plan item."""
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+#: Variables that mark a CI run; GitHub Actions, GitLab CI, CircleCI, Travis, Buildkite
+#: and Azure Pipelines (TF_BUILD aside) all set ``CI`` to a true value.
+CI_VARIABLES = ("CI", "GITHUB_ACTIONS")
+_TRUTHY = frozenset({"1", "true", "yes", "on"})
 
 
-_DIFF = ("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--binary", "--no-renames")
+def in_ci(env: Mapping[str, str]) -> bool:
+    """True when ``CI`` or ``GITHUB_ACTIONS`` is set to a true value (any case)."""
+    return any(env.get(name, "").strip().lower() in _TRUTHY for name in CI_VARIABLES)
 
 
-def change_set_hash(root: Path, change: ChangeSet) -> str:
-    """sha256 (hex) of exactly what the change set shows the reviewer; its cache key.
+def _commit(root: Path, ref: str) -> str | None:
+    proc = _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
+    return _lines(proc.stdout)[0] if proc.returncode == 0 else None
 
-    Branch mode (``change.base`` set): ``git diff BASE...HEAD`` of the change set's files.
-    Uncommitted: ``git diff HEAD`` (staged and unstaged together; the index alone on an
-    unborn branch) plus the name and bytes of each untracked file.  Files outside
-    ``change.files`` (plans reviewed on their own) never move the hash.
 
-    :raises TargetError: git failed.
+def change_set_info(
+    root: Path,
+    change: ChangeSet | None,
+    requested: str,
+    base: str | None,
+    *,
+    ci: bool,
+    note: str | None = None,
+) -> ChangeSetInfo:
+    """What the code item reviews, named for the header and the reports.
+
+    Branch mode names the base ref, its commit, the merge base the diff starts from and
+    ``HEAD``; uncommitted mode names ``HEAD`` as its base (the working tree is the head).
+
+    :param change: from :func:`change_set` (``None``: nothing to review).
+    :param requested: the ``--advreview-diff`` setting.
+    :param base: from :func:`resolve_base`.
+    :param ci: :func:`in_ci` of the run.
+    :param note: why there is no change set, when the caller knows better than git.
     """
-    top = _toplevel(root)
-    specs = [literal_pathspec(p) for p in change.files]
-    digest = hashlib.sha256()
-    if change.base is not None:
-        digest.update(_git(root, *_DIFF, f"{change.base}...HEAD", "--", *specs).stdout)
-        return digest.hexdigest()
-    has_head = _git(root, "rev-parse", "--verify", "--quiet", "HEAD", check=False)
-    if has_head.returncode == 0:
-        digest.update(_git(root, *_DIFF, "HEAD", "--", *specs).stdout)
-    else:  # unborn branch: no HEAD to diff against, so index and work tree separately
-        digest.update(_git(root, *_DIFF, "--cached", "--", *specs).stdout)
-        digest.update(b"\0worktree\0")
-        digest.update(_git(root, *_DIFF, "--", *specs).stdout)
-    wanted = set(change.files)
-    for entry in sorted(status_entries(root), key=lambda e: e.path):
-        if entry.untracked and entry.path in wanted:
-            path = top / entry.path
-            digest.update(b"\0untracked\0" + os.fsencode(entry.path) + b"\0")
-            if path.is_file():
-                digest.update(plan_hash(path).encode())
-    return digest.hexdigest()
+    head = _commit(root, "HEAD")
+    if change is None:
+        if note is None:
+            if requested == "none":
+                note = "--advreview-diff=none"
+            elif requested == "uncommitted":
+                note = "no uncommitted change"
+            elif base is not None:
+                note = f"no code change against {base} (plans are reviewed as plan items)"
+            elif ci:
+                note = (
+                    "under CI --advreview-diff=auto reviews only BASE...HEAD, and no base was "
+                    "found; pass --advreview-base=REF (and fetch its history)"
+                )
+            else:
+                note = "no uncommitted change and no base found"
+        return ChangeSetInfo(
+            requested=requested, ci=ci, mode="none", base=base, head_commit=head, note=note
+        )
+    if change.base is None:
+        return ChangeSetInfo(
+            requested=requested,
+            ci=ci,
+            mode="uncommitted",
+            base="HEAD" if head else None,
+            base_commit=head,
+            head_commit=None,
+            files=len(change.files),
+            description=change.description,
+        )
+    merge = _git(root, "merge-base", change.base, "HEAD", check=False)
+    return ChangeSetInfo(
+        requested=requested,
+        ci=ci,
+        mode="branch",
+        base=change.base,
+        base_commit=_commit(root, change.base),
+        merge_base=_lines(merge.stdout)[0] if merge.returncode == 0 else None,
+        head_commit=head,
+        files=len(change.files),
+        description=change.description,
+    )

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from pydantic import Field
 
 from .. import __version__
-from ..models import ItemRecord, OutputFormat, Severity, TokenUsage, WireModel
+from ..models import ChangeSetInfo, ItemRecord, OutputFormat, Severity, TokenUsage, WireModel
 from .collect import ItemResult
 
 if TYPE_CHECKING:
@@ -58,12 +58,16 @@ class ReportSettings(WireModel):
     isolation: str
     diff: str
     base: str | None = None
+    #: ``--advreview-head`` as given: the pull request's head reviewed as data.
+    head: str | None = None
     plan_scope: str
     timeout: float
     budget_tokens: int | None = None
     fresh: bool = False
     #: The built-in lead (``none``, ``codex``, ``claude``, ``command``).
     lead: str = "none"
+    #: ``K/N`` under ``--advreview-shard``: this report covers share K of N only.
+    shard: str | None = None
 
 
 class ItemReport(WireModel):
@@ -103,6 +107,9 @@ class ResultsReport(WireModel):
     plugin: Literal["pytest-advreview"] = "pytest-advreview"
     plugin_version: str
     settings: ReportSettings
+    #: The change set the code item reviewed (mode, base and head commits, file count);
+    #: ``None`` outside git.
+    change_set: ChangeSetInfo | None = None
     totals: Totals
     #: Sorted by node id, whatever order xdist ran them in.
     items: tuple[ItemReport, ...] = ()
@@ -141,15 +148,19 @@ def _report_settings(settings: Settings) -> ReportSettings:
         isolation=settings.isolation,
         diff=settings.diff,
         base=settings.base,
+        head=settings.head,
         plan_scope=settings.plan_scope,
         timeout=settings.timeout,
         budget_tokens=settings.budget_tokens,
         fresh=settings.fresh,
         lead=settings.lead,
+        shard=f"{settings.shard[0]}/{settings.shard[1]}" if settings.shard else None,
     )
 
 
-def build_report(settings: Settings, results: list[ItemResult]) -> ResultsReport:
+def build_report(
+    settings: Settings, results: list[ItemResult], *, change: ChangeSetInfo | None = None
+) -> ResultsReport:
     """The report model of one run (``results`` in node-id order, as collected)."""
     tokens = TokenUsage()
     findings: Counter[str] = Counter()
@@ -178,14 +189,17 @@ def build_report(settings: Settings, results: list[ItemResult]) -> ResultsReport
     return ResultsReport(
         plugin_version=__version__,
         settings=_report_settings(settings),
+        change_set=change,
         totals=totals,
         items=items,
     )
 
 
-def render_json(settings: Settings, results: list[ItemResult]) -> str:
+def render_json(
+    settings: Settings, results: list[ItemResult], *, change: ChangeSetInfo | None = None
+) -> str:
     """The text of the ``--advreview-json`` file (indented, one trailing newline)."""
-    return build_report(settings, results).model_dump_json(indent=2) + "\n"
+    return build_report(settings, results, change=change).model_dump_json(indent=2) + "\n"
 
 
 def results_schema() -> dict[str, Any]:

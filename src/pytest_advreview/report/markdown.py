@@ -19,7 +19,14 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..models import DecisionAction, Finding, ItemRecord, RoundRecord, RunnerStatus
+from ..models import (
+    ChangeSetInfo,
+    DecisionAction,
+    Finding,
+    ItemRecord,
+    RoundRecord,
+    RunnerStatus,
+)
 from .collect import ItemResult
 from .json_report import gate_result
 from .terminal import MEANING, severity_counts
@@ -70,7 +77,9 @@ def _rounds_of(record: ItemRecord) -> int:
     return record.rounds[-1].number if record.rounds else 0
 
 
-def _overview(settings: Settings, results: Sequence[ItemResult]) -> list[str]:
+def _overview(
+    settings: Settings, results: Sequence[ItemResult], change: ChangeSetInfo | None = None
+) -> list[str]:
     gate = gate_result(list(results))
     counts = Counter(_outcome(r) for r in results)
     parts = [
@@ -95,9 +104,20 @@ def _overview(settings: Settings, results: Sequence[ItemResult]) -> list[str]:
             if settings.reviewer == "codex"
             else ""
         )
-        + f" · {tokens} tokens",
+        + f" · {tokens} tokens"
+        # One job's share is not the whole gate: say so where the verdict is.
+        + (
+            f" · share {settings.shard[0]} of {settings.shard[1]} (--advreview-shard)"
+            if settings.shard
+            else ""
+        )
+        # Which head a fork's review was for: a later push is a different commit.
+        + (f" · head (as data): {_code(settings.head)}" if settings.head is not None else ""),
         "",
     ]
+    if change is not None:
+        # Which change the code item reviewed: a reader must see it was the branch.
+        lines += [f"**Change set:** {escape(change.summary())}", ""]
     if not results:
         lines += ["No review item ran in this session.", ""]
         return lines
@@ -292,15 +312,20 @@ def _item_section(result: ItemResult, settings: Settings, *, verbatim: bool) -> 
 
 
 def render_markdown(
-    settings: Settings, results: Sequence[ItemResult], *, verbatim: bool = True
+    settings: Settings,
+    results: Sequence[ItemResult],
+    *,
+    verbatim: bool = True,
+    change: ChangeSetInfo | None = None,
 ) -> str:
     """The markdown report of one run.
 
     :param settings: the run's settings (threshold and reviewer in the header).
     :param results: the collected items, in node-id order.
     :param verbatim: include every round's review in ``<details>`` blocks.
+    :param change: the change set the code item reviewed (``None`` outside git).
     """
-    lines = _overview(settings, results)
+    lines = _overview(settings, results, change)
     for result in results:
         lines += _item_section(result, settings, verbatim=verbatim)
     if not verbatim and any(r.record.rounds or r.record.review_text for r in results):
@@ -312,9 +337,11 @@ def render_markdown(
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def step_summary(settings: Settings, results: Sequence[ItemResult]) -> str:
+def step_summary(
+    settings: Settings, results: Sequence[ItemResult], *, change: ChangeSetInfo | None = None
+) -> str:
     """The markdown for ``$GITHUB_STEP_SUMMARY``: the report, without reviews if too big."""
-    text = render_markdown(settings, results)
+    text = render_markdown(settings, results, change=change)
     if len(text.encode("utf-8")) > STEP_SUMMARY_LIMIT - 1024:
-        text = render_markdown(settings, results, verbatim=False)
+        text = render_markdown(settings, results, verbatim=False, change=change)
     return text

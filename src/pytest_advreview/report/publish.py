@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ..constants import EXIT_REVIEW_ERRORS
+from ..models import ChangeSetInfo
 from . import github
 from .collect import ItemResult
 from .files import Anchors, append_text, find_repo_root, write_atomic
@@ -81,6 +82,7 @@ def publish(
     results: list[ItemResult],
     *,
     environ: Mapping[str, str] | None = None,
+    change: ChangeSetInfo | None = None,
 ) -> bool:
     """Write every report the settings ask for (controller only; atomic files).
 
@@ -88,6 +90,7 @@ def publish(
     :param settings: which reports to write, and where.
     :param results: the collected review items, in node-id order.
     :param environ: the environment for the GitHub integration (``os.environ`` if None).
+    :param change: the change set the code item reviewed, named in JSON and markdown.
     :returns: whether every report file asked for on the command line was written (the
         GitHub step summary, set by the environment, only warns).
     """
@@ -98,8 +101,16 @@ def publish(
     fallback = _fallback_path(config, repo_root)
 
     files: list[tuple[str, str | None, Callable[[], str]]] = [
-        ("--advreview-json", settings.json_report, lambda: render_json(settings, results)),
-        ("--advreview-report", settings.report, lambda: render_markdown(settings, results)),
+        (
+            "--advreview-json",
+            settings.json_report,
+            lambda: render_json(settings, results, change=change),
+        ),
+        (
+            "--advreview-report",
+            settings.report,
+            lambda: render_markdown(settings, results, change=change),
+        ),
         (
             "--advreview-sarif",
             settings.sarif,
@@ -126,7 +137,7 @@ def publish(
     if not summary:
         return written
     try:
-        append_text(Path(summary), step_summary(settings, results) + "\n")
+        append_text(Path(summary), step_summary(settings, results, change=change) + "\n")
     except OSError as exc:
         _warn(
             out,

@@ -17,6 +17,7 @@ from ..models import (
     OutputFormat,
     Review,
     RunnerResult,
+    Severity,
     TokenUsage,
     WireModel,
 )
@@ -44,6 +45,9 @@ class DispatchRequest(WireModel):
     #: Whether ``repo_root`` is in a git work tree; outside one, Codex needs
     #: ``--skip-git-repo-check`` (the plugin, not Codex's trust prompt, chose the directory).
     in_git: bool = True
+    #: The run's fail-on threshold: ``APPROVED`` with a finding at or above it is format
+    #: drift (one retry), never a review to judge.
+    fail_on: Severity = Severity.MEDIUM
 
 
 class DispatchResult(WireModel):

@@ -9,7 +9,9 @@ Where Codex CLI 0.171 differs from the seeds, the measured behaviour wins (see
 ``docs/codex-compat.md``): the sandbox is *not* inherited on resume, so every launch
 passes it again; ``-o`` keeps stale content, so it is deleted before every attempt;
 ``resume <non-uuid>`` silently starts a new thread, so the thread id is checked; the npm
-wrapper orphans the native binary on SIGKILL, so the whole process group is killed.
+wrapper orphans the native binary on SIGKILL, so the whole process group is killed.  The
+tool shell inherits Codex's whole environment, so every launch narrows it
+(:mod:`.environment`).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from ..models import (
     WireModel,
 )
 from ..prompts import with_marker
-from . import DispatchRequest, DispatchResult
+from . import DispatchRequest, DispatchResult, environment
 from ._process import clip, launch, read_text, tail
 
 __all__ = [
@@ -114,6 +116,9 @@ class CodexOptions(WireModel):
     timeout: float = 600.0
     #: Extra environment for the Codex process (on top of ``os.environ``).
     env: Mapping[str, str] = Field(default_factory=dict)
+    #: Globs of variable names the reviewer's tool shell may see although they look like
+    #: credentials (ini ``advreview_env_allow``; see :mod:`.environment`).
+    env_allow: tuple[str, ...] = ()
     #: A file that shares the sandbox preflight's answer between the processes of one
     #: run (the xdist workers): the first one probes, the others read its answer.
     #: ``None``: every reviewer probes for itself.
@@ -359,6 +364,10 @@ class CodexReviewer:
         argv += approval_args(opts.approvals)
         for pair in opts.config:
             argv += ["-c", pair]
+        # After the user's pairs, so they win: no credential of this process reaches the
+        # shell of the reviewer's tool calls (and from there the model).  Measured on
+        # 0.171: not kept in the thread, so resume needs them again like the rest.
+        argv += environment.tool_shell_args(self._env(), opts.env_allow)
         if not request.in_git:
             argv.append("--skip-git-repo-check")
         argv += ["-C", str(request.repo_root)]
@@ -468,7 +477,7 @@ class CodexReviewer:
         if not text or not text.strip():
             failed = f"; {stream.turn_failed}" if stream.turn_failed else ""
             return fail(RunnerStatus.LAUNCH_FAILURE, f"review file is missing or empty{failed}")
-        analysis = parse.analyse(text, request.output_format)
+        analysis = parse.analyse(text, request.output_format, request.fail_on)
         if (
             analysis.drift is not None
             and analysis.quality is not ReviewQuality.DEGRADED_ENVIRONMENTAL
@@ -493,9 +502,8 @@ class CodexReviewer:
         )
 
     def _env(self) -> dict[str, str]:
-        env = dict(os.environ)
-        env.update(self.options.env)
-        return env
+        """The Codex process's environment: ours, minus what Codex never needs."""
+        return environment.reviewer_process_env({**os.environ, **self.options.env})
 
     def _session_id(
         self,
@@ -601,7 +609,9 @@ class CodexReviewer:
         )
         review = None
         if success and attempt.review_text is not None:
-            review = parse.analyse(attempt.review_text, request.output_format).review
+            review = parse.analyse(
+                attempt.review_text, request.output_format, request.fail_on
+            ).review
         thread_usage = attempt.thread_usage or request.prior_usage
         if request.operation is Operation.RESUME:
             usage = thread_usage.minus(request.prior_usage)

@@ -4,7 +4,7 @@ For example ``--advreview-reviewer=command --advreview-command="claude -p"``.  T
 no thread to resume, so later rounds are fresh runs that carry the earlier rounds in the
 prompt (the loop's fresh-exec path).  The checks are the runner contract's, minus the
 session id: exit code, then the review text (empty, no verdict, REVISE without a
-severity → one retry).
+severity, APPROVED with a finding at or above fail-on → one retry).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from .. import parse
 from ..models import ReviewQuality, RunnerResult, RunnerStatus, Triage
 from ..prompts import with_marker
-from . import DispatchRequest, DispatchResult
+from . import DispatchRequest, DispatchResult, environment
 from ._process import clip, launch, read_text, tail
 
 __all__ = ["CommandReviewer"]
@@ -59,7 +59,9 @@ class CommandReviewer:
             if result.result is RunnerStatus.SUCCESS:
                 break
         assert result is not None
-        review = parse.analyse(text, request.output_format).review if text else None
+        review = (
+            parse.analyse(text, request.output_format, request.fail_on).review if text else None
+        )
         return DispatchResult(
             runner=result,
             operation=request.operation,
@@ -78,7 +80,9 @@ class CommandReviewer:
             with_marker(request.prompt_body, request.review_id, attempt_id), encoding="utf-8"
         )
         out.unlink(missing_ok=True)
-        env = {**os.environ, **self.env}
+        # The command authenticates itself (e.g. ANTHROPIC_API_KEY for `claude -p`), so its
+        # environment stays whole, except what no reviewer needs: the state-signing key.
+        env = environment.reviewer_process_env({**os.environ, **self.env})
         try:
             rc = launch(
                 self.argv,
@@ -108,7 +112,7 @@ class CommandReviewer:
                 f"review command exited {rc}: {tail(read_text(err))}",
             ), None
         text = read_text(out) or ""
-        analysis = parse.analyse(text, request.output_format)
+        analysis = parse.analyse(text, request.output_format, request.fail_on)
         if not text.strip() or (
             analysis.drift and analysis.quality is not ReviewQuality.DEGRADED_ENVIRONMENTAL
         ):

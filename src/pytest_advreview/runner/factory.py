@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from ..head import HEAD_CODEX_CONFIG
 from .codex import CodexOptions, CodexReviewer
 from .command import CommandReviewer
 
@@ -34,7 +35,9 @@ def codex_options(settings: Settings, run_dir: Path | None = None) -> CodexOptio
         reasoning=settings.reasoning,
         sandbox=settings.sandbox,
         approvals=settings.approvals,
-        config=tuple(settings.codex_config),
+        # Last, so that they win: a head's AGENTS.md is data, not the reviewer's orders.
+        config=(*settings.codex_config, *(HEAD_CODEX_CONFIG if settings.head else ())),
+        env_allow=tuple(settings.env_allow),
         timeout=settings.timeout,
         preflight_file=preflight_file,
     )

@@ -14,6 +14,11 @@ Fixtures: ``advreview_server`` (a started :class:`ScriptedServer`), ``codex_home
 A real-Codex (or real-Claude) test is skipped with a reason when the CLI is missing or
 has another version, unless the environment variable ``CI`` is ``true``: then it fails, so
 a CI job cannot pass by silently skipping the end-to-end layer.
+
+PYTEST_DONT_REWRITE: the module has no assertions to rewrite, and a conftest that imports
+the kit (``from pytest_advreview.testing import ...``) before pytest reads its
+``pytest_plugins`` would otherwise get "Module already imported so cannot be rewritten",
+an error under ``filterwarnings = error`` on pytest before 9.2.
 """
 
 from __future__ import annotations

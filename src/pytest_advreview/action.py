@@ -1,0 +1,831 @@
+"""What the GitHub Action (``action.yml``) runs, as ``python -m pytest_advreview.action COMMAND``.
+
+The action is a review *gate*: everything that decides what is reviewed, how, and what
+fails comes from the workflow (the action's inputs) and from the **base** commit, never
+from the pull request under review. Each command reads the action's inputs from
+``ADVREVIEW_ACTION_*`` variables (set by the step's ``env:``) and GitHub's own variables:
+
+``prepare``
+    Which event this is, the base and head commits, and whether to review at all: fork
+    and Dependabot pull requests of a ``pull_request`` run are skipped with a notice (they
+    get no secret); a ``pull_request_target`` run reviews only what a maintainer approved
+    (a trusted author, or the approval label applied by someone with write access), at
+    the head commit the approval saw.
+``review``
+    One pytest run of the review items only. Its configuration is a file the action
+    writes from its inputs and from the ``advreview_*`` keys of the base commit's
+    pytest configuration (read with ``git show BASE:FILE``); the pull request's
+    ``pytest.ini``/``pyproject.toml``, ``conftest.py`` files, plugins and test modules are
+    never read or imported. Then the outputs (outcome, counts, report paths).
+``comment``
+    Create or update the one pull-request comment that carries the markdown report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import configparser
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+import urllib.error
+import urllib.request
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from .constants import ENV_PREFIX, EXIT_REVIEW_ERRORS
+from .options import SPECS
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+__all__ = [
+    "ActionError",
+    "Decision",
+    "base_ini",
+    "decide",
+    "gate_config",
+    "main",
+    "pytest_argv",
+    "pytest_env",
+    "summarise",
+]
+
+#: Prefix of the variables through which the action's steps hand their inputs over.
+INPUT_PREFIX = "ADVREVIEW_ACTION_"
+#: The hidden first line by which the action finds its own pull-request comment.
+COMMENT_MARKER = "<!-- pytest-advreview:report -->"
+#: GitHub rejects issue comments over 65,536 characters.
+COMMENT_LIMIT = 65_000
+#: pytest's configuration files, in the order pytest looks for them in one folder.
+CONFIG_FILES = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyproject.toml")
+CONFIG_FILES_LAST = ("tox.ini", "setup.cfg")
+#: ``ini`` keys of the plugin, and which of them are lists.
+_INI_KEYS = {spec.ini_key: spec.ini for spec in SPECS if spec.ini is not None}
+_SHA = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?\Z")
+DEPENDABOT = "dependabot[bot]"
+#: Repository permissions that may approve a ``pull_request_target`` review by label.
+WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
+
+
+class ActionError(Exception):
+    """A problem the workflow's author must fix; printed as one ``::error::`` line."""
+
+
+# -- small GitHub Actions helpers ------------------------------------------------------------
+
+
+def _input(name: str, env: Mapping[str, str], default: str = "") -> str:
+    return env.get(INPUT_PREFIX + name.upper().replace("-", "_"), default).strip() or default
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _command(kind: str, text: str) -> None:
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        print(f"::{kind}::{_escape_data(text)}", flush=True)
+    else:  # another CI system: a plain line
+        print(f"{kind}: {text}", flush=True)
+
+
+def _write_outputs(values: Mapping[str, str], env: Mapping[str, str]) -> None:
+    """Append ``values`` to ``$GITHUB_OUTPUT`` (heredoc form: values never break a line)."""
+    target = env.get("GITHUB_OUTPUT")
+    if not target:
+        for key, value in values.items():
+            print(f"{key}={value}")
+        return
+    with open(target, "a", encoding="utf-8") as out:
+        for key, value in values.items():
+            delimiter = f"ADVREVIEW_EOF_{os.urandom(8).hex()}"
+            out.write(f"{key}<<{delimiter}\n{value}\n{delimiter}\n")
+
+
+def _append_summary(text: str, env: Mapping[str, str]) -> None:
+    target = env.get("GITHUB_STEP_SUMMARY")
+    if target:
+        with open(target, "a", encoding="utf-8") as out:
+            out.write(text.rstrip("\n") + "\n")
+
+
+def _event(env: Mapping[str, str]) -> dict[str, Any]:
+    path = env.get("GITHUB_EVENT_PATH")
+    if not path:
+        return {}
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ActionError(
+            f"cannot read the event payload GITHUB_EVENT_PATH={path}: {exc}"
+        ) from None
+    return data if isinstance(data, dict) else {}
+
+
+def _sha(value: object, what: str) -> str:
+    text = str(value or "").strip().lower()
+    if not _SHA.match(text):
+        raise ActionError(f"{what} is {value!r}, not a full commit SHA")
+    return text
+
+
+# -- prepare: what to review, and whether ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Whether and what to review: the ``prepare`` step's outputs."""
+
+    review: bool
+    mode: str
+    base: str = ""
+    head: str = ""
+    pr: str = ""
+    reason: str = ""
+
+    def outputs(self) -> dict[str, str]:
+        """The step outputs, as ``$GITHUB_OUTPUT`` takes them."""
+        return {
+            "review": "true" if self.review else "false",
+            "mode": self.mode,
+            "base": self.base,
+            "head": self.head,
+            "pr": self.pr,
+            "reason": self.reason,
+        }
+
+
+PermissionLookup = Any  # Callable[[str], str | None]; Any keeps mypy quiet about the default
+
+
+def decide(
+    event_name: str,
+    event: Mapping[str, Any],
+    env: Mapping[str, str],
+    permission: PermissionLookup = None,
+) -> Decision:
+    """Decide from the event what to review (see the module docstring).
+
+    :param permission: looks up a user's permission on the repository (``admin``,
+        ``write``, ...) for the label approval; by default asks the GitHub API.
+    """
+    mode = _input("mode", env, "auto")
+    if mode == "auto":
+        mode = "pull_request_target" if event_name == "pull_request_target" else "pull_request"
+    if mode not in ("pull_request", "pull_request_target"):
+        raise ActionError(f"input mode is {mode!r}; use auto, pull_request or pull_request_target")
+    explicit_base = _input("base", env)
+    if mode == "pull_request_target":
+        if event_name != "pull_request_target":
+            raise ActionError(
+                f"mode pull_request_target needs a pull_request_target event, not {event_name!r}"
+            )
+        return _decide_target(event, env, permission)
+    pr = event.get("pull_request")
+    if event_name == "pull_request" and isinstance(pr, Mapping):
+        number = str(pr.get("number", ""))
+        head_repo = (pr.get("head") or {}).get("repo") or {}
+        if head_repo.get("full_name") != env.get("GITHUB_REPOSITORY"):
+            return Decision(
+                False,
+                mode,
+                pr=number,
+                reason=(
+                    "pull request from a fork: a pull_request run gets no secrets, so it is "
+                    "not reviewed here; review fork pull requests with mode "
+                    "pull_request_target (docs/ci.md)"
+                ),
+            )
+        author = (pr.get("user") or {}).get("login")
+        if author == DEPENDABOT and env.get("GITHUB_ACTOR") == DEPENDABOT:
+            return Decision(
+                False,
+                mode,
+                pr=number,
+                reason="Dependabot pull request: it gets no secrets, so it is not reviewed",
+            )
+        base = explicit_base or _sha((pr.get("base") or {}).get("sha"), "pull_request.base.sha")
+        return Decision(True, mode, base=base, head="HEAD", pr=number)
+    if event_name == "merge_group":
+        group = event.get("merge_group") or {}
+        base = explicit_base or _sha(group.get("base_sha"), "merge_group.base_sha")
+        return Decision(True, mode, base=base, head="HEAD")
+    if explicit_base:
+        return Decision(True, mode, base=explicit_base, head="HEAD")
+    raise ActionError(
+        f"a {event_name!r} event names no base to review against; run the action on "
+        "pull_request, pull_request_target or merge_group, or set the input base"
+    )
+
+
+def _decide_target(
+    event: Mapping[str, Any], env: Mapping[str, str], permission: PermissionLookup
+) -> Decision:
+    pr = event.get("pull_request")
+    if not isinstance(pr, Mapping):
+        raise ActionError("the pull_request_target event has no pull_request")
+    number = str(pr.get("number", ""))
+    base = _input("base", env) or _sha((pr.get("base") or {}).get("sha"), "pull_request.base.sha")
+    # The SHA the approval saw: a push after it is a new event that needs a new approval.
+    head = _sha((pr.get("head") or {}).get("sha"), "pull_request.head.sha")
+    mode = "pull_request_target"
+    trusted = {
+        part.strip().upper()
+        for part in _input("trusted-associations", env, "OWNER,MEMBER,COLLABORATOR").split(",")
+        if part.strip()
+    }
+    association = str(pr.get("author_association", "")).upper()
+    if association in trusted:
+        return Decision(
+            True, mode, base=base, head=head, pr=number, reason=f"author is {association}"
+        )
+    label = _input("approval-label", env, "advreview")
+    sender = str((event.get("sender") or {}).get("login", ""))
+    applied = str((event.get("label") or {}).get("name", ""))
+    if event.get("action") == "labeled" and applied == label and sender:
+        lookup = permission if permission is not None else _api_permission(env)
+        granted = lookup(sender)
+        if granted in WRITE_PERMISSIONS:
+            return Decision(
+                True,
+                mode,
+                base=base,
+                head=head,
+                pr=number,
+                reason=f"label {label!r} applied by {sender} ({granted})",
+            )
+        reason = (
+            f"label {label!r} was applied by {sender}, who has {granted or 'no'} permission; "
+            "only someone with write access can approve a review"
+        )
+    else:
+        reason = (
+            f"not approved for review: a maintainer must apply the label {label!r} "
+            f"(author association {association or 'unknown'} is not trusted); a push "
+            "after the label needs the label applied again"
+        )
+    return Decision(False, mode, base=base, head=head, pr=number, reason=reason)
+
+
+def _api(env: Mapping[str, str], method: str, path: str, body: object = None) -> Any:
+    """One GitHub REST call with the job's token (``GH_TOKEN``); JSON in and out."""
+    token = env.get("GH_TOKEN") or env.get("GITHUB_TOKEN") or ""
+    url = env.get("GITHUB_API_URL", "https://api.github.com").rstrip("/") + path
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method)
+    request.add_header("Accept", "application/vnd.github+json")
+    request.add_header("X-GitHub-Api-Version", "2022-11-28")
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            payload = response.read()
+    except urllib.error.HTTPError as exc:
+        raise ActionError(f"GitHub API {method} {path} answered {exc.code} {exc.reason}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        raise ActionError(f"GitHub API {method} {path} failed: {exc}") from None
+    return json.loads(payload) if payload else None
+
+
+def _api_permission(env: Mapping[str, str]) -> PermissionLookup:
+    repo = env.get("GITHUB_REPOSITORY", "")
+
+    def lookup(user: str) -> str | None:
+        answer = _api(env, "GET", f"/repos/{repo}/collaborators/{user}/permission")
+        permission = answer.get("permission") if isinstance(answer, dict) else None
+        return str(permission) if permission else None
+
+    return lookup
+
+
+def cache_keys(decision: Decision, env: Mapping[str, str]) -> dict[str, str]:
+    """The cache key of this run's state, and the prefix that restores the newest earlier one.
+
+    The key is new for every run **and** every attempt (a re-run saves under a key of its
+    own; cache entries cannot be overwritten), so the state of a failing run is kept too.
+    """
+    scope = f"pr{decision.pr}" if decision.pr else env.get("GITHUB_REF_NAME", "ref")
+    scope = re.sub(r"[^A-Za-z0-9._/-]", "_", scope)
+    prefix = f"{_input('state-key', env, 'advreview')}-{scope}-"
+    run = f"{env.get('GITHUB_RUN_ID', '0')}-{env.get('GITHUB_RUN_ATTEMPT', '1')}"
+    return {"cache-key": prefix + run, "cache-prefix": prefix}
+
+
+def _checked_out(env: Mapping[str, str]) -> str:
+    workspace = Path(env.get("GITHUB_WORKSPACE") or os.getcwd())
+    proc = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=workspace, capture_output=True, check=False
+    )
+    return proc.stdout.decode().strip() if proc.returncode == 0 else ""
+
+
+def _check_base_checkout(env: Mapping[str, str]) -> None:
+    """``pull_request_target`` runs with secrets: the checkout must be the trusted base.
+
+    actions/checkout's default for this event is ``GITHUB_SHA`` (the base branch); a
+    workflow that checks out the pull request's head would run its configuration and code
+    with the key, which is exactly what this mode exists to prevent.
+    """
+    workspace = Path(env.get("GITHUB_WORKSPACE") or os.getcwd())
+    checked_out = _checked_out(env)
+    expected = env.get("GITHUB_SHA", "")
+    if not checked_out or (expected and checked_out != expected):
+        raise ActionError(
+            f"mode pull_request_target reviews from the base checkout, but {workspace} has "
+            f"{checked_out or 'no commit'} checked out, not the base {expected}; use "
+            "actions/checkout without ref: (the pull request's head is fetched as data)"
+        )
+
+
+def prepare(env: Mapping[str, str]) -> int:
+    """The ``prepare`` command."""
+    event_name = env.get("GITHUB_EVENT_NAME", "")
+    decision = decide(event_name, _event(env), env)
+    if decision.mode == "pull_request_target":
+        _check_base_checkout(env)
+    elif decision.review:
+        # Name the commit that is reviewed, not "HEAD".
+        decision = replace(decision, head=_checked_out(env) or decision.head)
+    _write_outputs({**decision.outputs(), **cache_keys(decision, env)}, env)
+    if not decision.review:
+        if decision.mode == "pull_request_target":
+            # Fail closed: a required check must not turn green on code nobody reviewed.
+            _command("error", f"pytest-advreview: {decision.reason}")
+            _write_outputs(_empty_counts("not-approved"), env)
+            return 1
+        _command("notice", f"pytest-advreview: skipped: {decision.reason}")
+        _append_summary(f"pytest-advreview: skipped: {decision.reason}", env)
+        _write_outputs(_empty_counts("skipped"), env)
+        return 0
+    _command(
+        "notice",
+        f"pytest-advreview: reviewing {decision.head} against {decision.base} "
+        f"({decision.mode}{'; ' + decision.reason if decision.reason else ''})",
+    )
+    return 0
+
+
+# -- review: the trusted configuration and the pytest run ------------------------------------
+
+
+def _git_show(repo: Path, base: str, name: str) -> str | None:
+    proc = subprocess.run(
+        ["git", "show", f"{base}:{name}"],
+        cwd=repo,
+        capture_output=True,
+        check=False,
+        env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C"},
+    )
+    if proc.returncode != 0:
+        return None
+    return proc.stdout.decode("utf-8", errors="replace")
+
+
+def _from_ini_text(text: str, section: str, origin: str) -> dict[str, object] | None:
+    parser = configparser.RawConfigParser(interpolation=None, strict=False)
+    parser.optionxform = str  # type: ignore[assignment,method-assign]  # keys keep their case
+    try:
+        parser.read_string(text, source=origin)
+    except configparser.Error as exc:
+        raise ActionError(f"cannot parse the base commit's {origin}: {exc}") from None
+    if not parser.has_section(section):
+        return None
+    return dict(parser.items(section))
+
+
+def _from_toml_text(text: str, origin: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ActionError(f"cannot parse the base commit's {origin}: {exc}") from None
+
+
+def base_ini(repo: Path, base: str) -> tuple[str | None, dict[str, object]]:
+    """The pytest configuration file of commit ``base`` at the repository root, and its keys.
+
+    The same file pytest would pick in that folder (``pytest.toml``, ``pytest.ini``,
+    ``pyproject.toml`` with a pytest table, ``tox.ini`` with ``[pytest]``, ``setup.cfg``
+    with ``[tool:pytest]``), read from the commit's objects, never from the work tree.
+
+    :returns: ``(file name, keys)``; ``(None, {})`` when the commit has none.
+    """
+    for name in (*CONFIG_FILES, *CONFIG_FILES_LAST):
+        text = _git_show(repo, base, name)
+        if text is None:
+            continue
+        if name in ("pytest.toml", ".pytest.toml"):
+            table = _from_toml_text(text, name).get("pytest")
+            return name, dict(table) if isinstance(table, dict) else {}
+        if name in ("pytest.ini", ".pytest.ini"):
+            return name, _from_ini_text(text, "pytest", name) or {}
+        if name == "pyproject.toml":
+            tool = _from_toml_text(text, name).get("tool", {}).get("pytest")
+            if not isinstance(tool, dict):
+                continue
+            ini_options = tool.get("ini_options")
+            if isinstance(ini_options, dict):
+                return name, dict(ini_options)
+            return name, {k: v for k, v in tool.items() if k != "ini_options"}
+        section = "pytest" if name == "tox.ini" else "tool:pytest"
+        found = _from_ini_text(text, section, name)
+        if found is not None:
+            return name, found
+    return None, {}
+
+
+def _lines(value: object) -> list[str]:
+    if isinstance(value, (list, tuple)):
+        return [str(v).strip() for v in value if str(v).strip()]
+    return [line.strip() for line in str(value).splitlines() if line.strip()]
+
+
+def _toml_string(text: str) -> str:
+    out = ['"']
+    for char in text:
+        if char in '"\\':
+            out.append("\\" + char)
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(char)
+    out.append('"')
+    return "".join(out)
+
+
+def gate_config(
+    keys: Mapping[str, object], *, plans: Sequence[str], cache_dir: Path, origin: str | None
+) -> str:
+    """The text of the gate's own configuration file (``pyproject.toml`` form).
+
+    Only the plugin's ``advreview_*`` keys of the base configuration are kept (every other
+    key, ``addopts`` included, belongs to the project's tests, not to the gate);
+    ``plans`` from the workflow replace the base's globs; ``cache_dir`` (the review state)
+    lives outside the checkout, so a pull request cannot bring a state of its own.
+    """
+    values: dict[str, object] = {
+        key: value for key, value in keys.items() if key in _INI_KEYS and value is not None
+    }
+    if plans:
+        values["advreview_plans"] = list(plans)
+    lines = [
+        "# Written by the pytest-advreview action: the gate's settings, from the workflow",
+        f"# and from the base commit's {origin or 'defaults (no pytest configuration)'}.",
+        "[tool.pytest.ini_options]",
+        f"cache_dir = {_toml_string(str(cache_dir))}",
+    ]
+    for key in sorted(values):
+        value = values[key]
+        if _INI_KEYS[key] == "linelist":
+            items = ", ".join(_toml_string(item) for item in _lines(value))
+            lines.append(f"{key} = [{items}]")
+        else:
+            lines.append(f"{key} = {_toml_string(str(value))}")
+    return "\n".join(lines) + "\n"
+
+
+#: Variables that would let something other than the gate's configuration steer pytest,
+#: Python or the plugin (an earlier step may have written them to $GITHUB_ENV): every
+#: setting's ``ADVREVIEW_*`` variable (derived from the option table, so a new setting is
+#: covered), the head of head-as-data runs, and pytest's own.
+_SCRUB_EXACT = frozenset(
+    {
+        "PYTEST_ADDOPTS",
+        "PYTEST_PLUGINS",
+        "PYTEST_THEME",
+        "PYTEST_THEME_MODE",
+        f"{ENV_PREFIX}HEAD",
+        *(spec.env_var for spec in SPECS if spec.env),
+    }
+)
+_SCRUB_PREFIXES = ("PYTHON", "PYTEST_DEBUG", INPUT_PREFIX)
+
+
+def pytest_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The environment of the gate's pytest: no plugin autoload, no steering variables."""
+    clean = {
+        key: value
+        for key, value in env.items()
+        if key not in _SCRUB_EXACT and not key.startswith(_SCRUB_PREFIXES)
+    }
+    clean["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    # No module of the working directory shadows pytest or the plugin (Python 3.11+; the
+    # gate also runs from an empty folder of its own for older Pythons and xdist workers).
+    clean["PYTHONSAFEPATH"] = "1"
+    clean["PYTHONNOUSERSITE"] = "1"
+    clean["PYTHONDONTWRITEBYTECODE"] = "1"
+    return clean
+
+
+@dataclass(frozen=True)
+class Paths:
+    """Where the gate keeps its configuration, state and reports (outside the checkout)."""
+
+    root: Path
+
+    @property
+    def config(self) -> Path:
+        return self.root / "gate" / "pyproject.toml"
+
+    @property
+    def cwd(self) -> Path:
+        return self.root / "gate" / "cwd"
+
+    @property
+    def out(self) -> Path:
+        return self.root / "out"
+
+    @property
+    def json(self) -> Path:
+        return self.out / "results.json"
+
+    @property
+    def report(self) -> Path:
+        return self.out / "report.md"
+
+    @property
+    def sarif(self) -> Path:
+        return self.out / "advreview.sarif"
+
+    @property
+    def state(self) -> Path:
+        return self.root / "state"
+
+
+def pytest_argv(
+    python: str,
+    workspace: Path,
+    paths: Paths,
+    env: Mapping[str, str],
+    *,
+    base: str,
+    head: str,
+    codex: str,
+) -> list[str]:
+    """The gate's pytest command line: only the plugin, the gate's file, review items only."""
+    argv = [
+        python,
+        "-I",
+        "-m",
+        "pytest",
+        "-p",
+        "pytest_advreview.plugin",
+        f"--config-file={paths.config}",
+        f"--rootdir={workspace}",
+        "--noconftest",
+        "--adversarial-review",
+        "--advreview-only",
+        "--advreview-diff=branch",
+        f"--advreview-base={base}",
+        f"--advreview-codex={codex}",
+        "--advreview-strict-exit",
+        f"--advreview-json={paths.json}",
+        f"--advreview-report={paths.report}",
+        f"--advreview-sarif={paths.sarif}",
+        "-ra",
+    ]
+    if env.get("GITHUB_ACTIONS") == "true":
+        argv.append("--advreview-github=on")
+    if head != "HEAD":
+        argv.append(f"--advreview-head={_sha(head, 'the approved head')}")
+    for name in ("fail-on", "model", "reasoning", "sandbox"):
+        value = _input(name, env)
+        if value:
+            argv.append(f"--advreview-{name}={value}")
+    workers = _input("workers", env, "0")
+    if workers not in ("", "0"):
+        argv[4:4] = ["-p", "xdist.plugin"]
+        argv.append(f"--numprocesses={workers}")
+    extra = _input("pytest-args", env)
+    if extra:
+        argv.extend(shlex.split(extra))
+    argv.append(str(workspace))
+    return argv
+
+
+def _empty_counts(outcome: str) -> dict[str, str]:
+    return {"outcome": outcome, "passed": "0", "failed": "0", "errored": "0"}
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What the gate's run means for the pipeline."""
+
+    outcome: str
+    passed: int
+    failed: int
+    errored: int
+    exit_code: int
+    message: str
+
+
+def summarise(returncode: int, json_path: Path) -> Summary:
+    """The run's outcome from pytest's exit status and the JSON report it wrote.
+
+    "Nothing to review" is success only when pytest says no item was collected **and**
+    the JSON report agrees; every other combination that is not a clean pass fails.
+    """
+    try:
+        data = json.loads(json_path.read_text(encoding="utf-8"))
+        gate = str(data["totals"]["gate"])
+        outcomes = [str(item["pytest_outcome"]) for item in data.get("items", [])]
+    except (OSError, ValueError, KeyError, TypeError):
+        data, gate, outcomes = None, "", []
+    passed = outcomes.count("passed")
+    failed = outcomes.count("failed")
+    errored = outcomes.count("error")
+    if data is None:
+        return Summary(
+            "error",
+            0,
+            0,
+            0,
+            returncode or 1,
+            f"pytest exited {returncode} without the JSON report {json_path}: "
+            "the gate could not run (see the log above)",
+        )
+    if returncode == 5 and gate == "empty":
+        return Summary("empty", 0, 0, 0, 0, "nothing to review: no plan and no code change")
+    if returncode == 0 and gate == "passed":
+        return Summary("passed", passed, failed, errored, 0, f"{passed} review(s) passed")
+    if returncode in (1, EXIT_REVIEW_ERRORS) and gate in ("failed", "error"):
+        what = f"{failed} review(s) failed" if gate == "failed" else "reviews could not run"
+        return Summary(gate, passed, failed, errored, 1, what)
+    return Summary(
+        "error",
+        passed,
+        failed,
+        errored,
+        returncode or 1,
+        f"pytest exited {returncode} with gate result {gate!r}: the gate could not run",
+    )
+
+
+def review(env: Mapping[str, str]) -> int:
+    """The ``review`` command."""
+    workspace = Path(env.get("GITHUB_WORKSPACE") or os.getcwd()).resolve()
+    temp = Path(env.get("RUNNER_TEMP") or tempfile.gettempdir())
+    paths = Paths(Path(_input("work-dir", env) or temp / "advreview"))
+    base = _input("base-sha", env)
+    # Head as data only in pull_request_target mode; otherwise the checkout is the head.
+    head = _input("head-sha", env) if _input("mode", env) == "pull_request_target" else "HEAD"
+    if not base:
+        raise ActionError("no base commit: the prepare step did not run or decided not to review")
+    check = subprocess.run(
+        ["git", "cat-file", "-e", f"{base}^{{commit}}"], cwd=workspace, capture_output=True
+    )
+    if check.returncode != 0:
+        raise ActionError(
+            f"the base commit {base} is not in the checkout at {workspace}; check out with "
+            "actions/checkout and fetch-depth: 0"
+        )
+    origin, keys = base_ini(workspace, base)
+    plans = _lines(_input("plans", env))
+    paths.config.parent.mkdir(parents=True, exist_ok=True)
+    paths.config.write_text(
+        gate_config(keys, plans=plans, cache_dir=paths.state, origin=origin), encoding="utf-8"
+    )
+    paths.cwd.mkdir(parents=True, exist_ok=True)
+    paths.out.mkdir(parents=True, exist_ok=True)
+    for stale in (paths.json, paths.report, paths.sarif):
+        stale.unlink(missing_ok=True)
+    python = _input("python", env) or sys.executable
+    codex = _input("codex", env) or "codex"
+    argv = pytest_argv(python, workspace, paths, env, base=base, head=head, codex=codex)
+    print(f"pytest-advreview: gate configuration {paths.config} (from {origin or 'defaults'})")
+    print("pytest-advreview: " + shlex.join(argv), flush=True)
+    # From an empty folder of the action's own: nothing of the checkout is importable.
+    proc = subprocess.run(argv, cwd=paths.cwd, env=pytest_env(env), check=False)
+    summary = summarise(proc.returncode, paths.json)
+    _write_outputs(
+        {
+            "outcome": summary.outcome,
+            "passed": str(summary.passed),
+            "failed": str(summary.failed),
+            "errored": str(summary.errored),
+            "json": str(paths.json),
+            "report": str(paths.report),
+            "sarif": str(paths.sarif),
+            "exit-code": str(proc.returncode),
+        },
+        env,
+    )
+    if summary.outcome == "empty":
+        _command("notice", f"pytest-advreview: {summary.message}")
+        _append_summary(f"pytest-advreview: {summary.message}", env)
+    elif summary.exit_code != 0:
+        _command("error", f"pytest-advreview: gate {summary.outcome}: {summary.message}")
+    return summary.exit_code
+
+
+# -- comment ---------------------------------------------------------------------------------
+
+
+def comment_body(report: str, run_url: str) -> str:
+    """The comment: the marker, then the report, cut to GitHub's limit with a pointer."""
+    body = f"{COMMENT_MARKER}\n{report}"
+    if len(body) <= COMMENT_LIMIT:
+        return body
+    tail = f"\n\n… the report is longer than a comment can be; the whole report: {run_url}\n"
+    return body[: COMMENT_LIMIT - len(tail)] + tail
+
+
+def comment(env: Mapping[str, str]) -> int:
+    """The ``comment`` command: create the report comment, or update the one there is."""
+    number = _input("pr", env)
+    if not number.isdigit():
+        _command("notice", "pytest-advreview: no pull request to comment on")
+        return 0
+    report_path = Path(_input("report", env))
+    try:
+        report = report_path.read_text(encoding="utf-8")
+    except OSError as exc:
+        _command("warning", f"pytest-advreview: no report to post ({report_path}: {exc})")
+        return 0
+    repo = env.get("GITHUB_REPOSITORY", "")
+    run_url = (
+        f"{env.get('GITHUB_SERVER_URL', 'https://github.com')}/{repo}/actions/runs/"
+        f"{env.get('GITHUB_RUN_ID', '')}"
+    )
+    body = comment_body(report, run_url)
+    existing = None
+    page = 1
+    while existing is None:
+        found = _api(env, "GET", f"/repos/{repo}/issues/{number}/comments?per_page=100&page={page}")
+        if not isinstance(found, list) or not found:
+            break
+        for entry in found:
+            text = entry.get("body") if isinstance(entry, dict) else None
+            if isinstance(text, str) and text.startswith(COMMENT_MARKER):
+                existing = entry.get("id")
+                break
+        page += 1
+    if existing is not None:
+        _api(env, "PATCH", f"/repos/{repo}/issues/comments/{existing}", {"body": body})
+        print(f"pytest-advreview: updated comment {existing} on pull request #{number}")
+    else:
+        _api(env, "POST", f"/repos/{repo}/issues/{number}/comments", {"body": body})
+        print(f"pytest-advreview: commented on pull request #{number}")
+    return 0
+
+
+# -- fetch-head ------------------------------------------------------------------------------
+
+
+def fetch_head(env: Mapping[str, str]) -> int:
+    """Fetch the approved head commit by its SHA (``pull_request_target`` mode), as data."""
+    head = _sha(_input("head-sha", env), "the approved head")
+    workspace = Path(env.get("GITHUB_WORKSPACE") or os.getcwd())
+    argv = ["git"]
+    token = env.get("GH_TOKEN", "")
+    server = env.get("GITHUB_SERVER_URL", "https://github.com")
+    if token:
+        basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+        argv += ["-c", f"http.{server}/.extraheader=AUTHORIZATION: basic {basic}"]
+    argv += ["fetch", "--no-tags", "--no-recurse-submodules", "origin", head]
+    proc = subprocess.run(argv, cwd=workspace, capture_output=True, check=False)
+    if proc.returncode != 0:
+        raise ActionError(
+            f"cannot fetch the approved head {head}: {proc.stderr.decode(errors='replace').strip()}"
+        )
+    check = subprocess.run(
+        ["git", "cat-file", "-e", f"{head}^{{commit}}"], cwd=workspace, capture_output=True
+    )
+    if check.returncode != 0:
+        raise ActionError(f"the fetched head is not the approved commit {head}")
+    return 0
+
+
+# -- entry point -----------------------------------------------------------------------------
+
+_COMMANDS = {"prepare": prepare, "review": review, "comment": comment, "fetch-head": fetch_head}
+
+
+def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
+    """Run one command; an :class:`ActionError` is one ``::error::`` line and status 1."""
+    parser = argparse.ArgumentParser(prog="python -m pytest_advreview.action")
+    parser.add_argument("command", choices=sorted(_COMMANDS))
+    args = parser.parse_args(argv)
+    environ = dict(os.environ if env is None else env)
+    try:
+        return _COMMANDS[args.command](environ)
+    except ActionError as exc:
+        _command("error", f"pytest-advreview: {exc}")
+        if args.command in ("prepare", "review"):
+            _write_outputs(_empty_counts("error"), environ)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover - the action's entry point
+    raise SystemExit(main())

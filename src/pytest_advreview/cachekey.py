@@ -1,0 +1,323 @@
+"""The cache key of a verdict: everything that decides what a reviewer says about a target.
+
+A stored verdict is reused only when nothing that could change it has changed.  This
+module is the one place that says what that is:
+
+* **the reviewer** (:func:`reviewer_identity`): the backend and everything that selects
+  or instructs the model behind it.  For ``command`` the command line; for Codex the
+  model, reasoning, sandbox, approvals, every ``--advreview-codex-config`` value
+  (provider, base URL, …), the Codex ``config.toml`` and global ``AGENTS.md`` that the
+  run's ``CODEX_HOME`` holds, ``OPENAI_BASE_URL``, and for every backend the output
+  format, the review language and the prompt version.  A change starts a new review.
+* **the content** (:func:`plan_digest`, :func:`code_digest`): the prompt body and every
+  byte reviewed.  For a plan its bytes; for the code change every changed byte, untracked,
+  binary and symlinked files included, and the work tree of every changed submodule or
+  nested repository (``git diff`` alone shows only ``Subproject commit …-dirty``).  A
+  change is the next round.
+* **the decisions** (:func:`cache_key`): a decision not sent before is the next round.
+
+The reviewer identity is stored as one digest per component (never the values: a
+``-c`` value may carry a token), so a message can say which one changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from .git import STATUS_V2_ARGS, GitError, literal_pathspec, parse_status_v2_z, run_git
+from .models import ChangeSet, Decision, WireModel
+from .prompts import PROMPT_VERSION
+
+if TYPE_CHECKING:
+    from .settings import Settings
+
+__all__ = [
+    "IDENTITY_SETTINGS",
+    "NOT_IDENTITY_SETTINGS",
+    "CacheKey",
+    "CacheKeyError",
+    "cache_key",
+    "change_set_hash",
+    "code_digest",
+    "plan_digest",
+    "plan_hash",
+    "reviewer_identity",
+]
+
+
+class CacheKeyError(Exception):
+    """The content of a target could not be read to key its verdict (git failed)."""
+
+
+#: Settings that decide what the reviewer says, per backend (``*``: every backend).
+IDENTITY_SETTINGS: Final[Mapping[str, frozenset[str]]] = {
+    "*": frozenset({"reviewer", "output_format", "language"}),
+    "command": frozenset({"command"}),
+    # env_allow: what the reviewer's tools see (a test it runs may pass or fail by it).
+    "codex": frozenset({"model", "reasoning", "sandbox", "approvals", "codex_config", "env_allow"}),
+}
+
+#: Settings that never change a verdict, and why (a test checks that every field of
+#: ``Settings`` is in exactly one of the two tables, so a new setting must be placed).
+NOT_IDENTITY_SETTINGS: Final[Mapping[str, str]] = {
+    "enabled": "turns the plugin on",
+    # Which binary runs is the doctor's to check; the model, provider and configuration
+    # it reviews with are keyed.  (The benchmark fills a cache with a fake codex on
+    # purpose; a wrapper script that adds its own -c values is not visible here.)
+    "codex": "the executable's path: what it reviews with is keyed",
+    "sandbox_explicit": "only decides whether the sandbox hint is printed",
+    "timeout": "an attempt that runs out is an error, never a verdict",
+    "max_rounds": "applied to the stored rounds on every run",
+    "fail_on": "the stored review is judged again under this run's threshold",
+    "isolation": "the reviewer sees a mirror of the same content",
+    "report": "a report file",
+    "sarif": "a report file",
+    "json_report": "a report file",
+    "budget_tokens": "decides whether a review starts, not what it says",
+    "fresh": "ignores the stored state altogether",
+    "diff": "chooses the change set, whose content is keyed",
+    "base": "chooses the change set, whose content is keyed",
+    "against_plan": "the plan's text and path are keyed as content",
+    "plans": "chooses the plans, whose content is keyed",
+    "plan_scope": "chooses the plans, whose content is keyed",
+    "decisions": "the decisions' content is keyed, not the file's path",
+    "allow_untracked": "mutation policy, checked on every review",
+    "github": "a report",
+    "strict_exit": "the exit status",
+    "shard": "chooses which items this job reviews",
+    "head": "the head's content and the prompt's untrusted-data frame are keyed as content",
+    # The lead changes what is reviewed, never what the reviewer says about it.
+    "lead": "the lead's edits are keyed as content; a verdict next to a finding left for "
+    "the operator is never stored",
+    "lead_command": "the lead's edits are keyed as content",
+    "lead_model": "the lead's edits are keyed as content",
+    "lead_patch": "a report file",
+    "lead_code": "decides which files the lead may edit, whose content is keyed",
+}
+
+#: Files under ``CODEX_HOME`` that select the provider or instruct the model.
+_CODEX_HOME_FILES: Final = ("config.toml", "AGENTS.md", "AGENTS.override.md")
+#: Environment variables that Codex reads to choose where requests go.
+_CODEX_ENV: Final = ("OPENAI_BASE_URL",)
+_MISSING: Final = "missing"
+#: ``hashlib`` ``update`` of the digest being built.
+_Feed = Callable[[bytes], object]
+
+
+def _digest(value: object) -> str:
+    text = json.dumps(value, sort_keys=True, ensure_ascii=True, default=str)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
+
+
+def _file_digest(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    except FileNotFoundError:
+        return _MISSING
+    except OSError as exc:
+        # Unreadable now, maybe readable later: never equal to a readable file's digest.
+        return f"unreadable:{exc.errno}"
+
+
+def reviewer_identity(
+    settings: Settings, environ: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """Component name -> digest of everything that identifies the reviewer of this run.
+
+    Computed once per run.  A backend other than ``codex`` and ``command`` (a plugin's)
+    gets every setting of both, because the plugin may use any of them.
+
+    :param environ: where ``CODEX_HOME`` and ``OPENAI_BASE_URL`` are read (``os.environ``).
+    """
+    env = os.environ if environ is None else environ
+    backend = settings.reviewer
+    if backend in IDENTITY_SETTINGS:
+        fields = IDENTITY_SETTINGS["*"] | IDENTITY_SETTINGS[backend]
+    else:
+        fields = frozenset().union(*IDENTITY_SETTINGS.values())
+    identity = {name: _digest(getattr(settings, name)) for name in sorted(fields)}
+    identity["prompt_version"] = PROMPT_VERSION
+    if backend == "codex" or backend not in IDENTITY_SETTINGS:
+        home_text = env.get("CODEX_HOME", "").strip()
+        home = Path(home_text) if home_text else Path.home() / ".codex"
+        for name in _CODEX_HOME_FILES:
+            identity[f"codex_home/{name}"] = _file_digest(home / name)
+        for var in _CODEX_ENV:
+            identity[f"env/{var}"] = _digest(env.get(var))
+    return identity
+
+
+class CacheKey(WireModel):
+    """The key a stored verdict is checked against (see the module docstring)."""
+
+    #: Component -> digest of the reviewer's identity (:func:`reviewer_identity`).
+    reviewer: dict[str, str]
+    #: Digest of the full content reviewed (:func:`plan_digest` / :func:`code_digest`).
+    content: str
+    #: This target's entries of the decisions file; any not sent before is a new round.
+    decisions: tuple[Decision, ...] = ()
+
+
+def cache_key(
+    identity: Mapping[str, str], content: str, decisions: Sequence[Decision] = ()
+) -> CacheKey:
+    """The cache key of one target in this run.
+
+    :param identity: :func:`reviewer_identity` of the run.
+    :param content: :func:`plan_digest` or :func:`code_digest` of the target.
+    :param decisions: the target's entries of the decisions file.
+    """
+    return CacheKey(reviewer=dict(identity), content=content, decisions=tuple(decisions))
+
+
+# -- content -------------------------------------------------------------------------------
+
+_CHUNK = 1 << 20
+
+
+def plan_hash(path: Path) -> str:
+    """sha256 (hex) of a plan's bytes, read in chunks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def plan_digest(path: Path, prompt_body: str) -> str:
+    """The content key of a plan item: the prompt body and the plan's bytes."""
+    digest = hashlib.sha256(b"plan\0")
+    digest.update(prompt_body.encode("utf-8", "surrogateescape") + b"\0")
+    digest.update(plan_hash(path).encode())
+    return digest.hexdigest()
+
+
+def code_digest(root: Path, change: ChangeSet, prompt_body: str, plan_text: str = "") -> str:
+    """The content key of the code item: the prompt, every changed byte, the plan.
+
+    :param root: a directory of the work tree.
+    :param plan_text: the plan a code-vs-plan review is against ("" otherwise).
+    :raises CacheKeyError: git failed.
+    """
+    digest = hashlib.sha256(b"code\0")
+    digest.update(prompt_body.encode("utf-8", "surrogateescape") + b"\0")
+    digest.update(change_set_hash(root, change).encode() + b"\0plan\0")
+    digest.update(plan_text.encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
+
+
+_DIFF = ("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--binary", "--no-renames")
+#: Nested repositories inside nested repositories are followed this deep.
+_MAX_DEPTH = 8
+
+
+def _git(cwd: Path, *args: str, check: bool = True) -> bytes:
+    try:
+        return run_git(cwd, *args, check=check).stdout
+    except GitError as exc:
+        raise CacheKeyError(f"pytest-advreview: cannot read the change to review: {exc}") from None
+
+
+def _has_head(repo: Path) -> bool:
+    proc = run_git(repo, "rev-parse", "--verify", "--quiet", "HEAD", check=False)
+    return proc.returncode == 0
+
+
+def _is_repo(path: Path) -> bool:
+    """A submodule's or nested repository's work tree (not a symlink to one)."""
+    try:
+        info = path.lstat()
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and os.path.lexists(path / ".git")
+
+
+def _hash_entry(path: Path, feed: _Feed, depth: int) -> None:
+    """Feed what is at ``path`` into ``digest``: bytes, link target or a repo's state."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        feed(b"missing\0")
+        return
+    except OSError as exc:
+        feed(f"unreadable:{exc.errno}\0".encode())
+        return
+    if stat.S_ISLNK(info.st_mode):
+        # What git would store: the link's text, not the file it points at.
+        feed(b"link\0" + os.fsencode(os.readlink(path)) + b"\0")
+    elif stat.S_ISDIR(info.st_mode):
+        if _is_repo(path):
+            feed(b"repo\0")
+            _repo_state(path, feed, depth + 1)
+        else:
+            feed(b"dir\0")
+    else:
+        try:
+            feed(b"file\0" + plan_hash(path).encode() + b"\0")
+        except OSError as exc:
+            feed(f"unreadable:{exc.errno}\0".encode())
+
+
+def _repo_state(repo: Path, feed: _Feed, depth: int) -> None:
+    """A submodule's (or nested repository's) commit and every uncommitted byte in it."""
+    if depth > _MAX_DEPTH:
+        feed(b"too-deep\0")
+        return
+    head = _git(repo, "rev-parse", "--verify", "--quiet", "HEAD", check=False).strip()
+    feed(b"head\0" + head + b"\0")
+    _uncommitted(repo, feed, None, depth)
+
+
+def _uncommitted(repo: Path, feed: _Feed, files: Sequence[str] | None, depth: int) -> None:
+    """``git diff HEAD`` plus every untracked file and changed nested repository.
+
+    :param files: only these top-level-relative paths (``None``: everything).
+    """
+    specs = ["--", *(literal_pathspec(p) for p in files)] if files is not None else ["--"]
+    if _has_head(repo):
+        feed(_git(repo, *_DIFF, "HEAD", *specs))
+    else:  # unborn branch: no HEAD to diff against, so index and work tree separately
+        feed(_git(repo, *_DIFF, "--cached", *specs))
+        feed(b"\0worktree\0")
+        feed(_git(repo, *_DIFF, *specs))
+    top = Path(os.fsdecode(_git(repo, "rev-parse", "--show-toplevel").rstrip(b"\n")))
+    _head, entries = parse_status_v2_z(_git(repo, *STATUS_V2_ARGS))
+    wanted = None if files is None else set(files)
+    for entry in sorted(entries, key=lambda e: e.path):
+        if wanted is not None and entry.path not in wanted:
+            continue
+        path = top / entry.path
+        if entry.untracked:
+            feed(b"\0untracked\0" + os.fsencode(entry.path) + b"\0")
+            _hash_entry(path, feed, depth)
+        elif _is_repo(path):
+            # A changed submodule: the diff says only "Subproject commit …-dirty".
+            feed(b"\0submodule\0" + os.fsencode(entry.path) + b"\0")
+            _repo_state(path, feed, depth + 1)
+
+
+def change_set_hash(root: Path, change: ChangeSet) -> str:
+    """sha256 (hex) of exactly what the change set shows the reviewer.
+
+    Branch mode (``change.base`` set): ``git diff BASE...HEAD`` of the change set's files
+    (a submodule's commits name its content).  Uncommitted: ``git diff HEAD`` (the index
+    alone on an unborn branch), the name and bytes of each untracked file (a symlink's
+    target text), and the commit and uncommitted bytes of every changed submodule or
+    nested repository.  Files outside ``change.files`` (plans reviewed on their own) never
+    move the hash.
+
+    :raises CacheKeyError: git failed.
+    """
+    digest = hashlib.sha256()
+    if change.base is not None:
+        specs = [literal_pathspec(p) for p in change.files]
+        digest.update(_git(root, *_DIFF, f"{change.base}...HEAD", "--", *specs))
+        return digest.hexdigest()
+    _uncommitted(root, digest.update, list(change.files), 0)
+    return digest.hexdigest()
