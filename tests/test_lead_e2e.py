@@ -670,3 +670,49 @@ def test_lead_under_xdist_reports_its_edits_on_the_controller(
     assert f"+{FIXED_LINE}" in patch.read_text()
     assert "docs/plans/y.md" not in patch.read_text()
     result.stdout.fnmatch_lines(["*lead (command) after round 1: edited docs/plans/x.md*"])
+
+
+def test_under_ci_an_approval_of_the_leads_edits_does_not_pass_the_commit(
+    review_repo: ReviewRepo, lead_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan = review_repo.plan("x.md", PLAN)
+    review_repo.commit("plan")
+    review_repo.answer(REREVIEW, {"message": approved_review()})
+    review_repo.answer("x.md", {"message": revise_review(CRITICAL)})
+    command = lead_script(lead_dir, decisions=[accept(CRITICAL)], edit={str(plan): FIXED_LINE})
+    monkeypatch.setenv("CI", "true")
+    args = (NO_CODE, "--advreview-lead=command", f"--advreview-lead-command={command}")
+    result = review_repo.run(*args, "docs/plans/x.md")
+    # The reviewer approved the edited plan, but CI judges the commit, which lacks the edit.
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["not in the commit under review: the lead edited docs/plans/x.md*"]
+    )
+    assert plan.read_text().endswith(FIXED_LINE)
+    # Nothing was stored as approved: back at the committed text, the next run reviews again.
+    git(review_repo.path, "checkout", "--", "docs/plans/x.md")
+    calls = len(review_repo.server.response_requests)
+    again = review_repo.run(NO_CODE, "docs/plans/x.md")
+    again.assert_outcomes(failed=1)
+    assert len(review_repo.server.response_requests) > calls
+
+
+def test_code_item_lead_never_edits_for_a_branch_change_set(
+    review_repo: ReviewRepo, lead_dir: Path
+) -> None:
+    # A branch diff (BASE...HEAD) would be re-reviewed without working-tree edits.
+    git(review_repo.path, "checkout", "-q", "-b", "feature")
+    review_repo.write("src/app.py", "x = 1\n")
+    review_repo.commit("app")
+    review_repo.answer("src/app.py", {"message": revise_review(CODE)})
+    fix = {"finding": "FIRST", "action": "accept", "reason": "Bounded.", "changed": "guard"}
+    command = lead_script(lead_dir, decisions=[fix], edit={"src/app.py": "y = 3\n"})
+    result = review_repo.run(
+        "--advreview-diff=branch",
+        "--advreview-base=main",
+        "--advreview-isolation=worktree",
+        "--advreview-lead=command",
+        f"--advreview-lead-command={command}",
+    )
+    result.assert_outcomes(failed=1)
+    assert lead_prompts(lead_dir) == []

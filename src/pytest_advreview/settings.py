@@ -257,6 +257,12 @@ def resolve(config: pytest.Config, environ: Mapping[str, str] | None = None) -> 
             # (a model, reading the same injected text) allows it.  A fork's head gets
             # "never": escalation requests are refused.
             values["approvals"] = "never"
+        if values.get("lead", "none") != "none":
+            raise pytest.UsageError(
+                f"{PREFIX}: --advreview-lead edits what it reviews, but with "
+                "--advreview-head the head is untrusted data in a read-only checkout; drop "
+                "--advreview-lead (or --advreview-head)"
+            )
         if values.get("diff") == "uncommitted":
             raise pytest.UsageError(
                 f"{PREFIX}: --advreview-diff=uncommitted reviews the checkout's own "
