@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..runner._process import launch, read_text, tail
+from ..runner.environment import reviewer_process_env
 from .contract import LeadError
 
 __all__ = ["CliOutput", "run_cli"]
@@ -53,7 +54,9 @@ def run_cli(
     err = work_dir / "lead-stderr.txt"
     prompt_file.write_text(prompt, encoding="utf-8")
     out.unlink(missing_ok=True)
-    merged = {**os.environ, **(env or {})}
+    # The lead is an agent like the reviewer: the key that signs stored verdicts never
+    # reaches it (a lead talked into forging an approval could not sign it).
+    merged = reviewer_process_env({**os.environ, **(env or {})})
     try:
         rc = launch(
             argv,

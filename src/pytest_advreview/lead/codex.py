@@ -8,8 +8,10 @@ edit the plan), the user's ``-c`` pairs (a custom model provider applies to both
 from __future__ import annotations
 
 import json
+import os
 from typing import TYPE_CHECKING
 
+from ..runner import environment
 from ..runner._process import read_text
 from ..runner.codex import approval_args, stream_usage
 from . import LeadReply, LeadRequest
@@ -49,6 +51,11 @@ class CodexLead:
         ]
         for pair in s.codex_config:
             argv += ["-c", pair]
+        # No credential of the run reaches the lead's tool shell (and through it the
+        # model), exactly as for the reviewer.
+        argv += environment.tool_shell_args(
+            environment.reviewer_process_env(dict(os.environ)), s.env_allow
+        )
         argv += [
             "-C",
             str(request.cwd),
