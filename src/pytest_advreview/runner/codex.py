@@ -44,7 +44,7 @@ from ..models import (
     WireModel,
 )
 from ..prompts import with_marker
-from . import DispatchRequest, DispatchResult, environment
+from . import DispatchRequest, DispatchResult, environment, native
 from ._process import clip, launch, read_text, tail
 
 __all__ = [
@@ -61,6 +61,7 @@ Approvals = Literal["auto_review", "user", "never"]
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _ROLLOUT_ID = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$")
 _STDERR_FAILURE = re.compile(r"^Error:|Failed to write", re.MULTILINE)
+_ERROR_LINE = re.compile(r"^Error: .*$", re.MULTILINE)
 
 
 class CodexCapabilities(WireModel):
@@ -119,6 +120,9 @@ class CodexOptions(WireModel):
     #: Globs of variable names the reviewer's tool shell may see although they look like
     #: credentials (ini ``advreview_env_allow``; see :mod:`.environment`).
     env_allow: tuple[str, ...] = ()
+    #: Start the native binary behind the npm wrapper directly (:mod:`.native`); off:
+    #: always launch ``executable`` itself.
+    native_launch: bool = True
     #: A file that shares the sandbox preflight's answer between the processes of one
     #: run (the xdist workers): the first one probes, the others read its answer.
     #: ``None``: every reviewer probes for itself.
@@ -184,6 +188,8 @@ class CodexReviewer:
         self._preflight_lock = threading.Lock()
         self._warm_up: threading.Thread | None = None
         self._cancel = threading.Event()
+        self._native: native.NativeCodex | Literal[False] | None = False  # False = not yet
+        self._native_lock = threading.Lock()
 
     # -- public ------------------------------------------------------------------------
 
@@ -192,6 +198,30 @@ class CodexReviewer:
         """``$CODEX_HOME`` as the Codex process sees it (``~/.codex`` when unset)."""
         home = self.options.env.get("CODEX_HOME") or os.environ.get("CODEX_HOME")
         return Path(home) if home else Path.home() / ".codex"
+
+    @property
+    def native(self) -> native.NativeCodex | None:
+        """The native binary launched in place of the npm wrapper; ``None``: as given."""
+        with self._native_lock:
+            if self._native is False:
+                found = None
+                if self.options.native_launch:
+                    found = native.resolve(self.options.executable, self._env())
+                self._native = found
+            return self._native
+
+    def launch_command(self, argv: list[str]) -> tuple[list[str], dict[str, str]]:
+        """``argv`` (built for ``executable``) and the environment, as they are launched.
+
+        The tool shell's variables (``include_only``) are chosen from the environment
+        *before* the wrapper's additions, so the reviewer's tools see the same names
+        whichever of the two is started.
+        """
+        env = self._env()
+        target = self.native
+        if target is None:
+            return argv, env
+        return [target.binary, *argv[1:]], target.environment(env)
 
     def can_resume(self, session_id: str) -> bool:
         """True when the thread's rollout is on this machine (resume would find it)."""
@@ -317,6 +347,7 @@ class CodexReviewer:
             "true",
         ]
         files = [scratch / f"preflight.{name}" for name in ("stdin", "stdout", "stderr")]
+        argv, env = self.launch_command(argv)
         try:
             files[0].write_bytes(b"")
             rc = launch(
@@ -325,7 +356,7 @@ class CodexReviewer:
                 stdin_file=files[0],
                 stdout_file=files[1],
                 stderr_file=files[2],
-                env=self._env(),
+                env=env,
                 timeout=min(60.0, self.options.timeout),
                 cancel=self._cancel,
             )
@@ -417,7 +448,7 @@ class CodexReviewer:
                 errors=f"cannot write review files in {work}: {exc}",
             )
         anchor = prompt_file.stat().st_mtime
-        argv = self.argv(request, output_file, schema_file)
+        argv, env = self.launch_command(self.argv(request, output_file, schema_file))
 
         try:
             rc = launch(
@@ -426,7 +457,7 @@ class CodexReviewer:
                 stdin_file=prompt_file,
                 stdout_file=stdout_file,
                 stderr_file=stderr_file,
-                env=self._env(),
+                env=env,
                 timeout=self.options.timeout,
             )
         except FileNotFoundError:
@@ -463,7 +494,7 @@ class CodexReviewer:
                 "the process group was killed",
             )
         if rc != 0:
-            detail = stream.turn_failed or tail(stderr) or "no output on stderr"
+            detail = stream.turn_failed or _error_line(stderr) or "no output on stderr"
             return fail(RunnerStatus.LAUNCH_FAILURE, f"codex exited {rc}: {detail}")
         # R4.2 stderr: only these lines mean failure; other stderr is noise (warnings).
         if stderr is None:
@@ -692,6 +723,16 @@ def _read_stream(path: Path) -> _Stream:
                     if isinstance(change, dict) and isinstance(change.get("path"), str):
                         writes.append(change["path"])
     return _Stream(first_thread_id=first, usage=usage, turn_failed=failed, writes=tuple(writes))
+
+
+def _error_line(stderr: str | None) -> str:
+    """The last ``Error: …`` line of ``stderr``, else its end.
+
+    Both the native binary and the npm wrapper (Node) print the message on an ``Error:``
+    line followed by a stack trace; the end of stderr would show only the trace.
+    """
+    found = _ERROR_LINE.findall(stderr or "")
+    return found[-1].strip() if found else tail(stderr)
 
 
 def _usage(raw: object) -> TokenUsage | None:
