@@ -25,6 +25,7 @@ from .loop import LoopResult
 from .models import ChangeSet, ChangeSetInfo
 from .options import DEFAULT_DECISIONS
 from .outcome import Outcome
+from .progress import Progress, progress_plugin
 from .report.collect import ResultsCollector
 from .report.terminal import write_summary
 from .review import ReviewRun, SharedLookups, TargetSpec
@@ -101,6 +102,8 @@ class ReviewSession:
             self.settings = settings = settings.model_copy(update={"decisions": decisions})
         self.coordinator = Coordinator(config, settings, self.run_dir, run_secret=self.run_secret)
         config.stash[_SESSION_KEY] = self
+        #: What the reviews in flight are doing, on the terminal (None: not shown).
+        self.progress: Progress | None = None
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -110,6 +113,12 @@ class ReviewSession:
         ``pytest_advreview_make_reviewer``.)
         """
         reviewer = self.reviewer()
+        if not self.config.option.collectonly:
+            # At session start: pytest's terminal reporter is configured by now.
+            display = progress_plugin(self.config, self.settings.progress)
+            if display is not None:
+                self.config.pluginmanager.register(display, "advreview-progress")
+                self.progress = display.progress
         # The Codex backend probes its sandbox before the first review (one Codex start);
         # begun now, that overlaps collection. Under xdist the controller's probe answers
         # the workers too (they share it through the run directory).
@@ -563,11 +572,19 @@ class ReviewSession:
             in_git=self.repo is not None,
             shared=self._shared,
             store=self.coordinator.store,
+            progress=self.progress,
         )
 
     def run_review(self, run: ReviewRun) -> tuple[LoopResult, Outcome]:
         """Run one review with its stored state, decisions and the run's token budget."""
-        return self.coordinator.review(run)
+        key = run.item.nodeid if run.item is not None else None
+        if self.progress is None or key is None:
+            return self.coordinator.review(run)
+        self.progress.begin(key)
+        try:
+            return self.coordinator.review(run)
+        finally:
+            self.progress.end(key)
 
     def finished(self, item: ReviewItem) -> None:
         """Called from the item's teardown (hook for state writes)."""

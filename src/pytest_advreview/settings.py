@@ -90,6 +90,8 @@ class Settings(WireModel):
     json_report: str | None = None
     budget_tokens: int | None = None
     fresh: bool = False
+    #: Seconds between progress lines in a log; 0: no progress display.
+    progress: int = 30
     diff: DiffMode = "auto"
     base: str | None = None
     against_plan: str | None = None
@@ -333,6 +335,12 @@ def header_lines(settings: Settings, *, verbose: bool = False) -> list[str]:
     add("plan-scope", settings.plan_scope, defaults.plan_scope)
     add("budget-tokens", settings.budget_tokens, None, str(settings.budget_tokens or "off"))
     add("fresh", settings.fresh, False, "yes" if settings.fresh else "no")
+    add(
+        "progress",
+        settings.progress,
+        defaults.progress,
+        f"{settings.progress}s" if settings.progress else "off",
+    )
     for name, path in (
         ("report", settings.report),
         ("sarif", settings.sarif),

@@ -44,7 +44,7 @@ from ..models import (
     WireModel,
 )
 from ..prompts import with_marker
-from . import DispatchRequest, DispatchResult, environment, native
+from . import STREAM_FILE, DispatchRequest, DispatchResult, environment, native
 from ._process import clip, launch, read_text, tail
 
 __all__ = [
@@ -428,7 +428,7 @@ class CodexReviewer:
         kind = "resume-prompt" if request.operation is Operation.RESUME else "prompt"
         prompt_file = work / f"{kind}.md"
         output_file = work / "review.md"
-        stdout_file = work / "stdout.jsonl"
+        stdout_file = work / STREAM_FILE
         stderr_file = work / "stderr.txt"
         marker_body = with_marker(request.prompt_body, request.review_id, attempt_id)
         try:
