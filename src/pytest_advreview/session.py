@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from . import head, targets
-from .constants import CODE_ITEM_NAME, RECORD_ATTR, RUN_DIR_KEY, RUN_SECRET_KEY
+from .constants import (
+    BUILTIN_REVIEWERS,
+    CODE_ITEM_NAME,
+    RECORD_ATTR,
+    RUN_DIR_KEY,
+    RUN_SECRET_KEY,
+)
 from .coordinator import Coordinator
 from .items import _SESSION_KEY, PlanFile, ReviewItem, ReviewRepr
 from .loop import LoopResult
@@ -112,18 +118,23 @@ class ReviewSession:
         (At session start every initial conftest and plugin has registered its
         ``pytest_advreview_make_reviewer``.)
         """
+        if self.config.option.collectonly:
+            if self.settings.reviewer not in BUILTIN_REVIEWERS:
+                self.reviewer()
+            # Nothing is reviewed, and a built-in name always finds its backend: building
+            # it (importing the runner) would only slow collection down.
+            return
         reviewer = self.reviewer()
-        if not self.config.option.collectonly:
-            # At session start: pytest's terminal reporter is configured by now.
-            display = progress_plugin(self.config, self.settings.progress)
-            if display is not None:
-                self.config.pluginmanager.register(display, "advreview-progress")
-                self.progress = display.progress
+        # At session start: pytest's terminal reporter is configured by now.
+        display = progress_plugin(self.config, self.settings.progress)
+        if display is not None:
+            self.config.pluginmanager.register(display, "advreview-progress")
+            self.progress = display.progress
         # The Codex backend probes its sandbox before the first review (one Codex start);
         # begun now, that overlaps collection. Under xdist the controller's probe answers
         # the workers too (they share it through the run directory).
         warm_up = getattr(reviewer, "warm_up", None)
-        if callable(warm_up) and not self.config.option.collectonly:
+        if callable(warm_up):
             warm_up(self.run_dir / f"preflight-{os.getpid()}")
             close = getattr(reviewer, "close", None)
             if callable(close):
@@ -371,7 +382,9 @@ class ReviewSession:
         if self.only and collection_path.suffix != ".md" and not collection_path.is_dir():
             return True
         text = os.fspath(collection_path)
-        if not os.path.islink(text):  # one lstat; almost every path stops here
+        if text in self._walked:
+            return None  # a selected plan file: no folder, so no loop (and no lstat)
+        if not os.path.islink(text):  # one lstat; almost every other path stops here
             return None
         real = os.path.realpath(text)
         parent = os.path.realpath(os.path.dirname(text))
