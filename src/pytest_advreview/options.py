@@ -26,8 +26,10 @@ __all__ = [
     "CHOICES",
     "DEFAULT_ALLOW_UNTRACKED",
     "DEFAULT_DECISIONS",
+    "DEFAULT_JOBS",
     "DEFAULT_PLANS",
     "MAX_BUDGET_TOKENS",
+    "MAX_JOBS",
     "MAX_PROGRESS_S",
     "MAX_ROUNDS",
     "MAX_TIMEOUT_S",
@@ -180,6 +182,10 @@ MAX_TIMEOUT_S = 86_400
 MAX_BUDGET_TOKENS = 10**12
 #: Largest allowed ``max_rounds``.
 MAX_ROUNDS = 20
+#: Most reviews at once in one process (``--advreview-jobs``).
+MAX_JOBS = 32
+#: Default of ``--advreview-jobs``; README "Performance" says how it was chosen.
+DEFAULT_JOBS = 1
 #: Longest interval between progress lines in a log: an hour.
 MAX_PROGRESS_S = 3600
 
@@ -382,6 +388,11 @@ _BUDGET_DESC = (
     "(default: off)"
 )
 _FRESH_DESC = "Ignore persisted review state and cached verdicts"
+_JOBS_DESC = (
+    f"Reviews run at once in this pytest process, 1 to {MAX_JOBS}: the next selected review "
+    "items start ahead of their turn in threads and report in order (default: "
+    f"{DEFAULT_JOBS})"
+)
 _PROGRESS_DESC = (
     "Progress of the reviews in flight (node id, round, elapsed time, the reviewer's latest "
     "activity): on a terminal one block updated in place, in a log (output not a terminal) "
@@ -466,6 +477,7 @@ SPECS: tuple[Spec, ...] = (
     Spec("strict_exit", _STRICT_EXIT_DESC, _bool, cli="flag"),
     Spec("fresh", _FRESH_DESC, _bool, cli="flag", ini=None),
     Spec("progress", _PROGRESS_DESC, _progress, "SECONDS"),
+    Spec("jobs", _JOBS_DESC, _int_range(1, MAX_JOBS), "N"),
     Spec("shard", _SHARD_DESC, _shard, "K/N", ini=None),
     Spec("diff", _DIFF_DESC, _choice("diff"), "MODE"),
     Spec("base", _BASE_DESC, _non_empty("a branch, tag or commit"), "REF"),

@@ -31,6 +31,7 @@ from .loop import LoopResult
 from .models import ChangeSet, ChangeSetInfo
 from .options import DEFAULT_DECISIONS
 from .outcome import Outcome
+from .parallel import ReviewPool
 from .progress import Progress, progress_plugin
 from .report.collect import ResultsCollector
 from .report.terminal import write_summary
@@ -110,6 +111,8 @@ class ReviewSession:
         config.stash[_SESSION_KEY] = self
         #: What the reviews in flight are doing, on the terminal (None: not shown).
         self.progress: Progress | None = None
+        #: Reviews started ahead of their items (``--advreview-jobs`` above 1).
+        self.pool: ReviewPool | None = None
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -125,6 +128,16 @@ class ReviewSession:
             # it (importing the runner) would only slow collection down.
             return
         reviewer = self.reviewer()
+        if self.settings.jobs > 1:
+            cancel = getattr(reviewer, "cancel", None)
+            self.pool = ReviewPool(
+                self.settings.jobs,
+                is_review=lambda item: isinstance(item, ReviewItem),
+                new_run=self._make_run,
+                review=self._review_now,
+                cancel=cancel if callable(cancel) else None,
+            )
+            self.config.pluginmanager.register(self.pool, "advreview-pool")
         # At session start: pytest's terminal reporter is configured by now.
         display = progress_plugin(self.config, self.settings.progress)
         if display is not None:
@@ -574,7 +587,15 @@ class ReviewSession:
         return self._reviewer
 
     def new_run(self, item: ReviewItem) -> ReviewRun:
-        """A :class:`ReviewRun` for ``item``."""
+        """A :class:`ReviewRun` for ``item``: the one started ahead of it, if any."""
+        if self.pool is not None:
+            ahead = self.pool.take(item)
+            if ahead is not None:
+                return ahead
+        return self._make_run(item)
+
+    def _make_run(self, item: pytest.Item) -> ReviewRun:
+        assert isinstance(item, ReviewItem)
         return ReviewRun(
             self.config,
             self.settings,
@@ -589,7 +610,17 @@ class ReviewSession:
         )
 
     def run_review(self, run: ReviewRun) -> tuple[LoopResult, Outcome]:
-        """Run one review with its stored state, decisions and the run's token budget."""
+        """Run one review with its stored state, decisions and the run's token budget.
+
+        A review started ahead (``--advreview-jobs``) is waited for instead.
+        """
+        if self.pool is not None:
+            done = self.pool.result(run)
+            if done is not None:
+                return done
+        return self._review_now(run)
+
+    def _review_now(self, run: ReviewRun) -> tuple[LoopResult, Outcome]:
         key = run.item.nodeid if run.item is not None else None
         if self.progress is None or key is None:
             return self.coordinator.review(run)

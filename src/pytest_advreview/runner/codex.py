@@ -285,6 +285,15 @@ class CodexReviewer:
         with contextlib.suppress(Exception):  # the dispatch probes again and reports it
             self.sandbox_preflight(scratch)
 
+    def cancel(self) -> None:
+        """Stop every launch of this reviewer now and start no other (pytest is stopping).
+
+        A launch waiting on Codex kills its process group; an attempt that was cancelled
+        is not retried.  Reviews running side by side (``--advreview-jobs``) are stopped
+        this way after ``-x``/``--maxfail`` or Ctrl-C.
+        """
+        self._cancel.set()
+
     def close(self) -> None:
         """Stop a background preflight that is still running (its process group too)."""
         if self._warm_up is not None:
@@ -449,7 +458,8 @@ class CodexReviewer:
             )
         anchor = prompt_file.stat().st_mtime
         argv, env = self.launch_command(self.argv(request, output_file, schema_file))
-
+        if self._cancel.is_set():
+            return _cancelled(attempt_id)
         try:
             rc = launch(
                 argv,
@@ -459,6 +469,7 @@ class CodexReviewer:
                 stderr_file=stderr_file,
                 env=env,
                 timeout=self.options.timeout,
+                cancel=self._cancel,
             )
         except FileNotFoundError:
             return _Attempt(
@@ -476,6 +487,8 @@ class CodexReviewer:
                 errors=f"cannot start Codex: {exc}",
             )
 
+        if rc is None and self._cancel.is_set():
+            return _cancelled(attempt_id)
         stream = _read_stream(stdout_file)
         stderr = read_text(stderr_file)
         base = _Attempt(attempt_id=attempt_id, thread_usage=stream.usage, writes=stream.writes)
@@ -661,6 +674,17 @@ class CodexReviewer:
 
 
 # -- helpers ---------------------------------------------------------------------------
+
+
+def _cancelled(attempt_id: str) -> _Attempt:
+    """An attempt stopped because pytest is stopping: an error, never retried."""
+    return _Attempt(
+        attempt_id=attempt_id,
+        status=RunnerStatus.INFRA_ERROR,
+        terminal=True,
+        errors="the review was stopped because pytest is stopping (-x, --maxfail or "
+        "Ctrl-C); its process group was killed",
+    )
 
 
 def _file_contains(path: Path, needle: str) -> bool:
