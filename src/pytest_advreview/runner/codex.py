@@ -35,6 +35,7 @@ from ..constants import MAX_ERROR_CHARS
 from ..models import (
     Operation,
     OutputFormat,
+    Review,
     ReviewQuality,
     RunnerResult,
     RunnerStatus,
@@ -157,6 +158,8 @@ class _Attempt(WireModel):
     verdict: Verdict | None = None
     session_id: str | None = None
     review_text: str | None = None
+    #: ``review_text`` parsed (once: the drift check and the result both need it).
+    review: Review | None = None
     quality: ReviewQuality = ReviewQuality.UNKNOWN
     triage: Triage = Field(default_factory=Triage)
     thread_usage: TokenUsage | None = None
@@ -540,6 +543,7 @@ class CodexReviewer:
                 session_id=session_id,
                 user_warning=warning,
                 review_text=text,
+                review=analysis.review,
                 quality=analysis.quality,
                 triage=analysis.triage,
             )
@@ -651,11 +655,7 @@ class CodexReviewer:
             review_quality=attempt.quality if success else ReviewQuality.UNKNOWN,
             triage=attempt.triage if success else Triage(status="skipped"),
         )
-        review = None
-        if success and attempt.review_text is not None:
-            review = parse.analyse(
-                attempt.review_text, request.output_format, request.fail_on
-            ).review
+        review = attempt.review if success and attempt.review_text is not None else None
         thread_usage = attempt.thread_usage or request.prior_usage
         if request.operation is Operation.RESUME:
             usage = thread_usage.minus(request.prior_usage)
