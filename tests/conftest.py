@@ -19,6 +19,29 @@ for _module in pkgutil.walk_packages(pytest_advreview.__path__, "pytest_advrevie
         importlib.import_module(_module.name)
 
 
+def _import_the_whole_package() -> None:
+    """Import every module of the plugin once, before any in-process pytester run.
+
+    ``pytester.runpytest`` drops the modules a run imported from ``sys.modules``, but not
+    the package attributes pointing at them: in the next run ``from .. import parse``
+    returns the first run's module while ``from ..models import Triage`` imports a new
+    one, and pydantic rejects the first run's ``Triage`` (seen with ``-n 0`` whenever no
+    unit-test module had imported the models first).  Modules loaded here are in every
+    run's snapshot, so all runs share them.
+    """
+    import importlib
+    import pkgutil
+
+    import pytest_advreview
+
+    for module in pkgutil.walk_packages(pytest_advreview.__path__, "pytest_advreview."):
+        if not module.name.endswith("__main__"):
+            importlib.import_module(module.name)
+
+
+_import_the_whole_package()
+
+
 # -- end-to-end helpers: a git repository under pytester, reviewed by the real Codex ----
 
 import os  # noqa: E402
@@ -30,6 +53,15 @@ from typing import Any  # noqa: E402
 
 import pytest  # noqa: E402
 
+# pytester's in-process runs drop the modules a run imported first, but the package keeps
+# them as attributes: a later run's ``from . import parse`` then finds the old module
+# while ``from .models import Triage`` loads a new one, and pydantic refuses "Triage" for
+# Triage (any test file run alone, with two reviewing runs, failed so).  Importing the
+# machinery here keeps every in-process run on one set of modules.
+import pytest_advreview.report.publish  # noqa: E402
+import pytest_advreview.runner.codex  # noqa: E402
+import pytest_advreview.runner.command  # noqa: E402
+import pytest_advreview.session  # noqa: E402
 from pytest_advreview.testing import (  # noqa: E402
     FAKE_KEY_ENV,
     FAKE_KEY_VALUE,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -232,3 +234,29 @@ def test_the_comment_is_found_again_on_a_later_page(tmp_path: Path) -> None:
     assert len(api.comments[3]) == 151
     assert [c[0] for c in api.calls] == ["GET", "GET", "PATCH"]
     assert {c[3] for c in api.calls} == {"Bearer t0ken"}
+
+
+def test_other_ci_systems_run_the_same_gate_without_github(git_repo: Path) -> None:
+    # docs/ci.md's GitLab recipe: only the base commit and a work folder are given.
+    base = git(git_repo, "rev-parse", "HEAD").strip()
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("GITHUB_", "RUNNER_", "PYTEST_", "ADVREVIEW_"))
+    }
+    env.update(
+        ADVREVIEW_ACTION_BASE_SHA=base, ADVREVIEW_ACTION_WORK_DIR=str(git_repo.parent / "work")
+    )
+    proc = subprocess.run(
+        [sys.executable, "-I", "-m", "pytest_advreview.action", "review"],
+        cwd=git_repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "outcome=empty" in proc.stdout.splitlines()
+    assert "notice: pytest-advreview: nothing to review" in proc.stdout
+    assert "::" not in proc.stdout.replace("::code-review", "")  # no GitHub commands
+    assert (git_repo.parent / "work" / "out" / "results.json").is_file()

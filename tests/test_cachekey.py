@@ -45,7 +45,6 @@ CODEX_CHANGES: list[tuple[str, dict[str, Any]]] = [
     ("sandbox", {"sandbox": "read-only"}),
     ("approvals", {"approvals": "never"}),
     ("codex_config", {"codex_config": ("model_providers.x.base_url=http://elsewhere/v1",)}),
-    ("codex", {"codex": "/opt/other/codex"}),
     ("language", {"language": "Deutsch"}),
     ("output_format", {"output_format": OutputFormat.JSON}),
     ("reviewer", {"reviewer": "command", "command": "claude -p"}),
@@ -111,6 +110,7 @@ def test_a_plugin_backend_is_keyed_by_every_builtin_setting(codex_home: Path) ->
         {"budget_tokens": 10},
         {"report": "/tmp/r.md"},
         {"strict_exit": True},
+        {"codex": "/opt/other/codex"},
     ],
 )
 def test_settings_that_never_change_a_verdict_keep_the_identity(

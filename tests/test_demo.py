@@ -29,6 +29,9 @@ def test_demo_shows_a_pass_a_failure_with_findings_and_a_warning(codex_executabl
     assert "[severity: critical]" in out
     assert "::code-review: revise (passed)" in out
     assert "demo: finished as expected" in out
+    # The second run: the codex lead fixes the failing plan, round 2 approves it.
+    assert "lead (codex) after round 1: edited docs/plans/rename-user-ids.md (+6 -0)" in out
+    assert "docs/plans/rename-user-ids.md::adversarial-review: approved (passed) — round 2" in out
     # Nothing a newcomer would have to puzzle over: no traceback, no warning of our own
     # beyond the review's (the below-threshold finding).
     assert "Traceback" not in out + proc.stderr

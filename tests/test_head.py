@@ -79,3 +79,16 @@ def test_an_explicit_base_is_used_and_a_bad_one_is_named(
     checkout = head.materialise(repo, "pr", "main", rootdir=repo)
     head.remove(checkout)
     assert checkout.base == "main"
+
+
+@pytest.mark.parametrize("name", ["GIT_DIR", "GIT_WORK_TREE"])
+def test_git_redirected_by_the_environment_is_refused(
+    repo_with_head: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    repo, _ = repo_with_head
+    monkeypatch.setenv(name, str(repo / ".git") if name == "GIT_DIR" else str(repo))
+    with pytest.raises(head.HeadError, match=f"cannot run while {name} is set"):
+        head.materialise(repo, "pr", None, rootdir=repo)
+    monkeypatch.delenv(name)
+    assert not (repo / "docs/plans/p.md").exists()  # REF was not checked out into main
+    assert git(repo, "status", "--porcelain") == ""

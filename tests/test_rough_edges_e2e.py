@@ -17,14 +17,6 @@ from pathlib import Path
 
 import pytest
 
-# In-process pytester runs drop the modules a run imported first, but the package keeps
-# them as attributes: a later run's ``from . import parse`` then finds the old module while
-# ``from .models import Triage`` loads a new one, and pydantic sees two classes named
-# Triage.  Importing the machinery here keeps every run of this file on one set.
-import pytest_advreview.report.publish
-import pytest_advreview.runner.codex
-import pytest_advreview.runner.command
-import pytest_advreview.session  # noqa: F401
 from conftest import ReviewRepo, git, ran_prompts
 from pytest_advreview.testing import FindingSpec, approved_review, revise_review, shell_step
 
@@ -324,7 +316,7 @@ def test_a_failed_review_keeps_its_folder_and_prints_where(
     review_repo.answer("x.md", {"http_status": 400})
     result = review_repo.run(NO_CODE)
     result.assert_outcomes(errors=1)
-    (kept,) = re.findall(r"reviewer files kept in (\S+)", result.stdout.str())
+    (kept,) = set(re.findall(r"reviewer files kept in (/\S+)", result.stdout.str()))
     assert [Path(kept).name] == _plugin_temp_dirs(temp_root)
 
 
@@ -378,5 +370,5 @@ def test_the_fixture_prints_the_folder_it_keeps_after_an_error(
         *[a for a in review_repo.args() if a.startswith("--advreview-codex-config=")],
     )
     result.assert_outcomes(failed=1)
-    (kept,) = re.findall(r"reviewer files kept in (\S+)", result.stdout.str())
+    (kept,) = set(re.findall(r"reviewer files kept in (/\S+)", result.stdout.str()))
     assert [Path(kept).name] == _plugin_temp_dirs(temp_root)

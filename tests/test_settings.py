@@ -238,6 +238,15 @@ def test_head_mode_is_read_only_unless_this_run_chooses_the_sandbox(
     )
 
 
+def test_an_empty_head_variable_is_a_usage_error_not_a_review_of_the_base(
+    pyt: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ADVREVIEW_HEAD", " ")
+    out = usage_error(pyt, "--adversarial-review")
+    assert "environment ADVREVIEW_HEAD is set but empty" in out
+    assert settings_of(pyt, "--advreview-head=abc123").head == "abc123"
+
+
 def test_head_mode_refuses_escalations_unless_this_run_chooses_approvals(
     pyt: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -462,6 +471,34 @@ def test_command_reviewer_without_command_says_how_to_fix(pyt: pytest.Pytester) 
     out = usage_error(pyt, "--advreview-reviewer=command")
     assert "--advreview-reviewer=command needs the command to run" in out
     assert "--advreview-command=" in out
+
+
+def test_lead_command_without_command_says_how_to_fix(pyt: pytest.Pytester) -> None:
+    out = usage_error(pyt, "--advreview-lead=command")
+    assert "--advreview-lead=command needs the command to run" in out
+    assert "--advreview-lead-command=" in out
+
+
+def test_lead_with_head_mode_is_a_usage_error(pyt: pytest.Pytester) -> None:
+    out = usage_error(
+        pyt, "--adversarial-review", "--advreview-head=main", "--advreview-lead=codex"
+    )
+    assert "--advreview-lead edits what it reviews, but with --advreview-head" in out
+
+
+def test_unknown_lead_names_the_choices(pyt: pytest.Pytester) -> None:
+    out = usage_error(pyt, "--adversarial-review", "--advreview-lead=gpt")
+    assert "--advreview-lead=gpt is not valid; choose one of: none, codex, claude, command" in out
+
+
+def test_lead_settings_from_ini_and_environment(
+    pyt: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pyt.makeini("[pytest]\nadvreview_lead = claude\nadvreview_lead_code = true\n")
+    monkeypatch.setenv("ADVREVIEW_LEAD_MODEL", "sonnet")
+    settings = settings_of(pyt, "--advreview-lead-patch=out/lead.patch")
+    assert (settings.lead, settings.lead_model, settings.lead_code) == ("claude", "sonnet", True)
+    assert settings.lead_patch == str(pyt.path / "out" / "lead.patch")
 
 
 def test_missing_against_plan_file_is_a_usage_error(pyt: pytest.Pytester) -> None:

@@ -42,7 +42,7 @@ PLANTED = {
     "GITHUB_TOKEN": "ghp_planted_github_0002",
     "AWS_SECRET_ACCESS_KEY": "planted-aws-secret-0003",
     "DB_PASSWORD": "planted-db-password-0004",
-    "ADVREVIEW_STATE_KEY": "planted-state-key-0005-long-enough-for-a-key",
+    "ADVREVIEW_STATE_KEY": "planted-state-key-0005-" + "0123456789abcdef" * 2,
     "Session_Cookie": "planted-cookie-0006",
     "DATABASE_URL": "postgres://app:planted-url-password-0007@db.invalid/app",
 }

@@ -111,6 +111,44 @@ def test_a_reviewer_that_rewrites_another_plans_verdict_errors_and_that_plan_is_
     assert len(ran_prompts(review_repo.server, "bravo.md")) == before + 1
 
 
+def test_a_fixture_reviewer_that_rewrites_a_stored_verdict_fails_and_the_entry_is_discarded(
+    review_repo: ReviewRepo,
+) -> None:
+    # The adversarial_review fixture runs reviewers too: the stored verdicts are watched
+    # while they run, as they are for review items.
+    review_repo.plan("bravo.md", PLAN)
+    review_repo.answer("bravo.md", {"message": revise_review(HIGH)})
+    review_repo.run(NO_CODE).assert_outcomes(failed=1)
+    victim = entry(review_repo, "docs/plans/bravo.md")
+    assert victim.is_file()
+
+    review_repo.plan("alpha.md", PLAN)
+    review_repo.answer(
+        "alpha.md",
+        shell_step(forge_command(review_repo, victim)),
+        {"message": approved_review()},
+    )
+    review_repo.write(
+        "test_fixture.py",
+        "def test_review(adversarial_review):\n"
+        '    adversarial_review.plan("docs/plans/alpha.md")\n',
+    )
+    result = review_repo.pytester.runpytest(
+        "test_fixture.py",
+        f"--advreview-codex={review_repo.codex}",
+        "--advreview-model=fake-model",
+        *[a for a in review_repo.args() if a.startswith("--advreview-codex-config=")],
+    )
+    result.assert_outcomes(failed=1)
+    outputs = [
+        o["output"] for r in review_repo.server.response_requests for o in r.function_call_outputs
+    ]
+    assert any("forged" in text for text in outputs)  # the tool call really ran
+    relative = victim.relative_to(review_repo.path).as_posix()
+    assert f"{relative} (review state of docs/plans/bravo.md changed" in result.stdout.str()
+    assert not victim.exists()  # the touched entry is discarded: bravo is reviewed again
+
+
 @pytest.mark.parametrize("key_source", ["env", "file"])
 def test_a_verdict_planted_before_the_run_is_ignored_with_one_warning_and_reviewed_again(
     review_repo: ReviewRepo,

@@ -7,10 +7,15 @@ leaves this machine and no account or key is needed.
 What you should see: the sound plan passes, the flawed plan fails with its findings
 (critical and high), the code change passes with a warning (its one finding is medium,
 below ``--advreview-fail-on=high``), and the operator summary lists all three.
+
+Then a second run adds the built-in lead (``--advreview-lead=codex``, a second Codex on
+its own thread, scripted too): it takes up the flawed plan's stored review, accepts both
+findings, rewrites the plan, and the reviewer's round 2 on the same thread approves it.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -18,12 +23,15 @@ import sys
 import tempfile
 from pathlib import Path
 
+from pytest_advreview.models import Location, finding_id
 from pytest_advreview.testing import (
     FAKE_KEY_ENV,
     FAKE_KEY_VALUE,
     ScriptedServer,
+    approved_review,
     codex_provider_args,
     find_codex,
+    shell_step,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -56,11 +64,49 @@ def build_repo(root: Path) -> Path:
     return repo
 
 
+#: What the scripted lead does to the flawed plan (a shell command Codex runs for it).
+LEAD_EDIT = """cat >> docs/plans/rename-user-ids.md <<'EOF'
+
+## Revised approach (lead, round 1)
+1. Add a `uuid` column beside `id`, backfill it in batches, and dual-write both.
+2. Verify referential integrity for every table that references `users.id` before
+   readers switch to `uuid`.
+3. Drop the integer column one release later; every step above can be reverted.
+EOF"""
+
+
+def lead_decisions() -> str:
+    """The scripted lead's answer: both findings of the flawed plan accepted."""
+    accepted = [
+        ("In-place key rewrite has no safe rollback", "Rollback", "expand/contract steps"),
+        ("Foreign keys are rewritten without a consistency check", "Steps", "integrity check"),
+    ]
+    return json.dumps(
+        {
+            "decisions": [
+                {
+                    "finding": finding_id(title, Location(section=section)),
+                    "action": "accept",
+                    "reason": "Right; the plan now migrates with reversible steps.",
+                    "changed": changed,
+                }
+                for title, section, changed in accepted
+            ]
+        }
+    )
+
+
 def script() -> dict[str, object]:
-    """Server rules: each prompt names its plan (or is the code prompt)."""
+    """Server rules: each prompt names its plan (or is the code prompt); the lead's prompt
+    and the reviewer's re-review prompt come first, since they name the plan too."""
     review = {p.stem: p.read_text(encoding="utf-8") for p in (HERE / "reviews").glob("*.md")}
     return {
         "rules": [
+            {
+                "match": "<!-- ADVREVIEW-LEAD:",
+                "steps": [shell_step(LEAD_EDIT, "lead-edit"), {"message": lead_decisions()}],
+            },
+            {"match": "I've evaluated the findings.", "steps": [{"message": approved_review()}]},
             {"match": "add-audit-log.md", "steps": [{"message": review["add-audit-log"]}]},
             {"match": "rename-user-ids.md", "steps": [{"message": review["rename-user-ids"]}]},
             {"match": "Review the code changes", "steps": [{"message": review["code-change"]}]},
@@ -106,12 +152,21 @@ def main() -> int:
             ]
             print("demo: $ pytest --adversarial-review --advreview-fail-on=high ...", flush=True)
             ret = subprocess.run(argv, cwd=repo, env=env, check=False).returncode
-    # The flawed plan is meant to fail: exit status 1 is the expected result of the demo.
-    if ret == 1:
+            lead = [*argv, "--advreview-lead=codex", "docs/plans/rename-user-ids.md"]
+            print(
+                "\ndemo: $ pytest --adversarial-review docs/plans/rename-user-ids.md "
+                "--advreview-lead=codex ...",
+                flush=True,
+            )
+            lead_ret = subprocess.run(lead, cwd=repo, env=env, check=False).returncode
+    # The flawed plan is meant to fail first: exit status 1, then 0 once the lead fixed it.
+    if ret == 1 and lead_ret == 0:
         print("\ndemo: finished as expected — one plan approved, one plan failed with its")
         print("demo: findings, and the code change passed with a warning (medium < high).")
+        print("demo: With --advreview-lead=codex the lead fixed the failing plan and the")
+        print("demo: reviewer approved it in round 2, in one command.")
         return 0
-    print(f"\ndemo: unexpected pytest exit status {ret}", file=sys.stderr)
+    print(f"\ndemo: unexpected pytest exit status {ret}, then {lead_ret}", file=sys.stderr)
     return 1
 
 

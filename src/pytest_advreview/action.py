@@ -93,7 +93,10 @@ def _escape_data(text: str) -> str:
 
 
 def _command(kind: str, text: str) -> None:
-    print(f"::{kind}::{_escape_data(text)}", flush=True)
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        print(f"::{kind}::{_escape_data(text)}", flush=True)
+    else:  # another CI system: a plain line
+        print(f"{kind}: {text}", flush=True)
 
 
 def _write_outputs(values: Mapping[str, str], env: Mapping[str, str]) -> None:

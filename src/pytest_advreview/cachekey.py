@@ -5,9 +5,9 @@ module is the one place that says what that is:
 
 * **the reviewer** (:func:`reviewer_identity`): the backend and everything that selects
   or instructs the model behind it.  For ``command`` the command line; for Codex the
-  executable, model, reasoning, sandbox, approvals, every ``--advreview-codex-config``
-  value (provider, base URL, …), the Codex ``config.toml`` and global ``AGENTS.md`` that
-  the run's ``CODEX_HOME`` holds, ``OPENAI_BASE_URL``, and for every backend the output
+  model, reasoning, sandbox, approvals, every ``--advreview-codex-config`` value
+  (provider, base URL, …), the Codex ``config.toml`` and global ``AGENTS.md`` that the
+  run's ``CODEX_HOME`` holds, ``OPENAI_BASE_URL``, and for every backend the output
   format, the review language and the prompt version.  A change starts a new review.
 * **the content** (:func:`plan_digest`, :func:`code_digest`): the prompt body and every
   byte reviewed.  For a plan its bytes; for the code change every changed byte, untracked,
@@ -59,13 +59,18 @@ class CacheKeyError(Exception):
 IDENTITY_SETTINGS: Final[Mapping[str, frozenset[str]]] = {
     "*": frozenset({"reviewer", "output_format", "language"}),
     "command": frozenset({"command"}),
-    "codex": frozenset({"codex", "model", "reasoning", "sandbox", "approvals", "codex_config"}),
+    # env_allow: what the reviewer's tools see (a test it runs may pass or fail by it).
+    "codex": frozenset({"model", "reasoning", "sandbox", "approvals", "codex_config", "env_allow"}),
 }
 
 #: Settings that never change a verdict, and why (a test checks that every field of
 #: ``Settings`` is in exactly one of the two tables, so a new setting must be placed).
 NOT_IDENTITY_SETTINGS: Final[Mapping[str, str]] = {
     "enabled": "turns the plugin on",
+    # Which binary runs is the doctor's to check; the model, provider and configuration
+    # it reviews with are keyed.  (The benchmark fills a cache with a fake codex on
+    # purpose; a wrapper script that adds its own -c values is not visible here.)
+    "codex": "the executable's path: what it reviews with is keyed",
     "sandbox_explicit": "only decides whether the sandbox hint is printed",
     "timeout": "an attempt that runs out is an error, never a verdict",
     "max_rounds": "applied to the stored rounds on every run",
@@ -87,6 +92,13 @@ NOT_IDENTITY_SETTINGS: Final[Mapping[str, str]] = {
     "allow_untracked": "mutation policy, checked on every review",
     "github": "a report",
     "strict_exit": "the exit status",
+    "shard": "chooses which items this job reviews",
+    "lead": "the lead's edits and decisions reach the reviewer as content and decisions",
+    "lead_command": "the lead's edits and decisions are keyed, not who made them",
+    "lead_model": "the lead's edits and decisions are keyed, not who made them",
+    "lead_patch": "a report file",
+    "lead_code": "decides whether the lead may edit code; its edits are keyed as content",
+    "head": "the head's content and the prompt's untrusted-data frame are keyed as content",
 }
 
 #: Files under ``CODEX_HOME`` that select the provider or instruct the model.
@@ -131,7 +143,7 @@ def reviewer_identity(
         fields = frozenset().union(*IDENTITY_SETTINGS.values())
     identity = {name: _digest(getattr(settings, name)) for name in sorted(fields)}
     identity["prompt_version"] = PROMPT_VERSION
-    if "codex" in fields:
+    if backend == "codex" or backend not in IDENTITY_SETTINGS:
         home_text = env.get("CODEX_HOME", "").strip()
         home = Path(home_text) if home_text else Path.home() / ".codex"
         for name in _CODEX_HOME_FILES:

@@ -18,6 +18,8 @@ VERDICT_APPROVED = "VERDICT: APPROVED"
 VERDICT_REVISE = "VERDICT: REVISE"
 #: Codex CLI version the plugin was verified against (see docs/codex-compat.md).
 PINNED_CODEX_VERSION = "0.171.0"
+#: Claude Code version the ``claude`` lead was verified against (README "The built-in lead").
+PINNED_CLAUDE_VERSION = "2.1.332"
 #: Shortest and longest allowed ``errors`` text of a runner result (seed: <= 500 chars).
 MAX_ERROR_CHARS = 500
 #: Report attribute carrying an item's :class:`~pytest_advreview.models.ItemRecord` JSON.

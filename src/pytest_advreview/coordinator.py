@@ -23,8 +23,8 @@ import pytest
 
 from .cachekey import cache_key, reviewer_identity
 from .decisions import DecisionsError, DecisionsFile, check_known, check_targets, load_decisions
-from .loop import LoopResult
-from .models import ReviewStatus, RoundRecord
+from .loop import FixFailed, LoopResult
+from .models import Review, ReviewStatus, RoundRecord
 from .outcome import Outcome
 from .review import ReviewInputError, ReviewRun
 from .state import ReviewState, StateStore, StateWarning, decide_next, plan_diff
@@ -177,6 +177,12 @@ class Coordinator:
             fresh=self.settings.fresh,
         )
         run.history = step.history
+        if step.action == "cached_revise" and state is not None and step.review is not None:
+            # A lead was asked for: it takes up the stored REVISE review instead of the
+            # run failing from cache, and the reviewer re-reviews its fixes.
+            resumed = self._lead_on_stored(run, state, step.review)
+            if resumed is not None:
+                return resumed
         if step.action in ("cached_approved", "cached_revise", "max_rounds"):
             assert state is not None
             status = (
@@ -197,8 +203,48 @@ class Coordinator:
             applied = self._applied(run, state)
         result, outcome = run.run(history=step.history, decisions=step.decisions, applied=applied)
         self.ledger.add(result.usage.total)
-        if result.rounds:
+        # Findings left for the operator, or lead edits that are not in the commit under
+        # review, are not stored as a verdict: it must not pass from cache next time.
+        if result.rounds and not (result.needs_operator or result.uncommitted_edits):
+            # A lead may have edited the plan: store the text the last round reviewed.
+            material = run.material()
             self._save(key, material.content, material.content_hash, step.history, result)
+        return result, outcome
+
+    def _lead_on_stored(
+        self, run: ReviewRun, state: ReviewState, review: Review
+    ) -> tuple[LoopResult, Outcome] | None:
+        """Let the built-in lead fix a stored REVISE review, then continue the rounds.
+
+        ``None`` when no lead runs for this item (none asked for, a fixer hook wins, or a
+        code item without worktree isolation): the stored verdict stands.
+        """
+        if self.config.hook.pytest_advreview_fix.get_hookimpls():
+            return None
+        run.history = state.rounds
+        try:
+            decisions = run.lead_turn(review, state.rounds_used)
+        except FixFailed as exc:
+            return run.judge(
+                LoopResult(
+                    status=ReviewStatus.ABORTED,
+                    review=review,
+                    last_round=state.rounds_used,
+                    error=f"the lead could not finish its turn on the stored round "
+                    f"{state.rounds_used}: {exc}",
+                    mutations=exc.mutations,
+                    failed_by="lead",
+                )
+            )
+        if decisions is None:
+            return None
+        result, outcome = run.run(
+            history=state.rounds, decisions=decisions, applied=run.lead_applied
+        )
+        self.ledger.add(result.usage.total)
+        if result.rounds and not (result.needs_operator or result.uncommitted_edits):
+            material = run.material()
+            self._save(run.spec.key, material.content, material.content_hash, state.rounds, result)
         return result, outcome
 
     def _applied(self, run: ReviewRun, state: ReviewState) -> str | None:

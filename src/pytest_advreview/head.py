@@ -34,7 +34,7 @@ from pathlib import Path
 import pytest
 
 from .git import GitError, run_git
-from .isolation import _rmtree
+from .isolation import _REDIRECTING_VARS, _rmtree
 from .models import WireModel
 
 __all__ = [
@@ -163,8 +163,18 @@ def materialise(repo: Path, ref: str, base: str | None, *, rootdir: Path) -> Hea
     :param rootdir: pytest's rootdir; the checkout must lie outside it, or pytest could
         collect REF's files.
     :raises HeadError: REF or the base is not a commit, they share no history, the
-        temporary directory is inside the rootdir, or git failed; nothing is left behind.
+        temporary directory is inside the rootdir, ``GIT_DIR`` or another variable
+        redirects git, or git failed; nothing is left behind.
     """
+    redirected = [name for name in _REDIRECTING_VARS if os.environ.get(name)]
+    if redirected:
+        # git would run every command of the checkout against that repository instead:
+        # REF's files would be checked out into the user's work tree.
+        raise HeadError(
+            f"{_PREFIX}: --advreview-head cannot run while {', '.join(redirected)} "
+            f"{'is' if len(redirected) == 1 else 'are'} set (inside a git hook?): git would "
+            "check REF out into that repository; unset them"
+        )
     try:
         sha, base_name, base_sha, merge_base = _resolve(repo, ref, base)
     except GitError as exc:

@@ -55,7 +55,9 @@ def pytest_advreview_fix(item: pytest.Item, review: Review) -> Sequence[Decision
 
     Returning decisions (accept / re-scope / reject with a reason per finding) makes the
     loop run the next round within this run, as a resume on the same thread.  Without an
-    implementation there is one round per run, and rounds continue in the next run.
+    implementation the built-in lead (``--advreview-lead``) fixes, or, without one, there is
+    one round per run and rounds continue in the next run.  An implementation wins over
+    the built-in lead.
 
     .. versionadded:: 0.1
     """

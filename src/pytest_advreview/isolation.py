@@ -28,13 +28,14 @@ The user's work tree and index are only read; git records the worktree under
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import stat
 import sys
 import tempfile
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 
@@ -67,6 +68,21 @@ _DIFF_OPTS = (
     "--src-prefix=a/",
     "--dst-prefix=b/",
 )
+
+
+@contextlib.contextmanager
+def _repo_lock(repo_root: Path) -> Iterator[None]:
+    """An exclusive lock per repository, shared by every process of this user.
+
+    The lock is on the repository's folder itself (``flock`` on a directory), so nothing
+    is created that would have to be cleaned up.
+    """
+    fd = os.open(repo_root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
 
 
 class IsolationError(Exception):
@@ -159,17 +175,21 @@ class Worktree:
     # -- building ------------------------------------------------------------------------
 
     def _add(self) -> None:
-        run_git(
-            self.repo_root,
-            "-c",
-            f"core.hooksPath={os.devnull}",
-            "worktree",
-            "add",
-            "--detach",
-            "--quiet",
-            str(self.path),
-            "HEAD",
-        )
+        # Concurrent ``git worktree add`` in one repository (xdist workers, reviews side by
+        # side) can fail reading another's half-written ``.git/worktrees/<id>/commondir``:
+        # one at a time per repository, across processes.
+        with _repo_lock(self.repo_root):
+            run_git(
+                self.repo_root,
+                "-c",
+                f"core.hooksPath={os.devnull}",
+                "worktree",
+                "add",
+                "--detach",
+                "--quiet",
+                str(self.path),
+                "HEAD",
+            )
 
     def _mirror(self) -> None:
         user = self.repo_root
@@ -248,14 +268,17 @@ class Worktree:
         """
         if self._removed:
             return
-        try:
-            run_git(self.repo_root, "worktree", "remove", "--force", str(self.path), check=False)
-        finally:
+        with _repo_lock(self.repo_root):  # a prune must not meet another's half-done add
             try:
-                _rmtree(self._holder)
+                run_git(
+                    self.repo_root, "worktree", "remove", "--force", str(self.path), check=False
+                )
             finally:
-                # Prune drops the admin entry when "remove" failed but the files are gone.
-                run_git(self.repo_root, "worktree", "prune", check=False)
+                try:
+                    _rmtree(self._holder)
+                finally:
+                    # Prune drops the admin entry when "remove" failed but the files are gone.
+                    run_git(self.repo_root, "worktree", "prune", check=False)
         left = [p for p in leftover_worktrees(self.repo_root) if Path(p) == self.path]
         if left or self._holder.exists():
             raise IsolationError(

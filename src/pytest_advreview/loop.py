@@ -49,6 +49,7 @@ from .prompts import PreviousRound, fresh_exec_prompt, rereview_prompt
 from .runner import DispatchRequest, DispatchResult, Reviewer
 
 __all__ = [
+    "FixFailed",
     "LoopHooks",
     "LoopResult",
     "ReviewTarget",
@@ -82,6 +83,17 @@ class ReviewTarget(WireModel):
     fail_on: Severity = Severity.MEDIUM
 
 
+class FixFailed(Exception):
+    """The fixer (the built-in lead) could not do its job: the item errors, never passes.
+
+    :param mutations: files it changed that it must not touch (a mutation error).
+    """
+
+    def __init__(self, message: str, *, mutations: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.mutations = tuple(mutations)
+
+
 class LoopHooks:
     """Extension points of the loop; every method is a no-op by default.
 
@@ -98,8 +110,12 @@ class LoopHooks:
 
         ``None`` means nobody fixes anything in this run, so the loop stops at
         ``revise``.  An empty sequence means fixes were applied without per-finding
-        decisions; the loop re-reviews.
+        decisions; the loop re-reviews.  :class:`FixFailed` ends the run as aborted.
         """
+        return None
+
+    def current_hash(self) -> str | None:
+        """The content hash now, when a fixer changed the artifact; ``None``: unchanged."""
         return None
 
     def round_done(self, record: RoundRecord) -> None:
@@ -133,12 +149,20 @@ class LoopResult(WireModel):
     warnings: tuple[str, ...] = ()
     #: Mutation messages; non-empty means the caller errors in teardown.
     mutations: tuple[str, ...] = ()
-    #: Tokens of every dispatch of this run, failed ones included.
+    #: Tokens of every dispatch of this run, failed ones included (the caller adds the
+    #: built-in lead's).
     usage: TokenUsage = Field(default_factory=TokenUsage)
     #: The thread to resume next time.
     session_id: str | None = None
     #: Number of the last counted round, history included (0: none yet).
     last_round: int = 0
+    #: Findings the lead left for the operator (structural fixes it did not apply).
+    needs_operator: tuple[str, ...] = ()
+    #: Files the lead edited that the change under review does not contain (under CI the
+    #: commit is reviewed, not the working tree): the approval is not of that commit.
+    uncommitted_edits: tuple[str, ...] = ()
+    #: Who could not do its part when the run aborted: the reviewer, or the lead.
+    failed_by: Literal["reviewer", "lead"] = "reviewer"
 
 
 def render_decisions(decisions: Sequence[Decision], review: Review | None = None) -> str:
@@ -221,8 +245,10 @@ class _Run:
         *,
         error: str | None = None,
         mutations: Sequence[str] = (),
+        failed_by: Literal["reviewer", "lead"] = "reviewer",
     ) -> LoopResult:
         return LoopResult(
+            failed_by=failed_by,
             status=status,
             rounds=tuple(self.rounds),
             review=self.last_review(),
@@ -433,7 +459,7 @@ def run_loop(
             decisions=pending,
             usage=result.usage,
             duration_s=result.duration_s or elapsed,
-            content_hash=target.content_hash,
+            content_hash=run.hooks.current_hash() or target.content_hash,
         )
         run.rounds.append(record)
         run.hooks.round_done(record)
@@ -442,7 +468,15 @@ def run_loop(
             return run.finish(ReviewStatus.APPROVED)
         if number >= max_rounds:
             return run.finish(ReviewStatus.MAX_ROUNDS)
-        fixed = run.hooks.fix(review, record)
+        try:
+            fixed = run.hooks.fix(review, record)
+        except FixFailed as exc:
+            return run.finish(
+                ReviewStatus.ABORTED,
+                error=f"the lead could not finish its turn after round {number}: {exc}",
+                mutations=exc.mutations,
+                failed_by="lead",
+            )
         if fixed is None:
             return run.finish(ReviewStatus.REVISE)
         pending = tuple(fixed)

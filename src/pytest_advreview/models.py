@@ -20,6 +20,10 @@ __all__ = [
     "DecisionAction",
     "Finding",
     "ItemRecord",
+    "LeadAction",
+    "LeadEdit",
+    "LeadEvaluation",
+    "LeadRecord",
     "Location",
     "Operation",
     "OutputFormat",
@@ -339,6 +343,56 @@ class Decision(WireModel):
     reason: str | None = None
 
 
+class LeadAction(str, Enum):
+    """What the built-in lead did with one finding (seed 003 "Lead Responsibilities").
+
+    ``needs-operator`` is the Structural Operator Gate: a structural fix (invocation
+    grammar, output formats, parsed literals, security guarantees, ...) is never applied
+    by the lead; it is left for a person to decide.
+    """
+
+    ACCEPT = "accept"
+    RESCOPE = "re-scope"
+    REJECT = "reject"
+    NEEDS_OPERATOR = "needs-operator"
+
+
+class LeadEvaluation(WireModel):
+    """One row of the lead's evaluation matrix: finding | severity | action | reason."""
+
+    finding: str
+    severity: Severity | None = None
+    title: str = ""
+    action: LeadAction
+    reason: str
+    #: What the lead changed for this finding (accept / re-scope), in its own words.
+    changed: str = ""
+
+
+class LeadEdit(WireModel):
+    """One file the lead changed, with the size of the change."""
+
+    path: str
+    added: int = 0
+    removed: int = 0
+
+
+class LeadRecord(WireModel):
+    """One turn of the built-in lead: the findings of ``round`` evaluated and fixed."""
+
+    #: The review round whose findings the lead evaluated.
+    round: int
+    #: ``codex``, ``claude`` or ``command``.
+    backend: str
+    evaluations: tuple[LeadEvaluation, ...] = ()
+    edits: tuple[LeadEdit, ...] = ()
+    #: The unified diff of the lead's edits (repository-relative paths).
+    diff: str = ""
+    duration_s: float = 0.0
+    #: Tokens the lead's model used in this turn (none known for the ``command`` lead).
+    tokens: TokenUsage = Field(default_factory=TokenUsage)
+
+
 class ReviewStatus(str, Enum):
     """Final status of a review item, as the operator summary names it."""
 
@@ -405,6 +459,13 @@ class ItemRecord(WireModel):
     warnings: tuple[str, ...] = ()
     #: The review text of the last valid round, verbatim.
     review_text: str | None = None
+    #: Every turn of the built-in lead in this run, oldest first.
+    lead: tuple[LeadRecord, ...] = ()
+    #: Findings the lead left for the operator (structural fixes it must not apply).
+    needs_operator: tuple[str, ...] = ()
+    #: The combined unified diff of every lead edit in this run, from the text before the
+    #: lead's first turn to the final text (``git apply``-able from the repository root).
+    lead_patch: str = ""
 
 
 class FailureText(WireModel):

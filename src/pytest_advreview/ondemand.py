@@ -31,6 +31,7 @@ from .outcome import (
 )
 from .review import ReviewRun, TargetSpec
 from .runner import Reviewer
+from .state import StateStore
 
 __all__ = ["AdversarialReview", "ReviewOutcome"]
 
@@ -141,6 +142,18 @@ class AdversarialReview:
             )
         return made
 
+    def _store(self) -> StateStore:
+        """The stored verdicts, watched while this review's reviewer runs.
+
+        A reviewer run by the fixture could rewrite another target's stored verdict as
+        well as an item's reviewer could: the run's store when a review session is active
+        (its run secret tells other workers' entries apart), else one of this process.
+        """
+        session = self.config.pluginmanager.get_plugin("advreview-session")
+        coordinator = getattr(session, "coordinator", None)
+        store = getattr(coordinator, "store", None)
+        return store if isinstance(store, StateStore) else StateStore(self.config)
+
     def _run(self, spec: TargetSpec, settings: settings_mod.Settings) -> ReviewOutcome:
         __tracebackhide__ = True
         rootdir = Path(self.config.rootpath)
@@ -152,6 +165,7 @@ class AdversarialReview:
             repo_root=repo.root if repo is not None else rootdir,
             reviewer=self._reviewer(settings),
             in_git=repo is not None,
+            store=self._store(),
         )
         try:
             result, outcome = run.run()

@@ -90,6 +90,12 @@ CHOICES: Mapping[str, Mapping[str, str]] = {
         "changed": "Default: plans added or modified against the base, plus uncommitted ones.",
         "all": "Every plan that matches advreview_plans.",
     },
+    "lead": {
+        "none": "Default: no lead; one round per run unless a fixer hook applies fixes.",
+        "codex": "A second codex exec (workspace-write, its own thread) evaluates and fixes.",
+        "claude": "Claude Code (claude -p) with only the read and edit tools.",
+        "command": "--advreview-lead-command: prompt on stdin, decisions JSON on stdout.",
+    },
     "github": {
         "auto": "Default: on when the environment has GITHUB_ACTIONS=true.",
         "on": "Always print annotations and append to $GITHUB_STEP_SUMMARY when it is set.",
@@ -446,6 +452,22 @@ _ALLOW_UNTRACKED_DESC = (
     "(default: .pytest_cache/** and **/__pycache__/**)"
 )
 
+_LEAD_DESC = (
+    "Built-in lead that evaluates every finding of a REVISE review, applies the accepted "
+    "fixes to the plan and asks for re-review, up to the round limit (passing one is an "
+    "explicit request for autonomous work).\n" + _choices_help("lead")
+)
+_LEAD_COMMAND_DESC = (
+    "Command line of the command lead (prompt on stdin, decisions JSON on stdout), or the "
+    "claude executable for --advreview-lead=claude (default: claude on PATH)"
+)
+_LEAD_MODEL_DESC = "Model of the lead (default: the reviewer's model for codex, claude's own)"
+_LEAD_PATCH_DESC = "Write the combined diff of every edit the lead made to this path"
+_LEAD_CODE_DESC = (
+    "Let the lead edit the files of the change set for the code-review item without "
+    "--advreview-isolation=worktree (default: false)"
+)
+
 SPECS: tuple[Spec, ...] = (
     Spec("reviewer", _REVIEWER_DESC, _reviewer, "NAME"),
     Spec("command", _COMMAND_DESC, _command, "CMD"),
@@ -473,6 +495,11 @@ SPECS: tuple[Spec, ...] = (
     Spec("report", _REPORT_DESC, _non_empty("a path"), "PATH", ini=None),
     Spec("sarif", _SARIF_DESC, _non_empty("a path"), "PATH", ini=None),
     Spec("json", _JSON_DESC, _non_empty("a path"), "PATH", ini=None),
+    Spec("lead", _LEAD_DESC, _choice("lead"), "LEAD"),
+    Spec("lead_command", _LEAD_COMMAND_DESC, _command, "CMD"),
+    Spec("lead_model", _LEAD_MODEL_DESC, _non_empty("a model name"), "NAME"),
+    Spec("lead_patch", _LEAD_PATCH_DESC, _non_empty("a path"), "PATH", ini=None),
+    Spec("lead_code", _LEAD_CODE_DESC, _bool, cli=None, env=False),
     Spec("github", _GITHUB_DESC, _choice("github"), "MODE"),
     Spec("strict_exit", _STRICT_EXIT_DESC, _bool, cli="flag"),
     Spec("fresh", _FRESH_DESC, _bool, cli="flag", ini=None),

@@ -131,7 +131,7 @@ def decide(result: LoopResult, fail_on: Severity) -> Outcome:
         return Outcome(
             kind=OutcomeKind.ERROR,
             status=result.status,
-            summary=f"reviewer could not run ({result.status.value}): {lines[0]}",
+            summary=f"{result.failed_by} could not run ({result.status.value}): {lines[0]}",
             rounds=rounds,
         )
 
@@ -154,6 +154,24 @@ def decide(result: LoopResult, fail_on: Severity) -> Outcome:
         )
 
     after = f"after {_count(rounds, 'round')}"
+    if result.needs_operator:
+        # The lead left structural fixes for a person: whatever the reviewer said after
+        # hearing that, nobody approved leaving them out, so the item never passes.
+        ids = ", ".join(result.needs_operator)
+        verdict_text = verdict.value if verdict is not None else result.status.value
+        return make(
+            OutcomeKind.FAILED,
+            f"{verdict_text} {after}, but {_count(len(result.needs_operator), 'finding')} "
+            f"needs the operator (structural, not applied by the lead): {ids}",
+        )
+    if result.uncommitted_edits:
+        verdict_text = verdict.value if verdict is not None else result.status.value
+        return make(
+            OutcomeKind.FAILED,
+            f"{verdict_text} {after} only with the lead's edits to "
+            f"{', '.join(result.uncommitted_edits)}, which the commit under review (CI) does "
+            "not contain; apply the --advreview-lead-patch file and push",
+        )
     approved = result.status is ReviewStatus.APPROVED or (
         result.status is ReviewStatus.CACHED and verdict is Verdict.APPROVED
     )
@@ -239,6 +257,20 @@ def failure_report(item_name: str, result: LoopResult, outcome: Outcome) -> str:
     parts.append("")
     parts.extend(f.line() for f in outcome.failing)
     parts.extend(f"{f.line()} — below the fail-on threshold" for f in outcome.below)
+    if result.uncommitted_edits:
+        parts.append("")
+        parts.append(
+            "not in the commit under review: the lead edited "
+            f"{', '.join(result.uncommitted_edits)} in this CI checkout only; the approval is "
+            "of the edited text. Apply the --advreview-lead-patch file and push it."
+        )
+    if result.needs_operator:
+        parts.append("")
+        parts.extend(
+            f"needs the operator: {fid} — a structural fix the lead did not apply; decide it "
+            "yourself: apply it to the plan, or reject it with a reason in the decisions file"
+            for fid in result.needs_operator
+        )
     extra = _warnings_block(result)
     if extra:
         parts.append("")
@@ -257,7 +289,7 @@ def error_report(item_name: str, result: LoopResult, outcome: Outcome | None = N
     if error is None and outcome is not None and outcome.kind is OutcomeKind.ERROR:
         error = outcome.summary
     parts = [
-        _header(item_name, f"reviewer could not run ({status.value})"),
+        _header(item_name, f"{result.failed_by} could not run ({status.value})"),
         "",
         (error or "no error text").rstrip("\n"),
     ]

@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from .constants import VERDICT_APPROVED, VERDICT_REVISE
 from .models import (
@@ -65,6 +65,7 @@ __all__ = [
     "parse_json",
     "parse_markdown",
     "review_schema",
+    "strict_schema",
 ]
 
 #: Triage covers every critical and high finding but at most this many medium ones.
@@ -141,7 +142,15 @@ def review_schema() -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=1)
 def _strict_schema() -> dict[str, Any]:
-    raw = ReviewerOutput.model_json_schema()
+    return strict_schema(ReviewerOutput)
+
+
+def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """``model``'s JSON schema made OpenAI-strict (see :func:`review_schema`).
+
+    The built-in lead's decisions schema is made the same way, so Codex accepts both.
+    """
+    raw = model.model_json_schema()
     defs = raw.pop("$defs", {})
     strict = _make_strict(_inline_refs(raw, defs))
     assert isinstance(strict, dict)

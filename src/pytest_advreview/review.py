@@ -7,6 +7,8 @@ plan file to a pytest outcome.
 
 from __future__ import annotations
 
+import difflib
+import os
 import secrets
 import shutil
 import tempfile
@@ -20,15 +22,19 @@ import pytest
 
 from . import cachekey, mutation, prompts, targets
 from .isolation import IsolationError, Worktree
-from .loop import LoopHooks, LoopResult, ReviewTarget, run_loop
+from .lead import LeadError, make_lead
+from .lead.turn import run_turn
+from .loop import FixFailed, LoopHooks, LoopResult, ReviewTarget, run_loop
 from .models import (
     ChangeSet,
     Decision,
     ItemRecord,
+    LeadRecord,
     Operation,
     Review,
     ReviewStatus,
     RoundRecord,
+    TokenUsage,
     WireModel,
 )
 from .outcome import Outcome, OutcomeKind, decide
@@ -95,6 +101,13 @@ def read_plan(path: Path) -> str:
             f"plan file {path} is empty; write the plan or remove it from advreview_plans"
         )
     return text
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_bytes().decode("utf-8", "replace")
+    except FileNotFoundError:
+        return None
 
 
 def _relative(path: Path, root: Path, resolve: Callable[[Path], Path] = Path.resolve) -> str:
@@ -186,13 +199,23 @@ class _Hooks(LoopHooks):
     def fix(self, review: Review, record: RoundRecord) -> Sequence[Decision] | None:
         if self.run.item is None:
             return None
-        decisions: Sequence[Decision] | None = self.run.config.hook.pytest_advreview_fix(
-            item=self.run.item, review=review
-        )
+        hook = self.run.config.hook.pytest_advreview_fix
+        if not hook.get_hookimpls():
+            # No plugin fixes: the built-in lead does, when one was asked for.
+            lead_decisions = self.run.lead_turn(review, record.number)
+            if lead_decisions is not None:
+                # "Applied" of the next re-review: the lead's diff, not an older one.
+                self.applied = self.run.lead_applied
+            return lead_decisions
+        decisions: Sequence[Decision] | None = hook(item=self.run.item, review=review)
         if decisions is not None:
             # The fixer changed the workspace on purpose: that is the new baseline.
             self.run.rebaseline()
         return decisions
+
+    def current_hash(self) -> str | None:
+        # After the lead edited the plan, the rounds that follow review the new text.
+        return self.run.material().content_hash if self.run.lead_records else None
 
     def round_done(self, record: RoundRecord) -> None:
         self.run.counted = (record.number, self.run.reviewer.dispatches)
@@ -256,6 +279,80 @@ class ReviewRun:
         #: Top levels and resolved paths; a session shares one between all its reviews,
         #: so later snapshots skip ``git rev-parse --show-toplevel``.
         self._shared = shared if shared is not None else SharedLookups()
+        #: Every turn of the built-in lead in this run, and the last turn's diff.
+        self.lead_records: list[LeadRecord] = []
+        self.lead_applied: str | None = None
+        #: Each file the lead may edit, as it was before the lead's first turn.
+        self._lead_originals: dict[str, str | None] = {}
+        #: Findings the lead left for the operator (structural fixes).
+        self.needs_operator: list[str] = []
+
+    # -- the built-in lead -------------------------------------------------------------
+
+    def lead_files(self) -> tuple[str, ...] | None:
+        """What the lead may edit (repository-relative), ``None`` when it may not run.
+
+        A plan item: only that plan.  The code item: the change set's files, and only in a
+        private worktree or with ini ``advreview_lead_code = true`` (the lead would
+        otherwise edit the user's working tree while other reviews run in it).
+        """
+        if self.spec.kind == "plan" and self.spec.path is not None:
+            return (_relative(self.spec.path, self.repo_root, self._shared.resolve),)
+        if (
+            self.spec.change is not None
+            # Only an uncommitted change set contains the lead's working-tree edits; a
+            # branch diff (BASE...HEAD) would be re-reviewed without them.
+            and self.spec.change.base is None
+            and (self.settings.isolation == "worktree" or self.settings.lead_code)
+        ):
+            return self.spec.change.files
+        return None
+
+    def lead_turn(self, review: Review, round_no: int) -> tuple[Decision, ...] | None:
+        """Run the built-in lead on ``review``; its decisions, ``None``: no lead here.
+
+        Sets :attr:`lead_applied` (the diff for the "Applied" section).  The lead's own
+        edits are the new baseline of the mutation watch; anything else it changed is a
+        mutation of this item.
+
+        :raises FixFailed: the lead could not run, timed out, answered invalid decisions
+            or changed a file it must not touch.
+        """
+        lead = make_lead(self.settings)
+        allowed = self.lead_files()
+        if lead is None or allowed is None:
+            return None
+        for path in allowed:
+            if path not in self._lead_originals:
+                self._lead_originals[path] = _read_text(self.repo_root / path)
+        try:
+            turn = run_turn(
+                lead,
+                review,
+                round_no=round_no,
+                key=self.spec.key,
+                kind=self.spec.kind,
+                cwd=self.review_root,
+                allowed=allowed,
+                work_dir=self.work_dir,
+                snapshot=self.snapshot,
+                allow_untracked=self.settings.allow_untracked,
+            )
+        except LeadError as exc:
+            self.mutations.extend(exc.mutations)
+            self.rebaseline()
+            raise FixFailed(str(exc), mutations=exc.mutations) from None
+        self.rebaseline()
+        if self.worktree is not None:
+            # The lead edited the private copy; the user's files get the same edits.
+            for edit in turn.record.edits:
+                source = self.review_root / edit.path
+                (self.repo_root / edit.path).write_bytes(source.read_bytes())
+        self._material = None  # the next fresh exec and the stored state see the new text
+        self.lead_records.append(turn.record)
+        self.lead_applied = turn.applied
+        self.needs_operator.extend(f for f in turn.needs_operator if f not in self.needs_operator)
+        return turn.decisions
 
     def _dispatching(self, request: DispatchRequest) -> None:
         """Tell the progress display which round is launched and where its events go."""
@@ -317,6 +414,14 @@ class ReviewRun:
             )
         return self._target
 
+    def _framed(self, body: str) -> str:
+        """The prompt body as sent: a head reviewed as data is framed as untrusted text.
+
+        Before the cache key is taken from it, so a verdict given without the frame is
+        never reused for a head.
+        """
+        return prompts.untrusted_head(body) if self.settings.head is not None else body
+
     def _read_material(self) -> ReviewMaterial:
         if self.spec.error is not None:
             raise ReviewInputError(self.spec.error)
@@ -325,10 +430,12 @@ class ReviewRun:
         if self.spec.kind == "plan":
             assert self.spec.path is not None
             text = read_plan(self.spec.path)
-            body = prompts.plan_prompt(
-                _relative(self.spec.path, self.repo_root, self._shared.resolve),
-                language=settings.language,
-                output_format=fmt,
+            body = self._framed(
+                prompts.plan_prompt(
+                    _relative(self.spec.path, self.repo_root, self._shared.resolve),
+                    language=settings.language,
+                    output_format=fmt,
+                )
             )
             content = text
             digest = cachekey.plan_digest(self.spec.path, body)
@@ -339,11 +446,13 @@ class ReviewRun:
             if self.spec.against_plan is not None:
                 plan_text = read_plan(self.spec.against_plan)
                 plan_rel = _relative(self.spec.against_plan, self.repo_root, self._shared.resolve)
-            body = prompts.code_prompt(
-                self.spec.change,
-                against_plan=plan_rel,
-                language=settings.language,
-                output_format=fmt,
+            body = self._framed(
+                prompts.code_prompt(
+                    self.spec.change,
+                    against_plan=plan_rel,
+                    language=settings.language,
+                    output_format=fmt,
+                )
             )
             content = (
                 "Changed files:\n"
@@ -401,11 +510,14 @@ class ReviewRun:
         store, before = self._store, self._state_before
         if store is None or before is None:
             return []
-        foreign = store.foreign_changes(before, store.snapshot())
+        after = store.snapshot()
+        foreign = store.foreign_changes(before, after)
         targets_of = {path: store.target_of(path) for path in foreign}
-        store.discard(foreign)
+        if foreign:
+            store.discard(foreign)
+            after = store.snapshot()
         # Entries other workers wrote meanwhile are the new baseline.
-        self._state_before = store.snapshot()
+        self._state_before = after
         found: list[str] = []
         for path in foreign:
             shown = _relative(Path(path), self.repo_root, self._shared.resolve)
@@ -413,9 +525,11 @@ class ReviewRun:
                 self._seen.add(shown)
                 target = targets_of[path]
                 whose = f" of {target}" if target is not None else ""
+                # The folder or the key file itself is reported, never deleted.
+                tail = "; the entry is discarded" if path.endswith(".json") else ""
                 found.append(
                     f"{shown} (review state{whose} changed outside pytest-advreview, round "
-                    f"{round_no}; the entry is discarded)"
+                    f"{round_no}{tail})"
                 )
         return found
 
@@ -452,6 +566,17 @@ class ReviewRun:
             history=history,
             decisions=decisions,
         )
+        if self.needs_operator:
+            result = result.model_copy(update={"needs_operator": tuple(self.needs_operator)})
+        edited = sorted({e.path for t in self.lead_records for e in t.edits})
+        if edited and targets.in_ci(os.environ):
+            # Under CI the gate judges the commit; the lead's edits live only in this
+            # checkout, so an approval of the edited text is not an approval of the commit.
+            result = result.model_copy(update={"uncommitted_edits": tuple(edited)})
+        if self.lead_records:
+            # The lead's tokens count like the reviewer's: in the summary and the budget.
+            lead_usage = sum((t.tokens for t in self.lead_records), TokenUsage())
+            result = result.model_copy(update={"usage": result.usage + lead_usage})
         return self.judge(result)
 
     def judge(self, result: LoopResult) -> tuple[LoopResult, Outcome]:
@@ -526,7 +651,32 @@ class ReviewRun:
             mutations=tuple(self.mutations),
             warnings=result.warnings,
             review_text=result.review.raw if result.review is not None else None,
+            lead=tuple(self.lead_records),
+            needs_operator=tuple(self.needs_operator),
+            lead_patch=self.lead_patch(),
         )
+
+    def lead_patch(self) -> str:
+        """The combined diff of the lead's edits in this run (``""`` when it made none)."""
+        if not self.lead_records:
+            return ""
+        parts = []
+        for path, old in sorted(self._lead_originals.items()):
+            new = _read_text(self.repo_root / path)
+            if new == old:
+                continue
+            lines = difflib.unified_diff(
+                (old or "").splitlines(keepends=True),
+                (new or "").splitlines(keepends=True),
+                fromfile=f"a/{path}",
+                tofile=f"b/{path}",
+            )
+            parts.append(
+                "".join(
+                    x if x.endswith("\n") else x + "\n\\ No newline at end of file\n" for x in lines
+                )
+            )
+        return "".join(parts)
 
     def cleanup(self, *, keep: bool) -> str | None:
         """Remove the temp files after success; keep them after an error (diagnostics).

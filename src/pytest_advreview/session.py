@@ -292,6 +292,14 @@ class ReviewSession:
         self.selection = dataclasses.replace(
             selection, summary=selection.summary.replace(checkout.base_sha, shown)
         )
+        for key in self.selection.outside:
+            # A link out of REF's files: following it would send a file of this machine
+            # to the reviewer, and skipping it would pass a plan nobody reviewed.
+            raise head.HeadError(
+                f"pytest-advreview: the plan {key} is a symbolic link in "
+                f"--advreview-head={ref}; a head's plans are read only from regular "
+                "files: ask the author to commit the plan itself"
+            )
         for path, key in zip(self.selection.selected, self.selection.keys, strict=True):
             if path.is_symlink():
                 # Following it would send a file of this machine to the reviewer.

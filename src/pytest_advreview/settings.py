@@ -57,6 +57,7 @@ Isolation = Literal["none", "worktree"]
 DiffMode = Literal["auto", "uncommitted", "branch", "none"]
 PlanScope = Literal["changed", "all"]
 GithubMode = Literal["auto", "on", "off"]
+LeadName = Literal["none", "codex", "claude", "command"]
 
 
 class Settings(WireModel):
@@ -107,6 +108,13 @@ class Settings(WireModel):
     #: Globs of variable names the reviewer's tool shell may see although they look like
     #: credentials (ini ``advreview_env_allow``).
     env_allow: tuple[str, ...] = ()
+    #: The built-in lead (``none``: one round per run unless a fixer hook applies fixes).
+    lead: LeadName = "none"
+    lead_command: str | None = None
+    lead_model: str | None = None
+    lead_patch: str | None = None
+    #: The lead may edit the change set's files without worktree isolation.
+    lead_code: bool = False
     #: GitHub Actions annotations and step summary: auto (on under GITHUB_ACTIONS=true).
     github: GithubMode = "auto"
     #: Exit with EXIT_REVIEW_ERRORS when review items errored and none failed.
@@ -228,6 +236,16 @@ def resolve(config: pytest.Config, environ: Mapping[str, str] | None = None) -> 
     values["codex_config"] = tuple(merged)
 
     values["sandbox_explicit"] = found["sandbox"] is not None
+    head_var = BY_FIELD["head"].env_var
+    if found["head"] is None and resolver.environ.get(head_var) is not None:
+        # Elsewhere an empty variable counts as unset; here it would silently review the
+        # base checkout instead of the pull request (a workflow whose expression for the
+        # head's SHA came out empty), so the gate would find nothing and pass.
+        raise pytest.UsageError(
+            f"{PREFIX}: environment {head_var} is set but empty; set it to the pull "
+            "request's head commit (e.g. ${{ github.event.pull_request.head.sha }}), or "
+            "unset it to review the checkout itself"
+        )
     if values.get("head") is not None:
         sandbox_from = found["sandbox"]
         if sandbox_from is None or sandbox_from.origin == "ini":
@@ -244,6 +262,12 @@ def resolve(config: pytest.Config, environ: Mapping[str, str] | None = None) -> 
             # (a model, reading the same injected text) allows it.  A fork's head gets
             # "never": escalation requests are refused.
             values["approvals"] = "never"
+        if values.get("lead", "none") != "none":
+            raise pytest.UsageError(
+                f"{PREFIX}: --advreview-lead edits what it reviews, but with "
+                "--advreview-head the head is untrusted data in a read-only checkout; drop "
+                "--advreview-lead (or --advreview-head)"
+            )
         if values.get("diff") == "uncommitted":
             raise pytest.UsageError(
                 f"{PREFIX}: --advreview-diff=uncommitted reviews the checkout's own "
@@ -251,7 +275,7 @@ def resolve(config: pytest.Config, environ: Mapping[str, str] | None = None) -> 
                 "BASE...REF; pass --advreview-diff=branch (or auto), or drop --advreview-head"
             )
     invocation_dir = config.invocation_params.dir
-    for field in ("report", "sarif", "json_report"):
+    for field in ("report", "sarif", "json_report", "lead_patch"):
         if isinstance(values.get(field), str):
             values[field] = _absolute(invocation_dir, str(values[field]))
     codex = values.get("codex")
@@ -277,6 +301,12 @@ def resolve(config: pytest.Config, environ: Mapping[str, str] | None = None) -> 
             f"{PREFIX}: --advreview-reviewer=command needs the command to run; "
             "pass --advreview-command='my-reviewer --flag', set ADVREVIEW_COMMAND, "
             "or set ini advreview_command"
+        )
+    if values.get("lead") == "command" and not values.get("lead_command"):
+        raise pytest.UsageError(
+            f"{PREFIX}: --advreview-lead=command needs the command to run; pass "
+            "--advreview-lead-command='my-agent --flag', set ADVREVIEW_LEAD_COMMAND, or set "
+            "ini advreview_lead_command"
         )
     return Settings.model_validate(values)
 
@@ -358,6 +388,19 @@ def header_lines(settings: Settings, *, verbose: bool = False) -> list[str]:
         None,
         f"{settings.shard[0]}/{settings.shard[1]}" if settings.shard else "off",
     )
+    if settings.lead != "none":
+        extra.append(f"lead={settings.lead}")
+        if settings.lead_command:
+            extra.append(f"lead-command={_show(settings.lead_command)}")
+        if settings.lead_model:
+            extra.append(f"lead-model={_show(settings.lead_model)}")
+        if settings.diff != "none" and not (settings.isolation == "worktree" or settings.lead_code):
+            # The lead may edit code only in a private worktree or with an explicit opt-in.
+            extra.append(
+                "code-review: one round per run, the lead does not edit code (pass "
+                "--advreview-isolation=worktree or set ini advreview_lead_code = true)"
+            )
+    add("lead-patch", settings.lead_patch, None, _show(settings.lead_patch or "off"))
     add("github", settings.github, defaults.github)
     add("strict-exit", settings.strict_exit, False, "yes" if settings.strict_exit else "no")
     if verbose:

@@ -217,14 +217,15 @@ _DIR_ENTRY = "<state folder>"
 _KEY_ENTRY = "<state key>"
 
 
-def _fingerprint(path: Path) -> str:
+def _fingerprint(path: Path | os.DirEntry[str]) -> str:
     """What changes whenever a file is written, replaced or removed (no read needed).
 
     The inode change time cannot be set from user space, so a rewrite that restores size
-    and modification time still shows.
+    and modification time still shows.  A directory entry from ``os.scandir`` saves
+    building its path.
     """
     try:
-        info = path.lstat()
+        info = path.stat(follow_symlinks=False) if isinstance(path, os.DirEntry) else path.lstat()
     except FileNotFoundError:
         return "missing"
     except OSError as exc:
@@ -449,13 +450,15 @@ class StateStore:
         key = self.state_key()
         if key is not None and key.source == "file":
             found[_KEY_ENTRY] = _fingerprint(Path(key.where))
+        prefix = os.path.join(directory, "")
         try:
-            names = [e.name for e in os.scandir(directory)]
+            with os.scandir(directory) as entries:
+                for entry in entries:
+                    name = entry.name
+                    if name.endswith(".json") and not name.startswith("."):
+                        found[prefix + name] = _fingerprint(entry)
         except OSError as exc:
             return {**found, _DIR_ENTRY: f"unlistable:{exc.errno}"}
-        for name in names:
-            if name.endswith(".json") and not name.startswith("."):
-                found[str(directory / name)] = _fingerprint(directory / name)
         return found
 
     def foreign_changes(self, before: dict[str, str], after: dict[str, str]) -> list[str]:

@@ -314,6 +314,8 @@ class PlanSelection:
         state and decisions), in the order of ``selected``.
     :param prefix: ``root`` relative to the repository top, ``/``-terminated ("" at the
         top and outside git): ``keys[i] == prefix + <selected[i] relative to root>``.
+    :param outside: matched plan symlinks that lead out of the repository's files (not
+        read, not selected; named in ``summary``).
     """
 
     selected: tuple[Path, ...]
@@ -321,6 +323,7 @@ class PlanSelection:
     summary: str
     keys: tuple[str, ...] = ()
     prefix: str = ""
+    outside: tuple[str, ...] = ()
 
 
 def _plural(n: int) -> str:
@@ -417,14 +420,15 @@ def plan_files(
     note = _outside_note(outside)
     if total == 0:
         shown = ", ".join(globs) if globs else "no globs"
-        return PlanSelection((), 0, f"no plan files match advreview_plans ({shown}){note}")
+        summary = f"no plan files match advreview_plans ({shown}){note}"
+        return PlanSelection((), 0, summary, outside=tuple(outside))
     if scope == "all" or repo is None:
         summary = (
             f"{_plural(total)} (advreview_plan_scope = all)"
             if scope == "all"
             else f"not a git repository: reviewing all {_plural(total)}"
         )
-        return _selection(matched, total, summary + note, prefix)
+        return _selection(matched, total, summary + note, prefix, outside)
     changed = {p[len(prefix) :] for p in _changed_paths(root, base) if p.startswith(prefix)}
     kept = [(rel, path) for rel, path in matched if rel in changed]
     n = len(kept)
@@ -434,7 +438,7 @@ def plan_files(
         summary = f"{n} of {_plural(total)} changed against {base}"
     if n == 0:
         summary += "; use advreview_plan_scope = all"
-    return _selection(kept, total, summary + note, prefix)
+    return _selection(kept, total, summary + note, prefix, outside)
 
 
 def _real_plans(
@@ -520,7 +524,11 @@ def _outside_note(outside: Sequence[str]) -> str:
 
 
 def _selection(
-    matched: Sequence[tuple[str, Path]], total: int, summary: str, prefix: str
+    matched: Sequence[tuple[str, Path]],
+    total: int,
+    summary: str,
+    prefix: str,
+    outside: Sequence[str] = (),
 ) -> PlanSelection:
     return PlanSelection(
         selected=tuple(path for _, path in matched),
@@ -528,6 +536,7 @@ def _selection(
         summary=summary,
         keys=tuple(prefix + rel for rel, _ in matched),
         prefix=prefix,
+        outside=tuple(outside),
     )
 
 

@@ -66,6 +66,8 @@ class ReportSettings(WireModel):
     fresh: bool = False
     #: ``K/N`` under ``--advreview-shard``: this report covers share K of N only.
     shard: str | None = None
+    #: The built-in lead (``none``, ``codex``, ``claude``, ``command``).
+    lead: str = "none"
 
 
 class ItemReport(WireModel):
@@ -152,6 +154,7 @@ def _report_settings(settings: Settings) -> ReportSettings:
         budget_tokens=settings.budget_tokens,
         fresh=settings.fresh,
         shard=f"{settings.shard[0]}/{settings.shard[1]}" if settings.shard else None,
+        lead=settings.lead,
     )
 
 

@@ -110,7 +110,9 @@ def _overview(
             f" · share {settings.shard[0]} of {settings.shard[1]} (--advreview-shard)"
             if settings.shard
             else ""
-        ),
+        )
+        # Which head a fork's review was for: a later push is a different commit.
+        + (f" · head (as data): {_code(settings.head)}" if settings.head is not None else ""),
         "",
     ]
     if change is not None:
@@ -240,6 +242,35 @@ def _operator_summary(result: ItemResult, settings: Settings) -> list[str]:
     return lines
 
 
+def _lead(record: ItemRecord) -> list[str]:
+    """The lead's turns: per round its evaluation matrix and the files it edited."""
+    lines: list[str] = []
+    for turn in record.lead:
+        edits = ", ".join(f"{_code(e.path)} (+{e.added} −{e.removed})" for e in turn.edits)
+        lines += [
+            f"**Lead ({escape(turn.backend)}) after round {turn.round}** — edited "
+            f"{edits or 'nothing'}",
+            "",
+            "| Finding | Severity | Action | Reason |",
+            "| --- | --- | --- | --- |",
+        ]
+        for row in turn.evaluations:
+            severity = row.severity.value if row.severity is not None else "—"
+            lines.append(
+                f"| {_code(row.finding)} {escape(row.title)} | {severity} | "
+                f"{row.action.value} | {escape(row.reason)} |"
+            )
+        lines.append("")
+    if record.needs_operator:
+        ids = ", ".join(_code(f) for f in record.needs_operator)
+        lines += [
+            f"**Needs the operator:** {ids} — structural fixes the lead did not apply "
+            "(no structural change was applied without sign-off)",
+            "",
+        ]
+    return lines
+
+
 def _reviews(record: ItemRecord) -> list[str]:
     texts: list[tuple[str, str]] = []
     for round_ in record.rounds:
@@ -274,6 +305,7 @@ def _item_section(result: ItemResult, settings: Settings, *, verbatim: bool) -> 
     ]
     lines += _findings_table(record)
     lines += _operator_summary(result, settings)
+    lines += _lead(record)
     if verbatim:
         lines += _reviews(record)
     return lines

@@ -33,7 +33,7 @@ from .sarif import render_sarif
 if TYPE_CHECKING:
     from ..settings import Settings
 
-__all__ = ["exit_status", "other_failures", "publish"]
+__all__ = ["exit_status", "lead_patch", "other_failures", "publish"]
 
 _PREFIX = "pytest-advreview"
 
@@ -69,6 +69,11 @@ def _fallback_path(config: pytest.Config, repo_root: Path) -> str | None:
         return Path(inipath).resolve().relative_to(repo_root).as_posix()
     except ValueError:
         return None
+
+
+def lead_patch(results: list[ItemResult]) -> str:
+    """The combined diff of every item's lead edits, in node-id order (may be empty)."""
+    return "".join(r.record.lead_patch for r in results)
 
 
 def publish(
@@ -111,6 +116,8 @@ def publish(
             settings.sarif,
             lambda: render_sarif(results, anchors, fallback_path=fallback),
         ),
+        # Every lead edit of the run, for a CI job to upload or open a pull request with.
+        ("--advreview-lead-patch", settings.lead_patch, lambda: lead_patch(results)),
     ]
     written = True
     for option, target, render in files:

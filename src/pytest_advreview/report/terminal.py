@@ -6,9 +6,10 @@ from collections import Counter
 
 import pytest
 
+from ..models import ItemRecord
 from .collect import ItemResult
 
-__all__ = ["MEANING", "write_summary"]
+__all__ = ["MEANING", "lead_lines", "write_summary"]
 
 #: What a non-approved final status means, in one line (also used by the markdown report).
 MEANING = {
@@ -31,6 +32,24 @@ def severity_counts(result: ItemResult) -> str:
         ", ".join(f"{counts[s]} {s}" for s in ("critical", "high", "medium") if counts[s])
         or "no findings"
     )
+
+
+def lead_lines(record: ItemRecord) -> list[str]:
+    """The lead's turns: per round the evaluation matrix (finding | severity | action |
+    reason) and the files it edited; then what it left for the operator."""
+    lines: list[str] = []
+    for turn in record.lead:
+        edits = ", ".join(f"{e.path} (+{e.added} -{e.removed})" for e in turn.edits)
+        tokens = f", {turn.tokens.total} tokens" if turn.tokens.total else ""
+        lines.append(
+            f"lead ({turn.backend}) after round {turn.round}: edited {edits or 'nothing'}{tokens}"
+        )
+        for row in turn.evaluations:
+            severity = row.severity.value if row.severity is not None else "?"
+            lines.append(f"  {row.finding} | {severity} | {row.action.value} | {row.reason}")
+    for finding in record.needs_operator:
+        lines.append(f"needs the operator: {finding} (structural; the lead did not apply it)")
+    return lines
 
 
 def write_summary(terminal: pytest.TerminalReporter, results: list[ItemResult]) -> None:
@@ -58,6 +77,8 @@ def write_summary(terminal: pytest.TerminalReporter, results: list[ItemResult]) 
             terminal.write_line(f"    {record.error.strip().splitlines()[0]}")
         for warning in record.warnings:
             terminal.write_line(f"    warning: {warning}")
+        for line in lead_lines(record):
+            terminal.write_line(f"    {line}")
         for mutation in record.mutations:
             terminal.write_line(f"    changed by the reviewer: {mutation}")
     terminal.write_line(f"total: {len(results)} reviews, {total} tokens")

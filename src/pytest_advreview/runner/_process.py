@@ -113,7 +113,13 @@ def _exited(pidfd: int, seconds: float) -> bool:
 
 
 def kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the process group, SIGKILL what is left after a grace period, reap."""
+    """SIGTERM the process group, SIGKILL what is left after a grace period, reap.
+
+    Descendants that left the group (Claude Code starts its tool processes with
+    ``setsid``) are found before the kill and SIGKILLed after it: once their parent is
+    gone they are reparented and no longer findable as its descendants.
+    """
+    strays = descendants(proc.pid)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGTERM)
     with contextlib.suppress(subprocess.TimeoutExpired):
@@ -122,7 +128,35 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
     # leader; SIGKILL the group whatever the leader did.
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
+    for pid in strays:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
     proc.wait()
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live descendant of ``pid``, from ``/proc`` (empty where there is none)."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                stat = fh.read().rsplit(b")", 1)[-1].split()
+        except OSError:
+            continue
+        children.setdefault(int(stat[1]), []).append(int(entry))
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            found.append(child)
+            todo.append(child)
+    return found
 
 
 def read_text(path: Path) -> str | None:

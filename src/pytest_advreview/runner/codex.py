@@ -759,6 +759,11 @@ def _error_line(stderr: str | None) -> str:
     return found[-1].strip() if found else tail(stderr)
 
 
+def stream_usage(path: Path) -> TokenUsage | None:
+    """The usage of the last completed turn in a ``codex exec --json`` stream file."""
+    return _read_stream(path).usage
+
+
 def _usage(raw: object) -> TokenUsage | None:
     if not isinstance(raw, dict):
         return None

@@ -1,4 +1,5 @@
-"""The advreview testing kit: scripted Responses-API server, fake ``codex``, review builders.
+"""The advreview testing kit: scripted Responses- and Messages-API servers, fake ``codex``,
+review builders.
 
 It is shipped with the plugin so that projects extending pytest-advreview (custom
 reviewers, hooks, CI recipes) can test against the same doubles the plugin's own suite
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from .fake_codex import FAKE_CODEX_VERSION, Behaviour, FakeCodex, install_fake_codex
 from .fixtures import CODEX_ENV_VAR, FakeCodexFactory, find_codex, offline_env
+from .messages_server import MessagesRequest, ScriptedMessagesServer, claude_offline_env
 from .reviews import FindingSpec, approved_review, review_text, revise_review
 from .server import (
     FAKE_KEY_ENV,
@@ -39,8 +41,11 @@ __all__ = [
     "FakeCodexFactory",
     "FindingSpec",
     "LoggedRequest",
+    "MessagesRequest",
+    "ScriptedMessagesServer",
     "ScriptedServer",
     "approved_review",
+    "claude_offline_env",
     "codex_config_argv",
     "codex_provider_args",
     "find_codex",

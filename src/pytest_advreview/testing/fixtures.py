@@ -7,11 +7,13 @@ Enable them in a ``conftest.py`` with::
 Fixtures: ``advreview_server`` (a started :class:`ScriptedServer`), ``codex_home`` (an empty
 ``CODEX_HOME``), ``codex_executable`` (the real, pinned Codex CLI, or a skip), ``codex_env``
 (an environment for running Codex offline), ``fake_codex`` (a factory installing a fake
-``codex``) and ``git_repo`` (a fresh git repository with one commit).
+``codex``), ``git_repo`` (a fresh git repository with one commit), and for Claude Code
+``messages_server`` (a started :class:`ScriptedMessagesServer`) and ``claude_executable``
+(the real, pinned Claude Code CLI, or a skip).
 
-A real-Codex test is skipped with a reason when the CLI is missing or has another version,
-unless the environment variable ``CI`` is ``true``: then it fails, so a CI job cannot pass
-by silently skipping the end-to-end layer.
+A real-Codex (or real-Claude) test is skipped with a reason when the CLI is missing or
+has another version, unless the environment variable ``CI`` is ``true``: then it fails, so
+a CI job cannot pass by silently skipping the end-to-end layer.
 
 PYTEST_DONT_REWRITE: the module has no assertions to rewrite, and a conftest that imports
 the kit (``from pytest_advreview.testing import ...``) before pytest reads its
@@ -30,20 +32,24 @@ from typing import Any, NoReturn
 
 import pytest
 
-from ..constants import PINNED_CODEX_VERSION
+from ..constants import PINNED_CLAUDE_VERSION, PINNED_CODEX_VERSION
 from .fake_codex import Behaviour, FakeCodex, install_fake_codex
+from .messages_server import ScriptedMessagesServer
 from .server import FAKE_KEY_ENV, FAKE_KEY_VALUE, ScriptedServer
 
 __all__ = [
+    "CLAUDE_ENV_VAR",
     "CODEX_ENV_VAR",
     "FakeCodexFactory",
     "advreview_server",
+    "claude_executable",
     "codex_env",
     "codex_executable",
     "codex_home",
     "fake_codex",
     "find_codex",
     "git_repo",
+    "messages_server",
     "offline_env",
 ]
 
@@ -58,6 +64,10 @@ _INSTALL_HINT = (
     f"or point {CODEX_ENV_VAR} at a codex {PINNED_CODEX_VERSION} executable"
 )
 
+#: Environment variable naming the Claude Code executable for the real-Claude tests.
+CLAUDE_ENV_VAR = "ADVREVIEW_CLAUDE"
+_LOCAL_CLAUDE = Path(".tools/node_modules/.bin/claude")
+
 #: Signature of the ``fake_codex`` fixture.
 FakeCodexFactory = Callable[..., FakeCodex]
 
@@ -66,9 +76,9 @@ def _in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() == "true"
 
 
-def _unavailable(reason: str) -> NoReturn:
-    """Skip locally, fail in CI (``CI=true``): the real-Codex layer must run there."""
-    message = f"pytest-advreview: real Codex CLI unavailable: {reason}"
+def _unavailable(reason: str, *, what: str = "Codex CLI") -> NoReturn:
+    """Skip locally, fail in CI (``CI=true``): the real-CLI layer must run there."""
+    message = f"pytest-advreview: real {what} unavailable: {reason}"
     if _in_ci():
         pytest.fail(f"{message} (CI=true, so this is a failure, not a skip)", pytrace=False)
     pytest.skip(message)
@@ -134,6 +144,44 @@ def codex_executable(pytestconfig: pytest.Config) -> Path:
     problem = _version_problem(found, expected)
     if problem is not None:
         _unavailable(f"{problem}; {_INSTALL_HINT}")
+    return found
+
+
+@pytest.fixture
+def messages_server() -> Iterator[ScriptedMessagesServer]:
+    """A started :class:`ScriptedMessagesServer` (Messages API) on loopback."""
+    with ScriptedMessagesServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def claude_executable(pytestconfig: pytest.Config) -> Path:
+    """The real Claude Code CLI at the pinned version; skip (or fail in CI) otherwise.
+
+    Looked up as ``$ADVREVIEW_CLAUDE``, then ``<rootdir>/.tools/node_modules/.bin/claude``
+    (where ``scripts/setup`` installs it), then ``claude`` on PATH.
+    """
+    hint = (
+        f"install it with `npm install --prefix .tools @anthropic-ai/claude-code@"
+        f"{PINNED_CLAUDE_VERSION}` or point {CLAUDE_ENV_VAR} at it"
+    )
+    explicit = os.environ.get(CLAUDE_ENV_VAR)
+    local = pytestconfig.rootpath / _LOCAL_CLAUDE
+    on_path = shutil.which("claude")
+    found = (
+        Path(explicit)
+        if explicit
+        else local
+        if local.exists()
+        else Path(on_path)
+        if on_path
+        else None
+    )
+    if found is None:
+        _unavailable(f"no claude executable found; {hint}", what="Claude Code CLI")
+    problem = _version_problem(found, f"{PINNED_CLAUDE_VERSION} (Claude Code)")
+    if problem is not None:
+        _unavailable(f"{problem}; {hint}", what="Claude Code CLI")
     return found
 
 

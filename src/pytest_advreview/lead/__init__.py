@@ -1,0 +1,71 @@
+"""The built-in lead: evaluates a REVISE review, applies the accepted fixes, answers.
+
+``--advreview-lead=codex|claude|command`` turns one run into the whole seed loop: after
+every REVISE round the lead decides on each finding (:mod:`.contract`), edits the plan,
+and the loop resumes the reviewer's thread with the structured re-review prompt.  A
+plugin's ``pytest_advreview_fix`` hook wins over the built-in lead.  :mod:`.turn` runs one
+turn and checks what the lead changed; the backends only launch a CLI.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from pydantic import Field
+
+from ..models import TokenUsage, WireModel
+from .contract import LeadAnswer, LeadError
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+
+__all__ = ["LeadBackend", "LeadError", "LeadReply", "LeadRequest", "make_lead"]
+
+
+class LeadRequest(WireModel):
+    """One turn of the lead: the prompt, where it runs, and what it may edit."""
+
+    prompt: str
+    #: The repository (or the review's worktree) the lead works in.
+    cwd: Path
+    #: Private folder for the prompt, outputs and logs of this turn.
+    work_dir: Path
+    #: Repository-relative paths the lead may edit.
+    allowed: tuple[str, ...]
+
+
+class LeadReply(WireModel):
+    """What one turn returned: the decisions, and the tokens the lead's model used."""
+
+    answer: LeadAnswer
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+
+
+class LeadBackend(Protocol):
+    """A lead CLI driven headless: one call per turn, decisions back or a LeadError."""
+
+    #: ``codex``, ``claude`` or ``command``.
+    name: str
+
+    def run(self, request: LeadRequest) -> LeadReply:
+        """Run the turn; raise :class:`LeadError` when the lead could not do its job."""
+        ...
+
+
+def make_lead(settings: Settings) -> LeadBackend | None:
+    """The lead backend the settings ask for; ``None`` for ``--advreview-lead=none``."""
+    if settings.lead == "codex":
+        from .codex import CodexLead
+
+        return CodexLead(settings)
+    if settings.lead == "claude":
+        from .claude import ClaudeLead
+
+        return ClaudeLead(settings)
+    if settings.lead == "command":
+        from .command import CommandLead
+
+        assert settings.lead_command, "settings validation requires a lead command"
+        return CommandLead(settings.lead_command, timeout=settings.timeout)
+    return None

@@ -1,0 +1,119 @@
+"""The ``claude`` lead: Claude Code (``claude -p``) with only the read and edit tools.
+
+Facts of Claude Code 2.1.332 this backend is built on (measured, see the README's Lead
+section): exit code 0 does not mean success -- a denied edit still ends ``success``, and
+``--json-schema`` does not guarantee ``structured_output`` -- so the JSON result is read
+whatever the exit code and checked field by field; its own retries and stall watchdog
+can take many minutes, so the turn has the plugin's own deadline; its tool processes run
+in their own sessions, so a timeout kills every descendant, not only the group.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from ..models import TokenUsage
+from . import LeadReply, LeadRequest
+from ._attempt import run_cli
+from .contract import LeadError, answer_schema, validate_answer
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+
+__all__ = ["ClaudeLead"]
+
+_WHO = "the claude lead"
+
+
+class ClaudeLead:
+    """``--advreview-lead=claude``: ``claude`` on PATH, or ``--advreview-lead-command``."""
+
+    name = "claude"
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def argv(self, request: LeadRequest) -> list[str]:
+        """``claude --bare -p`` with JSON output, the decisions schema and edit rules.
+
+        No ``--permission-mode acceptEdits``: that would allow edits to any file under the
+        working directory.  In the default mode an edit is denied unless an
+        ``Edit(./path)`` rule allows it, so only the files the lead may touch are writable.
+        """
+        s = self.settings
+        argv = [
+            s.lead_command or "claude",
+            "--bare",
+            "-p",
+            "--output-format",
+            "json",
+            "--tools",
+            "Read,Edit",
+            "--json-schema",
+            json.dumps(answer_schema()),
+            "--no-session-persistence",
+            "--allowedTools",
+            *(f"Edit(./{path})" for path in request.allowed),
+        ]
+        if s.lead_model:
+            argv += ["--model", s.lead_model]
+        return argv
+
+    def run(self, request: LeadRequest) -> LeadReply:
+        """Run the turn and check the JSON result (rc alone proves nothing)."""
+        rc, out = run_cli(
+            self.argv(request),
+            who=_WHO,
+            prompt=request.prompt,
+            cwd=request.cwd,
+            work_dir=request.work_dir,
+            timeout=self.settings.timeout,
+            check_rc=False,
+        )
+        try:
+            result: Any = json.loads(out.stdout)
+        except ValueError:
+            detail = out.stderr.strip() or out.stdout.strip() or "no output"
+            raise LeadError(f"{_WHO} exited {rc} without a JSON result: {detail[-400:]}") from None
+        if not isinstance(result, dict):
+            raise LeadError(f"{_WHO} printed JSON that is not a result object")
+        denials = result.get("permission_denials") or []
+        if denials:
+            names = ", ".join(
+                str((d.get("tool_input") or {}).get("file_path") or d.get("tool_name"))
+                for d in denials
+                if isinstance(d, dict)
+            )
+            raise LeadError(
+                f"{_WHO} was denied {len(denials)} tool call(s) ({names}); it may edit only "
+                f"{', '.join(request.allowed)}"
+            )
+        if result.get("is_error") or rc != 0:
+            reason = result.get("terminal_reason") or result.get("subtype") or f"rc {rc}"
+            text = str(result.get("result") or result.get("errors") or "")[:400]
+            raise LeadError(f"{_WHO} failed ({reason}): {text}")
+        structured = result.get("structured_output")
+        if structured is None:
+            raise LeadError(
+                f"{_WHO} returned no structured decisions (structured_output is null); "
+                f"its text was: {str(result.get('result') or '')[:300]}"
+            )
+        return LeadReply(answer=validate_answer(structured, who=_WHO), usage=_usage(result))
+
+
+def _usage(result: dict[str, Any]) -> TokenUsage:
+    """Claude Code's ``usage`` block (input, cache reads, output) as a :class:`TokenUsage`."""
+    raw = result.get("usage")
+    if not isinstance(raw, dict):
+        return TokenUsage()
+
+    def num(key: str) -> int:
+        value = raw.get(key)
+        return value if isinstance(value, int) and value >= 0 else 0
+
+    return TokenUsage(
+        input_tokens=num("input_tokens") + num("cache_read_input_tokens"),
+        cached_input_tokens=num("cache_read_input_tokens"),
+        output_tokens=num("output_tokens"),
+    )

@@ -1,0 +1,90 @@
+"""The ``codex`` lead: a second ``codex exec`` on its own thread, allowed to write.
+
+It runs with ``workspace-write`` whatever the reviewer's sandbox (the lead's job is to
+edit the plan), the user's ``-c`` pairs (a custom model provider applies to both), and
+``--output-schema`` so its last message is the decisions JSON, read from ``-o``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import TYPE_CHECKING
+
+from ..runner._process import read_text
+from ..runner.codex import approval_args, stream_usage
+from ..runner.environment import reviewer_process_env, tool_shell_args
+from . import LeadReply, LeadRequest
+from ._attempt import run_cli
+from .contract import LeadError, answer_schema, parse_answer
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+
+__all__ = ["CodexLead"]
+
+_WHO = "the codex lead"
+
+
+class CodexLead:
+    """``--advreview-lead=codex``."""
+
+    name = "codex"
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def argv(self, request: LeadRequest) -> list[str]:
+        """``codex exec`` for one lead turn (an argv list, never a shell)."""
+        s = self.settings
+        argv = [
+            s.codex,
+            "exec",
+            "--json",
+            "-m",
+            s.lead_model or s.model,
+            "-c",
+            f"model_reasoning_effort={s.reasoning}",
+            "-s",
+            "workspace-write",
+            *approval_args(s.approvals),
+        ]
+        for pair in s.codex_config:
+            argv += ["-c", pair]
+        # The lead's tool shell sees no credential either (after the user's pairs, so
+        # they cannot undo it), exactly as the reviewer's.
+        argv += tool_shell_args(reviewer_process_env(os.environ), s.env_allow)
+        argv += [
+            "-C",
+            str(request.cwd),
+            "-o",
+            str(request.work_dir / "lead-answer.json"),
+            "--output-schema",
+            str(request.work_dir / "lead-schema.json"),
+            "-",
+        ]
+        return argv
+
+    def run(self, request: LeadRequest) -> LeadReply:
+        """Run the turn; the answer is the ``-o`` file (deleted first: Codex keeps stale
+        content there after a failed turn)."""
+        request.work_dir.mkdir(parents=True, exist_ok=True)
+        answer = request.work_dir / "lead-answer.json"
+        answer.unlink(missing_ok=True)
+        (request.work_dir / "lead-schema.json").write_text(
+            json.dumps(answer_schema()), encoding="utf-8"
+        )
+        _, out = run_cli(
+            self.argv(request),
+            who=_WHO,
+            prompt=request.prompt,
+            cwd=request.cwd,
+            work_dir=request.work_dir,
+            timeout=self.settings.timeout,
+        )
+        text = read_text(answer)
+        if text is None:
+            raise LeadError(f"{_WHO} finished without an answer (no {answer.name})")
+        usage = stream_usage(out.stdout_file)
+        answered = parse_answer(text, who=_WHO)
+        return LeadReply(answer=answered, usage=usage) if usage else LeadReply(answer=answered)
