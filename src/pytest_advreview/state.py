@@ -212,6 +212,26 @@ def _canonical(state_data: object) -> bytes:
     return text.encode("ascii")
 
 
+def _key_fingerprint(path: Path) -> str:
+    """The key file by what it holds, not by its inode times.
+
+    Another process creating the key (xdist workers race to make it: a temporary file
+    hard-linked into place, then unlinked) changes the file's ctime after this process
+    has read it, with the same key inside; a reviewer that writes another key, a link
+    or another mode still shows.
+    """
+    try:
+        info = path.lstat()
+        if stat.S_ISLNK(info.st_mode):
+            return f"link:{os.readlink(path)}"
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    except FileNotFoundError:
+        return "missing"
+    except OSError as exc:
+        return f"unreadable:{exc.errno}"
+    return f"key:{info.st_ino}:{stat.S_IMODE(info.st_mode):o}:{info.st_uid}:{digest}"
+
+
 #: Pseudo names of :meth:`StateStore.snapshot` for the folder itself and the key file.
 _DIR_ENTRY = "<state folder>"
 _KEY_ENTRY = "<state key>"
@@ -449,7 +469,7 @@ class StateStore:
             found = {_DIR_ENTRY: f"unreadable:{exc.errno}"}
         key = self.state_key()
         if key is not None and key.source == "file":
-            found[_KEY_ENTRY] = _fingerprint(Path(key.where))
+            found[_KEY_ENTRY] = _key_fingerprint(Path(key.where))
         prefix = os.path.join(directory, "")
         try:
             with os.scandir(directory) as entries:
