@@ -118,8 +118,10 @@ def test_a_review_runs_the_native_binary_and_leaves_nothing(
     tree = _tree_while_waiting(codex_reviewer, git_repo, work)
     binary = native.resolve(str(codex_executable), codex_env)
     assert binary is not None
-    # One process, the binary itself: no Node in between.
-    assert tree == [binary.binary]
+    # The binary itself, no Node in between (Codex may fork a helper of its own binary
+    # while it starts, so the same executable can show twice).
+    assert tree
+    assert set(tree) == {binary.binary}
     assert settled(lambda: _processes_with(str(work))) == []
 
 
