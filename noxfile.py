@@ -76,7 +76,10 @@ def _install(session: nox.Session, pytest_spec: str) -> None:
 
 def _env() -> dict[str, str]:
     tools = str(HERE / ".tools" / "node_modules" / ".bin")
-    return {"PATH": os.pathsep.join([tools, os.environ.get("PATH", "")])}
+    # Last on PATH: the workflow linters scripts/setup puts in the development venv
+    # (actionlint, shellcheck, zizmor) are the same whatever the session's Python.
+    linters = str(HERE / ".venv" / "bin")
+    return {"PATH": os.pathsep.join([tools, os.environ.get("PATH", ""), linters])}
 
 
 @nox.session(python=PYTHONS)
