@@ -10,7 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import tomllib
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # the plugin's own fallback on 3.10
+    import tomli as tomllib
 
 from action_kit import GitHubAPI
 from conftest import git
