@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import head, targets
-from .constants import CODE_ITEM_NAME, RECORD_ATTR, RUN_DIR_KEY, RUN_SECRET_KEY
+from . import head, runstash, targets
+from .constants import CODE_ITEM_NAME, RECORD_ATTR
 from .coordinator import Coordinator
-from .items import _SESSION_KEY, PlanFile, ReviewItem, ReviewRepr
+from .items import PlanFile, ReviewItem, ReviewRepr
 from .loop import LoopResult
 from .models import ChangeSet, ChangeSetInfo
 from .options import DEFAULT_DECISIONS
@@ -80,18 +80,15 @@ class ReviewSession:
         self.only = bool(config.getoption("advreview_only", default=False))
         # One directory per run, decided on the controller and shared with the workers
         # (the token ledger lives there); removed by the controller at the end.
-        workerinput = getattr(config, "workerinput", None)
-        if isinstance(workerinput, dict) and RUN_DIR_KEY in workerinput:
-            self.run_dir = Path(str(workerinput[RUN_DIR_KEY]))
+        shared = runstash.from_workerinput(config)
+        if shared is not None:
+            self.run_dir, self.run_secret = shared
         else:
             self.run_dir = Path(tempfile.mkdtemp(prefix="advreview-run-"))
             # Removed however the run ends (a usage error after configure included).
             config.add_cleanup(lambda: shutil.rmtree(self.run_dir, ignore_errors=True))
-        # Tags the state entries this run writes, so a review can tell the entries other
-        # workers write meanwhile from a reviewer's (state.py); held in memory only.
-        if isinstance(workerinput, dict) and RUN_SECRET_KEY in workerinput:
-            self.run_secret = bytes.fromhex(str(workerinput[RUN_SECRET_KEY]))
-        else:
+            # Tags the state entries this run writes, so a review can tell the entries
+            # other workers write meanwhile from a reviewer's (state.py).
             self.run_secret = secrets.token_bytes(32)
         self._discover()
         if self.plan_root != self.rootdir:
@@ -100,7 +97,14 @@ class ReviewSession:
             decisions = os.fspath(self.plan_root / DEFAULT_DECISIONS)
             self.settings = settings = settings.model_copy(update={"decisions": decisions})
         self.coordinator = Coordinator(config, settings, self.run_dir, run_secret=self.run_secret)
-        config.stash[_SESSION_KEY] = self
+        self.stash = runstash.RunStash(
+            run_dir=self.run_dir,
+            run_secret=self.run_secret,
+            coordinator=self.coordinator,
+            reviews=self,
+            head=self.head,
+        )
+        config.stash[runstash.RUN_STASH] = self.stash
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -559,12 +563,12 @@ class ReviewSession:
             self._reviewer = made
         return self._reviewer
 
-    def new_run(self, item: ReviewItem) -> ReviewRun:
-        """A :class:`ReviewRun` for ``item``."""
+    def new_run(self, spec: TargetSpec, item: pytest.Item) -> ReviewRun:
+        """A :class:`ReviewRun` of ``spec`` for ``item``."""
         return ReviewRun(
             self.config,
             self.settings,
-            item.spec,
+            spec,
             repo_root=self.repo_root,
             reviewer=self.reviewer(),
             item=item,
@@ -576,9 +580,6 @@ class ReviewSession:
     def run_review(self, run: ReviewRun) -> tuple[LoopResult, Outcome]:
         """Run one review with its stored state, decisions and the run's token budget."""
         return self.coordinator.review(run)
-
-    def finished(self, item: ReviewItem) -> None:
-        """Called from the item's teardown (hook for state writes)."""
 
     # -- reporting ---------------------------------------------------------------------
 
