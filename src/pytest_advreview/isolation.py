@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import os
 import shutil
 import stat
@@ -73,10 +72,12 @@ _DIFF_OPTS = (
 
 @contextlib.contextmanager
 def _repo_lock(repo_root: Path) -> Iterator[None]:
-    """An exclusive lock per repository, shared by every process of this user."""
-    digest = hashlib.sha256(os.fsencode(os.path.realpath(repo_root))).hexdigest()[:16]
-    path = Path(tempfile.gettempdir()) / f"advreview-worktree-{digest}.lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    """An exclusive lock per repository, shared by every process of this user.
+
+    The lock is on the repository's folder itself (``flock`` on a directory), so nothing
+    is created that would have to be cleaned up.
+    """
+    fd = os.open(repo_root, os.O_RDONLY | os.O_DIRECTORY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
