@@ -75,6 +75,7 @@ def lead_script(
             for path, text in {edit or {}!r}.items():
                 with open(path, "a") as fh:
                     fh.write(text)
+            (log / f"env-{{n}}.json").write_text(json.dumps(sorted(__import__("os").environ)))
             if {extra_write!r}:
                 pathlib.Path({extra_write!r}).write_text("written by the lead\\n")
             time.sleep({sleep!r})
@@ -703,3 +704,105 @@ def test_lead_under_xdist_reports_its_edits_on_the_controller(
     assert f"+{FIXED_LINE}" in patch.read_text()
     assert "docs/plans/y.md" not in patch.read_text()
     result.stdout.fnmatch_lines(["*lead (command) after round 1: edited docs/plans/x.md*"])
+
+
+def test_under_ci_an_approval_of_the_leads_edits_does_not_pass_the_commit(
+    review_repo: ReviewRepo, lead_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan = review_repo.plan("x.md", PLAN)
+    review_repo.commit("plan")
+    review_repo.answer(REREVIEW, {"message": approved_review()})
+    review_repo.answer("x.md", {"message": revise_review(CRITICAL)})
+    command = lead_script(lead_dir, decisions=[accept(CRITICAL)], edit={str(plan): FIXED_LINE})
+    monkeypatch.setenv("CI", "true")
+    args = (NO_CODE, "--advreview-lead=command", f"--advreview-lead-command={command}")
+    result = review_repo.run(*args, "docs/plans/x.md")
+    # The reviewer approved the edited plan, but CI judges the commit, which lacks the edit.
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["not in the commit under review: the lead edited docs/plans/x.md*"]
+    )
+    assert plan.read_text().endswith(FIXED_LINE)
+    # Nothing was stored as approved: back at the committed text, the next run reviews again.
+    git(review_repo.path, "checkout", "--", "docs/plans/x.md")
+    calls = len(review_repo.server.response_requests)
+    again = review_repo.run(NO_CODE, "docs/plans/x.md")
+    again.assert_outcomes(failed=1)
+    assert len(review_repo.server.response_requests) > calls
+
+
+def test_code_item_lead_never_edits_for_a_branch_change_set(
+    review_repo: ReviewRepo, lead_dir: Path
+) -> None:
+    # A branch diff (BASE...HEAD) would be re-reviewed without working-tree edits.
+    git(review_repo.path, "checkout", "-q", "-b", "feature")
+    review_repo.write("src/app.py", "x = 1\n")
+    review_repo.commit("app")
+    review_repo.answer("src/app.py", {"message": revise_review(CODE)})
+    fix = {"finding": "FIRST", "action": "accept", "reason": "Bounded.", "changed": "guard"}
+    command = lead_script(lead_dir, decisions=[fix], edit={"src/app.py": "y = 3\n"})
+    result = review_repo.run(
+        "--advreview-diff=branch",
+        "--advreview-base=main",
+        "--advreview-isolation=worktree",
+        "--advreview-lead=command",
+        f"--advreview-lead-command={command}",
+    )
+    result.assert_outcomes(failed=1)
+    assert lead_prompts(lead_dir) == []
+
+
+def test_lead_never_gets_the_state_key_nor_credentials_in_its_tool_shell(
+    review_repo: ReviewRepo, lead_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_advreview.statekey import STATE_KEY_ENV
+
+    plan = review_repo.plan("x.md", PLAN)
+    monkeypatch.setenv(STATE_KEY_ENV, "k" * 40)
+    monkeypatch.setenv("DEPLOY_TOKEN", "lead-must-not-see-this")
+    review_repo.answer(REREVIEW, {"message": approved_review()})
+    review_repo.answer("x.md", {"message": revise_review(CRITICAL)})
+    command = lead_script(lead_dir, decisions=[accept(CRITICAL)], edit={str(plan): FIXED_LINE})
+    review_repo.run(
+        NO_CODE, "--advreview-lead=command", f"--advreview-lead-command={command}"
+    ).assert_outcomes(passed=1)
+    names = json.loads((lead_dir / "env-0.json").read_text())
+    assert STATE_KEY_ENV not in names  # it could sign a forged approval
+    # The codex lead's tool shell: the model asks it to run `env`, and what comes back
+    # (the next request's tool output) holds no credential.
+    plan.write_text(PLAN)
+    review_repo.rules.clear()
+    review_repo.answer(
+        LEAD_RULE,
+        {
+            "function_call": {"name": "exec_command", "arguments": {"cmd": "env"}},
+            "call_id": "lead-env",
+        },
+        {
+            "message": json.dumps(
+                {
+                    "decisions": [
+                        {
+                            "finding": fid(CRITICAL),
+                            "action": "reject",
+                            "reason": "No.",
+                            "changed": "",
+                        }
+                    ]
+                }
+            )
+        },
+    )
+    review_repo.answer(REREVIEW, {"message": approved_review()})
+    review_repo.answer("x.md", {"message": revise_review(CRITICAL)})
+    review_repo.run(NO_CODE, "--advreview-fresh", "--advreview-lead=codex").assert_outcomes(
+        passed=1
+    )
+    outputs = [
+        json.dumps(r.function_call_outputs)
+        for r in review_repo.server.response_requests
+        if r.function_call_outputs
+    ]
+    assert outputs and all("lead-must-not-see-this" not in o for o in outputs)
+    assert all(STATE_KEY_ENV not in o for o in outputs)
+    assert any("PATH=" in o for o in outputs)  # the shell did run `env`

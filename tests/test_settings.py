@@ -479,6 +479,13 @@ def test_lead_command_without_command_says_how_to_fix(pyt: pytest.Pytester) -> N
     assert "--advreview-lead-command=" in out
 
 
+def test_lead_with_head_mode_is_a_usage_error(pyt: pytest.Pytester) -> None:
+    out = usage_error(
+        pyt, "--adversarial-review", "--advreview-head=main", "--advreview-lead=codex"
+    )
+    assert "--advreview-lead edits what it reviews, but with --advreview-head" in out
+
+
 def test_unknown_lead_names_the_choices(pyt: pytest.Pytester) -> None:
     out = usage_error(pyt, "--adversarial-review", "--advreview-lead=gpt")
     assert "--advreview-lead=gpt is not valid; choose one of: none, codex, claude, command" in out

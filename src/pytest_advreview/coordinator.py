@@ -219,9 +219,9 @@ class Coordinator:
             applied = self._applied(run, state)
         result, outcome = run.run(history=step.history, decisions=step.decisions, applied=applied)
         self.ledger.add(result.usage.total)
-        # Findings left for the operator are not stored as a verdict: an APPROVED round
-        # after them must not pass from cache in the next run.
-        if result.rounds and not result.needs_operator:
+        # Findings left for the operator, or lead edits that are not in the commit under
+        # review, are not stored as a verdict: it must not pass from cache next time.
+        if result.rounds and not (result.needs_operator or result.uncommitted_edits):
             # A lead may have edited the plan: store the text the last round reviewed.
             material = run.material()
             self._save(key, material.content, material.content_hash, step.history, result)
@@ -258,7 +258,7 @@ class Coordinator:
             history=state.rounds, decisions=decisions, applied=run.lead_applied
         )
         self.ledger.add(result.usage.total)
-        if result.rounds and not result.needs_operator:
+        if result.rounds and not (result.needs_operator or result.uncommitted_edits):
             material = run.material()
             self._save(run.spec.key, material.content, material.content_hash, state.rounds, result)
         return result, outcome

@@ -158,6 +158,9 @@ class LoopResult(WireModel):
     last_round: int = 0
     #: Findings the lead left for the operator (structural fixes it did not apply).
     needs_operator: tuple[str, ...] = ()
+    #: Files the lead edited that the change under review does not contain (under CI the
+    #: commit is reviewed, not the working tree): the approval is not of that commit.
+    uncommitted_edits: tuple[str, ...] = ()
     #: Who could not do its part when the run aborted: the reviewer, or the lead.
     failed_by: Literal["reviewer", "lead"] = "reviewer"
 

@@ -164,6 +164,14 @@ def decide(result: LoopResult, fail_on: Severity) -> Outcome:
             f"{verdict_text} {after}, but {_count(len(result.needs_operator), 'finding')} "
             f"needs the operator (structural, not applied by the lead): {ids}",
         )
+    if result.uncommitted_edits:
+        verdict_text = verdict.value if verdict is not None else result.status.value
+        return make(
+            OutcomeKind.FAILED,
+            f"{verdict_text} {after} only with the lead's edits to "
+            f"{', '.join(result.uncommitted_edits)}, which the commit under review (CI) does "
+            "not contain; apply the --advreview-lead-patch file and push",
+        )
     approved = result.status is ReviewStatus.APPROVED or (
         result.status is ReviewStatus.CACHED and verdict is Verdict.APPROVED
     )
@@ -249,6 +257,13 @@ def failure_report(item_name: str, result: LoopResult, outcome: Outcome) -> str:
     parts.append("")
     parts.extend(f.line() for f in outcome.failing)
     parts.extend(f"{f.line()} — below the fail-on threshold" for f in outcome.below)
+    if result.uncommitted_edits:
+        parts.append("")
+        parts.append(
+            "not in the commit under review: the lead edited "
+            f"{', '.join(result.uncommitted_edits)} in this CI checkout only; the approval is "
+            "of the edited text. Apply the --advreview-lead-patch file and push it."
+        )
     if result.needs_operator:
         parts.append("")
         parts.extend(

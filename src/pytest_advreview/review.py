@@ -8,6 +8,7 @@ plan file to a pytest outcome.
 from __future__ import annotations
 
 import difflib
+import os
 import secrets
 import shutil
 import tempfile
@@ -287,8 +288,12 @@ class ReviewRun:
         """
         if self.spec.kind == "plan" and self.spec.path is not None:
             return (_relative(self.spec.path, self.repo_root, self._shared.resolve),)
-        if self.spec.change is not None and (
-            self.settings.isolation == "worktree" or self.settings.lead_code
+        if (
+            self.spec.change is not None
+            # Only an uncommitted change set contains the lead's working-tree edits; a
+            # branch diff (BASE...HEAD) would be re-reviewed without them.
+            and self.spec.change.base is None
+            and (self.settings.isolation == "worktree" or self.settings.lead_code)
         ):
             return self.spec.change.files
         return None
@@ -546,6 +551,11 @@ class ReviewRun:
         )
         if self.needs_operator:
             result = result.model_copy(update={"needs_operator": tuple(self.needs_operator)})
+        edited = sorted({e.path for t in self.lead_records for e in t.edits})
+        if edited and targets.in_ci(os.environ):
+            # Under CI the gate judges the commit; the lead's edits live only in this
+            # checkout, so an approval of the edited text is not an approval of the commit.
+            result = result.model_copy(update={"uncommitted_edits": tuple(edited)})
         if self.lead_records:
             # The lead's tokens count like the reviewer's: in the summary and the budget.
             lead_usage = sum((t.tokens for t in self.lead_records), TokenUsage())
