@@ -752,14 +752,13 @@ def test_code_item_lead_never_edits_for_a_branch_change_set(
     assert lead_prompts(lead_dir) == []
 
 
-def test_lead_never_gets_the_state_key_nor_credentials_in_its_tool_shell(
+def test_command_lead_process_never_gets_the_state_key(
     review_repo: ReviewRepo, lead_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from pytest_advreview.statekey import STATE_KEY_ENV
 
     plan = review_repo.plan("x.md", PLAN)
     monkeypatch.setenv(STATE_KEY_ENV, "k" * 40)
-    monkeypatch.setenv("DEPLOY_TOKEN", "lead-must-not-see-this")
     review_repo.answer(REREVIEW, {"message": approved_review()})
     review_repo.answer("x.md", {"message": revise_review(CRITICAL)})
     command = lead_script(lead_dir, decisions=[accept(CRITICAL)], edit={str(plan): FIXED_LINE})
@@ -768,41 +767,4 @@ def test_lead_never_gets_the_state_key_nor_credentials_in_its_tool_shell(
     ).assert_outcomes(passed=1)
     names = json.loads((lead_dir / "env-0.json").read_text())
     assert STATE_KEY_ENV not in names  # it could sign a forged approval
-    # The codex lead's tool shell: the model asks it to run `env`, and what comes back
-    # (the next request's tool output) holds no credential.
-    plan.write_text(PLAN)
-    review_repo.rules.clear()
-    review_repo.answer(
-        LEAD_RULE,
-        {
-            "function_call": {"name": "exec_command", "arguments": {"cmd": "env"}},
-            "call_id": "lead-env",
-        },
-        {
-            "message": json.dumps(
-                {
-                    "decisions": [
-                        {
-                            "finding": fid(CRITICAL),
-                            "action": "reject",
-                            "reason": "No.",
-                            "changed": "",
-                        }
-                    ]
-                }
-            )
-        },
-    )
-    review_repo.answer(REREVIEW, {"message": approved_review()})
-    review_repo.answer("x.md", {"message": revise_review(CRITICAL)})
-    review_repo.run(NO_CODE, "--advreview-fresh", "--advreview-lead=codex").assert_outcomes(
-        passed=1
-    )
-    outputs = [
-        json.dumps(r.function_call_outputs)
-        for r in review_repo.server.response_requests
-        if r.function_call_outputs
-    ]
-    assert outputs and all("lead-must-not-see-this" not in o for o in outputs)
-    assert all(STATE_KEY_ENV not in o for o in outputs)
-    assert any("PATH=" in o for o in outputs)  # the shell did run `env`
+    assert "PATH" in names  # the rest of the environment is there

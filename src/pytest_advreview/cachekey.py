@@ -91,14 +91,12 @@ NOT_IDENTITY_SETTINGS: Final[Mapping[str, str]] = {
     "github": "a report",
     "strict_exit": "the exit status",
     "shard": "chooses which items this job reviews",
-    "head": "the head's content and the prompt's untrusted-data frame are keyed as content",
-    # The lead changes what is reviewed, never what the reviewer says about it.
-    "lead": "the lead's edits are keyed as content; a verdict next to a finding left for "
-    "the operator is never stored",
-    "lead_command": "the lead's edits are keyed as content",
-    "lead_model": "the lead's edits are keyed as content",
+    "lead": "the lead's edits and decisions reach the reviewer as content and decisions",
+    "lead_command": "the lead's edits and decisions are keyed, not who made them",
+    "lead_model": "the lead's edits and decisions are keyed, not who made them",
     "lead_patch": "a report file",
-    "lead_code": "decides which files the lead may edit, whose content is keyed",
+    "lead_code": "decides whether the lead may edit code; its edits are keyed as content",
+    "head": "the head's content and the prompt's untrusted-data frame are keyed as content",
 }
 
 #: Files under ``CODEX_HOME`` that select the provider or instruct the model.

@@ -100,6 +100,9 @@ class Settings(WireModel):
     plan_scope: PlanScope = "changed"
     decisions: str = DEFAULT_DECISIONS
     allow_untracked: tuple[str, ...] = DEFAULT_ALLOW_UNTRACKED
+    #: Globs of variable names the reviewer's tool shell may see although they look like
+    #: credentials (ini ``advreview_env_allow``).
+    env_allow: tuple[str, ...] = ()
     #: The built-in lead (``none``: one round per run unless a fixer hook applies fixes).
     lead: LeadName = "none"
     lead_command: str | None = None
@@ -107,9 +110,6 @@ class Settings(WireModel):
     lead_patch: str | None = None
     #: The lead may edit the change set's files without worktree isolation.
     lead_code: bool = False
-    #: Globs of variable names the reviewer's tool shell may see although they look like
-    #: credentials (ini ``advreview_env_allow``).
-    env_allow: tuple[str, ...] = ()
     #: GitHub Actions annotations and step summary: auto (on under GITHUB_ACTIONS=true).
     github: GithubMode = "auto"
     #: Exit with EXIT_REVIEW_ERRORS when review items errored and none failed.
@@ -369,6 +369,13 @@ def header_lines(settings: Settings, *, verbose: bool = False) -> list[str]:
         ("json", settings.json_report),
     ):
         add(name, path, None, _show(path or "off"))
+    add("env-allow", settings.env_allow, (), ",".join(_show(g) for g in settings.env_allow))
+    add(
+        "shard",
+        settings.shard,
+        None,
+        f"{settings.shard[0]}/{settings.shard[1]}" if settings.shard else "off",
+    )
     if settings.lead != "none":
         extra.append(f"lead={settings.lead}")
         if settings.lead_command:
@@ -382,13 +389,6 @@ def header_lines(settings: Settings, *, verbose: bool = False) -> list[str]:
                 "--advreview-isolation=worktree or set ini advreview_lead_code = true)"
             )
     add("lead-patch", settings.lead_patch, None, _show(settings.lead_patch or "off"))
-    add("env-allow", settings.env_allow, (), ",".join(_show(g) for g in settings.env_allow))
-    add(
-        "shard",
-        settings.shard,
-        None,
-        f"{settings.shard[0]}/{settings.shard[1]}" if settings.shard else "off",
-    )
     add("github", settings.github, defaults.github)
     add("strict-exit", settings.strict_exit, False, "yes" if settings.strict_exit else "no")
     if verbose:

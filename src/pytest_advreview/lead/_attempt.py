@@ -54,8 +54,7 @@ def run_cli(
     err = work_dir / "lead-stderr.txt"
     prompt_file.write_text(prompt, encoding="utf-8")
     out.unlink(missing_ok=True)
-    # The lead is an agent like the reviewer: the key that signs stored verdicts never
-    # reaches it (a lead talked into forging an approval could not sign it).
+    # Never the state key (a lead that read it could sign forged verdicts).
     merged = reviewer_process_env({**os.environ, **(env or {})})
     try:
         rc = launch(

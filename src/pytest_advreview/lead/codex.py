@@ -11,9 +11,9 @@ import json
 import os
 from typing import TYPE_CHECKING
 
-from ..runner import environment
 from ..runner._process import read_text
 from ..runner.codex import approval_args, stream_usage
+from ..runner.environment import reviewer_process_env, tool_shell_args
 from . import LeadReply, LeadRequest
 from ._attempt import run_cli
 from .contract import LeadError, answer_schema, parse_answer
@@ -51,11 +51,9 @@ class CodexLead:
         ]
         for pair in s.codex_config:
             argv += ["-c", pair]
-        # No credential of the run reaches the lead's tool shell (and through it the
-        # model), exactly as for the reviewer.
-        argv += environment.tool_shell_args(
-            environment.reviewer_process_env(dict(os.environ)), s.env_allow
-        )
+        # The lead's tool shell sees no credential either (after the user's pairs, so
+        # they cannot undo it), exactly as the reviewer's.
+        argv += tool_shell_args(reviewer_process_env(os.environ), s.env_allow)
         argv += [
             "-C",
             str(request.cwd),

@@ -64,10 +64,10 @@ class ReportSettings(WireModel):
     timeout: float
     budget_tokens: int | None = None
     fresh: bool = False
-    #: The built-in lead (``none``, ``codex``, ``claude``, ``command``).
-    lead: str = "none"
     #: ``K/N`` under ``--advreview-shard``: this report covers share K of N only.
     shard: str | None = None
+    #: The built-in lead (``none``, ``codex``, ``claude``, ``command``).
+    lead: str = "none"
 
 
 class ItemReport(WireModel):
@@ -153,8 +153,8 @@ def _report_settings(settings: Settings) -> ReportSettings:
         timeout=settings.timeout,
         budget_tokens=settings.budget_tokens,
         fresh=settings.fresh,
-        lead=settings.lead,
         shard=f"{settings.shard[0]}/{settings.shard[1]}" if settings.shard else None,
+        lead=settings.lead,
     )
 
 
