@@ -60,7 +60,6 @@ __all__ = [
     "ReviewerOutput",
     "analyse",
     "classify_quality",
-    "find_verdict",
     "make_triage",
     "parse_json",
     "parse_markdown",
@@ -287,20 +286,6 @@ def _code_mask(stripped_lines: Sequence[str]) -> list[bool]:
         end = len(stripped_lines) - 1 if last is None else last
         mask[first : end + 1] = [True] * (end + 1 - first)
     return mask
-
-
-def find_verdict(text: str) -> Verdict | None:
-    """The verdict on the last non-empty line, or ``None``.
-
-    The line must read exactly ``VERDICT: APPROVED`` or ``VERDICT: REVISE`` once
-    surrounding whitespace is stripped, and must not sit inside a fenced code block.  A
-    ``VERDICT:`` anywhere else (quoted plan text, a code block, the middle of the review)
-    never counts.
-
-    :param text: the review text.
-    """
-    lines = text.splitlines()
-    return _verdict(lines, _code_mask([line.strip() for line in lines]))
 
 
 def _verdict(lines: Sequence[str], code: Sequence[bool]) -> Verdict | None:
