@@ -14,7 +14,6 @@ from pytest_advreview.models import (
     Finding,
     Location,
     OutputFormat,
-    Review,
     ReviewQuality,
     Severity,
     Verdict,
@@ -26,7 +25,6 @@ from pytest_advreview.parse import (
     ReviewFormatError,
     analyse,
     classify_quality,
-    make_triage,
     parse_json,
     parse_markdown,
     review_schema,
@@ -665,7 +663,7 @@ def medium_findings(count: int) -> str:
 
 
 def test_triage_covers_ten_mediums_and_flags_truncation_with_twelve() -> None:
-    triage = make_triage(parse_markdown(review(medium_findings(12))))
+    triage = analyse(review(medium_findings(12))).triage
     assert triage.status == "ok"
     assert triage.finding_count == 12
     assert triage.max_severity == "medium"
@@ -675,7 +673,7 @@ def test_triage_covers_ten_mediums_and_flags_truncation_with_twelve() -> None:
 
 def test_triage_covers_every_critical_and_high() -> None:
     block = FINDING.replace("high", "critical") + "\n" + FINDING + "\n" + medium_findings(3)
-    triage = make_triage(parse_markdown(review(block)))
+    triage = analyse(review(block)).triage
     assert (triage.covered_critical, triage.covered_high, triage.covered_medium) == (1, 1, 3)
     assert triage.max_severity == "critical"
     assert triage.finding_count == 5
@@ -684,20 +682,14 @@ def test_triage_covers_every_critical_and_high() -> None:
 
 
 def test_triage_without_findings_has_max_severity_none() -> None:
-    triage = make_triage(parse_markdown(review("No actionable findings.\n", "VERDICT: APPROVED")))
+    triage = analyse(review("No actionable findings.\n", "VERDICT: APPROVED")).triage
     assert triage.max_severity == "none"
     assert triage.finding_count == 0
     assert triage.needs_lead_judgment is False
 
 
 def test_triage_needs_lead_judgment_on_drift() -> None:
-    assert make_triage(parse_markdown(review(verdict="done"))).needs_lead_judgment is True
-
-
-def test_make_triage_accepts_a_hand_built_review() -> None:
-    finding = Finding(id="AR-1", severity=Severity.HIGH, title="t", impact="x")
-    triage = make_triage(Review(findings=(finding,), verdict=Verdict.REVISE, raw="x"))
-    assert (triage.covered_high, triage.max_severity) == (1, "high")
+    assert analyse(review(verdict="done")).triage.needs_lead_judgment is True
 
 
 # --------------------------------------------------------------------------------------

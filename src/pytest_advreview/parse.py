@@ -60,7 +60,6 @@ __all__ = [
     "ReviewerOutput",
     "analyse",
     "classify_quality",
-    "make_triage",
     "parse_json",
     "parse_markdown",
     "review_schema",
@@ -1025,19 +1024,6 @@ def _triage(review: Review, *, needs_lead_judgment: bool) -> Triage:
         truncated=medium > MAX_COVERED_MEDIUM,
         needs_lead_judgment=needs_lead_judgment,
     )
-
-
-def make_triage(review: Review) -> Triage:
-    """Cheap triage counts (seed 003 "Triage rules").
-
-    All critical and high findings are covered, and up to :data:`MAX_COVERED_MEDIUM`
-    medium ones; ``truncated`` says more medium findings remain.  Lead judgment is needed
-    when the review drifts from the contract or is not ``valid``.
-
-    :param review: a parsed review.
-    """
-    needs = _drift(review) is not None or classify_quality(review) is not ReviewQuality.VALID
-    return _triage(review, needs_lead_judgment=needs)
 
 
 def analyse(
