@@ -16,6 +16,8 @@ At the end of the run it writes JSON to the file named by ``$ADVREVIEW_BENCH_PRO
     ``io.open``, ``Path.open`` and ``os.open``), in call order.
 ``items``
     node ids of the collected items.
+``process_cpu_s``
+    the CPU seconds of this pytest process (every thread, no child process) at the end.
 ``timeline`` and ``spent``
     where the wall time went: seconds since ``$ADVREVIEW_BENCH_T0`` (the parent's
     ``time.time()`` just before it started pytest) at configure, after collection, when
@@ -154,6 +156,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         return
     data = {
         "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        # CPU of this process, every thread, without its children (Codex, git).
+        "process_cpu_s": round(time.process_time(), 4),
         "items": _items,
         "timeline": _timeline,
         "spent": {k: round(v, 4) for k, v in _spent.items()},

@@ -21,6 +21,7 @@ from conftest import settled, sleeper_running
 from pytest_advreview.doctor import CHECKS, SANDBOX_REMEDY, DoctorReport, _tagged_pids
 from pytest_advreview.runner.codex import CodexCapabilities
 from pytest_advreview.testing import Behaviour
+from test_native_launch import platform_package, wrapper_copy
 
 REQUIRED = [name for name, (_, required) in CHECKS.items() if required]
 
@@ -96,6 +97,26 @@ def test_real_codex_passes_every_required_row(pytester, isolated, codex_executab
     assert report.observed.stale_output_file is True
     assert report.observed.resume_may_start_new_thread is True
     assert report.duration_s < 30
+    # The rows ran against what reviews launch: the binary behind the npm wrapper.
+    assert "/vendor/" in report.row("native-launch").observed
+
+
+@pytest.mark.real_codex
+def test_unresolved_platform_binary_is_a_warning_and_the_wrapper_runs(
+    pytester, isolated, codex_executable, monkeypatch, tmp_path
+):
+    """A layout the resolver does not follow: every row runs through the wrapper."""
+    install = wrapper_copy(codex_executable, tmp_path / "install")
+    elsewhere = tmp_path / "elsewhere" / "node_modules" / "@openai"
+    elsewhere.mkdir(parents=True)
+    platform_dir = platform_package(codex_executable)
+    (elsewhere / platform_dir.name).symlink_to(platform_dir)
+    monkeypatch.setenv("NODE_PATH", str(elsewhere.parent))
+    result, report = doctor(pytester, install)
+    row = report.row("native-launch")
+    assert row.status == "WARN"
+    assert f"reviews launch the npm wrapper {install}" in row.observed
+    assert report.ok, result.stdout.str()
 
 
 @pytest.mark.real_codex

@@ -81,6 +81,8 @@ NOT_IDENTITY_SETTINGS: Final[Mapping[str, str]] = {
     "json_report": "a report file",
     "budget_tokens": "decides whether a review starts, not what it says",
     "fresh": "ignores the stored state altogether",
+    "progress": "only what the terminal shows while reviews run",
+    "jobs": "how many reviews run at once, not what any of them says",
     "diff": "chooses the change set, whose content is keyed",
     "base": "chooses the change set, whose content is keyed",
     "against_plan": "the plan's text and path are keyed as content",

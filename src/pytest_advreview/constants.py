@@ -31,3 +31,6 @@ EXIT_REVIEW_ERRORS = 10
 RUN_DIR_KEY = "advreview_run_dir"
 #: ``workerinput`` key of the run's secret that tags the state entries this run writes.
 RUN_SECRET_KEY = "advreview_run_secret"
+
+#: The reviewer backends this package provides (``runner/factory.py``).
+BUILTIN_REVIEWERS = frozenset({"codex", "command"})

@@ -14,6 +14,7 @@ import copy
 import json
 import os
 import tempfile
+import threading
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -46,15 +47,19 @@ class TokenLedger:
         self.directory = directory
         self._mine = directory / f"tokens-{os.getpid()}.json"
         self._spent = 0
+        # Reviews side by side (--advreview-jobs) add from several threads: an older
+        # total must never replace a newer one.
+        self._lock = threading.Lock()
 
     def add(self, tokens: int) -> None:
         """Record ``tokens`` used by this process."""
-        self._spent += tokens
-        self.directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tokens-")
-        with os.fdopen(fd, "w") as fh:
-            json.dump({"tokens": self._spent}, fh)
-        os.replace(tmp, self._mine)
+        with self._lock:
+            self._spent += tokens
+            self.directory.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tokens-")
+            with os.fdopen(fd, "w") as fh:
+                json.dump({"tokens": self._spent}, fh)
+            os.replace(tmp, self._mine)
 
     def total(self) -> int:
         """Tokens used so far by every process of the run."""

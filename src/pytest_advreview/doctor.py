@@ -47,7 +47,7 @@ from .constants import PINNED_CODEX_VERSION
 from .models import WireModel
 from .parse import review_schema
 from .prompts import with_marker
-from .runner import environment
+from .runner import environment, native
 from .runner._process import launch
 from .runner.codex import _STDERR_FAILURE, CodexCapabilities, approval_args
 from .testing.fixtures import offline_env
@@ -86,6 +86,10 @@ PLANTED_PROFILE_ENV = "ADVREVIEW_DOCTOR_PROFILE_SECRET"
 #: because the runner's default assumption is the safe one.
 CHECKS: Mapping[str, tuple[str, bool]] = {
     "version": ("`codex --version` runs and names the version", True),
+    "native-launch": (
+        "what reviews launch: the npm wrapper's native binary behaves like the wrapper",
+        True,
+    ),
     "exec-json": ("`exec --json`: the first event is thread.started with a UUID", True),
     "output-file": ("-o holds exactly the last agent message", True),
     "stderr": ("stderr is empty or noise-only on success", True),
@@ -361,6 +365,9 @@ class _Doctor:
         self.defaults = CodexCapabilities()
         self.executable: str | None = None
         self.version: str | None = None
+        #: The native binary every launch starts instead of the npm wrapper, as the
+        #: runner does (``None``: the executable is launched as given).
+        self.native: native.NativeCodex | None = None
 
     # -- orchestration -------------------------------------------------------------------
 
@@ -411,6 +418,7 @@ class _Doctor:
             return
         groups: list[Callable[[], None]] = [
             self._check_exec_and_resume,
+            self._check_native_launch,
             self._check_http_error,
             self._check_timeout,
             self._check_bad_uuid,
@@ -588,8 +596,12 @@ class _Doctor:
         *,
         timeout: float = LAUNCH_TIMEOUT_S,
         env: Mapping[str, str] | None = None,
+        as_given: bool = False,
     ) -> _Launch:
         """Run one Codex process with a wall-clock timeout; kill its group when over.
+
+        Codex is started the way the runner starts it: the native binary in place of the
+        npm wrapper when it resolves, unless ``as_given``.
 
         :raises _Skip: the doctor's time budget is spent (no launch was started).
         """
@@ -605,6 +617,9 @@ class _Doctor:
         )
         stdin_path.write_text(prompt, encoding="utf-8")
         env = dict(self.env if env is None else env, **{RUN_TAG_ENV: f"{self.token}:{name}"})
+        if self.native is not None and not as_given:
+            argv = [self.native.binary, *argv[1:]]
+            env = self.native.environment(env)
         start = time.monotonic()
         left: tuple[int, ...] = ()
         rc = launch(
@@ -669,7 +684,7 @@ class _Doctor:
             return False
         try:
             # Through _launch like every other call: timeout, group kill, run tag.
-            launch = self._launch("version", [self.executable, "--version"], "")
+            launch = self._launch("version", [self.executable, "--version"], "", as_given=True)
         except (OSError, _Skip) as exc:
             self._add("version", "FAIL", f"`{self.codex} --version` failed: {_clip(str(exc))}")
             return False
@@ -684,6 +699,7 @@ class _Doctor:
             )
             return False
         self.version = match.group(1)
+        self.native = native.resolve(self.codex, self.env)
         if self.version == PINNED_CODEX_VERSION:
             self._add("version", "PASS", printed)
         else:
@@ -694,6 +710,75 @@ class _Doctor:
                 "the rows below decide whether it still works)",
             )
         return True
+
+    def _check_native_launch(self) -> None:
+        """Which program reviews start, and that the native binary acts as the wrapper.
+
+        Both print the same version, and both hand a command the same ``CODEX_MANAGED_*``
+        variables (``codex sandbox -- env``, read-only: it writes nothing).
+        """
+        assert self.executable is not None
+        if self.native is None:
+            script = Path(self.executable).resolve()
+            if script.name == "codex.js":
+                self._add(
+                    "native-launch",
+                    "WARN",
+                    f"reviews launch the npm wrapper {self.executable}: its platform binary "
+                    "could not be resolved (each launch pays for Node's start)",
+                    remedy="Point --advreview-codex at the native binary "
+                    "(node_modules/@openai/codex-<platform>/vendor/<target>/bin/codex).",
+                )
+            else:
+                self._add("native-launch", "PASS", f"reviews launch {script} as given")
+            return
+        probe = ["sandbox", "-c", "sandbox_mode=read-only", "--", "env"]
+        try:
+            seen = {
+                kind: (
+                    self._launch(
+                        f"{kind}-version", [self.executable, "--version"], "", as_given=as_given
+                    ),
+                    self._launch(f"{kind}-env", [self.executable, *probe], "", as_given=as_given),
+                )
+                for kind, as_given in (("wrapper", True), ("native", False))
+            }
+        except _Skip as skip:
+            self._add("native-launch", "FAIL", f"not run: {skip}")
+            return
+
+        def managed(text: str) -> dict[str, str]:
+            pairs = (line.split("=", 1) for line in text.splitlines() if "=" in line)
+            return {k: v for k, v in pairs if k.startswith("CODEX_MANAGED")}
+
+        (w_version, w_env), (n_version, n_env) = seen["wrapper"], seen["native"]
+        differences = []
+        if (w_version.rc, w_version.stdout.strip()) != (n_version.rc, n_version.stdout.strip()):
+            differences.append(
+                f"--version: wrapper {_clip(w_version.stdout.strip())!r}, "
+                f"native {_clip(n_version.stdout.strip())!r}"
+            )
+        if w_env.rc != n_env.rc or managed(w_env.stdout) != managed(n_env.stdout):
+            differences.append(
+                f"environment: wrapper {managed(w_env.stdout)} ({w_env.how()}), "
+                f"native {managed(n_env.stdout)} ({n_env.how()})"
+            )
+        if differences:
+            self._add(
+                "native-launch",
+                "FAIL",
+                f"the native binary {self.native.binary} differs from the wrapper: "
+                + "; ".join(differences),
+                remedy="Report it, and point --advreview-codex at the binary the wrapper "
+                "starts once you have checked it.",
+            )
+            return
+        self._add(
+            "native-launch",
+            "PASS",
+            f"reviews launch {self.native.binary} (the npm wrapper's platform binary): same "
+            f"version and CODEX_MANAGED_* environment as through the wrapper",
+        )
 
     def _git_repo(self) -> None:
         def git(*args: str) -> None:

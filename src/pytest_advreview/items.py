@@ -111,7 +111,7 @@ class ReviewItem(pytest.Item):
     def setup(self) -> None:
         """Run the reviewer loop; "could not run" becomes an error of this phase."""
         reviews = _reviews(self.config)
-        self.review = reviews.new_run(self.spec, self)
+        self.review = reviews.new_run(self)
         try:
             result, outcome = reviews.run_review(self.review)
         except ReviewInputError as exc:

@@ -44,7 +44,7 @@ __all__ = [
 class WireModel(BaseModel):
     """Base of every wire format: immutable, strict about unknown fields."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class Severity(str, Enum):

@@ -26,8 +26,11 @@ __all__ = [
     "CHOICES",
     "DEFAULT_ALLOW_UNTRACKED",
     "DEFAULT_DECISIONS",
+    "DEFAULT_JOBS",
     "DEFAULT_PLANS",
     "MAX_BUDGET_TOKENS",
+    "MAX_JOBS",
+    "MAX_PROGRESS_S",
     "MAX_ROUNDS",
     "MAX_TIMEOUT_S",
     "PREFIX",
@@ -185,6 +188,12 @@ MAX_TIMEOUT_S = 86_400
 MAX_BUDGET_TOKENS = 10**12
 #: Largest allowed ``max_rounds``.
 MAX_ROUNDS = 20
+#: Most reviews at once in one process (``--advreview-jobs``).
+MAX_JOBS = 32
+#: Default of ``--advreview-jobs``; README "Performance" says how it was chosen.
+DEFAULT_JOBS = 1
+#: Longest interval between progress lines in a log: an hour.
+MAX_PROGRESS_S = 3600
 
 
 def _seconds(raw: object) -> object:
@@ -237,6 +246,20 @@ def _budget(raw: object) -> object:
 
 
 _REVIEWER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
+
+
+_progress_int = _int_range(0, MAX_PROGRESS_S)
+
+
+def _progress(raw: object) -> object:
+    if isinstance(raw, str) and raw.strip().lower() == "off":
+        return 0
+    try:
+        return _progress_int(_text(raw).strip().removesuffix("s"))
+    except Invalid:
+        raise Invalid(
+            f"expected a whole number of seconds from 0 to {MAX_PROGRESS_S}, or off"
+        ) from None
 
 
 def _reviewer(raw: object) -> object:
@@ -371,6 +394,17 @@ _BUDGET_DESC = (
     "(default: off)"
 )
 _FRESH_DESC = "Ignore persisted review state and cached verdicts"
+_JOBS_DESC = (
+    f"Reviews run at once in this pytest process, 1 to {MAX_JOBS}: the next selected review "
+    "items start ahead of their turn in threads and report in order (default: "
+    f"{DEFAULT_JOBS})"
+)
+_PROGRESS_DESC = (
+    "Progress of the reviews in flight (node id, round, elapsed time, the reviewer's latest "
+    "activity): on a terminal one block updated in place, in a log (output not a terminal) "
+    f"a line per review every this many seconds, 1 to {MAX_PROGRESS_S}; 0 or off: none. "
+    "Quiet under -q (default: 30)"
+)
 _REVIEWER_DESC = (
     "Reviewer backend: codex (default), command (any CLI that reads the prompt on stdin "
     "and prints the review), or a name a plugin provides"
@@ -469,6 +503,8 @@ SPECS: tuple[Spec, ...] = (
     Spec("github", _GITHUB_DESC, _choice("github"), "MODE"),
     Spec("strict_exit", _STRICT_EXIT_DESC, _bool, cli="flag"),
     Spec("fresh", _FRESH_DESC, _bool, cli="flag", ini=None),
+    Spec("progress", _PROGRESS_DESC, _progress, "SECONDS"),
+    Spec("jobs", _JOBS_DESC, _int_range(1, MAX_JOBS), "N"),
     Spec("shard", _SHARD_DESC, _shard, "K/N", ini=None),
     Spec("diff", _DIFF_DESC, _choice("diff"), "MODE"),
     Spec("base", _BASE_DESC, _non_empty("a branch, tag or commit"), "REF"),

@@ -39,9 +39,10 @@ from .models import (
     WireModel,
 )
 from .outcome import Outcome, OutcomeKind, decide
-from .runner import DispatchRequest, DispatchResult, Reviewer
+from .runner import STREAM_FILE, DispatchRequest, DispatchResult, Reviewer
 
 if TYPE_CHECKING:
+    from .progress import Progress
     from .settings import Settings
     from .state import StateStore
 
@@ -147,13 +148,16 @@ class SharedLookups:
 class _WatchedReviewer:
     """Wraps the backend to remember what the reviewer itself reported writing."""
 
-    def __init__(self, inner: Reviewer) -> None:
+    def __init__(
+        self, inner: Reviewer, on_dispatch: Callable[[DispatchRequest], None] | None = None
+    ) -> None:
         self.inner = inner
         self.name = inner.name
         self.supports_resume = inner.supports_resume
         self.last: DispatchResult | None = None
         #: Dispatches started so far (a round may take several: a retry, a fallback).
         self.dispatches = 0
+        self._on_dispatch = on_dispatch
 
     def can_resume(self, session_id: str) -> bool:
         return self.inner.can_resume(session_id)
@@ -161,6 +165,8 @@ class _WatchedReviewer:
     def dispatch(self, request: DispatchRequest) -> DispatchResult:
         self.last = None
         self.dispatches += 1
+        if self._on_dispatch is not None:
+            self._on_dispatch(request)
         self.last = self.inner.dispatch(request)
         return self.last
 
@@ -236,15 +242,20 @@ class ReviewRun:
         in_git: bool = True,
         shared: SharedLookups | None = None,
         store: StateStore | None = None,
+        progress: Progress | None = None,
     ) -> None:
-        """:param store: the stored review state, watched while the reviewer runs."""
+        """:param store: the stored review state, watched while the reviewer runs.
+
+        :param progress: the run's progress display, told of each launch (items only).
+        """
         self.config = config
+        self.progress = progress
         #: Outside git only the review inputs can be watched (no ``git status``).
         self.in_git = in_git
         self.settings = settings
         self.spec = spec
         self.repo_root = repo_root
-        self.reviewer = _WatchedReviewer(reviewer)
+        self.reviewer = _WatchedReviewer(reviewer, self._dispatching if progress else None)
         self.item = item
         self.review_id = new_review_id()
         self._work_dir: Path | None = None
@@ -343,6 +354,13 @@ class ReviewRun:
         self.lead_applied = turn.applied
         self.needs_operator.extend(f for f in turn.needs_operator if f not in self.needs_operator)
         return turn.decisions
+
+    def _dispatching(self, request: DispatchRequest) -> None:
+        """Tell the progress display which round is launched and where its events go."""
+        if self.progress is None or self.item is None:
+            return
+        last = self.counted[0] if self.counted else (self.history[-1].number if self.history else 0)
+        self.progress.dispatch(self.item.nodeid, last + 1, request.work_dir / STREAM_FILE)
 
     # -- inputs ------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from .head import HeadCheckout
     from .loop import LoopResult
     from .outcome import Outcome
-    from .review import ReviewRun, TargetSpec
+    from .review import ReviewRun
 
 __all__ = ["RUN_STASH", "Reviews", "RunStash", "from_workerinput", "get"]
 
@@ -40,8 +40,9 @@ class Reviews(Protocol):
     def stored_severity(self, key: str) -> str | None:
         """The max severity of ``key``'s last stored review, when it asked for revision."""
 
-    def new_run(self, spec: TargetSpec, item: pytest.Item) -> ReviewRun:
-        """A review of ``spec`` for ``item`` with the run's settings and reviewer."""
+    def new_run(self, item: pytest.Item) -> ReviewRun:
+        """The review of ``item`` with the run's settings and reviewer (under
+        ``--advreview-jobs`` the one started ahead of it)."""
 
     def run_review(self, run: ReviewRun) -> tuple[LoopResult, Outcome]:
         """Run one review with its stored state, decisions and the run's token budget."""

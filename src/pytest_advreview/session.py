@@ -18,13 +18,15 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from . import head, runstash, targets
-from .constants import CODE_ITEM_NAME, RECORD_ATTR
+from .constants import BUILTIN_REVIEWERS, CODE_ITEM_NAME, RECORD_ATTR
 from .coordinator import Coordinator
 from .items import PlanFile, ReviewItem, ReviewRepr
 from .loop import LoopResult
 from .models import ChangeSet, ChangeSetInfo
 from .options import DEFAULT_DECISIONS
 from .outcome import Outcome
+from .parallel import ReviewPool
+from .progress import Progress, progress_plugin
 from .report.collect import ResultsCollector
 from .report.terminal import write_summary
 from .review import ReviewRun, SharedLookups, TargetSpec
@@ -97,6 +99,10 @@ class ReviewSession:
             decisions = os.fspath(self.plan_root / DEFAULT_DECISIONS)
             self.settings = settings = settings.model_copy(update={"decisions": decisions})
         self.coordinator = Coordinator(config, settings, self.run_dir, run_secret=self.run_secret)
+        #: What the reviews in flight are doing, on the terminal (None: not shown).
+        self.progress: Progress | None = None
+        #: Reviews started ahead of their items (``--advreview-jobs`` above 1).
+        self.pool: ReviewPool | None = None
         self.stash = runstash.RunStash(
             run_dir=self.run_dir,
             run_secret=self.run_secret,
@@ -113,12 +119,33 @@ class ReviewSession:
         (At session start every initial conftest and plugin has registered its
         ``pytest_advreview_make_reviewer``.)
         """
+        if self.config.option.collectonly:
+            if self.settings.reviewer not in BUILTIN_REVIEWERS:
+                self.reviewer()
+            # Nothing is reviewed, and a built-in name always finds its backend: building
+            # it (importing the runner) would only slow collection down.
+            return
         reviewer = self.reviewer()
+        if self.settings.jobs > 1:
+            cancel = getattr(reviewer, "cancel", None)
+            self.pool = ReviewPool(
+                self.settings.jobs,
+                is_review=lambda item: isinstance(item, ReviewItem),
+                new_run=self._make_run,
+                review=self._review_now,
+                cancel=cancel if callable(cancel) else None,
+            )
+            self.config.pluginmanager.register(self.pool, "advreview-pool")
+        # At session start: pytest's terminal reporter is configured by now.
+        display = progress_plugin(self.config, self.settings.progress)
+        if display is not None:
+            self.config.pluginmanager.register(display, "advreview-progress")
+            self.progress = display.progress
         # The Codex backend probes its sandbox before the first review (one Codex start);
         # begun now, that overlaps collection. Under xdist the controller's probe answers
         # the workers too (they share it through the run directory).
         warm_up = getattr(reviewer, "warm_up", None)
-        if callable(warm_up) and not self.config.option.collectonly:
+        if callable(warm_up):
             warm_up(self.run_dir / f"preflight-{os.getpid()}")
             close = getattr(reviewer, "close", None)
             if callable(close):
@@ -374,7 +401,9 @@ class ReviewSession:
         if self.only and collection_path.suffix != ".md" and not collection_path.is_dir():
             return True
         text = os.fspath(collection_path)
-        if not os.path.islink(text):  # one lstat; almost every path stops here
+        if text in self._walked:
+            return None  # a selected plan file: no folder, so no loop (and no lstat)
+        if not os.path.islink(text):  # one lstat; almost every other path stops here
             return None
         real = os.path.realpath(text)
         parent = os.path.realpath(os.path.dirname(text))
@@ -563,23 +592,49 @@ class ReviewSession:
             self._reviewer = made
         return self._reviewer
 
-    def new_run(self, spec: TargetSpec, item: pytest.Item) -> ReviewRun:
-        """A :class:`ReviewRun` of ``spec`` for ``item``."""
+    def new_run(self, item: pytest.Item) -> ReviewRun:
+        """A :class:`ReviewRun` for ``item``: the one started ahead of it, if any."""
+        if self.pool is not None:
+            ahead = self.pool.take(item)
+            if ahead is not None:
+                return ahead
+        return self._make_run(item)
+
+    def _make_run(self, item: pytest.Item) -> ReviewRun:
+        assert isinstance(item, ReviewItem)
         return ReviewRun(
             self.config,
             self.settings,
-            spec,
+            item.spec,
             repo_root=self.repo_root,
             reviewer=self.reviewer(),
             item=item,
             in_git=self.repo is not None,
             shared=self._shared,
             store=self.coordinator.store,
+            progress=self.progress,
         )
 
     def run_review(self, run: ReviewRun) -> tuple[LoopResult, Outcome]:
-        """Run one review with its stored state, decisions and the run's token budget."""
-        return self.coordinator.review(run)
+        """Run one review with its stored state, decisions and the run's token budget.
+
+        A review started ahead (``--advreview-jobs``) is waited for instead.
+        """
+        if self.pool is not None:
+            done = self.pool.result(run)
+            if done is not None:
+                return done
+        return self._review_now(run)
+
+    def _review_now(self, run: ReviewRun) -> tuple[LoopResult, Outcome]:
+        key = run.item.nodeid if run.item is not None else None
+        if self.progress is None or key is None:
+            return self.coordinator.review(run)
+        self.progress.begin(key)
+        try:
+            return self.coordinator.review(run)
+        finally:
+            self.progress.end(key)
 
     # -- reporting ---------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from .options import (
     CHOICES,
     DEFAULT_ALLOW_UNTRACKED,
     DEFAULT_DECISIONS,
+    DEFAULT_JOBS,
     DEFAULT_PLANS,
     PREFIX,
     SPECS,
@@ -91,6 +92,10 @@ class Settings(WireModel):
     json_report: str | None = None
     budget_tokens: int | None = None
     fresh: bool = False
+    #: Seconds between progress lines in a log; 0: no progress display.
+    progress: int = 30
+    #: Reviews run at once in one process (``--advreview-jobs``).
+    jobs: int = DEFAULT_JOBS
     diff: DiffMode = "auto"
     base: str | None = None
     against_plan: str | None = None
@@ -363,6 +368,13 @@ def header_lines(settings: Settings, *, verbose: bool = False) -> list[str]:
     add("plan-scope", settings.plan_scope, defaults.plan_scope)
     add("budget-tokens", settings.budget_tokens, None, str(settings.budget_tokens or "off"))
     add("fresh", settings.fresh, False, "yes" if settings.fresh else "no")
+    add("jobs", settings.jobs, defaults.jobs)
+    add(
+        "progress",
+        settings.progress,
+        defaults.progress,
+        f"{settings.progress}s" if settings.progress else "off",
+    )
     for name, path in (
         ("report", settings.report),
         ("sarif", settings.sarif),

@@ -304,8 +304,10 @@ class StateStore:
         directory = self._directory()
         if directory is None:
             return None, None
-        name = _entry_name(key)
         listing = self._listing(directory)
+        if listing is not None and not listing:
+            return None, None  # an empty store (a first run): no name to hash per target
+        name = _entry_name(key)
         if listing is not None and name not in listing:
             return None, None
         path = directory / name

@@ -22,7 +22,11 @@ from ..models import (
     WireModel,
 )
 
-__all__ = ["DispatchRequest", "DispatchResult", "Reviewer"]
+__all__ = ["STREAM_FILE", "DispatchRequest", "DispatchResult", "Reviewer"]
+
+#: The file in a request's ``work_dir`` that a backend streams its events to while it
+#: runs (Codex's ``--json`` JSONL); the progress display reads it as it grows.
+STREAM_FILE = "stdout.jsonl"
 
 
 class DispatchRequest(WireModel):

@@ -35,6 +35,7 @@ from ..constants import MAX_ERROR_CHARS
 from ..models import (
     Operation,
     OutputFormat,
+    Review,
     ReviewQuality,
     RunnerResult,
     RunnerStatus,
@@ -44,7 +45,7 @@ from ..models import (
     WireModel,
 )
 from ..prompts import with_marker
-from . import DispatchRequest, DispatchResult, environment
+from . import STREAM_FILE, DispatchRequest, DispatchResult, environment, native
 from ._process import clip, launch, read_text, tail
 
 __all__ = [
@@ -61,6 +62,7 @@ Approvals = Literal["auto_review", "user", "never"]
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _ROLLOUT_ID = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$")
 _STDERR_FAILURE = re.compile(r"^Error:|Failed to write", re.MULTILINE)
+_ERROR_LINE = re.compile(r"^Error: .*$", re.MULTILINE)
 
 
 class CodexCapabilities(WireModel):
@@ -119,6 +121,9 @@ class CodexOptions(WireModel):
     #: Globs of variable names the reviewer's tool shell may see although they look like
     #: credentials (ini ``advreview_env_allow``; see :mod:`.environment`).
     env_allow: tuple[str, ...] = ()
+    #: Start the native binary behind the npm wrapper directly (:mod:`.native`); off:
+    #: always launch ``executable`` itself.
+    native_launch: bool = True
     #: A file that shares the sandbox preflight's answer between the processes of one
     #: run (the xdist workers): the first one probes, the others read its answer.
     #: ``None``: every reviewer probes for itself.
@@ -153,6 +158,8 @@ class _Attempt(WireModel):
     verdict: Verdict | None = None
     session_id: str | None = None
     review_text: str | None = None
+    #: ``review_text`` parsed (once: the drift check and the result both need it).
+    review: Review | None = None
     quality: ReviewQuality = ReviewQuality.UNKNOWN
     triage: Triage = Field(default_factory=Triage)
     thread_usage: TokenUsage | None = None
@@ -184,6 +191,8 @@ class CodexReviewer:
         self._preflight_lock = threading.Lock()
         self._warm_up: threading.Thread | None = None
         self._cancel = threading.Event()
+        self._native: native.NativeCodex | Literal[False] | None = False  # False = not yet
+        self._native_lock = threading.Lock()
 
     # -- public ------------------------------------------------------------------------
 
@@ -192,6 +201,30 @@ class CodexReviewer:
         """``$CODEX_HOME`` as the Codex process sees it (``~/.codex`` when unset)."""
         home = self.options.env.get("CODEX_HOME") or os.environ.get("CODEX_HOME")
         return Path(home) if home else Path.home() / ".codex"
+
+    @property
+    def native(self) -> native.NativeCodex | None:
+        """The native binary launched in place of the npm wrapper; ``None``: as given."""
+        with self._native_lock:
+            if self._native is False:
+                found = None
+                if self.options.native_launch:
+                    found = native.resolve(self.options.executable, self._env())
+                self._native = found
+            return self._native
+
+    def launch_command(self, argv: list[str]) -> tuple[list[str], dict[str, str]]:
+        """``argv`` (built for ``executable``) and the environment, as they are launched.
+
+        The tool shell's variables (``include_only``) are chosen from the environment
+        *before* the wrapper's additions, so the reviewer's tools see the same names
+        whichever of the two is started.
+        """
+        env = self._env()
+        target = self.native
+        if target is None:
+            return argv, env
+        return [target.binary, *argv[1:]], target.environment(env)
 
     def can_resume(self, session_id: str) -> bool:
         """True when the thread's rollout is on this machine (resume would find it)."""
@@ -255,6 +288,15 @@ class CodexReviewer:
         with contextlib.suppress(Exception):  # the dispatch probes again and reports it
             self.sandbox_preflight(scratch)
 
+    def cancel(self) -> None:
+        """Stop every launch of this reviewer now and start no other (pytest is stopping).
+
+        A launch waiting on Codex kills its process group; an attempt that was cancelled
+        is not retried.  Reviews running side by side (``--advreview-jobs``) are stopped
+        this way after ``-x``/``--maxfail`` or Ctrl-C.
+        """
+        self._cancel.set()
+
     def close(self) -> None:
         """Stop a background preflight that is still running (its process group too)."""
         if self._warm_up is not None:
@@ -317,6 +359,7 @@ class CodexReviewer:
             "true",
         ]
         files = [scratch / f"preflight.{name}" for name in ("stdin", "stdout", "stderr")]
+        argv, env = self.launch_command(argv)
         try:
             files[0].write_bytes(b"")
             rc = launch(
@@ -325,7 +368,7 @@ class CodexReviewer:
                 stdin_file=files[0],
                 stdout_file=files[1],
                 stderr_file=files[2],
-                env=self._env(),
+                env=env,
                 timeout=min(60.0, self.options.timeout),
                 cancel=self._cancel,
             )
@@ -397,7 +440,7 @@ class CodexReviewer:
         kind = "resume-prompt" if request.operation is Operation.RESUME else "prompt"
         prompt_file = work / f"{kind}.md"
         output_file = work / "review.md"
-        stdout_file = work / "stdout.jsonl"
+        stdout_file = work / STREAM_FILE
         stderr_file = work / "stderr.txt"
         marker_body = with_marker(request.prompt_body, request.review_id, attempt_id)
         try:
@@ -417,8 +460,9 @@ class CodexReviewer:
                 errors=f"cannot write review files in {work}: {exc}",
             )
         anchor = prompt_file.stat().st_mtime
-        argv = self.argv(request, output_file, schema_file)
-
+        argv, env = self.launch_command(self.argv(request, output_file, schema_file))
+        if self._cancel.is_set():
+            return _cancelled(attempt_id)
         try:
             rc = launch(
                 argv,
@@ -426,8 +470,9 @@ class CodexReviewer:
                 stdin_file=prompt_file,
                 stdout_file=stdout_file,
                 stderr_file=stderr_file,
-                env=self._env(),
+                env=env,
                 timeout=self.options.timeout,
+                cancel=self._cancel,
             )
         except FileNotFoundError:
             return _Attempt(
@@ -445,6 +490,8 @@ class CodexReviewer:
                 errors=f"cannot start Codex: {exc}",
             )
 
+        if rc is None and self._cancel.is_set():
+            return _cancelled(attempt_id)
         stream = _read_stream(stdout_file)
         stderr = read_text(stderr_file)
         base = _Attempt(attempt_id=attempt_id, thread_usage=stream.usage, writes=stream.writes)
@@ -463,7 +510,7 @@ class CodexReviewer:
                 "the process group was killed",
             )
         if rc != 0:
-            detail = stream.turn_failed or tail(stderr) or "no output on stderr"
+            detail = stream.turn_failed or _error_line(stderr) or "no output on stderr"
             return fail(RunnerStatus.LAUNCH_FAILURE, f"codex exited {rc}: {detail}")
         # R4.2 stderr: only these lines mean failure; other stderr is noise (warnings).
         if stderr is None:
@@ -496,6 +543,7 @@ class CodexReviewer:
                 session_id=session_id,
                 user_warning=warning,
                 review_text=text,
+                review=analysis.review,
                 quality=analysis.quality,
                 triage=analysis.triage,
             )
@@ -607,11 +655,7 @@ class CodexReviewer:
             review_quality=attempt.quality if success else ReviewQuality.UNKNOWN,
             triage=attempt.triage if success else Triage(status="skipped"),
         )
-        review = None
-        if success and attempt.review_text is not None:
-            review = parse.analyse(
-                attempt.review_text, request.output_format, request.fail_on
-            ).review
+        review = attempt.review if success and attempt.review_text is not None else None
         thread_usage = attempt.thread_usage or request.prior_usage
         if request.operation is Operation.RESUME:
             usage = thread_usage.minus(request.prior_usage)
@@ -630,6 +674,17 @@ class CodexReviewer:
 
 
 # -- helpers ---------------------------------------------------------------------------
+
+
+def _cancelled(attempt_id: str) -> _Attempt:
+    """An attempt stopped because pytest is stopping: an error, never retried."""
+    return _Attempt(
+        attempt_id=attempt_id,
+        status=RunnerStatus.INFRA_ERROR,
+        terminal=True,
+        errors="the review was stopped because pytest is stopping (-x, --maxfail or "
+        "Ctrl-C); its process group was killed",
+    )
 
 
 def _file_contains(path: Path, needle: str) -> bool:
@@ -697,6 +752,16 @@ def _read_stream(path: Path) -> _Stream:
 def stream_usage(path: Path) -> TokenUsage | None:
     """The usage of the last completed turn in a ``codex exec --json`` stream file."""
     return _read_stream(path).usage
+
+
+def _error_line(stderr: str | None) -> str:
+    """The last ``Error: …`` line of ``stderr``, else its end.
+
+    Both the native binary and the npm wrapper (Node) print the message on an ``Error:``
+    line followed by a stack trace; the end of stderr would show only the trace.
+    """
+    found = _ERROR_LINE.findall(stderr or "")
+    return found[-1].strip() if found else tail(stderr)
 
 
 def _usage(raw: object) -> TokenUsage | None:

@@ -10,12 +10,11 @@ import pytest
 
 from .. import runstash
 from ..head import HEAD_CODEX_CONFIG
-from .codex import CodexOptions, CodexReviewer
-from .command import CommandReviewer
 
 if TYPE_CHECKING:
     from ..settings import Settings
     from . import Reviewer
+    from .codex import CodexOptions
 
 __all__ = ["BuiltinReviewers", "codex_options"]
 
@@ -26,6 +25,8 @@ def codex_options(settings: Settings, run_dir: Path | None = None) -> CodexOptio
     :param run_dir: the run's directory (shared with the xdist workers); the sandbox
         preflight's answer is shared there, one file per Codex executable.
     """
+    from .codex import CodexOptions
+
     preflight_file = None
     if run_dir is not None:
         name = hashlib.sha256(settings.codex.encode("utf-8", "surrogateescape")).hexdigest()
@@ -58,10 +59,18 @@ class BuiltinReviewers:
 
     @pytest.hookimpl(trylast=True)
     def pytest_advreview_make_reviewer(self, config: pytest.Config, name: str) -> Reviewer | None:
-        """Build the named built-in backend; ``None`` for names a plugin must provide."""
+        """Build the named built-in backend; ``None`` for names a plugin must provide.
+
+        The backends' modules are imported here, when a reviewer is built: a run that only
+        collects (``--collect-only``) never needs them.
+        """
         if name == "codex":
+            from .codex import CodexReviewer
+
             return CodexReviewer(codex_options(self.settings, _run_dir(config)))
         if name == "command":
+            from .command import CommandReviewer
+
             assert self.settings.command, "settings validation requires a command"
             return CommandReviewer(self.settings.command, timeout=self.settings.timeout)
         return None

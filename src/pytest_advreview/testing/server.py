@@ -174,6 +174,9 @@ class LoggedRequest:
     rule: int | None = None
     #: Index of the step within the rule's steps (after clamping to the last one).
     step: int = 0
+    #: How many other Responses requests were being answered (waiting out a latency or a
+    #: hang, or streaming) when this one arrived: above 0, two reviews overlapped in time.
+    answering: int = 0
 
     @property
     def thread_id(self) -> str | None:
@@ -323,6 +326,8 @@ class ScriptedServer:
         #: Seconds to wait before every answer; may be changed at any time.
         self.latency = latency
         self._lock = threading.Lock()
+        #: Responses requests being answered right now (see LoggedRequest.answering).
+        self._answering = 0
         self._stop_event = threading.Event()
         self._script: dict[str, Any] = {"rules": []}
         self._counters: dict[tuple[int | None, str | None], int] = {}
@@ -478,8 +483,11 @@ class ScriptedServer:
         step_index = 0
         step: dict[str, Any] = {}
         with self._lock:
+            answering = 0
             if choose:
                 rule_index, step_index, step = self._choose(probe, raw)
+                answering = self._answering
+                self._answering += 1
             logged = LoggedRequest(
                 index=len(self._requests),
                 method=handler.command,
@@ -489,6 +497,7 @@ class ScriptedServer:
                 raw_size=len(raw),
                 rule=rule_index,
                 step=step_index,
+                answering=answering,
             )
             self._requests.append(logged)
         if self.log_dir is not None:
@@ -553,10 +562,14 @@ class ScriptedServer:
                 _send_json(handler, 404, {})
                 return
             _, step = self._log(handler, raw, choose=True)
-            wait = float(step.get("latency", 0.0)) + float(self.latency)
-            if wait > 0 and self._stop_event.wait(wait):
-                return
-            self._answer(handler, step, len(raw))
+            try:
+                wait = float(step.get("latency", 0.0)) + float(self.latency)
+                if wait > 0 and self._stop_event.wait(wait):
+                    return
+                self._answer(handler, step, len(raw))
+            finally:
+                with self._lock:
+                    self._answering -= 1
         except (BrokenPipeError, ConnectionResetError):
             # codex gave up (killed by a timeout test, or its own idle timeout): expected.
             self._note_error()

@@ -1,0 +1,160 @@
+"""``--advreview-jobs=N``: reviews side by side in one pytest process, reported in order.
+
+A review waits minutes on a model; xdist workers cost a Python start each and split the
+run.  Here, when pytest is about to run an item, the reviews of the next selected review
+items (up to N, this one included) are started in a thread pool; each item's setup then
+waits for its own review instead of running it.  Everything pytest sees happens as in a
+sequential run, on the main thread and in order: setup, call and teardown, the reports,
+the workspace comparison of teardown.  Only the reviewer loop (stored state, launches,
+rounds) runs in a worker thread, so its hooks (``pytest_advreview_modify_prompt``,
+``pytest_advreview_fix``, ``pytest_advreview_round_done``) may be called off the main
+thread.
+
+* Only items pytest will run are started: ``-k``, ``-m``, ``--lf``, ``--advreview-shard``
+  and any other deselection happen before the run loop, and the pool walks
+  ``session.items``.
+* At most N reviews are in flight: the N-th next is started when an earlier one's item
+  has taken its result.
+* The token budget is checked when a review starts (in its thread), so it is overshot
+  by at most the reviews already in flight.
+* When pytest stops (``-x``, ``--maxfail``, Ctrl-C, an internal error) no further review
+  starts, queued ones are dropped, and the reviewer's running launches are cancelled:
+  their process groups are killed before pytest returns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Generator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from .loop import LoopResult
+    from .outcome import Outcome
+    from .review import ReviewRun
+
+__all__ = ["ReviewPool"]
+
+Result = tuple["LoopResult", "Outcome"]
+
+
+class ReviewPool:
+    """Starts the reviews of upcoming items in threads; hands each item its own.
+
+    :param jobs: most reviews in flight at once.
+    :param is_review: whether an item is a review item (started ahead).
+    :param new_run: makes an item's :class:`~.review.ReviewRun` (on the main thread).
+    :param review: runs one review to its result (in a worker thread).
+    :param cancel: stops the reviewer's launches now (``None``: the backend cannot).
+    """
+
+    def __init__(
+        self,
+        jobs: int,
+        *,
+        is_review: Callable[[pytest.Item], bool],
+        new_run: Callable[[pytest.Item], ReviewRun],
+        review: Callable[[ReviewRun], Result],
+        cancel: Callable[[], None] | None,
+    ) -> None:
+        self.jobs = jobs
+        self._is_review = is_review
+        self._new_run = new_run
+        self._review = review
+        self._cancel = cancel
+        self._executor = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="advreview")
+        self._items: Sequence[pytest.Item] = ()
+        self._position: dict[int, int] = {}
+        #: Started reviews whose item has not taken them yet, by item (id).
+        self._ahead: dict[int, tuple[ReviewRun, Future[Result]]] = {}
+        #: Reviews an item has taken, by run (id): its setup waits for them.
+        self._taken: dict[int, Future[Result]] = {}
+        self._started: set[int] = set()
+        self._orphans: list[Future[Result]] = []
+        self._stopping = False
+
+    # -- pytest ------------------------------------------------------------------------
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
+        """Know the selected items; whatever ends the loop, stop every review in flight."""
+        self._items = list(session.items)
+        self._position = {id(item): n for n, item in enumerate(self._items)}
+        try:
+            return (yield)
+        finally:
+            self.stop()
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> None:
+        """Before an item runs: start the reviews of it and the next ones, up to N."""
+        position = self._position.get(id(item))
+        if position is None or self._stopping:
+            return
+        session = item.session
+        for upcoming in self._items[position:]:
+            if len(self._ahead) >= self.jobs or session.shouldstop or session.shouldfail:
+                break
+            key = id(upcoming)
+            if key in self._started or not self._is_review(upcoming):
+                continue
+            self._started.add(key)
+            run = self._new_run(upcoming)
+            self._ahead[key] = (run, self._executor.submit(self._review, run))
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_teardown(self, item: pytest.Item) -> None:
+        """An item that never took its review (skipped before its setup): drop it."""
+        ahead = self._ahead.pop(id(item), None)
+        if ahead is not None:
+            ahead[1].cancel()  # still queued: never starts; running: stop() waits for it
+            self._orphans.append(ahead[1])
+
+    # -- the items' side -----------------------------------------------------------------
+
+    def take(self, item: pytest.Item) -> ReviewRun | None:
+        """The run started ahead for ``item`` (its setup then calls :meth:`result`)."""
+        ahead = self._ahead.pop(id(item), None)
+        if ahead is None:
+            return None
+        run, future = ahead
+        self._taken[id(run)] = future
+        return run
+
+    def result(self, run: ReviewRun) -> Result | None:
+        """Wait for ``run``'s review; ``None`` when it was not started ahead.
+
+        Its exception, if any, is raised here, on the main thread, in the item's setup.
+        """
+        future = self._taken.pop(id(run), None)
+        if future is None:
+            return None
+        return future.result()
+
+    def stop(self) -> None:
+        """Start nothing more, drop queued reviews, cancel the running ones, wait."""
+        self._stopping = True
+        pending = [future for _run, future in self._ahead.values()]
+        pending += self._taken.values()
+        pending += self._orphans
+        for future in pending:
+            future.cancel()
+        if any(not future.done() for future in pending) and self._cancel is not None:
+            self._cancel()
+        # Waiting is short: a cancelled launch kills its process group at once.  A second
+        # Ctrl-C while waiting must not leave the threads' Codex processes behind.
+        while True:
+            try:
+                self._executor.shutdown(wait=True)
+                break
+            except KeyboardInterrupt:
+                continue
+        for future in pending:
+            if future.done() and not future.cancelled():
+                with contextlib.suppress(BaseException):
+                    future.exception()  # retrieved: no "exception never retrieved" noise
+        self._ahead.clear()
+        self._taken.clear()

@@ -1,0 +1,377 @@
+"""Progress of the reviews in flight: node id, round, elapsed time, the latest activity.
+
+A real review waits minutes on a model, and pytest shows only the item's path until it
+ends: a working reviewer and a hung one look the same.  While reviews run, this shows
+one line per review in flight:
+
+    advreview: docs/plans/x.md::adversarial-review  round 1  1:05  running: pytest -q
+
+* On a terminal the lines are one block below pytest's current line, redrawn in place
+  every second (ANSI cursor moves relative to that line, so a scrolling screen does not
+  break it) and erased before pytest writes anything.
+* In a log (output not a terminal: CI) a review gets a line every ``interval`` seconds,
+  the first after ``interval`` seconds: a review shorter than that prints nothing.
+* Nothing under ``-q``, on an xdist worker (its output is not shown), or without a
+  terminal file descriptor (pytester's in-process runs).
+
+The activity comes from the reviewer's own event stream (Codex's ``--json`` JSONL, which
+the runner writes to a file): it is read from where the last look stopped, never whole.
+
+The display writes to its own duplicate of pytest's terminal file descriptor: while an
+item's setup runs (the review), pytest's capture has the process's file descriptor 1
+pointed at a temporary file, and a line written there would be the item's captured
+output.  pytest's own writes happen in its reporting hooks, between phases; the plugin's
+wrappers around those hooks erase the block first and hold the display's lock until
+pytest is done, so the two never interleave.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from _pytest._io import TerminalWriter
+
+__all__ = ["Progress", "ProgressPlugin", "activity_of", "progress_plugin"]
+
+#: Seconds between redraws on a terminal.
+LIVE_INTERVAL_S = 1.0
+#: Most bytes of new stream read per look (a tool's huge output is skipped, not parsed).
+_READ_LIMIT = 1 << 20
+#: Longest command shown.
+_COMMAND_CHARS = 120
+
+
+def activity_of(event: dict[str, Any]) -> str | None:
+    """What a Codex ``--json`` event says the reviewer is doing; ``None``: nothing new."""
+    kind = event.get("type")
+    item = event.get("item")
+    item_type = item.get("type") if isinstance(item, dict) else None
+    if kind == "thread.started":
+        return "started"
+    if kind == "turn.started":
+        return "waiting for the model"
+    if kind == "turn.completed":
+        return "turn completed"
+    if kind == "turn.failed":
+        return "turn failed"
+    if not isinstance(item, dict):
+        return None
+    if item_type == "command_execution":
+        command = _command(item.get("command"))
+        if kind == "item.started":
+            return f"running: {command}"
+        code = item.get("exit_code")
+        return f"ran: {command} (exit {code})" if code is not None else f"ran: {command}"
+    if kind != "item.started" and kind != "item.completed":
+        return None
+    if item_type == "reasoning":
+        return "thinking"
+    if item_type == "agent_message":
+        return "writing the review"
+    if item_type == "file_change":
+        return "changing files"
+    if item_type == "web_search":
+        return "searching the web"
+    if item_type == "mcp_tool_call":
+        return "calling a tool"
+    return None
+
+
+def _command(raw: object) -> str:
+    """The command as the reviewer wrote it: Codex wraps it in ``/bin/bash -lc '…'``."""
+    text = raw if isinstance(raw, str) else str(raw)
+    for shell in ("/bin/bash -lc ", "/bin/bash -c ", "bash -lc ", "/bin/sh -c "):
+        if text.startswith(shell):
+            text = text[len(shell) :]
+            if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+                text = text[1:-1]
+            break
+    text = " ".join(text.split())
+    return text if len(text) <= _COMMAND_CHARS else text[: _COMMAND_CHARS - 1] + "…"
+
+
+@dataclass
+class _Entry:
+    """One review in flight."""
+
+    started: float
+    round: int = 0
+    activity: str = "preparing"
+    stream: Path | None = None
+    offset: int = 0
+    next_line: float = 0.0
+    printed: bool = field(default=False)
+
+    def follow(self) -> None:
+        """Read the stream from where the last look stopped; keep the latest activity."""
+        if self.stream is None:
+            return
+        try:
+            with self.stream.open("rb") as fh:
+                fh.seek(self.offset)
+                data = fh.read(_READ_LIMIT)
+        except OSError:
+            return
+        end = data.rfind(b"\n")
+        if end < 0:
+            if len(data) >= _READ_LIMIT:  # one enormous line: skip it
+                self.offset += len(data)
+            return
+        self.offset += end + 1
+        for raw in data[:end].splitlines():
+            try:
+                event = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(event, dict):
+                found = activity_of(event)
+                if found is not None:
+                    self.activity = found
+
+
+class Progress:
+    """The reviews in flight and their display; safe to feed from any thread.
+
+    :param out: the file descriptor to write to (a duplicate of pytest's terminal).
+    :param live: redraw one block in place (a terminal) instead of printing lines.
+    :param interval: seconds between one review's lines in a log.
+    :param column: the column pytest's current line ends at (where the block returns).
+    :param current_line: the text of pytest's current line (re-printed after lines in a
+        log, so pytest's own line continues whole).
+    """
+
+    def __init__(
+        self,
+        out: int,
+        *,
+        live: bool,
+        interval: float,
+        width: Callable[[], int],
+        column: Callable[[], int],
+        current_line: Callable[[], str],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._out = out
+        self.live = live
+        self.interval = interval
+        self._width = width
+        self._column = column
+        self._current_line = current_line
+        self._clock = clock
+        self._entries: dict[str, _Entry] = {}
+        self._lock = threading.RLock()
+        self._drawn = False
+        self._held = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- feeding -----------------------------------------------------------------------
+
+    def begin(self, key: str) -> None:
+        """A review of ``key`` (a node id) starts."""
+        now = self._clock()
+        with self._lock:
+            self._entries[key] = _Entry(started=now, next_line=now + self.interval)
+        self._wake()
+
+    def dispatch(self, key: str, round_no: int, stream: Path | None) -> None:
+        """The reviewer is launched for round ``round_no``; its events go to ``stream``."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                entry.round = round_no
+                entry.activity = "starting the reviewer"
+                entry.stream = stream
+                entry.offset = 0
+
+    def phase(self, key: str, text: str) -> None:
+        """What the plugin does for ``key`` between launches (``checking the workspace``)."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                entry.activity = text
+                entry.stream = None
+
+    def end(self, key: str) -> None:
+        """The review of ``key`` is over (whatever its result)."""
+        with self._lock:
+            self._entries.pop(key, None)
+            if self.live and self._drawn and not self._held:
+                self._draw()
+
+    # -- the display -------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the thread that redraws (terminal) or prints lines (log)."""
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._main, name="advreview-progress", daemon=True
+            )
+            self._thread.start()
+
+    def stop(self) -> None:
+        """Stop the thread and erase the block; the file descriptor is closed."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        with self._lock:
+            self._erase()
+            with contextlib.suppress(OSError):
+                os.close(self._out)
+            self._out = -1
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Keep the display off the screen while pytest writes (its reporting hooks)."""
+        with self._lock:
+            self._erase()
+            self._held += 1
+            try:
+                yield
+            finally:
+                self._held -= 1
+
+    def _wake(self) -> None:
+        self.start()
+
+    def _main(self) -> None:
+        step = LIVE_INTERVAL_S if self.live else min(LIVE_INTERVAL_S, self.interval)
+        while not self._stop.wait(step):
+            with self._lock:
+                if self._held or self._out < 0:
+                    continue
+                for entry in self._entries.values():
+                    entry.follow()
+                if self.live:
+                    self._draw()
+                else:
+                    self._lines()
+
+    def _line(self, key: str, entry: _Entry, now: float) -> str:
+        seconds = int(now - entry.started)
+        elapsed = f"{seconds // 60}:{seconds % 60:02d}"
+        where = f"round {entry.round}" if entry.round else "before round 1"
+        return f"advreview: {key}  {where}  {elapsed}  {entry.activity}"
+
+    def _draw(self) -> None:
+        """Redraw the block below pytest's current line and return to where it ends."""
+        now = self._clock()
+        width = max(20, self._width() - 1)
+        lines = [self._line(k, e, now)[:width] for k, e in self._entries.items()]
+        text = "\x1b[J"  # erase from pytest's line end: the old block
+        if lines:
+            text += "\n" + "\n".join(lines)
+            text += f"\x1b[{len(lines)}A\x1b[{self._column() % (width + 1) + 1}G"
+        self._write(text)
+        self._drawn = bool(lines)
+
+    def _erase(self) -> None:
+        if self.live and self._drawn:
+            self._write("\x1b[J")
+            self._drawn = False
+
+    def _lines(self) -> None:
+        """In a log: a line for each review whose interval has passed."""
+        now = self._clock()
+        due = [(k, e) for k, e in self._entries.items() if now >= e.next_line]
+        if not due:
+            return
+        for _key, entry in due:
+            entry.next_line = now + self.interval
+        text = "\n".join(self._line(k, e, now) for k, e in due) + "\n"
+        current = self._current_line()
+        if current:
+            # pytest is in the middle of a line: finish it here and print it again after
+            # the block, so its own line reads whole in the log.
+            text = "\n" + text + current
+        self._write(text)
+
+    def _write(self, text: str) -> None:
+        if self._out < 0:
+            return
+        data = text.encode("utf-8", "replace")
+        with contextlib.suppress(OSError):
+            while data:
+                data = data[os.write(self._out, data) :]
+
+
+class ProgressPlugin:
+    """Keeps the progress display off pytest's lines: registered only when it is shown."""
+
+    def __init__(self, progress: Progress, terminal: TerminalWriter) -> None:
+        self.progress = progress
+        self.terminal = terminal
+
+    @contextlib.contextmanager
+    def _pytest_writes(self) -> Iterator[None]:
+        with self.progress.held():
+            yield
+            # pytest's writer buffers; what it wrote must be out before the block is drawn.
+            self.terminal.flush()
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_logstart(self) -> Generator[None, None, None]:
+        """Erase the block while pytest writes the item's name."""
+        with self._pytest_writes():
+            return (yield)
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_logreport(self) -> Generator[None, None, None]:
+        """Erase the block while pytest writes a phase's result."""
+        with self._pytest_writes():
+            return (yield)
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_logfinish(self) -> Generator[None, None, None]:
+        """Erase the block while pytest writes its progress percentage."""
+        with self._pytest_writes():
+            return (yield)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self) -> None:
+        """Gone before pytest's summary."""
+        self.progress.stop()
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_unconfigure(self) -> None:
+        """Also after an internal error or Ctrl-C that skipped the session's finish."""
+        self.progress.stop()
+
+
+def progress_plugin(config: pytest.Config, interval: int) -> ProgressPlugin | None:
+    """The display for this run, or ``None`` when it is not shown (see the module doc).
+
+    :param interval: ``--advreview-progress``: seconds between lines in a log; 0: off.
+    """
+    if interval <= 0 or config.get_verbosity() < 0 or hasattr(config, "workerinput"):
+        return None
+    if config.pluginmanager.get_plugin("terminalreporter") is None:
+        return None
+    try:
+        fd = os.dup(sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no real stdout (pytester in-process)
+        return None
+    terminal = config.get_terminal_writer()
+    live = os.isatty(fd) and os.environ.get("TERM", "") != "dumb"
+    progress = Progress(
+        fd,
+        live=live,
+        interval=float(interval),
+        width=lambda: terminal.fullwidth,
+        column=lambda: terminal.width_of_current_line,
+        # pytest's writer keeps the line it is on (public since pytest 6 only as a width).
+        current_line=lambda: str(getattr(terminal, "_current_line", "")),
+    )
+    return ProgressPlugin(progress, terminal)

@@ -1,0 +1,208 @@
+"""Native launch: the runner starts the platform binary the npm wrapper would start.
+
+Real Codex CLI (pinned) against the scripted server; the process tree is read from
+``/proc`` while a review waits on the model.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from conftest import settled
+from pytest_advreview.models import RunnerStatus, Verdict
+from pytest_advreview.runner import native
+from pytest_advreview.runner.codex import CodexReviewer
+from pytest_advreview.testing import approved_review
+from test_runner_real import request, reviewer
+
+pytestmark = pytest.mark.real_codex
+
+
+def _package_root(codex: Path) -> Path:
+    return codex.resolve().parent.parent
+
+
+def _triple(codex: Path) -> str:
+    """The Rust target triple of this machine's platform package (``x86_64-unknown-…``)."""
+    found = native.resolve(str(codex), os.environ)
+    assert found is not None
+    return Path(found.binary).parents[1].name
+
+
+def platform_package(codex: Path) -> Path:
+    """The installed platform package (``@openai/codex-linux-x64``) of the pinned CLI."""
+    found = native.resolve(str(codex), os.environ)
+    assert found is not None
+    return Path(found.binary).parents[3]
+
+
+def _processes_with(needle: str) -> list[tuple[int, str]]:
+    """``(pid, real path of the executable)`` of every process whose argv holds ``needle``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            exe = os.readlink(entry / "exe")
+        except OSError:
+            continue
+        if any(needle.encode() in arg for arg in argv):
+            found.append((int(entry.name), exe))
+    return found
+
+
+def _tree_while_waiting(codex_reviewer: CodexReviewer, repo: Path, work: Path) -> list[str]:
+    """The executables running for a review that waits on the model, then the timeout.
+
+    Found by the ``-o`` path in their argv, which only the review's launch carries (the
+    sandbox preflight runs in the same work folder).
+    """
+    needle = str(work / "review.md")
+    result: list[object] = []
+    thread = threading.Thread(
+        target=lambda: result.append(codex_reviewer.dispatch(request(repo, work)))
+    )
+    thread.start()
+    try:
+        seen = settled(lambda: [] if _processes_with(needle) else ["none yet"], within=30)
+        assert seen == [], "no Codex process appeared for the review"
+        # Both processes of the wrapper (node, then the binary) show within moments.
+        settled(lambda: [] if len(_processes_with(needle)) > 1 else ["one"], within=2)
+        return sorted(exe for _pid, exe in _processes_with(needle))
+    finally:
+        thread.join()
+
+
+def test_resolve_gives_the_binary_and_environment_the_wrapper_gives(codex_executable, tmp_path):
+    """What the wrapper hands its binary, seen from inside (``codex sandbox -- env``)."""
+    found = native.resolve(str(codex_executable), os.environ)
+    assert found is not None
+    assert Path(found.binary).parts[-3:] == (_triple(codex_executable), "bin", "codex")
+    assert "/node_modules/@openai/codex-" in found.binary
+
+    def managed(argv0: str, env: dict[str, str]) -> dict[str, str]:
+        out = subprocess.run(
+            [argv0, "sandbox", "-c", "sandbox_mode=workspace-write", "--", "env"],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            check=True,
+        ).stdout
+        pairs = (line.split("=", 1) for line in out.splitlines() if "=" in line)
+        return {k: v for k, v in pairs if k.startswith("CODEX_MANAGED")}
+
+    # A stale marker of another package manager is removed, as the wrapper removes it.
+    env = {**os.environ, "CODEX_MANAGED_BY_BUN": "1"}
+    via_wrapper = managed(str(codex_executable), env)
+    assert via_wrapper == {
+        "CODEX_MANAGED_BY_NPM": "1",
+        "CODEX_MANAGED_PACKAGE_ROOT": str(_package_root(codex_executable)),
+    }
+    assert managed(found.binary, found.environment(env)) == via_wrapper
+
+
+def test_a_review_runs_the_native_binary_and_leaves_nothing(
+    codex_executable, advreview_server, codex_env, git_repo, tmp_path
+):
+    advreview_server.set_script({"rules": [], "default": {"hang": 60}})
+    work = tmp_path / "native-work"
+    codex_reviewer = reviewer(codex_executable, advreview_server, codex_env, timeout=4.0)
+    tree = _tree_while_waiting(codex_reviewer, git_repo, work)
+    binary = native.resolve(str(codex_executable), codex_env)
+    assert binary is not None
+    # One process, the binary itself: no Node in between.
+    assert tree == [binary.binary]
+    assert settled(lambda: _processes_with(str(work))) == []
+
+
+def test_native_binary_given_directly_is_launched_as_is(
+    codex_executable, advreview_server, codex_env, git_repo, tmp_path
+):
+    """``--advreview-codex`` may name the binary itself: it is not a wrapper."""
+    binary = native.resolve(str(codex_executable), codex_env)
+    assert binary is not None
+    assert native.resolve(binary.binary, codex_env) is None
+    advreview_server.set_script({"rules": [], "default": {"message": approved_review()}})
+    result = reviewer(Path(binary.binary), advreview_server, codex_env).dispatch(
+        request(git_repo, tmp_path / "w")
+    )
+    assert result.runner.result is RunnerStatus.SUCCESS, result.runner.errors
+    assert result.runner.verdict is Verdict.APPROVED
+
+
+def wrapper_copy(codex: Path, where: Path) -> Path:
+    """A copy of the npm wrapper package alone under ``where/node_modules``; its bin link."""
+    root = where / "node_modules" / "@openai" / "codex"
+    (root / "bin").mkdir(parents=True)
+    shutil.copy2(_package_root(codex) / "package.json", root / "package.json")
+    shutil.copy2(_package_root(codex) / "bin" / "codex.js", root / "bin" / "codex.js")
+    link = where / "node_modules" / ".bin" / "codex"
+    link.parent.mkdir()
+    link.symlink_to("../@openai/codex/bin/codex.js")
+    return link
+
+
+def test_platform_package_missing_uses_the_wrappers_vendor_folder(
+    codex_executable, advreview_server, codex_env, git_repo, tmp_path
+):
+    """No platform package: the wrapper's own fallback, ``@openai/codex/vendor``."""
+    wrapper = wrapper_copy(codex_executable, tmp_path / "install")
+    triple = _triple(codex_executable)
+    vendor = wrapper.resolve().parent.parent / "vendor"
+    vendor.mkdir()
+    (vendor / triple).symlink_to(platform_package(codex_executable) / "vendor" / triple)
+    found = native.resolve(str(wrapper), codex_env)
+    assert found is not None
+    assert found.binary == str(vendor / triple / "bin" / "codex")
+    advreview_server.set_script({"rules": [], "default": {"hang": 60}})
+    work = tmp_path / "vendor-work"
+    tree = _tree_while_waiting(
+        reviewer(wrapper, advreview_server, codex_env, timeout=4.0), git_repo, work
+    )
+    assert tree == [str((vendor / triple / "bin" / "codex").resolve())]
+
+
+def test_unresolvable_platform_package_falls_back_to_the_wrapper(
+    codex_executable, advreview_server, codex_env, git_repo, tmp_path
+):
+    """A layout the resolver does not follow (``NODE_PATH``): the wrapper is launched."""
+    wrapper = wrapper_copy(codex_executable, tmp_path / "install")
+    elsewhere = tmp_path / "elsewhere" / "node_modules" / "@openai"
+    elsewhere.mkdir(parents=True)
+    platform_dir = platform_package(codex_executable)
+    (elsewhere / platform_dir.name).symlink_to(platform_dir)
+    env = {**codex_env, "NODE_PATH": str(elsewhere.parent)}
+    assert native.resolve(str(wrapper), env) is None
+    advreview_server.set_script({"rules": [], "default": {"message": approved_review()}})
+    result = reviewer(wrapper, advreview_server, env).dispatch(request(git_repo, tmp_path / "w"))
+    assert result.runner.result is RunnerStatus.SUCCESS, result.runner.errors
+    assert result.runner.verdict is Verdict.APPROVED
+    # And it is the wrapper that runs (node, then the binary it starts).
+    advreview_server.set_script({"rules": [], "default": {"hang": 60}})
+    work = tmp_path / "fallback-work"
+    tree = _tree_while_waiting(
+        reviewer(wrapper, advreview_server, env, timeout=4.0), git_repo, work
+    )
+    assert any(Path(exe).name.startswith("node") for exe in tree), tree
+    assert settled(lambda: _processes_with(str(work))) == []
+
+
+def test_no_binary_anywhere_reports_the_wrappers_remedy(
+    codex_executable, advreview_server, codex_env, git_repo, tmp_path
+):
+    wrapper = wrapper_copy(codex_executable, tmp_path / "install")
+    assert native.resolve(str(wrapper), codex_env) is None
+    # read-only: no sandbox preflight, whose own failure would speak first.
+    result = reviewer(wrapper, advreview_server, codex_env, sandbox="read-only").dispatch(
+        request(git_repo, tmp_path / "w")
+    )
+    assert result.runner.result is RunnerStatus.LAUNCH_FAILURE
+    assert "Missing optional dependency @openai/codex-" in (result.runner.errors or "")
