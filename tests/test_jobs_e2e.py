@@ -25,7 +25,7 @@ NO_CODE = "--advreview-diff=none"
 
 
 def _codex_of(repo: Path) -> list[str]:
-    """Processes still running whose argv names the repository (Codex's ``-C``)."""
+    """Processes still running whose argv names the repository or a file in it."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -35,7 +35,7 @@ def _codex_of(repo: Path) -> list[str]:
             state = (entry / "stat").read_text().rsplit(")", 1)[-1].split()[0]
         except OSError:
             continue
-        if state not in ("Z", "X") and os.fsencode(repo) in argv:
+        if state not in ("Z", "X") and any(os.fsencode(repo) in arg for arg in argv):
             found.append(f"{entry.name}: {b' '.join(argv)[:200]!r}")
     return found
 
@@ -155,3 +155,32 @@ def test_budget_exhaustion_stops_new_starts(review_repo: ReviewRepo) -> None:
         ["*c.md::adversarial-review: budget exhausted*", "*d.md::adversarial-review: budget*"]
     )
     assert len(review_repo.server.response_requests) == 2
+
+
+def test_x_also_stops_a_command_reviewer(review_repo: ReviewRepo) -> None:
+    """The ``command`` backend's launches are cancelled the same way."""
+    script = review_repo.write(
+        "reviewer.py",
+        "import sys, time\n"
+        "prompt = sys.stdin.read()\n"
+        "if 'docs/plans/a.md' not in prompt:\n"
+        "    time.sleep(600)\n"
+        f"print({revise_review()!r})\n",
+    )
+    for name in ("a", "b", "c"):
+        review_repo.plan(f"{name}.md")
+    result = review_repo.pytester.runpytest_subprocess(
+        "--adversarial-review",
+        "--advreview-reviewer=command",
+        f"--advreview-command={sys.executable} {script}",
+        NO_CODE,
+        "-x",
+        "-p",
+        "no:randomly",
+        "--advreview-jobs=3",
+        "--advreview-timeout=600",
+        timeout=180,
+    )
+    assert result.ret == 1, result.stdout.str()
+    result.assert_outcomes(failed=1)
+    assert settled(lambda: _codex_of(review_repo.path)) == []

@@ -44,6 +44,16 @@ def test_activity_of_names_the_command_without_the_shell_wrapper():
     assert activity_of({"type": "item.updated", "item": {"type": "todo_list"}}) is None
 
 
+def test_a_command_cannot_drive_the_terminal():
+    """A hostile reviewer's command is shown as text: no escape sequence reaches the tty."""
+    evil = "/bin/bash -lc 'printf \x1b]52;c;c2VjcmV0\x07 \x1b[2K\r PASSED \x9b31m'"
+    event = {"type": "item.started", "item": {"type": "command_execution", "command": evil}}
+    shown = activity_of(event)
+    assert shown is not None and shown.startswith("running: printf")
+    assert not any(not ch.isprintable() for ch in shown), repr(shown)
+    assert "\x1b" not in shown and "\x07" not in shown and "\x9b" not in shown
+
+
 def _slow_review(review_repo):
     review_repo.plan("slow.md")
     review_repo.answer("slow.md", shell_step(COMMAND), {"message": approved_review()})

@@ -43,7 +43,7 @@ import pytest
 if TYPE_CHECKING:
     from _pytest._io import TerminalWriter
 
-__all__ = ["Progress", "ProgressPlugin", "activity_of", "progress_plugin"]
+__all__ = ["Progress", "ProgressPlugin", "activity_of", "printable", "progress_plugin"]
 
 #: Seconds between redraws on a terminal.
 LIVE_INTERVAL_S = 1.0
@@ -98,8 +98,18 @@ def _command(raw: object) -> str:
             if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
                 text = text[1:-1]
             break
-    text = " ".join(text.split())
+    text = " ".join(printable(text).split())
     return text if len(text) <= _COMMAND_CHARS else text[: _COMMAND_CHARS - 1] + "…"
+
+
+def printable(text: str) -> str:
+    """``text`` without control characters: nothing the reviewer ran can drive the terminal.
+
+    The command comes from the reviewer, which the plan under review may have talked into
+    anything; an escape sequence in it (``ESC ]52`` sets the clipboard, ``ESC [2K`` erases
+    a line, a fake "PASSED") must reach the terminal as text, not as an instruction.
+    """
+    return "".join(ch if ch.isprintable() else "?" for ch in text)
 
 
 @dataclass
@@ -263,7 +273,7 @@ class Progress:
         seconds = int(now - entry.started)
         elapsed = f"{seconds // 60}:{seconds % 60:02d}"
         where = f"round {entry.round}" if entry.round else "before round 1"
-        return f"advreview: {key}  {where}  {elapsed}  {entry.activity}"
+        return printable(f"advreview: {key}  {where}  {elapsed}  {entry.activity}")
 
     def _draw(self) -> None:
         """Redraw the block below pytest's current line and return to where it ends."""

@@ -749,11 +749,6 @@ def _read_stream(path: Path) -> _Stream:
     return _Stream(first_thread_id=first, usage=usage, turn_failed=failed, writes=tuple(writes))
 
 
-def stream_usage(path: Path) -> TokenUsage | None:
-    """The usage of the last completed turn in a ``codex exec --json`` stream file."""
-    return _read_stream(path).usage
-
-
 def _error_line(stderr: str | None) -> str:
     """The last ``Error: …`` line of ``stderr``, else its end.
 
@@ -762,6 +757,11 @@ def _error_line(stderr: str | None) -> str:
     """
     found = _ERROR_LINE.findall(stderr or "")
     return found[-1].strip() if found else tail(stderr)
+
+
+def stream_usage(path: Path) -> TokenUsage | None:
+    """The usage of the last completed turn in a ``codex exec --json`` stream file."""
+    return _read_stream(path).usage
 
 
 def _usage(raw: object) -> TokenUsage | None:

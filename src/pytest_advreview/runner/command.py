@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import secrets
 import shlex
+import threading
 import time
 from collections.abc import Mapping, Sequence
 
@@ -22,6 +23,12 @@ from . import DispatchRequest, DispatchResult, environment
 from ._process import clip, launch, read_text, tail
 
 __all__ = ["CommandReviewer"]
+
+
+_CANCELLED = (
+    "the review was stopped because pytest is stopping (-x, --maxfail or Ctrl-C); its "
+    "process group was killed"
+)
 
 
 class CommandReviewer:
@@ -42,6 +49,11 @@ class CommandReviewer:
             raise ValueError("the review command is empty")
         self.timeout = timeout
         self.env = dict(env or {})
+        self._cancel = threading.Event()
+
+    def cancel(self) -> None:
+        """Stop every launch now and start no other (pytest is stopping; see codex.py)."""
+        self._cancel.set()
 
     def can_resume(self, session_id: str) -> bool:
         """Never: a plain command has no thread to continue."""
@@ -56,7 +68,7 @@ class CommandReviewer:
         attempts = 0
         for attempts in (1, 2):  # noqa: B007 - the last value is the attempt count
             result, text = self._attempt(request)
-            if result.result is RunnerStatus.SUCCESS:
+            if result.result is RunnerStatus.SUCCESS or self._cancel.is_set():
                 break
         assert result is not None
         review = (
@@ -83,6 +95,8 @@ class CommandReviewer:
         # The command authenticates itself (e.g. ANTHROPIC_API_KEY for `claude -p`), so its
         # environment stays whole, except what no reviewer needs: the state-signing key.
         env = environment.reviewer_process_env({**os.environ, **self.env})
+        if self._cancel.is_set():
+            return self._failed(attempt_id, RunnerStatus.INFRA_ERROR, _CANCELLED), None
         try:
             rc = launch(
                 self.argv,
@@ -92,6 +106,7 @@ class CommandReviewer:
                 stderr_file=err,
                 env=env,
                 timeout=self.timeout,
+                cancel=self._cancel,
             )
         except OSError as exc:
             return self._failed(
@@ -99,6 +114,8 @@ class CommandReviewer:
                 RunnerStatus.LAUNCH_FAILURE,
                 f"cannot run review command {self.argv[0]!r}: {exc}",
             ), None
+        if rc is None and self._cancel.is_set():
+            return self._failed(attempt_id, RunnerStatus.INFRA_ERROR, _CANCELLED), None
         if rc is None:
             return self._failed(
                 attempt_id,
