@@ -29,7 +29,7 @@ from pytest_advreview.models import (
     TokenUsage,
     Verdict,
 )
-from pytest_advreview.runner import DispatchRequest, DispatchResult, Reviewer
+from pytest_advreview.runner import DispatchRequest, DispatchResult
 
 # -- scaffolding ------------------------------------------------------------------------
 
@@ -238,10 +238,6 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[dict[str, Any]]]
 CRIT_HISTORY = (record(1, review(Verdict.REVISE, Severity.CRITICAL, Severity.MEDIUM, tag="r1")),)
 MEDIUM_HISTORY = (record(1, review(Verdict.REVISE, Severity.MEDIUM, tag="r1")),)
 REJECT = Decision(finding="AR-r10", action=DecisionAction.REJECT, reason="runs in one transaction")
-
-
-def test_scripted_reviewer_satisfies_the_protocol() -> None:
-    assert isinstance(ScriptedReviewer([]), Reviewer)
 
 
 # -- success rows of the dispatch table -----------------------------------------------

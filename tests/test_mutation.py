@@ -19,7 +19,6 @@ from pytest_advreview.mutation import (
     MutationError,
     Snapshot,
     compare,
-    describe,
     take_snapshot,
 )
 from pytest_advreview.settings import DEFAULT_ALLOW_UNTRACKED
@@ -229,29 +228,6 @@ def test_snapshot_survives_a_json_round_trip(repo: Path, inputs: list[Path]) -> 
     snapshot = take_snapshot(repo, inputs)
     assert snapshot.status == {"src/app.py": " M", WEIRD: " M"}
     assert Snapshot.model_validate(snapshot.model_dump(mode="json")) == snapshot
-
-
-def test_describe_names_each_path_the_round_and_the_remedies() -> None:
-    text = describe(
-        [
-            Mutation(path="src/app.py", kind="modified", detail="tracked file changed (' M')"),
-            Mutation(path=WEIRD, kind="untracked", detail="new untracked file"),
-        ],
-        2,
-    )
-    lines = text.splitlines()
-    assert lines[0] == "pytest-advreview: the reviewer changed the workspace during round 2:"
-    assert lines[1] == "  modified: src/app.py (tracked file changed (' M'))"
-    assert lines[2].startswith("  untracked: 'sp ace \"q\" $HOME.txt'")
-    assert "--advreview-sandbox=read-only" in text
-    assert "--advreview-isolation=worktree" in text
-    assert "advreview_allow_untracked" in text
-
-
-def test_describe_without_untracked_files_has_no_allow_list_hint() -> None:
-    text = describe([Mutation(path="a.py", kind="deleted")], None)
-    assert "during the review:" in text
-    assert "advreview_allow_untracked" not in text
 
 
 def test_snapshot_of_a_directory_outside_git_is_a_mutation_error(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import warnings
 
 import pytest
 
@@ -22,12 +21,7 @@ from pytest_advreview.models import (
     Verdict,
 )
 from pytest_advreview.outcome import (
-    Outcome,
     OutcomeKind,
-    ReviewerUnavailable,
-    ReviewFailed,
-    ReviewWarning,
-    WorkspaceMutated,
     decide,
     error_report,
     failure_report,
@@ -271,12 +265,6 @@ def test_warning_message_names_every_below_threshold_finding() -> None:
 
     assert text.splitlines()[0].startswith("Adversarial review — docs/plans/x.md::")
     assert "[severity: medium] AR-ddd444 Vague metric (3)" in text.splitlines()
-    with pytest.warns(ReviewWarning, match="AR-ddd444"):
-        warnings.warn(ReviewWarning(text), stacklevel=1)
-
-
-def test_review_warning_is_a_pytest_warning() -> None:
-    assert issubclass(ReviewWarning, pytest.PytestWarning)
 
 
 def test_failure_report_has_header_verbatim_review_and_finding_lines() -> None:
@@ -340,18 +328,6 @@ def test_error_report_has_header_error_and_warnings() -> None:
 
 
 # -- exceptions and properties ----------------------------------------------------------
-
-
-def test_exceptions_carry_their_payload() -> None:
-    outcome = Outcome(kind=OutcomeKind.FAILED, status=ReviewStatus.REVISE, summary="s")
-    failed = ReviewFailed(outcome, "the report")
-    assert failed.outcome is outcome
-    assert str(failed) == "the report"
-    assert ReviewerUnavailable("no codex").error == "no codex"
-    mutated = WorkspaceMutated(["README.md", "new.txt"])
-    assert mutated.paths == ("README.md", "new.txt")
-    assert "README.md" in str(mutated)
-    assert "new.txt" in str(mutated)
 
 
 def test_user_properties_carry_findings_as_json() -> None:

@@ -467,14 +467,6 @@ def test_missing_codex_home_is_a_launch_failure(fake_codex, git_repo, tmp_path):
     assert "Error finding codex home" in (result.runner.errors or "")
 
 
-def test_a_500_once_then_ok_is_a_plain_success(fake_codex, git_repo, tmp_path, env):
-    # Request-level retries inside codex are silent: rc 0 and a review.
-    fake = fake_codex(Behaviour(review=approved_review(), stderr=""))
-    result = run(fake, git_repo, tmp_path / "w", env)
-    assert result.runner.result is RunnerStatus.SUCCESS
-    assert result.attempts == 1
-
-
 def test_resume_argv_repeats_sandbox_approvals_and_config(tmp_path):
     options = CodexOptions(
         executable="codex",

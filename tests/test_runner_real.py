@@ -180,6 +180,34 @@ def test_http_500_with_retries_off_is_launch_failure(
     assert time.monotonic() - started < 20
 
 
+def test_http_500_once_then_ok_succeeds_on_the_runner_retry(
+    codex_executable, advreview_server, codex_env, git_repo, tmp_path
+):
+    # The model service fails the first request only. Provider retries are off, so Codex
+    # exits 1 and the runner's one retry (a fresh attempt) gets the review.
+    advreview_server.set_script(
+        {
+            "rules": [
+                {
+                    "match": "MARK-PLAN",
+                    "threads": "all",
+                    "steps": [
+                        {"http_status": 500, "body": {"error": {"message": "boom"}}},
+                        {"message": approved_review()},
+                    ],
+                }
+            ],
+        }
+    )
+    result = reviewer(codex_executable, advreview_server, codex_env).dispatch(
+        request(git_repo, tmp_path / "w")
+    )
+    assert result.runner.result is RunnerStatus.SUCCESS
+    assert result.runner.verdict is Verdict.APPROVED
+    assert result.attempts == 2
+    assert len(advreview_server.response_requests) == 2
+
+
 def _codex_processes(marker: str) -> list[str]:
     out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True, check=True)
     return [line for line in out.stdout.splitlines() if marker in line and "codex" in line]

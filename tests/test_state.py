@@ -303,7 +303,6 @@ def test_without_cacheprovider_the_store_is_off_and_warns_once(
 ) -> None:
     config = pytester.parseconfigure("-p", "no:cacheprovider")
     store = StateStore(config)
-    assert store.enabled is False
     with pytest.warns(StateWarning, match="cacheprovider plugin is disabled.*rounds across runs"):
         assert store.load(PLAN) is None
     assert store.path_for(PLAN) is None

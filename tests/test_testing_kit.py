@@ -187,6 +187,16 @@ def test_invalid_script_is_rejected_with_the_culprit_named(server: ScriptedServe
         server.set_script({"rules": [{"match": "M", "steps": [{"message": "a"}, {"mesage": 1}]}]})
     with pytest.raises(ValueError, match="'in'"):
         server.set_script({"rules": [{"match": "M", "in": "all", "steps": [{"message": "a"}]}]})
+    with pytest.raises(ValueError, match="'threads'"):
+        server.set_script({"rules": [{"match": "M", "threads": 2, "steps": [{"message": "a"}]}]})
+
+
+def test_a_rule_counting_all_threads_moves_on_across_threads(server: ScriptedServer) -> None:
+    steps = [{"message": "one"}, {"message": "two"}]
+    server.set_script({"rules": [{"match": "M", "threads": "all", "steps": steps}]})
+    first = texts(sse_events(post(server, responses_body("M"), thread="t-1")[2]))
+    second = texts(sse_events(post(server, responses_body("M"), thread="t-2")[2]))
+    assert (first, second) == (["one"], ["two"])
 
 
 def test_request_log_records_headers_body_and_helpers(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ stores the result.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import tempfile
@@ -99,6 +100,26 @@ class Coordinator:
             self.decisions: DecisionsFile | None = load_decisions(self.decisions_path)
         except DecisionsError as exc:
             raise pytest.UsageError(str(exc)) from None
+
+    def for_settings(self, settings: Settings) -> Coordinator:
+        """This coordinator for one review with other settings (a fixture's overrides).
+
+        The store, the token ledger and the states read so far are shared, so the review
+        is judged from the same stored state and counts against the same budget; the
+        reviewer identity follows the settings, and so does the decisions file.
+        """
+        if settings == self.settings:
+            return self
+        other = copy.copy(self)
+        other.settings = settings
+        other.identity = reviewer_identity(settings)
+        if Path(settings.decisions) != self.decisions_path:
+            other.decisions_path = Path(settings.decisions)
+            try:
+                other.decisions = load_decisions(other.decisions_path)
+            except DecisionsError as exc:
+                raise pytest.UsageError(str(exc)) from None
+        return other
 
     def check_decisions(self, repo_root: Path) -> None:
         """Refuse decisions on targets that do not exist or findings they never had.

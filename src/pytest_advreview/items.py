@@ -10,12 +10,13 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 from _pytest._code.code import ExceptionInfo, ReprFileLocation, TerminalRepr
 from _pytest._io import TerminalWriter
 
+from . import runstash
 from .constants import MARKER, PLAN_ITEM_NAME
 from .models import FailureText
 from .outcome import (
@@ -30,9 +31,7 @@ from .outcome import (
     warning_message,
 )
 from .review import ReviewInputError, ReviewRun, TargetSpec
-
-if TYPE_CHECKING:
-    from .session import ReviewSession
+from .runstash import Reviews
 
 __all__ = ["PlanFile", "ReviewItem"]
 
@@ -76,7 +75,7 @@ class PlanFile(pytest.File):
 
     def collect(self) -> Iterable[ReviewItem]:
         """One review item per plan, named ``adversarial-review``."""
-        session = _session(self.config)
+        session = _reviews(self.config)
         key = session.relpath(self.path)
         spec = TargetSpec(kind="plan", key=key, path=session.plan_source(self.path))
         yield ReviewItem.from_parent(self, name=PLAN_ITEM_NAME, spec=spec)
@@ -93,7 +92,7 @@ class ReviewItem(pytest.Item):
         #: The item's ItemRecord as JSON; copied onto each phase report as
         #: ``report.advreview_record`` (plain attributes travel through xdist).
         self.record_json: str | None = None
-        severity = _session(self.config).stored_severity(spec.key)
+        severity = _reviews(self.config).stored_severity(spec.key)
         if severity is not None:
             # Re-run exactly the items whose last review had open findings of this level:
             # pytest --adversarial-review -m severity_critical
@@ -111,10 +110,10 @@ class ReviewItem(pytest.Item):
 
     def setup(self) -> None:
         """Run the reviewer loop; "could not run" becomes an error of this phase."""
-        session = _session(self.config)
-        self.review = session.new_run(self)
+        reviews = _reviews(self.config)
+        self.review = reviews.new_run(self)
         try:
-            result, outcome = session.run_review(self.review)
+            result, outcome = reviews.run_review(self.review)
         except ReviewInputError as exc:
             self._attach(error=str(exc))
             raise ReviewerUnavailable(
@@ -170,7 +169,6 @@ class ReviewItem(pytest.Item):
             kept = self.review.cleanup(keep=announced or bool(self.review.mutations))
         if changed:
             self._attach()
-        self.config.stash[_SESSION_KEY].finished(self)
         if changed:
             raise WorkspaceMutated([*changed, f"(fix: {self._mutation_hint(kept)})"])
 
@@ -225,8 +223,8 @@ class ReviewItem(pytest.Item):
         return self.path, None, f"[advreview] {self.spec.key}"
 
 
-_SESSION_KEY: pytest.StashKey[ReviewSession] = pytest.StashKey()
-
-
-def _session(config: pytest.Config) -> ReviewSession:
-    return config.stash[_SESSION_KEY]
+def _reviews(config: pytest.Config) -> Reviews:
+    """The run's reviews (an item exists only in a run with ``--adversarial-review``)."""
+    stash = runstash.get(config)
+    assert stash is not None, "review items are collected only by a review run"
+    return stash.reviews

@@ -422,9 +422,10 @@ class RoundRecord(WireModel):
 class ItemRecord(WireModel):
     """Everything the reports need about one review item, in one model.
 
-    It travels from the item (on whichever xdist worker ran it) to the controller inside
-    ``report.user_properties`` as JSON, so every report format (terminal summary, JSON,
-    markdown, SARIF, GitHub) is built from the same data.  The teardown report carries
+    It travels from the item (on whichever xdist worker ran it) to the controller as JSON
+    in its own report attribute (``report.advreview_record``, see ``session.py``), so every
+    report format (terminal summary, JSON, markdown, SARIF, GitHub) is built from the same
+    data.  The teardown report carries
     the final version (with any mutations).
     """
 

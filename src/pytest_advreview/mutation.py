@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shlex
 import stat
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,7 +34,6 @@ __all__ = [
     "MutationKind",
     "Snapshot",
     "compare",
-    "describe",
     "take_snapshot",
 ]
 
@@ -239,33 +237,3 @@ def compare(before: Snapshot, after: Snapshot, *, allow_untracked: Sequence[str]
             )
         )
     return sorted(found, key=lambda m: (m.path, m.kind))
-
-
-def _show(path: str) -> str:
-    return shlex.quote(path)
-
-
-def describe(mutations: Sequence[Mutation], round_no: int | None) -> str:
-    """The error message for mutations: each path and kind, the round, and the remedies.
-
-    :param round_no: the review round during which they appeared, ``None`` when unknown.
-    """
-    when = f"during round {round_no}" if round_no is not None else "during the review"
-    lines = [f"{_PREFIX}: the reviewer changed the workspace {when}:"]
-    for m in mutations:
-        detail = f" ({m.detail})" if m.detail else ""
-        lines.append(f"  {m.kind}: {_show(m.path)}{detail}")
-    lines.append(
-        "The review is not trusted, and the changes are still on disk: inspect them with "
-        "`git status` and `git diff` and restore what should not be there."
-    )
-    lines.append(
-        "To keep the reviewer from writing, rerun with --advreview-sandbox=read-only, or "
-        "with --advreview-isolation=worktree to let it write in a private worktree."
-    )
-    if any(m.kind == "untracked" for m in mutations):
-        lines.append(
-            "If a new untracked file is a harmless by-product (a cache, a build artifact), "
-            "add a glob for it to ini advreview_allow_untracked."
-        )
-    return "\n".join(lines)

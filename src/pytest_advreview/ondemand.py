@@ -10,14 +10,17 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from . import runstash, targets
 from . import settings as settings_mod
-from . import targets
+from .coordinator import Coordinator
 from .loop import LoopResult
 from .models import Finding, ReviewStatus, Severity, Verdict
 from .options import BY_FIELD, Invalid
@@ -31,9 +34,11 @@ from .outcome import (
 )
 from .review import ReviewRun, TargetSpec
 from .runner import Reviewer
-from .state import StateStore
 
 __all__ = ["AdversarialReview", "ReviewOutcome"]
+
+#: The coordinator of fixture reviews in a pytest run without ``--adversarial-review``.
+_OWN_COORDINATOR: pytest.StashKey[Coordinator] = pytest.StashKey()
 
 
 class ReviewOutcome:
@@ -112,7 +117,9 @@ class AdversarialReview:
         self.node = node
 
     def _settings(self, overrides: dict[str, Any]) -> settings_mod.Settings:
-        base = settings_mod.from_config(self.config)
+        # The run's coordinator's settings when a review run is active: the same decisions
+        # file the run's items use (found from the repository's top level).
+        base = self._coordinator().settings
         if not overrides:
             return base
         checked = {name: _checked_override(name, value) for name, value in overrides.items()}
@@ -122,6 +129,25 @@ class AdversarialReview:
             raise pytest.UsageError(
                 f"pytest-advreview: invalid override for adversarial_review: {exc}"
             ) from None
+
+    def _coordinator(self) -> Coordinator:
+        """The coordinator of the run (stored state, decisions and the token budget).
+
+        The ``--adversarial-review`` run's when one is active, so a fixture review is
+        judged like an item: from the same stored verdicts (watched while its reviewer
+        runs; the run secret tells other workers' entries apart), the same decisions and
+        against the same budget. Else one of this pytest process, kept for its reviews.
+        """
+        stash = runstash.get(self.config)
+        if stash is not None:
+            return stash.coordinator
+        own = self.config.stash.get(_OWN_COORDINATOR, None)
+        if own is None:
+            run_dir = Path(tempfile.mkdtemp(prefix="advreview-run-"))
+            self.config.add_cleanup(lambda: shutil.rmtree(run_dir, ignore_errors=True))
+            own = Coordinator(self.config, settings_mod.from_config(self.config), run_dir)
+            self.config.stash[_OWN_COORDINATOR] = own
+        return own
 
     def _reviewer(self, settings: settings_mod.Settings) -> Reviewer:
         from .runner.factory import BuiltinReviewers
@@ -142,20 +168,9 @@ class AdversarialReview:
             )
         return made
 
-    def _store(self) -> StateStore:
-        """The stored verdicts, watched while this review's reviewer runs.
-
-        A reviewer run by the fixture could rewrite another target's stored verdict as
-        well as an item's reviewer could: the run's store when a review session is active
-        (its run secret tells other workers' entries apart), else one of this process.
-        """
-        session = self.config.pluginmanager.get_plugin("advreview-session")
-        coordinator = getattr(session, "coordinator", None)
-        store = getattr(coordinator, "store", None)
-        return store if isinstance(store, StateStore) else StateStore(self.config)
-
     def _run(self, spec: TargetSpec, settings: settings_mod.Settings) -> ReviewOutcome:
         __tracebackhide__ = True
+        coordinator = self._coordinator().for_settings(settings)
         rootdir = Path(self.config.rootpath)
         repo = targets.repo_info(rootdir)
         run = ReviewRun(
@@ -164,11 +179,13 @@ class AdversarialReview:
             spec,
             repo_root=repo.root if repo is not None else rootdir,
             reviewer=self._reviewer(settings),
+            item=self.node,
             in_git=repo is not None,
-            store=self._store(),
+            store=coordinator.store,
         )
         try:
-            result, outcome = run.run()
+            # The items' path: a stored verdict stands, decisions are sent, the budget holds.
+            result, outcome = coordinator.review(run)
             changed = run.final_mutations()
         except BaseException:
             run.cleanup(keep=False)  # an unreadable plan, Ctrl-C: nothing worth keeping

@@ -60,8 +60,6 @@ __all__ = [
     "ReviewerOutput",
     "analyse",
     "classify_quality",
-    "find_verdict",
-    "make_triage",
     "parse_json",
     "parse_markdown",
     "review_schema",
@@ -287,20 +285,6 @@ def _code_mask(stripped_lines: Sequence[str]) -> list[bool]:
         end = len(stripped_lines) - 1 if last is None else last
         mask[first : end + 1] = [True] * (end + 1 - first)
     return mask
-
-
-def find_verdict(text: str) -> Verdict | None:
-    """The verdict on the last non-empty line, or ``None``.
-
-    The line must read exactly ``VERDICT: APPROVED`` or ``VERDICT: REVISE`` once
-    surrounding whitespace is stripped, and must not sit inside a fenced code block.  A
-    ``VERDICT:`` anywhere else (quoted plan text, a code block, the middle of the review)
-    never counts.
-
-    :param text: the review text.
-    """
-    lines = text.splitlines()
-    return _verdict(lines, _code_mask([line.strip() for line in lines]))
 
 
 def _verdict(lines: Sequence[str], code: Sequence[bool]) -> Verdict | None:
@@ -1040,19 +1024,6 @@ def _triage(review: Review, *, needs_lead_judgment: bool) -> Triage:
         truncated=medium > MAX_COVERED_MEDIUM,
         needs_lead_judgment=needs_lead_judgment,
     )
-
-
-def make_triage(review: Review) -> Triage:
-    """Cheap triage counts (seed 003 "Triage rules").
-
-    All critical and high findings are covered, and up to :data:`MAX_COVERED_MEDIUM`
-    medium ones; ``truncated`` says more medium findings remain.  Lead judgment is needed
-    when the review drifts from the contract or is not ``valid``.
-
-    :param review: a parsed review.
-    """
-    needs = _drift(review) is not None or classify_quality(review) is not ReviewQuality.VALID
-    return _triage(review, needs_lead_judgment=needs)
 
 
 def analyse(

@@ -22,7 +22,8 @@ import pytest
 
 from . import cachekey, mutation, prompts, targets
 from .isolation import IsolationError, Worktree
-from .lead import LeadError, make_lead
+from .lead import LeadError
+from .lead.factory import make_lead
 from .lead.turn import run_turn
 from .loop import FixFailed, LoopHooks, LoopResult, ReviewTarget, run_loop
 from .models import (

@@ -17,16 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import head, targets
-from .constants import (
-    BUILTIN_REVIEWERS,
-    CODE_ITEM_NAME,
-    RECORD_ATTR,
-    RUN_DIR_KEY,
-    RUN_SECRET_KEY,
-)
+from . import head, runstash, targets
+from .constants import BUILTIN_REVIEWERS, CODE_ITEM_NAME, RECORD_ATTR
 from .coordinator import Coordinator
-from .items import _SESSION_KEY, PlanFile, ReviewItem, ReviewRepr
+from .items import PlanFile, ReviewItem, ReviewRepr
 from .loop import LoopResult
 from .models import ChangeSet, ChangeSetInfo
 from .options import DEFAULT_DECISIONS
@@ -88,18 +82,15 @@ class ReviewSession:
         self.only = bool(config.getoption("advreview_only", default=False))
         # One directory per run, decided on the controller and shared with the workers
         # (the token ledger lives there); removed by the controller at the end.
-        workerinput = getattr(config, "workerinput", None)
-        if isinstance(workerinput, dict) and RUN_DIR_KEY in workerinput:
-            self.run_dir = Path(str(workerinput[RUN_DIR_KEY]))
+        shared = runstash.from_workerinput(config)
+        if shared is not None:
+            self.run_dir, self.run_secret = shared
         else:
             self.run_dir = Path(tempfile.mkdtemp(prefix="advreview-run-"))
             # Removed however the run ends (a usage error after configure included).
             config.add_cleanup(lambda: shutil.rmtree(self.run_dir, ignore_errors=True))
-        # Tags the state entries this run writes, so a review can tell the entries other
-        # workers write meanwhile from a reviewer's (state.py); held in memory only.
-        if isinstance(workerinput, dict) and RUN_SECRET_KEY in workerinput:
-            self.run_secret = bytes.fromhex(str(workerinput[RUN_SECRET_KEY]))
-        else:
+            # Tags the state entries this run writes, so a review can tell the entries
+            # other workers write meanwhile from a reviewer's (state.py).
             self.run_secret = secrets.token_bytes(32)
         self._discover()
         if self.plan_root != self.rootdir:
@@ -108,11 +99,18 @@ class ReviewSession:
             decisions = os.fspath(self.plan_root / DEFAULT_DECISIONS)
             self.settings = settings = settings.model_copy(update={"decisions": decisions})
         self.coordinator = Coordinator(config, settings, self.run_dir, run_secret=self.run_secret)
-        config.stash[_SESSION_KEY] = self
         #: What the reviews in flight are doing, on the terminal (None: not shown).
         self.progress: Progress | None = None
         #: Reviews started ahead of their items (``--advreview-jobs`` above 1).
         self.pool: ReviewPool | None = None
+        self.stash = runstash.RunStash(
+            run_dir=self.run_dir,
+            run_secret=self.run_secret,
+            coordinator=self.coordinator,
+            reviews=self,
+            head=self.head,
+        )
+        config.stash[runstash.RUN_STASH] = self.stash
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -594,7 +592,7 @@ class ReviewSession:
             self._reviewer = made
         return self._reviewer
 
-    def new_run(self, item: ReviewItem) -> ReviewRun:
+    def new_run(self, item: pytest.Item) -> ReviewRun:
         """A :class:`ReviewRun` for ``item``: the one started ahead of it, if any."""
         if self.pool is not None:
             ahead = self.pool.take(item)
@@ -637,9 +635,6 @@ class ReviewSession:
             return self.coordinator.review(run)
         finally:
             self.progress.end(key)
-
-    def finished(self, item: ReviewItem) -> None:
-        """Called from the item's teardown (hook for state writes)."""
 
     # -- reporting ---------------------------------------------------------------------
 

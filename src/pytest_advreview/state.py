@@ -288,11 +288,6 @@ class StateStore:
             # collection, not an error in the middle of it.
             self.state_key()
 
-    @property
-    def enabled(self) -> bool:
-        """False without the cacheprovider: nothing is stored, every load is ``None``."""
-        return self._cache is not None
-
     def path_for(self, key: str) -> Path | None:
         """Where ``key``'s entry lives (the directory is created), or ``None`` when off."""
         directory = self._directory()

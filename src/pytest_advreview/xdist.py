@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from .constants import RUN_DIR_KEY, RUN_SECRET_KEY
-from .head import HEAD_KEY
+from . import runstash
 from .settings import WORKERINPUT_KEY, from_config
 
 __all__ = ["XdistHooks"]
@@ -27,11 +26,8 @@ class XdistHooks:
         """Put the settings (JSON), the run directory, the run secret and any head checkout
         in ``workerinput`` (a pipe to the worker: no reviewer can read it there)."""
         node.workerinput[WORKERINPUT_KEY] = from_config(self.config).model_dump_json()
-        session = self.config.pluginmanager.get_plugin("advreview-session")
-        if session is not None:
-            node.workerinput[RUN_DIR_KEY] = str(session.run_dir)
-            node.workerinput[RUN_SECRET_KEY] = session.run_secret.hex()
-            if session.head is not None:
-                # One checkout of REF for the run: the workers read it, the controller
-                # removes it.
-                node.workerinput[HEAD_KEY] = session.head.model_dump_json()
+        stash = runstash.get(self.config)
+        if stash is not None:
+            # Any head checkout too: one checkout of REF for the run, the workers read it,
+            # the controller removes it.
+            node.workerinput.update(stash.serialized())

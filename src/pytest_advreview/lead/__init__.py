@@ -4,23 +4,21 @@
 every REVISE round the lead decides on each finding (:mod:`.contract`), edits the plan,
 and the loop resumes the reviewer's thread with the structured re-review prompt.  A
 plugin's ``pytest_advreview_fix`` hook wins over the built-in lead.  :mod:`.turn` runs one
-turn and checks what the lead changed; the backends only launch a CLI.
+turn and checks what the lead changed; the backends only launch a CLI, and
+:mod:`.factory` picks the one the settings ask for.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from pydantic import Field
 
 from ..models import TokenUsage, WireModel
 from .contract import LeadAnswer, LeadError
 
-if TYPE_CHECKING:
-    from ..settings import Settings
-
-__all__ = ["LeadBackend", "LeadError", "LeadReply", "LeadRequest", "make_lead"]
+__all__ = ["LeadBackend", "LeadError", "LeadReply", "LeadRequest"]
 
 
 class LeadRequest(WireModel):
@@ -51,21 +49,3 @@ class LeadBackend(Protocol):
     def run(self, request: LeadRequest) -> LeadReply:
         """Run the turn; raise :class:`LeadError` when the lead could not do its job."""
         ...
-
-
-def make_lead(settings: Settings) -> LeadBackend | None:
-    """The lead backend the settings ask for; ``None`` for ``--advreview-lead=none``."""
-    if settings.lead == "codex":
-        from .codex import CodexLead
-
-        return CodexLead(settings)
-    if settings.lead == "claude":
-        from .claude import ClaudeLead
-
-        return ClaudeLead(settings)
-    if settings.lead == "command":
-        from .command import CommandLead
-
-        assert settings.lead_command, "settings validation requires a lead command"
-        return CommandLead(settings.lead_command, timeout=settings.timeout)
-    return None

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from .. import runstash
 from ..head import HEAD_CODEX_CONFIG
 
 if TYPE_CHECKING:
@@ -46,9 +47,8 @@ def codex_options(settings: Settings, run_dir: Path | None = None) -> CodexOptio
 
 def _run_dir(config: pytest.Config) -> Path | None:
     """The run directory of the ``--adversarial-review`` session, if one is running."""
-    session = config.pluginmanager.get_plugin("advreview-session")
-    run_dir = getattr(session, "run_dir", None)
-    return run_dir if isinstance(run_dir, Path) and run_dir.is_dir() else None
+    stash = runstash.get(config)
+    return stash.run_dir if stash is not None and stash.run_dir.is_dir() else None
 
 
 class BuiltinReviewers:

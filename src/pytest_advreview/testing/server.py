@@ -11,7 +11,9 @@ The first rule whose ``match`` string occurs in the text of the last ``role: use
 item (``"in": "last_user"``, the default) or anywhere in the raw request body
 (``"in": "body"``) answers.  Each rule keeps one counter per ``thread-id`` header: every
 request it answers (a retry, a tool round trip, a resume of the same thread) moves on to the
-next step, and once past the end the last step repeats.  Requests no rule matches get
+next step, and once past the end the last step repeats.  ``"threads": "all"`` makes a rule
+count every request it answers on one counter, so a new ``codex exec`` (a new thread, e.g.
+the runner's retry) gets the next step.  Requests no rule matches get
 ``default`` (a STEP, or a list of steps counted the same way; without a default the server
 answers ``{"message": "VERDICT: APPROVED"}``).
 
@@ -243,6 +245,10 @@ def _validate_script(script: Mapping[str, Any]) -> None:
         if rule.get("in", "last_user") not in ("last_user", "body"):
             raise ValueError(
                 f"advreview scripted server: rule {number} 'in' must be 'last_user' or 'body'"
+            )
+        if rule.get("threads", "each") not in ("each", "all"):
+            raise ValueError(
+                f"advreview scripted server: rule {number} 'threads' must be 'each' or 'all'"
             )
         steps = rule.get("steps")
         if not isinstance(steps, list) or not steps:
@@ -513,6 +519,7 @@ class ScriptedServer:
         script = self._script
         steps: list[dict[str, Any]] | None = None
         rule_index: int | None = None
+        one_counter = False
         last_user: str | None = None
         body_text: str | None = None
         for number, rule in enumerate(script.get("rules", [])):
@@ -526,11 +533,12 @@ class ScriptedServer:
                 haystack = last_user
             if rule["match"] in haystack:
                 steps, rule_index = rule["steps"], number
+                one_counter = rule.get("threads", "each") == "all"
                 break
         if steps is None:
             default = script.get("default", _FALLBACK_STEP)
             steps = default if isinstance(default, list) else [default]
-        key = (rule_index, request.thread_id)
+        key = (rule_index, None if one_counter else request.thread_id)
         count = self._counters.get(key, 0)
         self._counters[key] = count + 1
         index = min(count, len(steps) - 1)

@@ -1,0 +1,29 @@
+"""The lead backend the settings ask for (apart from the package, which the backends import)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+    from . import LeadBackend
+
+__all__ = ["make_lead"]
+
+
+def make_lead(settings: Settings) -> LeadBackend | None:
+    """The lead backend the settings ask for; ``None`` for ``--advreview-lead=none``."""
+    if settings.lead == "codex":
+        from .codex import CodexLead
+
+        return CodexLead(settings)
+    if settings.lead == "claude":
+        from .claude import ClaudeLead
+
+        return ClaudeLead(settings)
+    if settings.lead == "command":
+        from .command import CommandLead
+
+        assert settings.lead_command, "settings validation requires a lead command"
+        return CommandLead(settings.lead_command, timeout=settings.timeout)
+    return None
