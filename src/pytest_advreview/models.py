@@ -156,6 +156,15 @@ class Finding(WireModel):
     impact: str | None = None
     recommendation: str | None = None
 
+    def answers(self) -> dict[str, str | None]:
+        """The four answers of the finding bar, by the label the reports print."""
+        return {
+            "What can go wrong": self.what_can_go_wrong,
+            "Why vulnerable": self.why_vulnerable,
+            "Impact": self.impact,
+            "Recommendation": self.recommendation,
+        }
+
     def line(self) -> str:
         """The one-line form used in failures: ``[severity: X] ID title (location)``."""
         where = f" ({self.location})" if self.location and str(self.location) else ""

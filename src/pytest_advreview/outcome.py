@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from enum import Enum
 
 import pytest
 
 from .loop import LoopResult
-from .models import Finding, Review, ReviewStatus, Severity, Verdict, WireModel
+from .models import Finding, Review, ReviewStatus, Severity, Verdict
 
 __all__ = [
     "Outcome",
@@ -58,7 +59,8 @@ class OutcomeKind(str, Enum):
     ERROR = "error"
 
 
-class Outcome(WireModel):
+@dataclass(frozen=True)
+class Outcome:
     """A decided outcome, with the findings split at the fail-on threshold."""
 
     kind: OutcomeKind
@@ -154,18 +156,17 @@ def decide(result: LoopResult, fail_on: Severity) -> Outcome:
         )
 
     after = f"after {_count(rounds, 'round')}"
+    verdict_text = verdict.value if verdict is not None else result.status.value
     if result.needs_operator:
         # The lead left structural fixes for a person: whatever the reviewer said after
         # hearing that, nobody approved leaving them out, so the item never passes.
         ids = ", ".join(result.needs_operator)
-        verdict_text = verdict.value if verdict is not None else result.status.value
         return make(
             OutcomeKind.FAILED,
             f"{verdict_text} {after}, but {_count(len(result.needs_operator), 'finding')} "
             f"needs the operator (structural, not applied by the lead): {ids}",
         )
     if result.uncommitted_edits:
-        verdict_text = verdict.value if verdict is not None else result.status.value
         return make(
             OutcomeKind.FAILED,
             f"{verdict_text} {after} only with the lead's edits to "
@@ -228,17 +229,17 @@ def decide(result: LoopResult, fail_on: Severity) -> Outcome:
 
 def warning_message(item_name: str, outcome: Outcome) -> str:
     """The text of the :class:`ReviewWarning` for a warned outcome: one line per finding."""
-    lines = [f"Adversarial review — {item_name} — {outcome.summary}"]
-    lines.extend(f.line() for f in outcome.below)
-    return "\n".join(lines)
+    return "\n".join([_header(item_name, outcome.summary), *(f.line() for f in outcome.below)])
 
 
 def _header(item_name: str, tail: str) -> str:
     return f"Adversarial review — {item_name} — {tail}"
 
 
-def _warnings_block(result: LoopResult) -> list[str]:
-    return [f"warning: {w}" for w in result.warnings]
+def _with_warnings(parts: list[str], result: LoopResult) -> str:
+    if result.warnings:
+        parts += ["", *(f"warning: {w}" for w in result.warnings)]
+    return "\n".join(parts) + "\n"
 
 
 def failure_report(item_name: str, result: LoopResult, outcome: Outcome) -> str:
@@ -250,20 +251,16 @@ def failure_report(item_name: str, result: LoopResult, outcome: Outcome) -> str:
     """
     parts = [_header(item_name, f"round {outcome.rounds}"), ""]
     raw = result.review.raw if result.review is not None else ""
-    if raw:
-        parts.append(raw if not raw.endswith("\n") else raw[:-1])
-    else:
-        parts.append("(no review text)")
-    parts.append("")
+    parts += [(raw[:-1] if raw.endswith("\n") else raw) if raw else "(no review text)", ""]
     parts.extend(f.line() for f in outcome.failing)
     parts.extend(f"{f.line()} — below the fail-on threshold" for f in outcome.below)
     if result.uncommitted_edits:
-        parts.append("")
-        parts.append(
+        parts += [
+            "",
             "not in the commit under review: the lead edited "
             f"{', '.join(result.uncommitted_edits)} in this CI checkout only; the approval is "
-            "of the edited text. Apply the --advreview-lead-patch file and push it."
-        )
+            "of the edited text. Apply the --advreview-lead-patch file and push it.",
+        ]
     if result.needs_operator:
         parts.append("")
         parts.extend(
@@ -271,11 +268,7 @@ def failure_report(item_name: str, result: LoopResult, outcome: Outcome) -> str:
             "yourself: apply it to the plan, or reject it with a reason in the decisions file"
             for fid in result.needs_operator
         )
-    extra = _warnings_block(result)
-    if extra:
-        parts.append("")
-        parts.extend(extra)
-    return "\n".join(parts) + "\n"
+    return _with_warnings(parts, result)
 
 
 def error_report(item_name: str, result: LoopResult, outcome: Outcome | None = None) -> str:
@@ -293,11 +286,7 @@ def error_report(item_name: str, result: LoopResult, outcome: Outcome | None = N
         "",
         (error or "no error text").rstrip("\n"),
     ]
-    extra = _warnings_block(result)
-    if extra:
-        parts.append("")
-        parts.extend(extra)
-    return "\n".join(parts) + "\n"
+    return _with_warnings(parts, result)
 
 
 def user_properties(result: LoopResult, outcome: Outcome) -> list[tuple[str, object]]:

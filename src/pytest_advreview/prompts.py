@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from .constants import SESSION_MARKER, VERDICT_APPROVED, VERDICT_REVISE
-from .models import ChangeSet, OutputFormat, WireModel
+from .models import ChangeSet, OutputFormat
 
 __all__ = [
     "MAX_LISTED_FILES",
@@ -178,7 +179,7 @@ If a command unexpectedly changes files, stop and report it.
 </reviewer_behavior>
 """
 
-# The section headers and field labels are what the parser reads (parse.py): a review
+# The section headers and field labels are what the parser reads (parse/markdown.py): a review
 # that translated them lost its locations and was marked "degraded content".  They are
 # part of the contract, like the severity tokens, so they stay English whatever the
 # language of the prose.
@@ -359,13 +360,10 @@ def _version(templates: Iterable[str]) -> str:
 PROMPT_VERSION: str = _version(_TEMPLATES)
 
 
-class PreviousRound(WireModel):
-    """One earlier round, as the fresh-exec prompt replays it.
-
-    :param number: the round number.
-    :param review: the review text, verbatim.
-    :param decisions: what was decided on its findings, rendered as text.
-    """
+@dataclass(frozen=True)
+class PreviousRound:
+    """One earlier round as the fresh-exec prompt replays it: the review verbatim and
+    what was decided on its findings, rendered as text."""
 
     number: int
     review: str
