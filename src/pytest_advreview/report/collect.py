@@ -7,6 +7,7 @@ is collected here, on the controller, for every report writer.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 import pytest
@@ -27,6 +28,39 @@ class ItemResult:
     seconds: float = 0.0
     #: Text of a failed phase (the failure or error report), first lines only.
     problems: list[str] = field(default_factory=list)
+
+    # The facts every report derives from a record and pytest's view, decided here once.
+
+    @property
+    def failed(self) -> bool:
+        return self.record.outcome == "failed" or self.pytest_outcome == "failed"
+
+    @property
+    def errored(self) -> bool:
+        return self.record.outcome == "error" or self.pytest_outcome == "error"
+
+    @property
+    def outcome(self) -> str:
+        """The item's outcome as the reports show it: error wins (a teardown error too)."""
+        return "error" if self.errored else self.record.outcome
+
+    @property
+    def error_text(self) -> str:
+        """Why the item errored, for the reports that name it."""
+        return (self.record.error or "; ".join(self.problems) or "the review item errored").strip()
+
+    @property
+    def rounds(self) -> int:
+        """Number of the last counted round (0 when none ran)."""
+        return self.record.rounds[-1].number if self.record.rounds else 0
+
+    def severity_counts(self) -> str:
+        """``1 critical, 2 medium`` or ``no findings``."""
+        counts = Counter(f.severity.value for f in self.record.findings)
+        return (
+            ", ".join(f"{counts[s]} {s}" for s in ("critical", "high", "medium") if counts[s])
+            or "no findings"
+        )
 
 
 class ResultsCollector:

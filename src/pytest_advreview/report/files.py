@@ -71,16 +71,11 @@ def find_repo_root(start: Path) -> Path:
 
 @dataclass(frozen=True)
 class Anchor:
-    """Where a finding points: a repo-relative posix path and 1-based lines, when known.
-
-    ``named`` is True when the reviewer named the place (a file or a section that was
-    found); False when the path is only the item's own plan.
-    """
+    """Where a finding points: a repo-relative posix path and 1-based lines, when known."""
 
     path: str | None = None
     line_start: int | None = None
     line_end: int | None = None
-    named: bool = False
 
 
 _HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
@@ -175,19 +170,17 @@ class Anchors:
         if loc is not None and loc.file:
             path = self.relative(loc.file)
             if path is not None:
-                return Anchor(path, loc.line_start, _end(loc.line_start, loc.line_end), True)
-        if record.path is None:
-            return Anchor()
-        plan = self.relative(record.path)
+                return Anchor(path, loc.line_start, _end(loc.line_start, loc.line_end))
+        plan = self.relative(record.path) if record.path is not None else None
         if plan is None:
             return Anchor()
         if loc is not None and loc.line_start is not None:
-            return Anchor(plan, loc.line_start, _end(loc.line_start, loc.line_end), True)
+            return Anchor(plan, loc.line_start, _end(loc.line_start, loc.line_end))
         if loc is not None and loc.section:
             text = self._text(plan)
             line = section_line(text, loc.section) if text is not None else None
             if line is not None:
-                return Anchor(plan, line, line, True)
+                return Anchor(plan, line, line)
         return Anchor(plan)
 
 

@@ -109,15 +109,14 @@ def collect_annotations(results: Sequence[ItemResult], anchors: Anchors) -> list
     found: list[Annotation] = []
     for item in results:
         record = item.record
-        if record.outcome == "error" or item.pytest_outcome == "error":
-            text = record.error or "; ".join(item.problems) or "the review item errored"
+        if item.errored:
             meaning = MEANING.get(record.status.value, "")
             path = anchors.relative(record.path) if record.path else None
             found.append(
                 Annotation(
                     level="error",
                     title=f"pytest-advreview: review could not run ({record.key})",
-                    message=f"{record.nodeid}: {record.status.value}: {text.strip()}"
+                    message=f"{record.nodeid}: {record.status.value}: {item.error_text}"
                     + (f"\n{meaning}" if meaning else ""),
                     file=path,
                     rank=0,
@@ -128,7 +127,7 @@ def collect_annotations(results: Sequence[ItemResult], anchors: Anchors) -> list
             line, end_line = _lines(anchor)
             found.append(
                 Annotation(
-                    level="error" if level_of(finding.severity) == "error" else "warning",
+                    level=level_of(finding.severity),
                     title=f"[{finding.severity.value}] {finding.id} {finding.title}",
                     message=_finding_message(record, finding),
                     file=anchor.path,

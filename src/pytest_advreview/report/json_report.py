@@ -119,43 +119,18 @@ def gate_result(results: list[ItemResult]) -> GateResult:
     """One word for the whole run: failed wins over error, error over passed."""
     if not results:
         return "empty"
-    if any(_failed(r) for r in results):
+    if any(r.failed for r in results):
         return "failed"
-    if any(_errored(r) for r in results):
+    if any(r.errored for r in results):
         return "error"
     return "passed"
 
 
-def _failed(result: ItemResult) -> bool:
-    return result.record.outcome == "failed" or result.pytest_outcome == "failed"
-
-
-def _errored(result: ItemResult) -> bool:
-    return result.record.outcome == "error" or result.pytest_outcome == "error"
-
-
 def _report_settings(settings: Settings) -> ReportSettings:
-    return ReportSettings(
-        reviewer=settings.reviewer,
-        model=settings.model,
-        reasoning=settings.reasoning,
-        sandbox=settings.sandbox,
-        approvals=settings.approvals,
-        language=settings.language,
-        max_rounds=settings.max_rounds,
-        fail_on=settings.fail_on,
-        output_format=settings.output_format,
-        isolation=settings.isolation,
-        diff=settings.diff,
-        base=settings.base,
-        head=settings.head,
-        plan_scope=settings.plan_scope,
-        timeout=settings.timeout,
-        budget_tokens=settings.budget_tokens,
-        fresh=settings.fresh,
-        shard=f"{settings.shard[0]}/{settings.shard[1]}" if settings.shard else None,
-        lead=settings.lead,
-    )
+    # Copies only the fields ReportSettings names: the class is the list of what may be shown.
+    values = settings.model_dump(include=set(ReportSettings.model_fields) - {"shard"})
+    shard = f"{settings.shard[0]}/{settings.shard[1]}" if settings.shard else None
+    return ReportSettings(**values, shard=shard)
 
 
 def build_report(

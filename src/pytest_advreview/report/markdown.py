@@ -29,7 +29,7 @@ from ..models import (
 )
 from .collect import ItemResult
 from .json_report import gate_result
-from .terminal import MEANING, severity_counts
+from .terminal import MEANING
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -66,22 +66,11 @@ def _fenced(text: str) -> list[str]:
     return [f"{fence}markdown", text.rstrip("\n"), fence]
 
 
-def _outcome(result: ItemResult) -> str:
-    """The item's outcome as the report shows it: error wins (a teardown error too)."""
-    if result.pytest_outcome == "error" or result.record.outcome == "error":
-        return "error"
-    return result.record.outcome
-
-
-def _rounds_of(record: ItemRecord) -> int:
-    return record.rounds[-1].number if record.rounds else 0
-
-
 def _overview(
     settings: Settings, results: Sequence[ItemResult], change: ChangeSetInfo | None = None
 ) -> list[str]:
     gate = gate_result(list(results))
-    counts = Counter(_outcome(r) for r in results)
+    counts = Counter(r.outcome for r in results)
     parts = [
         f"{counts[o]} {label}"
         for o, label in (
@@ -127,10 +116,10 @@ def _overview(
     ]
     for result in results:
         record = result.record
-        outcome = _outcome(result)
+        outcome = result.outcome
         lines.append(
             f"| {_code(record.key)} | {record.status.value} | {_ICON[outcome]} {outcome} | "
-            f"{severity_counts(result)} | {_rounds_of(record)} | {record.tokens.total} |"
+            f"{result.severity_counts()} | {result.rounds} | {record.tokens.total} |"
         )
     lines.append("")
     return lines
@@ -224,7 +213,7 @@ def _operator_summary(result: ItemResult, settings: Settings) -> list[str]:
     if record.findings:
         failing = [_code(i) for i in record.failing_ids]
         lines.append(
-            f"- **Remaining findings:** {severity_counts(result)}"
+            f"- **Remaining findings:** {result.severity_counts()}"
             + (
                 f"; at or above fail-on ({record.fail_on.value}): {', '.join(failing)}"
                 if failing
@@ -295,11 +284,11 @@ def _reviews(record: ItemRecord) -> list[str]:
 
 def _item_section(result: ItemResult, settings: Settings, *, verbatim: bool) -> list[str]:
     record = result.record
-    outcome = _outcome(result)
+    outcome = result.outcome
     lines = [
         f"## {_ICON[outcome]} {escape(record.key)} — {record.status.value} ({outcome})",
         "",
-        f"{_code(record.nodeid)} · {record.kind} review · round {_rounds_of(record)} · "
+        f"{_code(record.nodeid)} · {record.kind} review · round {result.rounds} · "
         f"{record.tokens.total} tokens · fail-on {record.fail_on.value}",
         "",
     ]

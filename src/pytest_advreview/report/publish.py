@@ -26,7 +26,7 @@ from ..models import ChangeSetInfo
 from . import github
 from .collect import ItemResult
 from .files import Anchors, append_text, find_repo_root, write_atomic
-from .json_report import render_json
+from .json_report import gate_result, render_json
 from .markdown import render_markdown, step_summary
 from .sarif import render_sarif
 
@@ -211,9 +211,7 @@ def exit_status(
     """
     if not settings.strict_exit or exitstatus != pytest.ExitCode.TESTS_FAILED:
         return exitstatus
-    failed = any(r.record.outcome == "failed" or r.pytest_outcome == "failed" for r in results)
-    errored = any(r.record.outcome == "error" or r.pytest_outcome == "error" for r in results)
-    if failed or not errored:
+    if gate_result(results) != "error":  # a failed review, or no errored one
         return exitstatus
     if config is not None and other_failures(config, results):
         return exitstatus

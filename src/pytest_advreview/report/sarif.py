@@ -45,7 +45,7 @@ _INFO_URI = "https://pypi.org/project/pytest-advreview/"
 Level = Literal["error", "warning", "note", "none"]
 
 
-def level_of(severity: Severity) -> Level:
+def level_of(severity: Severity) -> Literal["error", "warning"]:
     """SARIF level of a finding severity: critical/high → error, medium → warning."""
     return "warning" if severity is Severity.MEDIUM else "error"
 
@@ -59,7 +59,8 @@ class _Sarif(WireModel):
 
 
 class Message(_Sarif):
-    """``message``: plain text (and markdown for viewers that render it)."""
+    """``message`` and ``multiformatMessageString``: plain text (and markdown for viewers
+    that render it)."""
 
     text: str
     markdown: str | None = None
@@ -80,8 +81,6 @@ class Region(_Sarif):
 
 
 class PhysicalLocation(_Sarif):
-    """``physicalLocation``."""
-
     artifact_location: ArtifactLocation
     region: Region | None = None
 
@@ -94,8 +93,6 @@ class LogicalLocation(_Sarif):
 
 
 class Location(_Sarif):
-    """``location``."""
-
     physical_location: PhysicalLocation | None = None
     logical_locations: tuple[LogicalLocation, ...] | None = None
 
@@ -112,13 +109,6 @@ class Result(_Sarif):
     properties: dict[str, Any] = Field(default_factory=dict)
 
 
-class MultiformatMessage(_Sarif):
-    """``multiformatMessageString``."""
-
-    text: str
-    markdown: str | None = None
-
-
 class ReportingConfiguration(_Sarif):
     """``reportingConfiguration``: the rule's level."""
 
@@ -129,9 +119,9 @@ class Rule(_Sarif):
     """``reportingDescriptor``: one finding id."""
 
     id: str
-    short_description: MultiformatMessage
-    full_description: MultiformatMessage | None = None
-    help: MultiformatMessage | None = None
+    short_description: Message
+    full_description: Message | None = None
+    help: Message | None = None
     default_configuration: ReportingConfiguration
     properties: dict[str, Any] = Field(default_factory=dict)
 
@@ -146,8 +136,6 @@ class Driver(_Sarif):
 
 
 class Tool(_Sarif):
-    """``tool``."""
-
     driver: Driver
 
 
@@ -168,8 +156,6 @@ class Invocation(_Sarif):
 
 
 class Run(_Sarif):
-    """``run``."""
-
     tool: Tool
     invocations: tuple[Invocation, ...]
     results: tuple[Result, ...]
@@ -208,12 +194,7 @@ def _physical(anchor: Anchor) -> PhysicalLocation | None:
 
 def _message(record: ItemRecord, finding: Finding, note: str | None) -> Message:
     parts = [f"[{finding.severity.value}] {finding.title}"]
-    for label, value in (
-        ("What can go wrong", finding.what_can_go_wrong),
-        ("Why vulnerable", finding.why_vulnerable),
-        ("Impact", finding.impact),
-        ("Recommendation", finding.recommendation),
-    ):
+    for label, value in finding.answers().items():
         if value:
             parts.append(f"{label}: {value.strip()}")
     if finding.location is not None and str(finding.location):
@@ -228,11 +209,9 @@ def _rule(finding: Finding) -> Rule:
     full = finding.what_can_go_wrong or finding.impact
     return Rule(
         id=finding.id,
-        short_description=MultiformatMessage(text=finding.title),
-        full_description=MultiformatMessage(text=full.strip()) if full else None,
-        help=MultiformatMessage(text=finding.recommendation.strip())
-        if finding.recommendation
-        else None,
+        short_description=Message(text=finding.title),
+        full_description=Message(text=full.strip()) if full else None,
+        help=Message(text=finding.recommendation.strip()) if finding.recommendation else None,
         default_configuration=ReportingConfiguration(level=level_of(finding.severity)),
         properties={"tags": ["adversarial-review"], "severity": finding.severity.value},
     )
@@ -256,12 +235,13 @@ def build_sarif(
         for finding in record.findings:
             pending.append((record, finding))
             rules.setdefault(finding.id, _rule(finding))
-        if record.outcome == "error" or item.pytest_outcome == "error":
-            text = record.error or "; ".join(item.problems) or "the review item errored"
+        if item.errored:
             physical = _physical(Anchor(anchors.relative(record.path) if record.path else None))
             notifications.append(
                 Notification(
-                    message=Message(text=f"{record.nodeid}: {record.status.value}: {text.strip()}"),
+                    message=Message(
+                        text=f"{record.nodeid}: {record.status.value}: {item.error_text}"
+                    ),
                     locations=(Location(physical_location=physical),) if physical else None,
                     properties={"item": record.nodeid, "status": record.status.value},
                 )

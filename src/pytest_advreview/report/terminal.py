@@ -25,15 +25,6 @@ MEANING = {
 }
 
 
-def severity_counts(result: ItemResult) -> str:
-    """``1 critical, 2 medium`` or ``no findings``."""
-    counts = Counter(f.severity.value for f in result.record.findings)
-    return (
-        ", ".join(f"{counts[s]} {s}" for s in ("critical", "high", "medium") if counts[s])
-        or "no findings"
-    )
-
-
 def lead_lines(record: ItemRecord) -> list[str]:
     """The lead's turns: per round the evaluation matrix (finding | severity | action |
     reason) and the files it edited; then what it left for the operator."""
@@ -63,10 +54,9 @@ def write_summary(terminal: pytest.TerminalReporter, results: list[ItemResult]) 
         total += record.tokens.total
         decisions = Counter(d.action.value for d in record.decisions)
         decided = ", ".join(f"{n} {a}" for a, n in sorted(decisions.items()))
-        rounds = record.rounds[-1].number if record.rounds else 0
         terminal.write_line(
             f"{record.nodeid}: {record.status.value} ({result.pytest_outcome}) — "
-            f"round {rounds}, {severity_counts(result)}, {record.tokens.total} tokens, "
+            f"round {result.rounds}, {result.severity_counts()}, {record.tokens.total} tokens, "
             f"{result.seconds:.1f}s"
         )
         if decided:
