@@ -51,19 +51,12 @@ def _code_mask(stripped_lines: Sequence[str]) -> list[bool]:
     return mask
 
 
-def _verdict(lines: Sequence[str], code: Sequence[bool]) -> Verdict | None:
-    for index in range(len(lines) - 1, -1, -1):
-        stripped = lines[index].strip()
-        if not stripped:
-            continue
-        if code[index]:
-            return None
-        if stripped == VERDICT_APPROVED:
-            return Verdict.APPROVED
-        if stripped == VERDICT_REVISE:
-            return Verdict.REVISE
-        return None
-    return None
+_VERDICTS = {VERDICT_APPROVED: Verdict.APPROVED, VERDICT_REVISE: Verdict.REVISE}
+
+
+def _verdict(doc: _Doc) -> Verdict | None:
+    last = next((i for i in reversed(range(len(doc))) if doc.stripped[i]), None)
+    return None if last is None or doc.code[last] else _VERDICTS.get(doc.stripped[last])
 
 
 # --------------------------------------------------------------------------------------
@@ -260,58 +253,54 @@ class _Doc:
             None if quoted else _field(stripped)
             for quoted, stripped in zip(self.quoted, self.stripped, strict=True)
         ]
-        self._titles: list[bool | None] = [None] * len(self.lines)
+        self.headings = [
+            None if quoted else _heading(stripped)
+            for quoted, stripped in zip(self.quoted, self.stripped, strict=True)
+        ]
+        #: ``(name, level)`` of each Summary/Findings/Verdict header line.
+        self.sections = [
+            None if quoted else _section_name(stripped)
+            for quoted, stripped in zip(self.quoted, self.stripped, strict=True)
+        ]
+        #: Whether each line is a non-heading finding title (see :func:`_is_title_line`).
+        self.titles = [
+            not quoted and got is None and _is_title_line(stripped)
+            for quoted, got, stripped in zip(self.quoted, self.fields, self.stripped, strict=True)
+        ]
 
     def __len__(self) -> int:
         return len(self.lines)
 
-    def title_line(self, index: int) -> bool:
-        """Whether the line is a non-heading finding title (see :func:`_is_title_line`)."""
-        got = self._titles[index]
-        if got is None:
-            got = self._titles[index] = (
-                not self.quoted[index]
-                and self.fields[index] is None
-                and _is_title_line(self.stripped[index])
-            )
-        return got
-
-    def section(self, index: int) -> tuple[str, int] | None:
-        """``(name, level)`` when the line is a Summary/Findings/Verdict header."""
-        return None if self.quoted[index] else _section_name(self.stripped[index])
+    def first_section(self, name: str) -> tuple[int, int] | None:
+        """``(index, heading level)`` of the first ``name`` section header."""
+        return next(((i, s[1]) for i, s in enumerate(self.sections) if s and s[0] == name), None)
 
 
 def _findings_area(doc: _Doc) -> tuple[int, int, int]:
     """``(start, end, level)`` of the Findings section, or the whole text when absent."""
-    count = len(doc)
-    for index in range(count):
-        section = doc.section(index)
-        if not section or section[0] != "findings":
-            continue
-        level = section[1]
-        for end in range(index + 1, count):
-            other = doc.section(end)
-            if other and other[0] != "findings":
-                return index + 1, end, level
-            heading = None if doc.quoted[end] else _heading(doc.stripped[end])
-            if level and heading and heading[0] <= level and not _severity_token(heading[1]):
-                return index + 1, end, level
-        return index + 1, count, level
-    return 0, count, 0
+    found = doc.first_section("findings")
+    if found is None:
+        return 0, len(doc), 0
+    index, level = found
+    for end in range(index + 1, len(doc)):
+        other = doc.sections[end]
+        if other and other[0] != "findings":
+            return index + 1, end, level
+        heading = doc.headings[end]
+        if level and heading and heading[0] <= level and not _severity_token(heading[1]):
+            return index + 1, end, level
+    return index + 1, len(doc), level
 
 
 def _summary_range(doc: _Doc) -> tuple[int, int] | None:
-    for index in range(len(doc)):
-        section = doc.section(index)
-        if not section or section[0] != "summary":
-            continue
-        for end in range(index + 1, len(doc)):
-            if not doc.quoted[end] and (
-                _heading(doc.stripped[end]) or doc.section(end) or doc.title_line(end)
-            ):
-                return index + 1, end
-        return index + 1, len(doc)
-    return None
+    found = doc.first_section("summary")
+    if found is None:
+        return None
+    index = found[0]
+    for end in range(index + 1, len(doc)):
+        if doc.headings[end] or doc.sections[end] or doc.titles[end]:
+            return index + 1, end
+    return index + 1, len(doc)
 
 
 def _is_title_line(stripped: str) -> bool:
@@ -352,7 +341,7 @@ def _soft_has_severity(doc: _Doc, index: int, end: int) -> bool:
         got = doc.fields[j]
         if got and got[0] == "severity":
             return _SEV_VALUE.match(got[1]) is not None
-        if _heading(doc.stripped[j]) or doc.title_line(j):
+        if doc.headings[j] or doc.titles[j]:
             return False
         seen += 1
         if seen >= 4:
@@ -373,7 +362,7 @@ def _segment(doc: _Doc, start: int, end: int, skip: tuple[int, int] | None) -> l
             if cur:
                 cur.body.append(index)
             continue
-        heading = _heading(stripped)
+        heading = doc.headings[index]
         if heading:
             token = _severity_token(heading[1])
             if token is None and cur and cur.severity and 0 < cur.level < heading[0]:
@@ -391,7 +380,7 @@ def _segment(doc: _Doc, start: int, end: int, skip: tuple[int, int] | None) -> l
                     m = _SEV_VALUE.match(got[1])
                     cur.severity = m.group(1).lower() if m else None
             continue
-        if doc.title_line(index):
+        if doc.titles[index]:
             token = _severity_token(stripped)
             assert token is not None
             cur = _Block(_clean_title(_strip_list(stripped)), token[0], 0)
@@ -499,7 +488,7 @@ def _summary(doc: _Doc, area: tuple[int, int, int], found: tuple[int, int] | Non
         doc.stripped[i]
         for i in range(start, end)
         if not doc.code[i]
-        and not _heading(doc.stripped[i])
+        and not doc.headings[i]
         and doc.stripped[i] not in (VERDICT_APPROVED, VERDICT_REVISE)
     ]
     return "\n".join(parts).strip()
@@ -508,10 +497,10 @@ def _summary(doc: _Doc, area: tuple[int, int, int], found: tuple[int, int] | Non
 def _starts_block(doc: _Doc, index: int) -> bool:
     if doc.quoted[index]:
         return False
-    heading = _heading(doc.stripped[index])
+    heading = doc.headings[index]
     if heading:
         return _severity_token(heading[1]) is not None
-    return doc.title_line(index)
+    return doc.titles[index]
 
 
 def parse_markdown(text: str) -> Review:
@@ -534,7 +523,7 @@ def parse_markdown(text: str) -> Review:
     return Review(
         summary=_summary(doc, area, summary),
         findings=tuple(f for b in blocks if (f := _finding(doc, b)) is not None),
-        verdict=_verdict(doc.lines, doc.code),
+        verdict=_verdict(doc),
         raw=text,
     )
 
