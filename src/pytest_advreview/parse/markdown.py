@@ -151,9 +151,9 @@ def _field(stripped: str) -> tuple[str, str] | None:
     return key, stripped[m.end() :].strip()
 
 
-def _severity_token(text: str) -> tuple[str, re.Match[str]] | None:
+def _severity_token(text: str) -> str | None:
     m = _SEV_BRACKET.search(text) or _SEV_LABEL.search(text)
-    return (m.group(1).lower(), m) if m else None
+    return m.group(1).lower() if m else None
 
 
 def _section_name(stripped: str) -> tuple[str, int] | None:
@@ -369,7 +369,7 @@ def _segment(doc: _Doc, start: int, end: int, skip: tuple[int, int] | None) -> l
                 # "#### Evidence" under "### [severity: high] X" belongs to X.
                 cur.body.append(index)
                 continue
-            cur = _Block(_clean_title(heading[1]), token[0] if token else None, heading[0])
+            cur = _Block(_clean_title(heading[1]), token, heading[0])
             blocks.append(cur)
             continue
         got = doc.fields[index]
@@ -381,9 +381,7 @@ def _segment(doc: _Doc, start: int, end: int, skip: tuple[int, int] | None) -> l
                     cur.severity = m.group(1).lower() if m else None
             continue
         if doc.titles[index]:
-            token = _severity_token(stripped)
-            assert token is not None
-            cur = _Block(_clean_title(_strip_list(stripped)), token[0], 0)
+            cur = _Block(_clean_title(_strip_list(stripped)), _severity_token(stripped), 0)
             blocks.append(cur)
             continue
         lone = _SEV_BRACKET.fullmatch(stripped.strip("*_` "))
@@ -454,7 +452,7 @@ def _block_location(values: dict[str, str], prose: Sequence[str]) -> Location | 
         path = _split_path_token(token[0])[0] if token else ""
         if file is None and (_PATHISH.search(path) or _COLON_LINES.search(first)):
             file, start, end = _parse_file(first)
-        elif section is None:
+        else:
             section = first.strip()
     if values.get("section"):
         section = values["section"].splitlines()[0].strip()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from pydantic import Field
 
@@ -177,19 +177,15 @@ def render_json(
     return build_report(settings, results, change=change).model_dump_json(indent=2) + "\n"
 
 
-def results_schema() -> dict[str, Any]:
-    """The JSON schema of :class:`ResultsReport`, with ``$schema``, ``$id`` and a title."""
-    schema = ResultsReport.model_json_schema(mode="serialization")
-    return {
+def schema_text() -> str:
+    """The published schema file's exact text: the JSON schema of :class:`ResultsReport`,
+    with ``$schema`` and ``$id``."""
+    schema = {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": SCHEMA_ID,
-        **schema,
+        **ResultsReport.model_json_schema(mode="serialization"),
     }
-
-
-def schema_text() -> str:
-    """The published schema file's exact text."""
-    return json.dumps(results_schema(), indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
 
 
 if __name__ == "__main__":  # regenerate: python -m pytest_advreview.report.json_report > FILE
