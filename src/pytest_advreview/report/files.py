@@ -170,12 +170,12 @@ class Anchors:
         if loc is not None and loc.file:
             path = self.relative(loc.file)
             if path is not None:
-                return Anchor(path, loc.line_start, _end(loc.line_start, loc.line_end))
+                return _anchor(path, loc.line_start, loc.line_end)
         plan = self.relative(record.path) if record.path is not None else None
         if plan is None:
             return Anchor()
         if loc is not None and loc.line_start is not None:
-            return Anchor(plan, loc.line_start, _end(loc.line_start, loc.line_end))
+            return _anchor(plan, loc.line_start, loc.line_end)
         if loc is not None and loc.section:
             text = self._text(plan)
             line = section_line(text, loc.section) if text is not None else None
@@ -184,7 +184,8 @@ class Anchors:
         return Anchor(plan)
 
 
-def _end(start: int | None, end: int | None) -> int | None:
-    if start is None:
-        return None
-    return end if end is not None and end >= start else start
+def _anchor(path: str, start: int | None, end: int | None) -> Anchor:
+    # Neither SARIF nor GitHub takes a line below 1: such a finding points at the file.
+    if start is None or start < 1:
+        return Anchor(path)
+    return Anchor(path, start, end if end is not None and end >= start else start)

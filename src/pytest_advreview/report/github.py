@@ -21,7 +21,7 @@ from typing import Literal
 
 from ..models import Finding, ItemRecord
 from .collect import ItemResult
-from .files import Anchor, Anchors
+from .files import Anchors
 from .sarif import level_of
 from .terminal import MEANING
 
@@ -97,13 +97,6 @@ def _finding_message(record: ItemRecord, finding: Finding) -> str:
     return "\n".join(lines)
 
 
-def _lines(anchor: Anchor) -> tuple[int | None, int | None]:
-    """``line`` and ``endLine`` of an annotation (both absent without a valid start)."""
-    if anchor.path is None or anchor.line_start is None or anchor.line_start < 1:
-        return None, None
-    return anchor.line_start, anchor.line_end
-
-
 def collect_annotations(results: Sequence[ItemResult], anchors: Anchors) -> list[Annotation]:
     """Every annotation of the run, worst first within each level (before the cap)."""
     found: list[Annotation] = []
@@ -124,15 +117,14 @@ def collect_annotations(results: Sequence[ItemResult], anchors: Anchors) -> list
             )
         for finding in record.findings:
             anchor = anchors.of(record, finding)
-            line, end_line = _lines(anchor)
             found.append(
                 Annotation(
                     level=level_of(finding.severity),
                     title=f"[{finding.severity.value}] {finding.id} {finding.title}",
                     message=_finding_message(record, finding),
                     file=anchor.path,
-                    line=line,
-                    end_line=end_line,
+                    line=anchor.line_start,
+                    end_line=anchor.line_end,
                     rank=4 - finding.severity.rank,
                 )
             )

@@ -184,7 +184,7 @@ def _physical(anchor: Anchor) -> PhysicalLocation | None:
         return None
     region = (
         Region(start_line=anchor.line_start, end_line=anchor.line_end)
-        if anchor.line_start is not None and anchor.line_start >= 1
+        if anchor.line_start is not None
         else None
     )
     return PhysicalLocation(
