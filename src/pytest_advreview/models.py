@@ -120,11 +120,7 @@ class Location(WireModel):
         where = self.file or self.section or ""
         if self.line_start is not None:
             end = self.line_end if self.line_end is not None else self.line_start
-            lines = (
-                f"line {self.line_start}"
-                if end == self.line_start
-                else (f"lines {self.line_start}-{end}")
-            )
+            lines = f"line {end}" if end == self.line_start else f"lines {self.line_start}-{end}"
             where = f"{where} {lines}".strip()
         return where
 

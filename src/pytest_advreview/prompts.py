@@ -550,10 +550,6 @@ def with_marker(body: str, review_id: str, attempt_id: str) -> str:
     """The prompt as sent: the session marker on the first line, then the body.
 
     The marker ties a Codex rollout file to one attempt (seed runner step R2).
-
-    :param body: the prompt body.
-    :param review_id: the review's id.
-    :param attempt_id: the attempt's id.
     """
     marker = SESSION_MARKER.format(review_id=review_id, attempt_id=attempt_id)
     return f"{marker}\n{body}"

@@ -508,10 +508,7 @@ def parse_markdown(text: str) -> Review:
     Findings section (the whole text when there is none) that carry a severity, in any of
     the forms the seeds saw drift into: ``[severity: high]``, ``[Severity: HIGH]``,
     ``**Severity:** High`` or ``Severity: high`` (on the title line or as a field below
-    it).  ``[severity: low]`` findings are dropped (see the module docstring).
-
-    :param text: the review text.
-    :returns: the review; ``raw`` is ``text`` verbatim.
+    it).  ``[severity: low]`` findings are dropped (see :mod:`pytest_advreview.parse`).
     """
     doc = _Doc(text)
     area = _findings_area(doc)

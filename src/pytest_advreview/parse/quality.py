@@ -133,7 +133,6 @@ def classify_quality(review: Review) -> ReviewQuality:
     ``degraded_content``: findings carry severities but none has any backing (no location
     and none of the four finding-bar fields).  When in doubt the answer is ``valid``.
 
-    :param review: a parsed review.
     :returns: ``unknown`` for an empty review, else one of the three above.
     """
     if not review.raw.strip():

@@ -205,8 +205,6 @@ def exit_status(
     review, or (when ``config`` is given) any other failed or errored test, keeps 1.
 
     :param settings: ``strict_exit`` decides.
-    :param results: the collected review items.
-    :param exitstatus: pytest's exit status.
     :param config: the run's config, to see failures of tests that are not reviews.
     """
     if not settings.strict_exit or exitstatus != pytest.ExitCode.TESTS_FAILED:
