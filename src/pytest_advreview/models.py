@@ -251,21 +251,13 @@ class TokenUsage(WireModel):
 
     def __add__(self, other: TokenUsage) -> TokenUsage:
         return TokenUsage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            reasoning_output_tokens=self.reasoning_output_tokens + other.reasoning_output_tokens,
+            **{k: getattr(self, k) + getattr(other, k) for k in TokenUsage.model_fields}
         )
 
     def minus(self, earlier: TokenUsage) -> TokenUsage:
         """The delta since ``earlier`` (Codex reports usage cumulatively per thread)."""
         return TokenUsage(
-            input_tokens=max(0, self.input_tokens - earlier.input_tokens),
-            cached_input_tokens=max(0, self.cached_input_tokens - earlier.cached_input_tokens),
-            output_tokens=max(0, self.output_tokens - earlier.output_tokens),
-            reasoning_output_tokens=max(
-                0, self.reasoning_output_tokens - earlier.reasoning_output_tokens
-            ),
+            **{k: max(0, getattr(self, k) - getattr(earlier, k)) for k in TokenUsage.model_fields}
         )
 
 
