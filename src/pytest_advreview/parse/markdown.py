@@ -42,7 +42,7 @@ def _fenced_blocks(stripped_lines: Sequence[str]) -> list[tuple[int, int | None,
     return blocks
 
 
-def _code_mask(stripped_lines: Sequence[str]) -> list[bool]:
+def code_mask(stripped_lines: Sequence[str]) -> list[bool]:
     """Which lines (already stripped) are fenced code, fence lines included."""
     mask = [False] * len(stripped_lines)
     for first, last, _fence in _fenced_blocks(stripped_lines):
@@ -244,7 +244,7 @@ class _Doc:
     def __init__(self, text: str) -> None:
         self.lines = text.splitlines()
         self.stripped = [line.strip() for line in self.lines]
-        self.code = _code_mask(self.stripped)
+        self.code = code_mask(self.stripped)
         # Block quotes are where a reviewer quotes the plan: treated like code.
         self.quoted = [
             c or s.startswith(">") for c, s in zip(self.code, self.stripped, strict=True)
@@ -555,7 +555,7 @@ def _why_no_verdict(text: str) -> str:
             f"{exact} on a line of its own, in capitals, without emphasis, quoting, "
             "backticks or other text"
         )
-    code = _code_mask(lines)
+    code = code_mask(lines)
     elsewhere = [
         i + 1
         for i, line in enumerate(lines[:index])

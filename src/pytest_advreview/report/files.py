@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..models import Finding, ItemRecord
+from ..parse.markdown import code_mask
 
 __all__ = ["Anchor", "Anchors", "append_text", "find_repo_root", "write_atomic"]
 
@@ -100,21 +101,13 @@ def section_line(text: str, section: str) -> int | None:
     wanted = _norm_heading(re.split(r"\s*(?:>|/|»|→)\s*", section.strip())[-1])
     if not wanted:
         return None
-    headings: list[tuple[int, str]] = []
-    fence: str | None = None
-    for number, line in enumerate(text.splitlines(), start=1):
-        stripped = line.lstrip()
-        marker = stripped[:3]
-        if marker in ("```", "~~~"):
-            if fence is None:
-                fence = marker
-            elif marker == fence:
-                fence = None
-            continue
-        if fence is None:
-            match = _HEADING.match(line)
-            if match:
-                headings.append((number, _norm_heading(match.group(1))))
+    lines = text.splitlines()
+    code = code_mask([line.strip() for line in lines])
+    headings = [
+        (number, _norm_heading(match.group(1)))
+        for number, (line, fenced) in enumerate(zip(lines, code, strict=True), start=1)
+        if not fenced and (match := _HEADING.match(line))
+    ]
     for number, heading in headings:
         if heading == wanted:
             return number
