@@ -87,23 +87,17 @@ class ReviewFailed(Exception):
     def __init__(self, outcome: Outcome, report: str) -> None:
         super().__init__(report)
         self.outcome = outcome
-        self.report = report
 
 
 class ReviewerUnavailable(Exception):
     """The reviewer could not run; raised in setup so pytest reports an ERROR."""
-
-    def __init__(self, error: str) -> None:
-        super().__init__(error)
-        self.error = error
 
 
 class WorkspaceMutated(Exception):
     """The reviewer changed the workspace; raised in teardown, naming the paths."""
 
     def __init__(self, paths: Sequence[str]) -> None:
-        self.paths = tuple(paths)
-        listing = "\n".join(f"  {p}" for p in self.paths)
+        listing = "\n".join(f"  {p}" for p in paths)
         super().__init__(f"the reviewer changed the workspace:\n{listing}")
 
 
