@@ -1,9 +1,7 @@
 """Writing report files: atomically, creating parent folders, and locating findings in them.
 
-A report is either replaced whole (:func:`write_atomic`: a temporary file in the same
-folder, then :func:`os.replace`, so a reader such as an upload step never sees half a
-file) or appended to (:func:`append_text`, for ``$GITHUB_STEP_SUMMARY``, which GitHub
-expects to be appended to by every step).
+A report is replaced whole (:func:`write_atomic`: a temporary file in the same folder,
+then :func:`os.replace`), so a reader such as an upload step never sees half a file.
 
 :class:`Anchors` turns a finding's location into a repo-relative path and line range:
 the file the reviewer named, else the plan, with the line of the named section when the
@@ -22,7 +20,7 @@ from pathlib import Path, PurePosixPath
 from ..models import Finding, ItemRecord
 from ..parse.markdown import code_mask
 
-__all__ = ["Anchor", "Anchors", "append_text", "find_repo_root", "write_atomic"]
+__all__ = ["Anchor", "Anchors", "find_repo_root", "write_atomic"]
 
 #: Mode of a new report file; a temporary file is created 0600, a report is for everyone.
 _REPORT_MODE = 0o644
@@ -46,15 +44,6 @@ def write_atomic(path: Path, text: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-
-
-def append_text(path: Path, text: str) -> None:
-    """Append ``text`` to ``path`` (created when missing), never truncating what is there.
-
-    :raises OSError: the file cannot be opened for appending.
-    """
-    with path.open("ab") as handle:
-        handle.write(text.encode("utf-8"))
 
 
 def find_repo_root(start: Path) -> Path:

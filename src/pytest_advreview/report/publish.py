@@ -25,7 +25,7 @@ from ..constants import EXIT_REVIEW_ERRORS
 from ..models import ChangeSetInfo
 from . import github
 from .collect import ItemResult
-from .files import Anchors, append_text, find_repo_root, write_atomic
+from .files import Anchors, find_repo_root, write_atomic
 from .json_report import gate_result, render_json
 from .markdown import render_markdown, step_summary
 from .sarif import render_sarif
@@ -137,7 +137,10 @@ def publish(
     if not summary:
         return written
     try:
-        append_text(Path(summary), step_summary(settings, results, change=change) + "\n")
+        text = step_summary(settings, results, change=change) + "\n"
+        # Appended, never replaced: GitHub expects every step to add to the summary.
+        with Path(summary).open("ab") as handle:
+            handle.write(text.encode("utf-8"))
     except OSError as exc:
         _warn(
             out,
