@@ -7,11 +7,14 @@ Parsing never raises: anything the reviewer writes becomes a best-effort
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from ..constants import VERDICT_APPROVED, VERDICT_REVISE
 from ..models import Finding, Location, Review, Severity, Verdict, finding_id
+
+_T = TypeVar("_T")
 
 
 def _fenced_blocks(stripped_lines: Sequence[str]) -> list[tuple[int, int | None, str]]:
@@ -249,24 +252,19 @@ class _Doc:
         self.quoted = [
             c or s.startswith(">") for c, s in zip(self.code, self.stripped, strict=True)
         ]
-        self.fields = [
-            None if quoted else _field(stripped)
-            for quoted, stripped in zip(self.quoted, self.stripped, strict=True)
-        ]
-        self.headings = [
-            None if quoted else _heading(stripped)
-            for quoted, stripped in zip(self.quoted, self.stripped, strict=True)
-        ]
+        self.fields = self._unquoted(_field)
+        self.headings = self._unquoted(_heading)
         #: ``(name, level)`` of each Summary/Findings/Verdict header line.
-        self.sections = [
-            None if quoted else _section_name(stripped)
-            for quoted, stripped in zip(self.quoted, self.stripped, strict=True)
-        ]
+        self.sections = self._unquoted(_section_name)
         #: Whether each line is a non-heading finding title (see :func:`_is_title_line`).
         self.titles = [
             not quoted and got is None and _is_title_line(stripped)
             for quoted, got, stripped in zip(self.quoted, self.fields, self.stripped, strict=True)
         ]
+
+    def _unquoted(self, read: Callable[[str], _T | None]) -> list[_T | None]:
+        """``read`` of each stripped line; ``None`` for a quoted or code line."""
+        return [None if q else read(s) for q, s in zip(self.quoted, self.stripped, strict=True)]
 
     def __len__(self) -> int:
         return len(self.lines)
