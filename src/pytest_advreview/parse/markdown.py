@@ -491,12 +491,9 @@ def _summary(doc: _Doc, area: tuple[int, int, int], found: tuple[int, int] | Non
 
 
 def _starts_block(doc: _Doc, index: int) -> bool:
-    if doc.quoted[index]:
-        return False
+    # A quoted line has neither a heading nor a title (see _Doc).
     heading = doc.headings[index]
-    if heading:
-        return _severity_token(heading[1]) is not None
-    return doc.titles[index]
+    return _severity_token(heading[1]) is not None if heading else doc.titles[index]
 
 
 def parse_markdown(text: str) -> Review:
