@@ -134,16 +134,15 @@ def collect_annotations(results: Sequence[ItemResult], anchors: Anchors) -> list
 
 def workflow_commands(results: Sequence[ItemResult], anchors: Anchors) -> list[str]:
     """The lines to print: at most :data:`MAX_PER_LEVEL` per level, then one notice."""
+    found = collect_annotations(results, anchors)
     lines: list[str] = []
-    left: dict[str, int] = {"error": 0, "warning": 0}
-    shown: dict[str, int] = {"error": 0, "warning": 0}
-    for annotation in collect_annotations(results, anchors):
-        if shown[annotation.level] < MAX_PER_LEVEL:
-            shown[annotation.level] += 1
-            lines.append(annotation.command())
-        else:
-            left[annotation.level] += 1
-    if left["error"] or left["warning"]:
+    left: dict[str, int] = {}
+    # Errors rank before warnings, so showing one level after the other keeps the order.
+    for level in ("error", "warning"):
+        of_level = [a.command() for a in found if a.level == level]
+        lines += of_level[:MAX_PER_LEVEL]
+        left[level] = max(0, len(of_level) - MAX_PER_LEVEL)
+    if any(left.values()):
         parts = [f"{n} {level}{'s' if n != 1 else ''}" for level, n in left.items() if n]
         message = (
             f"{' and '.join(parts)} not annotated: GitHub shows at most {MAX_PER_LEVEL} "
