@@ -35,7 +35,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,14 +44,22 @@ from typing import Any, Literal, NamedTuple, TextIO
 import pytest
 
 from .constants import PINNED_CODEX_VERSION
-from .models import WireModel
+from .models import Operation, WireModel
 from .parse import review_schema
 from .prompts import with_marker
-from .runner import environment, native
-from .runner._process import launch
-from .runner.codex import _STDERR_FAILURE, CodexCapabilities, approval_args
+from .runner import STREAM_FILE, DispatchRequest, native
+from .runner._process import launch, read_text
+from .runner.codex import (
+    _STDERR_FAILURE,
+    CodexCapabilities,
+    CodexOptions,
+    CodexReviewer,
+    Sandbox,
+    _read_stream,
+    _Stream,
+)
 from .testing.fixtures import offline_env
-from .testing.server import ScriptedServer, codex_config_argv
+from .testing.server import ScriptedServer, shell_step
 
 __all__ = [
     "CHECKS",
@@ -137,7 +145,6 @@ then, --advreview-sandbox=read-only keeps reviews working (no tests or builds by
 reviewer).  See https://developers.openai.com/codex/concepts/sandboxing"""
 
 _VERSION = re.compile(r"^codex-cli (\d+\.\d+\.\d+\S*)$")
-_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _SHOW = 160
 
 
@@ -268,10 +275,7 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 def run(codex: str) -> DoctorReport:
-    """Run every check against ``codex`` and return the report (nothing is printed).
-
-    :param codex: the Codex executable, a name on ``PATH`` or a path.
-    """
+    """Run every check against ``codex`` (a name on ``PATH`` or a path); print nothing."""
     return _Doctor(codex).run()
 
 
@@ -282,43 +286,23 @@ class _Launch:
     rc: int | None  # None: killed by the doctor's timeout
     stdout: str
     stderr: str
+    #: stdout as the runner reads it (its own JSONL reader).
+    stream: _Stream
+    #: The launch's ``-o`` file (``review.md`` in its work directory).
+    output: Path
     seconds: float
     timeout: float
     #: Processes of this launch still alive after the kill (should be none).
     left: tuple[int, ...] = ()
 
     @property
-    def events(self) -> list[dict[str, Any]]:
-        """The JSONL events on stdout (lines that are not JSON objects are skipped)."""
-        found: list[dict[str, Any]] = []
-        for line in self.stdout.splitlines():
-            with contextlib.suppress(ValueError):
-                event = json.loads(line)
-                if isinstance(event, dict):
-                    found.append(event)
-        return found
-
-    def thread_started(self) -> str | None:
-        """The thread id of a ``thread.started`` event on the *first* stdout line."""
-        first = self.stdout.splitlines()[:1]
-        try:
-            event = json.loads(first[0]) if first else None
-        except ValueError:
-            return None
-        if not isinstance(event, dict) or event.get("type") != "thread.started":
-            return None
-        tid = event.get("thread_id")
-        return tid if isinstance(tid, str) else None
-
-    def turn_failed(self) -> str | None:
-        """The message of a ``turn.failed`` event."""
-        for event in self.events:
-            if event.get("type") == "turn.failed":
-                error = event.get("error")
-                if isinstance(error, dict):
-                    return str(error.get("message"))
-                return "turn.failed"
-        return None
+    def first_event(self) -> dict[str, Any]:
+        """The event on the first stdout line (empty when it is not a JSON object)."""
+        with contextlib.suppress(ValueError):
+            event = json.loads(self.stdout.split("\n", 1)[0])
+            if isinstance(event, dict):
+                return event
+        return {}
 
     def how(self) -> str:
         """How the launch ended, for an observed value: ``rc 1 after 0.4 s`` etc."""
@@ -332,7 +316,7 @@ class _Launch:
 
     def why(self) -> str:
         """The launch's own explanation of a failure (turn.failed, else stderr's end)."""
-        text = self.turn_failed() or self.stderr.strip()
+        text = self.stream.turn_failed or self.stderr.strip()
         return _clip(text.splitlines()[-1] if text else "no error output")
 
 
@@ -355,12 +339,13 @@ class _Doctor:
     def __init__(self, codex: str) -> None:
         self.codex = codex
         self.token = secrets.token_hex(4)
+        self.review_id = f"doctor-{self.token}"
+        self.answer1 = f"doctor answer {self.token}\nVERDICT: APPROVED"
         self.started = time.monotonic()
         self.rows: dict[str, DoctorRow] = {}
         self.observed: dict[str, Any] = {}
         self.lock = threading.Lock()
         self.cancel = threading.Event()
-        self.rules: list[dict[str, Any]] = []
         self.sandbox: dict[str, _Probe] = {}
         self.defaults = CodexCapabilities()
         self.executable: str | None = None
@@ -392,11 +377,10 @@ class _Doctor:
                 GIT_CONFIG_NOSYSTEM="1",
             )
             if self._version():
-                self._script_rules()
-                server = ScriptedServer({"rules": self.rules, "default": {"message": "ok"}})
+                server = ScriptedServer(self._script())
                 server.start()
                 self.server = server
-                self.provider = codex_config_argv(server.codex_args(retries=False))
+                self.provider = tuple(server.codex_args(retries=False))
                 self._parallel()
         except BaseException:
             self.cancel.set()
@@ -416,17 +400,17 @@ class _Doctor:
                 if name not in ("version", "cleanup"):
                     self._add(name, "FAIL", problem)
             return
-        groups: list[Callable[[], None]] = [
-            self._check_exec_and_resume,
-            self._check_native_launch,
-            self._check_http_error,
-            self._check_timeout,
-            self._check_bad_uuid,
-            self._check_non_uuid,
-            self._check_output_schema,
-            self._check_sandbox_ro,
-            self._check_sandbox_ww,
-            self._check_tool_env,
+        groups: list[tuple[Callable[..., None], tuple[str, ...]]] = [
+            (self._check_exec_and_resume, ()),
+            (self._check_native_launch, ()),
+            (self._check_http_error, ()),
+            (self._check_timeout, ()),
+            (self._check_bad_uuid, ()),
+            (self._check_non_uuid, ()),
+            (self._check_output_schema, ()),
+            (self._check_sandbox, ("SANDBOX-RO", "read-only")),
+            (self._check_sandbox, ("SANDBOX-WW", "workspace-write")),
+            (self._check_tool_env, ()),
         ]
         # One Codex start costs about 0.8 CPU-seconds: more launches at once than CPUs only
         # stretch each of them towards LAUNCH_TIMEOUT_S (8 at once on a busy 2-core CI
@@ -434,7 +418,7 @@ class _Doctor:
         # The long exec → resume chain is first, so it starts at once.
         workers = min(len(groups), max(2, _cpus()))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="doctor") as pool:
-            futures = {pool.submit(self._guard, group): group for group in groups}
+            futures = [pool.submit(self._guard, check, *args) for check, args in groups]
             try:
                 for future in futures:
                     future.result()
@@ -444,10 +428,10 @@ class _Doctor:
                 raise
         self._row_sandbox()
 
-    def _guard(self, check: Callable[[], None]) -> None:
+    def _guard(self, check: Callable[..., None], *args: str) -> None:
         """Run one group of checks; a doctor bug becomes a FAIL row, not a crash."""
         try:
-            check()
+            check(*args)
         except Exception as exc:  # pragma: no cover - defensive
             self._add(
                 check.__name__.removeprefix("_check_").replace("_", "-"),
@@ -455,14 +439,7 @@ class _Doctor:
                 f"doctor error: {type(exc).__name__}: {_clip(str(exc))}",
             )
 
-    def _add(
-        self,
-        name: str,
-        status: Status,
-        observed: str,
-        *,
-        remedy: str | None = None,
-    ) -> None:
+    def _add(self, name: str, status: Status, observed: str, *, remedy: str | None = None) -> None:
         required = CHECKS.get(name, ("", True))[1]
         if not required and status == "FAIL":
             status = "WARN"
@@ -473,26 +450,38 @@ class _Doctor:
             self.rows.setdefault(name, row)
 
     def _skip_rest(self, names: Sequence[str], why: str) -> None:
+        """``not run`` rows (``not observed`` for a capability row) for ``names``."""
         for name in names:
-            self._add(name, "FAIL", f"not run: {why}")
+            self._add(name, "FAIL", f"{'not run' if CHECKS[name][1] else 'not observed'}: {why}")
+
+    def _capability(
+        self, name: str, field: str, value: bool, seen: str, assumed: str, differs: str
+    ) -> None:
+        """A row that observes a runner capability: PASS as assumed, WARN when it differs.
+
+        A difference is never a failure: the runner's default assumption is the safe one.
+        """
+        self.observed[field] = value
+        same = value == getattr(self.defaults, field)
+        how = f"as assumed{assumed}" if same else f"differs from the default; {differs}"
+        self._add(name, "PASS" if same else "WARN", f"{seen} (capabilities.{field}={value}, {how})")
 
     def _report(self, date: str) -> DoctorReport:
-        rows: list[DoctorRow] = []
         missing = (
             "not run: codex is not runnable (see the version row)"
             if self.version is None
             else "not run: its check stopped early (see the other rows)"
         )
-        for name in CHECKS:
-            row = self.rows.get(name)
-            if row is None:
-                row = DoctorRow(
-                    name=name,
-                    status="FAIL" if CHECKS[name][1] else "WARN",
-                    observed=missing,
-                    required=CHECKS[name][1],
-                )
-            rows.append(row)
+        rows = [
+            self.rows.get(name)
+            or DoctorRow(
+                name=name,
+                status="FAIL" if required else "WARN",
+                observed=missing,
+                required=required,
+            )
+            for name, (_, required) in CHECKS.items()
+        ]
         rows += [row for name, row in self.rows.items() if name not in CHECKS]
         observed = Observed(**self.observed)
         return DoctorReport(
@@ -513,75 +502,77 @@ class _Doctor:
     def _marker(self, kind: str) -> str:
         return f"ADVREVIEW-DOCTOR-{kind}-{self.token}"
 
-    def _rule(self, kind: str, *steps: dict[str, Any]) -> None:
-        self.rules.append({"match": self._marker(kind), "in": "last_user", "steps": list(steps)})
+    def _call_id(self, kind: str) -> str:
+        return f"call_{kind.lower()}_{self.token}"
 
     def _probe_cmd(self, kind: str) -> tuple[str, Path]:
         target = self.repo / f"probe-{kind.lower()}-{self.token}.txt"
         return f"echo RAN-{kind}-{self.token}; touch {target}", target
 
-    def _tool_steps(self, kind: str) -> tuple[dict[str, Any], dict[str, Any]]:
-        cmd, _ = self._probe_cmd(kind)
-        call = {
-            "function_call": {"name": "exec_command", "arguments": {"cmd": cmd}},
-            "call_id": f"call_{kind.lower()}_{self.token}",
+    def _script(self) -> dict[str, Any]:
+        """The server's script: one rule per check, keyed by a marker with this run's token."""
+        steps: dict[str, list[dict[str, Any]]] = {
+            "BASIC": [{"message": self.answer1}],
+            "NONUUID": [{"message": "fresh thread"}],
+            "HTTP": [{"http_status": 500}],
+            "HANG": [{"hang": 60}],
+            "SCHEMA": [{"message": '{"doctor": true}'}],
         }
-        return call, {"message": f"probe {kind} done"}
+        probes = {
+            kind: self._probe_cmd(kind)[0]
+            for kind in ("RESUME-WW", "RESUME-BARE", "SANDBOX-RO", "SANDBOX-WW")
+        }
+        probes["TOOL-ENV"] = f"echo RAN-TOOL-ENV-{self.token}; env"
+        for kind, cmd in probes.items():
+            call = shell_step(cmd, self._call_id(kind))
+            steps[kind] = [call, {"message": f"probe {kind} done"}]
+        rules = [
+            {"match": self._marker(kind), "in": "last_user", "steps": kind_steps}
+            for kind, kind_steps in steps.items()
+        ]
+        return {"rules": rules, "default": {"message": "ok"}}
 
-    def _script_rules(self) -> None:
-        """One rule per check, keyed by a marker that carries this run's token."""
-        self.answer1 = f"doctor answer {self.token}\nVERDICT: APPROVED"
-        self._rule("BASIC", {"message": self.answer1})
-        self._rule("RESUME-WW", *self._tool_steps("RESUME-WW"))
-        self._rule("RESUME-BARE", *self._tool_steps("RESUME-BARE"))
-        self._rule("NONUUID", {"message": "fresh thread"})
-        self._rule("HTTP", {"http_status": 500})
-        self._rule("HANG", {"hang": 60})
-        self._rule("SCHEMA", {"message": '{"doctor": true}'})
-        self._rule("SANDBOX-RO", *self._tool_steps("SANDBOX-RO"))
-        self._rule("SANDBOX-WW", *self._tool_steps("SANDBOX-WW"))
-        self._rule(
-            "TOOL-ENV",
-            {
-                "function_call": {
-                    "name": "exec_command",
-                    "arguments": {"cmd": f"echo RAN-TOOL-ENV-{self.token}; env"},
-                },
-                "call_id": f"call_tool-env_{self.token}",
-            },
-            {"message": "probe TOOL-ENV done"},
-        )
-
-    def _argv(
+    def _exec(
         self,
+        kind: str,
+        rows: Sequence[str],
         *,
-        sandbox: str | None,
-        output: Path,
+        sandbox: Sandbox = "read-only",
         resume: str | None = None,
+        text: str = "Reply briefly.",
         schema: Path | None = None,
-    ) -> list[str]:
-        """The runner's command shape: ``exec --json [-s] -c… -C R [resume ID] -o O -``."""
-        argv = [self.codex, "exec", "--json"]
-        if sandbox is not None:
-            argv += ["-s", sandbox]
-        # Pinned, not left to Codex's default: a tool call must never wait for approval.
-        argv += approval_args("never")
-        argv += self.provider
-        argv += ["-C", str(self.repo)]
-        if resume is not None:
-            argv += ["resume", resume]
-        argv += ["-o", str(output)]
-        if schema is not None:
-            argv += ["--output-schema", str(schema)]
-        argv.append("-")
-        return argv
+        env: Mapping[str, str] | None = None,
+        timeout: float = LAUNCH_TIMEOUT_S,
+    ) -> _Launch | None:
+        """Launch Codex as a review does, on the prompt of the server's ``kind`` rule.
 
-    def _prompt(self, kind: str, text: str = "Reply briefly.") -> str:
-        return with_marker(f"{self._marker(kind)} {text}\n", self.review_id, "000001")
-
-    @property
-    def review_id(self) -> str:
-        return f"doctor-{self.token}"
+        The command line is the runner's own (:meth:`CodexReviewer.argv`), with approvals
+        pinned to ``never``: a tool call must never wait for one.  ``None`` when the
+        budget is spent; ``rows`` then say so.
+        """
+        work = self._work(kind.lower())
+        options = CodexOptions(
+            executable=self.codex,
+            sandbox=sandbox,
+            approvals="never",
+            config=self.provider,
+            env=self.env if env is None else env,
+        )
+        request = DispatchRequest(
+            review_id=self.review_id,
+            repo_root=self.repo,
+            operation=Operation.INITIAL if resume is None else Operation.RESUME,
+            prompt_body=text,
+            work_dir=work,
+            session_id=resume,
+        )
+        argv = CodexReviewer(options).argv(request, work / "review.md", schema)
+        prompt = with_marker(f"{self._marker(kind)} {text}\n", self.review_id, "000001")
+        try:
+            return self._launch(kind.lower(), argv, prompt, timeout=timeout, env=env)
+        except _Skip as skip:
+            self._skip_rest(rows, str(skip))
+            return None
 
     def _work(self, name: str) -> Path:
         work = self.root / "runs" / name
@@ -610,38 +601,33 @@ class _Doctor:
             raise _Skip(f"the doctor's {BUDGET_S:g}s budget was spent before this launch")
         limit = min(timeout, remaining)
         work = self._work(name)
-        stdin_path, out_path, err_path = (
-            work / "stdin.txt",
-            work / "stdout.jsonl",
-            work / "stderr.txt",
-        )
-        stdin_path.write_text(prompt, encoding="utf-8")
+        stdin, stdout, stderr = (work / "stdin.txt", work / STREAM_FILE, work / "stderr.txt")
+        stdin.write_text(prompt, encoding="utf-8")
         env = dict(self.env if env is None else env, **{RUN_TAG_ENV: f"{self.token}:{name}"})
         if self.native is not None and not as_given:
             argv = [self.native.binary, *argv[1:]]
             env = self.native.environment(env)
         start = time.monotonic()
-        left: tuple[int, ...] = ()
         rc = launch(
             argv,
             cwd=self.repo,
-            stdin_file=stdin_path,
-            stdout_file=out_path,
-            stderr_file=err_path,
+            stdin_file=stdin,
+            stdout_file=stdout,
+            stderr_file=stderr,
             env=env,
             timeout=limit,
             cancel=self.cancel,
         )
         seconds = time.monotonic() - start
-        if rc is None:
-            left = tuple(_survivors(f"{self.token}:{name}"))
         return _Launch(
             rc=rc,
-            stdout=out_path.read_text(encoding="utf-8", errors="replace"),
-            stderr=err_path.read_text(encoding="utf-8", errors="replace"),
+            stdout=read_text(stdout) or "",
+            stderr=read_text(stderr) or "",
+            stream=_read_stream(stdout),
+            output=work / "review.md",
             seconds=seconds,
             timeout=limit,
-            left=left,
+            left=tuple(_survivors(f"{self.token}:{name}")) if rc is None else (),
         )
 
     def _requests(self, kind: str) -> list[Any]:
@@ -650,10 +636,9 @@ class _Doctor:
 
     def _tool_output(self, kind: str) -> str | None:
         """What the probe command printed, as Codex posted it back to the server."""
-        call_id = f"call_{kind.lower()}_{self.token}"
         for request in self._requests(kind):
             for item in request.function_call_outputs:
-                if item.get("call_id") == call_id:
+                if item.get("call_id") == self._call_id(kind):
                     output = item.get("output")
                     text = output if isinstance(output, str) else json.dumps(output)
                     return text.split("Output:\n", 1)[-1].strip()
@@ -664,7 +649,6 @@ class _Doctor:
         _, target = self._probe_cmd(kind)
         output = self._tool_output(kind)
         ran = output is not None and f"RAN-{kind}-{self.token}" in output
-        wrote = target.exists()
         if output is None:
             detail = f"the probe command never ran (no tool output came back; {launch.how()})"
         else:
@@ -672,7 +656,7 @@ class _Doctor:
             # The throw-away path says nothing to a reader and would crowd the row.
             shown = lines[-1].replace(str(self.repo), "<repo>") if lines else "no error output"
             detail = _clip(shown)
-        return _Probe(answered=output is not None, ran=ran, wrote=wrote, detail=detail)
+        return _Probe(answered=output is not None, ran=ran, wrote=target.exists(), detail=detail)
 
     # -- checks --------------------------------------------------------------------------
 
@@ -801,78 +785,61 @@ class _Doctor:
 
     def _check_exec_and_resume(self) -> None:
         """exec → rows exec-json, output-file, stderr, rollout; then the resume chain."""
-        chain = [
-            "exec-json",
-            "output-file",
-            "stderr",
-            "rollout",
-            "resume-thread",
-            "resume-history",
-            "resume-sandbox",
-            "resume-sandbox-inherit",
-        ]
-        out = self._work("exec") / "review.md"
-        try:
-            first = self._launch(
-                "exec",
-                self._argv(sandbox="workspace-write", output=out),
-                self._prompt("BASIC"),
-            )
-        except _Skip as skip:
-            self._skip_rest(chain, str(skip))
+        chain = ["exec-json", "output-file", "stderr", "rollout"]
+        resumes = ["resume-thread", "resume-history", "resume-sandbox", "resume-sandbox-inherit"]
+        first = self._exec("BASIC", chain + resumes, sandbox="workspace-write")
+        if first is None:
             return
-        tid = first.thread_started()
-        events = first.events
+        tid = first.stream.first_thread_id
+        kind = first.first_event.get("type")
         if first.rc != 0:
             self._add("exec-json", "FAIL", f"exec failed: {first.how()}: {first.why()}")
+        elif kind == "thread.started" and tid is None:
+            self._add(
+                "exec-json",
+                "FAIL",
+                f"thread.started with a non-UUID id {first.first_event.get('thread_id')!r}",
+            )
         elif tid is None:
-            kind = events[0].get("type") if events else None
             seen = f"first event is {kind!r}" if kind else "stdout has no JSON event"
             self._add("exec-json", "FAIL", f"{seen}, not thread.started ({first.how()})")
-        elif not _UUID.match(tid):
-            self._add("exec-json", "FAIL", f"thread.started with a non-UUID id {tid!r}")
         else:
             self._add("exec-json", "PASS", f"first event thread.started, thread_id {tid}")
-
-        self._row_output_file(first, out)
+        self._row_output_file(first)
         self._row_stderr(first)
         self._row_rollout(tid)
-
-        rest = chain[4:]
         if tid is None or first.rc != 0:
-            self._skip_rest(rest, "the first exec gave no thread id to resume")
-            return
-        self._resume_chain(tid)
+            self._skip_rest(resumes, "the first exec gave no thread id to resume")
+        else:
+            self._resume_chain(tid, resumes)
 
-    def _row_output_file(self, launch: _Launch, out: Path) -> None:
+    def _row_output_file(self, launch: _Launch) -> None:
+        text = read_text(launch.output)
         if launch.rc != 0:
             self._add("output-file", "FAIL", f"not checked: exec failed ({launch.how()})")
-        elif not out.exists():
+        elif text is None:
             self._add("output-file", "FAIL", "-o was never created")
+        elif text == self.answer1:
+            self._add(
+                "output-file",
+                "PASS",
+                f"holds exactly the agent message ({len(text.encode())} bytes, "
+                "no trailing newline)",
+            )
+        elif not text:
+            self._add("output-file", "FAIL", "-o is empty (0 bytes) after a successful turn")
         else:
-            text = out.read_text(encoding="utf-8", errors="replace")
-            if text == self.answer1:
-                self._add(
-                    "output-file",
-                    "PASS",
-                    f"holds exactly the agent message ({len(text.encode())} bytes, "
-                    "no trailing newline)",
-                )
-            elif not text:
-                self._add("output-file", "FAIL", "-o is empty (0 bytes) after a successful turn")
-            else:
-                self._add(
-                    "output-file",
-                    "FAIL",
-                    f"-o holds {_clip(text)!r}, expected the agent message {self.answer1!r}",
-                )
+            self._add(
+                "output-file",
+                "FAIL",
+                f"-o holds {_clip(text)!r}, expected the agent message {self.answer1!r}",
+            )
 
     def _row_stderr(self, launch: _Launch) -> None:
+        lines = [line for line in launch.stderr.splitlines() if line.strip()]
         if launch.rc != 0:
             self._add("stderr", "FAIL", f"not checked: exec failed ({launch.how()})")
-            return
-        lines = [line for line in launch.stderr.splitlines() if line.strip()]
-        if not lines:
+        elif not lines:
             self._add("stderr", "PASS", "empty")
         elif _STDERR_FAILURE.search(launch.stderr):
             self._add(
@@ -884,13 +851,17 @@ class _Doctor:
         else:
             self._add("stderr", "PASS", f"noise only ({len(lines)} line(s): {_clip(lines[0])})")
 
+    def _rollouts(self, tid: str) -> list[Path]:
+        """The rollout files of thread ``tid``, where the runner looks for them."""
+        return sorted(self.home.glob(self.defaults.rollout_glob.format(thread_id=tid)))
+
     def _row_rollout(self, tid: str | None) -> None:
         if tid is None:
             self._add("rollout", "FAIL", "not checked: no thread id from exec")
             return
-        pattern = self.defaults.rollout_glob.format(thread_id=tid)
-        found = sorted(self.home.glob(pattern))
+        found = self._rollouts(tid)
         if len(found) != 1:
+            pattern = self.defaults.rollout_glob.format(thread_id=tid)
             anywhere = sorted(p.relative_to(self.home) for p in self.home.rglob("rollout-*"))
             self._add(
                 "rollout",
@@ -907,21 +878,15 @@ class _Doctor:
         self.observed["rollout_glob"] = self.defaults.rollout_glob
         self._add("rollout", "PASS", f"$CODEX_HOME/{rel} holds the attempt marker")
 
-    def _resume_chain(self, tid: str) -> None:
+    def _resume_chain(self, tid: str, names: Sequence[str]) -> None:
         """resume with -s workspace-write (the runner's form), then resume without -s."""
-        names = ["resume-thread", "resume-history", "resume-sandbox", "resume-sandbox-inherit"]
-        out = self._work("resume-ww") / "review.md"
-        try:
-            launch = self._launch(
-                "resume-ww",
-                self._argv(sandbox="workspace-write", output=out, resume=tid),
-                self._prompt("RESUME-WW", "Write the probe file."),
-            )
-        except _Skip as skip:
-            self._skip_rest(names, str(skip))
+        launch = self._exec(
+            "RESUME-WW", names, sandbox="workspace-write", resume=tid, text="Write the probe file."
+        )
+        if launch is None:
             return
-        again = launch.thread_started()
-        rollouts = sorted(self.home.glob(self.defaults.rollout_glob.format(thread_id=tid)))
+        again = launch.stream.first_thread_id
+        rollouts = self._rollouts(tid)
         if launch.rc != 0:
             self._add("resume-thread", "FAIL", f"resume failed: {launch.how()}: {launch.why()}")
         elif again != tid:
@@ -951,7 +916,6 @@ class _Doctor:
             )
         else:
             self._add("resume-sandbox", "FAIL", probe.detail)
-
         self._row_sandbox_inherit(tid)
 
     def _row_history(self) -> None:
@@ -970,66 +934,53 @@ class _Doctor:
             for label, needle in wanted.items()
         }
         missing = [label for label, pos in positions.items() if pos is None]
+        order = [pos for pos in positions.values() if pos is not None]
         if missing:
             self._add(
                 "resume-history",
                 "FAIL",
                 f"the resume request ({len(texts)} messages) lacks {', '.join(missing)}",
             )
-            return
-        order = [pos for pos in positions.values() if pos is not None]
-        if order != sorted(order):
+        elif order != sorted(order):
             self._add("resume-history", "FAIL", f"history out of order: positions {order}")
-            return
-        self._add(
-            "resume-history",
-            "PASS",
-            f"{len(texts)} messages re-sent: prompt 1, answer 1, prompt 2 in order",
-        )
+        else:
+            self._add(
+                "resume-history",
+                "PASS",
+                f"{len(texts)} messages re-sent: prompt 1, answer 1, prompt 2 in order",
+            )
 
     def _row_sandbox_inherit(self, tid: str) -> None:
-        out = self._work("resume-bare") / "review.md"
-        try:
-            launch = self._launch(
-                "resume-bare",
-                self._argv(sandbox=None, output=out, resume=tid),
-                self._prompt("RESUME-BARE", "Write the probe file."),
-            )
-        except _Skip as skip:
-            self._add("resume-sandbox-inherit", "WARN", f"not observed: {skip}")
+        name = "resume-sandbox-inherit"
+        launch = self._exec(
+            "RESUME-BARE", [name], sandbox="inherit", resume=tid, text="Write the probe file."
+        )
+        if launch is None:
             return
         probe = self._probe("RESUME-BARE", launch)
-        assumed = self.defaults.resume_needs_sandbox
         if not probe.ran:
-            self._add("resume-sandbox-inherit", "WARN", f"not observed: {probe.detail}")
+            self._add(name, "WARN", f"not observed: {probe.detail}")
             return
         needs = not probe.wrote
-        self.observed["resume_needs_sandbox"] = needs
         if needs:
             seen = f"not inherited: a resume without -s ran read-only ({probe.detail})"
         else:
             seen = "inherited: a resume without -s could still write"
-        verdict = "as assumed" if needs == assumed else "differs from the default; "
-        if needs != assumed:
-            verdict += "the runner keeps passing -s, which stays safe"
-        self._add(
-            "resume-sandbox-inherit",
-            "PASS" if needs == assumed else "WARN",
-            f"{seen} (capabilities.resume_needs_sandbox={needs}, {verdict})",
+        self._capability(
+            name,
+            "resume_needs_sandbox",
+            needs,
+            seen,
+            "",
+            "the runner keeps passing -s, which stays safe",
         )
 
     def _check_http_error(self) -> None:
         """A 500 with retries off: exit 1 at once; -o written earlier stays stale."""
-        out = self._work("http") / "review.md"
         stale = f"STALE-{self.token}"
-        out.write_text(stale, encoding="utf-8")
-        try:
-            launch = self._launch(
-                "http", self._argv(sandbox="read-only", output=out), self._prompt("HTTP")
-            )
-        except _Skip as skip:
-            self._add("http-error", "FAIL", f"not run: {skip}")
-            self._add("stale-output-file", "WARN", f"not observed: {skip}")
+        (self._work("http") / "review.md").write_text(stale, encoding="utf-8")
+        launch = self._exec("HTTP", ["http-error", "stale-output-file"])
+        if launch is None:
             return
         count = len(self._requests("HTTP"))
         if launch.rc == 1:
@@ -1047,45 +998,27 @@ class _Doctor:
         if launch.rc == 0:
             self._add("stale-output-file", "WARN", "not observed: the failing turn exited 0")
             return
-        assumed = self.defaults.stale_output_file
-        if not out.exists():
-            kept, seen = False, "-o was deleted by the failed turn"
+        text = read_text(launch.output)
+        kept = text == stale
+        if text is None:
+            seen = "-o was deleted by the failed turn"
+        elif kept:
+            seen = "-o kept its stale content after the failed turn"
         else:
-            text = out.read_text(encoding="utf-8", errors="replace")
-            kept = text == stale
-            seen = (
-                "-o kept its stale content after the failed turn"
-                if kept
-                else f"-o was rewritten to {_clip(text)!r} by the failed turn"
-            )
-        self.observed["stale_output_file"] = kept
-        if kept == assumed:
-            self._add(
-                "stale-output-file",
-                "PASS",
-                f"{seen} (capabilities.stale_output_file={kept}, as assumed: the runner "
-                "deletes -o before every attempt)",
-            )
-        else:
-            self._add(
-                "stale-output-file",
-                "WARN",
-                f"{seen} (capabilities.stale_output_file={kept}, differs from the default; "
-                "the runner still deletes -o first, which stays safe)",
-            )
+            seen = f"-o was rewritten to {_clip(text)!r} by the failed turn"
+        self._capability(
+            "stale-output-file",
+            "stale_output_file",
+            kept,
+            seen,
+            ": the runner deletes -o before every attempt",
+            "the runner still deletes -o first, which stays safe",
+        )
 
     def _check_timeout(self) -> None:
         """A server that never answers: the doctor's timeout kills the whole group."""
-        out = self._work("timeout") / "review.md"
-        try:
-            launch = self._launch(
-                "timeout",
-                self._argv(sandbox="read-only", output=out),
-                self._prompt("HANG"),
-                timeout=HANG_PROBE_S,
-            )
-        except _Skip as skip:
-            self._add("timeout-kill", "FAIL", f"not run: {skip}")
+        launch = self._exec("HANG", ["timeout-kill"], timeout=HANG_PROBE_S)
+        if launch is None:
             return
         if launch.rc is not None:
             self._add(
@@ -1111,23 +1044,12 @@ class _Doctor:
     def _check_bad_uuid(self) -> None:
         """``resume <unknown uuid>`` must fail loudly, not start something."""
         bad = str(uuid.uuid4())
-        out = self._work("bad-uuid") / "review.md"
-        try:
-            launch = self._launch(
-                "bad-uuid",
-                self._argv(sandbox="read-only", output=out, resume=bad),
-                self._prompt("BADUUID"),
-            )
-        except _Skip as skip:
-            self._add("resume-bad-uuid", "FAIL", f"not run: {skip}")
+        launch = self._exec("BADUUID", ["resume-bad-uuid"], resume=bad)
+        if launch is None:
             return
-        said = "thread/resume failed" in launch.stderr
-        if launch.rc == 1 and said:
-            self._add(
-                "resume-bad-uuid",
-                "PASS",
-                f"rc 1: {_clip(_line_with(launch.stderr, 'thread/resume failed'))}",
-            )
+        if launch.rc == 1 and "thread/resume failed" in launch.stderr:
+            said = _line_with(launch.stderr, "thread/resume failed")
+            self._add("resume-bad-uuid", "PASS", f"rc 1: {_clip(said)}")
         elif launch.rc == 1:
             self._add(
                 "resume-bad-uuid",
@@ -1135,7 +1057,7 @@ class _Doctor:
                 f"rc 1 but stderr lacks 'thread/resume failed': {launch.why()}",
             )
         else:
-            got = launch.thread_started()
+            got = launch.stream.first_thread_id
             started = f", thread.started {got}" if got else ""
             self._add(
                 "resume-bad-uuid",
@@ -1146,58 +1068,34 @@ class _Doctor:
 
     def _check_non_uuid(self) -> None:
         """``resume not-a-uuid``: 0.171 silently starts a new thread."""
-        out = self._work("non-uuid") / "review.md"
-        try:
-            launch = self._launch(
-                "non-uuid",
-                self._argv(sandbox="read-only", output=out, resume="not-a-uuid"),
-                self._prompt("NONUUID"),
-            )
-        except _Skip as skip:
-            self._add("resume-non-uuid", "WARN", f"not observed: {skip}")
+        launch = self._exec("NONUUID", ["resume-non-uuid"], resume="not-a-uuid")
+        if launch is None:
             return
-        assumed = self.defaults.resume_may_start_new_thread
-        tid = launch.thread_started()
+        tid = launch.stream.first_thread_id
         if launch.rc == 0 and tid is not None:
-            new = True
-            seen = f"rc 0, started a new thread {tid}"
+            new, seen = True, f"rc 0, started a new thread {tid}"
         elif launch.rc is not None and launch.rc != 0:
-            new = False
-            seen = f"rejected ({launch.how()}: {launch.why()})"
+            new, seen = False, f"rejected ({launch.how()}: {launch.why()})"
         else:
             got = "" if launch.rc is None else " without thread.started"
             self._add("resume-non-uuid", "WARN", f"not observed: {launch.how()}{got}")
             return
-        self.observed["resume_may_start_new_thread"] = new
-        if new == assumed:
-            self._add(
-                "resume-non-uuid",
-                "PASS",
-                f"{seen} (capabilities.resume_may_start_new_thread={new}, as assumed: "
-                "the runner compares thread ids)",
-            )
-        else:
-            self._add(
-                "resume-non-uuid",
-                "WARN",
-                f"{seen} (capabilities.resume_may_start_new_thread={new}, differs from the "
-                "default; comparing thread ids stays safe)",
-            )
+        self._capability(
+            "resume-non-uuid",
+            "resume_may_start_new_thread",
+            new,
+            seen,
+            ": the runner compares thread ids",
+            "comparing thread ids stays safe",
+        )
 
     def _check_output_schema(self) -> None:
         """``--output-schema``: the file goes out verbatim as a strict ``text.format``."""
-        work = self._work("schema")
         schema = review_schema()
-        schema_file = work / "schema.json"
+        schema_file = self._work("schema") / "schema.json"
         schema_file.write_text(json.dumps(schema), encoding="utf-8")
-        try:
-            launch = self._launch(
-                "schema",
-                self._argv(sandbox="read-only", output=work / "review.md", schema=schema_file),
-                self._prompt("SCHEMA"),
-            )
-        except _Skip as skip:
-            self._add("output-schema", "FAIL", f"not run: {skip}")
+        launch = self._exec("SCHEMA", ["output-schema"], schema=schema_file)
+        if launch is None:
             return
         requests = self._requests("SCHEMA")
         if not requests:
@@ -1226,28 +1124,13 @@ class _Doctor:
                 "text.format json_schema, strict: true, schema forwarded unchanged",
             )
 
-    def _check_sandbox_ro(self) -> None:
-        """The read-only half of the sandbox row (the row is made by :meth:`_row_sandbox`)."""
-        self._sandbox_probe("SANDBOX-RO", "read-only")
-
-    def _check_sandbox_ww(self) -> None:
-        """The workspace-write half of the sandbox row."""
-        self._sandbox_probe("SANDBOX-WW", "workspace-write")
-
-    def _sandbox_probe(self, kind: str, mode: str) -> None:
-        out = self._work(kind.lower()) / "review.md"
-        try:
-            launch = self._launch(
-                kind.lower(),
-                self._argv(sandbox=mode, output=out),
-                self._prompt(kind, "Write the probe file."),
-            )
-        except _Skip as skip:
-            self._add("sandbox", "FAIL", f"not run: {skip}")
-            return
-        probe = self._probe(kind, launch)
-        with self.lock:
-            self.sandbox[mode] = probe
+    def _check_sandbox(self, kind: str, mode: Sandbox) -> None:
+        """One half of the sandbox row (the row is made by :meth:`_row_sandbox`)."""
+        launch = self._exec(kind, ["sandbox"], sandbox=mode, text="Write the probe file.")
+        if launch is not None:
+            probe = self._probe(kind, launch)
+            with self.lock:
+                self.sandbox[mode] = probe
 
     def _check_tool_env(self) -> None:
         """A planted credential must not reach the tool shell under the runner's arguments.
@@ -1262,32 +1145,24 @@ class _Doctor:
             f"export {PLANTED_PROFILE_ENV}={profile}\n", encoding="utf-8"
         )
         env = dict(self.env, **{PLANTED_ENV: planted})
-        argv = self._argv(sandbox="read-only", output=self._work("tool-env") / "review.md")
-        # The runner's own arguments, computed from the environment Codex gets.
-        at = argv.index("-C")
-        argv[at:at] = environment.tool_shell_args(environment.reviewer_process_env(env), ())
-        try:
-            launch = self._launch(
-                "tool-env", argv, self._prompt("TOOL-ENV", "Run the probe."), env=env
-            )
-        except _Skip as skip:
-            self._add("tool-env", "FAIL", f"not run: {skip}")
+        launch = self._exec("TOOL-ENV", ["tool-env"], text="Run the probe.", env=env)
+        if launch is None:
             return
         output = self._tool_output("TOOL-ENV")
         sent = "\n".join(json.dumps(r.body) for r in self._requests("TOOL-ENV"))
+        seen = [
+            f"{PLANTED_ENV} (from Codex's environment)" if planted in sent else "",
+            f"{PLANTED_PROFILE_ENV} (exported by ~/.bash_profile)" if profile in sent else "",
+        ]
+        seen = [item for item in seen if item]
+        names = [line.split("=", 1)[0] for line in (output or "").splitlines() if "=" in line]
         if output is None or f"RAN-TOOL-ENV-{self.token}" not in output:
             self._add(
                 "tool-env",
                 "FAIL",
                 f"the env probe never ran (no tool output came back; {launch.how()})",
             )
-            return
-        seen = [
-            f"{PLANTED_ENV} (from Codex's environment)" if planted in sent else "",
-            f"{PLANTED_PROFILE_ENV} (exported by ~/.bash_profile)" if profile in sent else "",
-        ]
-        seen = [item for item in seen if item]
-        if seen:
+        elif seen:
             self._add(
                 "tool-env",
                 "FAIL",
@@ -1295,17 +1170,15 @@ class _Doctor:
                 "Codex no longer honours shell_environment_policy.include_only or "
                 "allow_login_shell=false",
             )
-            return
-        names = [line.split("=", 1)[0] for line in output.splitlines() if "=" in line]
-        if "PATH" not in names:
+        elif "PATH" not in names:
             self._add("tool-env", "FAIL", f"env printed no PATH: {_clip(output)}")
-            return
-        self._add(
-            "tool-env",
-            "PASS",
-            f"planted {PLANTED_ENV} and a ~/.bash_profile export; the tool shell saw "
-            f"neither ({len(names)} variables, PATH among them)",
-        )
+        else:
+            self._add(
+                "tool-env",
+                "PASS",
+                f"planted {PLANTED_ENV} and a ~/.bash_profile export; the tool shell saw "
+                f"neither ({len(names)} variables, PATH among them)",
+            )
 
     def _row_sandbox(self) -> None:
         """Read-only must block a write, workspace-write must allow it (a real probe)."""
@@ -1369,16 +1242,17 @@ def _tagged_pids(tag: str) -> list[int]:
     """
     needle = f"{RUN_TAG_ENV}={tag}".encode()
     found: list[int] = []
-    proc = Path("/proc")
-    if not proc.is_dir():  # pragma: no cover - not Linux
+    try:
+        entries = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:  # pragma: no cover - not Linux
         return found
-    for entry in _iter_pids(proc):
+    for pid in entries:
         try:
-            environ = (proc / str(entry) / "environ").read_bytes()
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
         except OSError:
             continue  # gone, or not ours
-        if any(var.startswith(needle) for var in environ.split(b"\0")):
-            found.append(entry)
+        if pid != os.getpid() and any(var.startswith(needle) for var in environ.split(b"\0")):
+            found.append(pid)
     return found
 
 
@@ -1401,13 +1275,6 @@ def _cpus() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 2
-
-
-def _iter_pids(proc: Path) -> Iterator[int]:
-    with contextlib.suppress(OSError):
-        for entry in os.scandir(proc):
-            if entry.name.isdigit() and int(entry.name) != os.getpid():
-                yield int(entry.name)
 
 
 def _line_with(text: str, needle: str) -> str:
