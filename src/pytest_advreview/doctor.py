@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import functools
 import json
 import os
 import re
@@ -146,6 +147,7 @@ reviewer).  See https://developers.openai.com/codex/concepts/sandboxing"""
 
 _VERSION = re.compile(r"^codex-cli (\d+\.\d+\.\d+\S*)$")
 _SHOW = 160
+_WRITE_PROBE = "Write the probe file."
 
 
 # -- the result ------------------------------------------------------------------------
@@ -320,6 +322,10 @@ class _Launch:
         return _clip(text.splitlines()[-1] if text else "no error output")
 
 
+#: What a check decides for one row: its status and what was observed.
+_Row = tuple[Status, str]
+
+
 class _Probe(NamedTuple):
     """What a write probe did: tool output came back, the command ran, the file exists."""
 
@@ -341,6 +347,10 @@ class _Doctor:
         self.token = secrets.token_hex(4)
         self.review_id = f"doctor-{self.token}"
         self.answer1 = f"doctor answer {self.token}\nVERDICT: APPROVED"
+        self.bad_uuid = str(uuid.uuid4())
+        #: What the tool-env check plants in Codex's environment and in ~/.bash_profile.
+        self.planted = f"planted-{secrets.token_hex(8)}"
+        self.profile = f"profile-{secrets.token_hex(8)}"
         self.started = time.monotonic()
         self.rows: dict[str, DoctorRow] = {}
         self.observed: dict[str, Any] = {}
@@ -400,25 +410,35 @@ class _Doctor:
                 if name not in ("version", "cleanup"):
                     self._add(name, "FAIL", problem)
             return
-        groups: list[tuple[Callable[..., None], tuple[str, ...]]] = [
-            (self._check_exec_and_resume, ()),
-            (self._check_native_launch, ()),
-            (self._check_http_error, ()),
-            (self._check_timeout, ()),
-            (self._check_bad_uuid, ()),
-            (self._check_non_uuid, ()),
-            (self._check_output_schema, ()),
-            (self._check_sandbox, ("SANDBOX-RO", "read-only")),
-            (self._check_sandbox, ("SANDBOX-WW", "workspace-write")),
-            (self._check_tool_env, ()),
-        ]
+        (self.user_home / ".bash_profile").write_text(
+            f"export {PLANTED_PROFILE_ENV}={self.profile}\n", encoding="utf-8"
+        )
+        # The long exec → resume chain is first, so it starts at once.
+        groups: dict[str, Callable[[], None]] = {
+            "exec-and-resume": self._check_exec_and_resume,
+            "native-launch": self._check_native_launch,
+            "http-error": self._check_http_error,
+        }
+        # The checks of one launch and one row: the row, the server's rule, the judge of
+        # the launch, and how the launch differs from a plain read-only exec.
+        for row, kind, judge, how in (
+            ("timeout-kill", "HANG", self._timeout_kill, {"timeout": HANG_PROBE_S}),
+            ("resume-bad-uuid", "BADUUID", self._bad_uuid, {"resume": self.bad_uuid}),
+            ("resume-non-uuid", "NONUUID", self._non_uuid, {"resume": "not-a-uuid"}),
+            ("output-schema", "SCHEMA", self._output_schema, {"schema": True}),
+            ("tool-env", "TOOL-ENV", self._tool_env, {"text": "Run the probe.", "env": True}),
+        ):
+            groups[row] = functools.partial(self._check, row, kind, judge, **how)
+        groups["sandbox-ro"] = functools.partial(self._check_sandbox, "SANDBOX-RO", "read-only")
+        groups["sandbox-ww"] = functools.partial(
+            self._check_sandbox, "SANDBOX-WW", "workspace-write"
+        )
         # One Codex start costs about 0.8 CPU-seconds: more launches at once than CPUs only
         # stretch each of them towards LAUNCH_TIMEOUT_S (8 at once on a busy 2-core CI
         # runner all timed out), while the total stays bound by the CPUs either way.
-        # The long exec → resume chain is first, so it starts at once.
         workers = min(len(groups), max(2, _cpus()))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="doctor") as pool:
-            futures = [pool.submit(self._guard, check, *args) for check, args in groups]
+            futures = [pool.submit(self._guard, *group) for group in groups.items()]
             try:
                 for future in futures:
                     future.result()
@@ -428,16 +448,18 @@ class _Doctor:
                 raise
         self._row_sandbox()
 
-    def _guard(self, check: Callable[..., None], *args: str) -> None:
+    def _guard(self, label: str, check: Callable[[], None]) -> None:
         """Run one group of checks; a doctor bug becomes a FAIL row, not a crash."""
         try:
-            check(*args)
+            check()
         except Exception as exc:  # pragma: no cover - defensive
-            self._add(
-                check.__name__.removeprefix("_check_").replace("_", "-"),
-                "FAIL",
-                f"doctor error: {type(exc).__name__}: {_clip(str(exc))}",
-            )
+            self._add(label, "FAIL", f"doctor error: {type(exc).__name__}: {_clip(str(exc))}")
+
+    def _check(self, row: str, kind: str, judge: Callable[[_Launch], _Row], **how: Any) -> None:
+        """Launch Codex on the server's ``kind`` rule and let ``judge`` decide ``row``."""
+        launch = self._exec(kind, [row], **how)
+        if launch is not None:
+            self._add(row, *judge(launch))
 
     def _add(self, name: str, status: Status, observed: str, *, remedy: str | None = None) -> None:
         required = CHECKS.get(name, ("", True))[1]
@@ -454,17 +476,15 @@ class _Doctor:
         for name in names:
             self._add(name, "FAIL", f"{'not run' if CHECKS[name][1] else 'not observed'}: {why}")
 
-    def _capability(
-        self, name: str, field: str, value: bool, seen: str, assumed: str, differs: str
-    ) -> None:
+    def _capability(self, field: str, value: bool, seen: str, assumed: str, differs: str) -> _Row:
         """A row that observes a runner capability: PASS as assumed, WARN when it differs.
 
         A difference is never a failure: the runner's default assumption is the safe one.
         """
         self.observed[field] = value
-        same = value == getattr(self.defaults, field)
-        how = f"as assumed{assumed}" if same else f"differs from the default; {differs}"
-        self._add(name, "PASS" if same else "WARN", f"{seen} (capabilities.{field}={value}, {how})")
+        if value == getattr(self.defaults, field):
+            return "PASS", f"{seen} (capabilities.{field}={value}, as assumed{assumed})"
+        return "WARN", f"{seen} (capabilities.{field}={value}, differs from the default; {differs})"
 
     def _report(self, date: str) -> DoctorReport:
         missing = (
@@ -540,23 +560,28 @@ class _Doctor:
         sandbox: Sandbox = "read-only",
         resume: str | None = None,
         text: str = "Reply briefly.",
-        schema: Path | None = None,
-        env: Mapping[str, str] | None = None,
+        schema: bool = False,
+        env: bool = False,
         timeout: float = LAUNCH_TIMEOUT_S,
     ) -> _Launch | None:
         """Launch Codex as a review does, on the prompt of the server's ``kind`` rule.
 
         The command line is the runner's own (:meth:`CodexReviewer.argv`), with approvals
-        pinned to ``never``: a tool call must never wait for one.  ``None`` when the
-        budget is spent; ``rows`` then say so.
+        pinned to ``never``: a tool call must never wait for one.  ``schema`` passes the
+        review schema, ``env`` plants :data:`PLANTED_ENV`.  ``None`` when the budget is
+        spent; ``rows`` then say so.
         """
         work = self._work(kind.lower())
+        schema_file = work / "schema.json" if schema else None
+        if schema_file is not None:
+            schema_file.write_text(json.dumps(review_schema()), encoding="utf-8")
+        launch_env = dict(self.env, **{PLANTED_ENV: self.planted}) if env else self.env
         options = CodexOptions(
             executable=self.codex,
             sandbox=sandbox,
             approvals="never",
             config=self.provider,
-            env=self.env if env is None else env,
+            env=launch_env,
         )
         request = DispatchRequest(
             review_id=self.review_id,
@@ -566,10 +591,10 @@ class _Doctor:
             work_dir=work,
             session_id=resume,
         )
-        argv = CodexReviewer(options).argv(request, work / "review.md", schema)
+        argv = CodexReviewer(options).argv(request, work / "review.md", schema_file)
         prompt = with_marker(f"{self._marker(kind)} {text}\n", self.review_id, "000001")
         try:
-            return self._launch(kind.lower(), argv, prompt, timeout=timeout, env=env)
+            return self._launch(kind.lower(), argv, prompt, timeout=timeout, env=launch_env)
         except _Skip as skip:
             self._skip_rest(rows, str(skip))
             return None
@@ -765,7 +790,15 @@ class _Doctor:
         )
 
     def _git_repo(self) -> None:
-        def git(*args: str) -> None:
+        (self.repo / "README.md").write_text("# advreview doctor\n", encoding="utf-8")
+        for args in (
+            ["init", "-q"],
+            ["config", "user.name", "advreview doctor"],
+            ["config", "user.email", "advreview-doctor@example.invalid"],
+            ["config", "commit.gpgsign", "false"],
+            ["add", "README.md"],
+            ["commit", "-q", "-m", "doctor"],
+        ):
             subprocess.run(
                 ["git", *args],
                 cwd=self.repo,
@@ -775,154 +808,113 @@ class _Doctor:
                 timeout=LAUNCH_TIMEOUT_S,
             )
 
-        git("init", "-q")
-        git("config", "user.name", "advreview doctor")
-        git("config", "user.email", "advreview-doctor@example.invalid")
-        git("config", "commit.gpgsign", "false")
-        (self.repo / "README.md").write_text("# advreview doctor\n", encoding="utf-8")
-        git("add", "README.md")
-        git("commit", "-q", "-m", "doctor")
-
     def _check_exec_and_resume(self) -> None:
         """exec → rows exec-json, output-file, stderr, rollout; then the resume chain."""
-        chain = ["exec-json", "output-file", "stderr", "rollout"]
         resumes = ["resume-thread", "resume-history", "resume-sandbox", "resume-sandbox-inherit"]
-        first = self._exec("BASIC", chain + resumes, sandbox="workspace-write")
+        rows = ["exec-json", "output-file", "stderr", "rollout", *resumes]
+        first = self._exec("BASIC", rows, sandbox="workspace-write")
         if first is None:
             return
         tid = first.stream.first_thread_id
-        kind = first.first_event.get("type")
-        if first.rc != 0:
-            self._add("exec-json", "FAIL", f"exec failed: {first.how()}: {first.why()}")
-        elif kind == "thread.started" and tid is None:
-            self._add(
-                "exec-json",
-                "FAIL",
-                f"thread.started with a non-UUID id {first.first_event.get('thread_id')!r}",
-            )
-        elif tid is None:
-            seen = f"first event is {kind!r}" if kind else "stdout has no JSON event"
-            self._add("exec-json", "FAIL", f"{seen}, not thread.started ({first.how()})")
-        else:
-            self._add("exec-json", "PASS", f"first event thread.started, thread_id {tid}")
-        self._row_output_file(first)
-        self._row_stderr(first)
-        self._row_rollout(tid)
+        self._add("exec-json", *self._exec_json(first))
+        self._add("output-file", *self._output_file(first))
+        self._add("stderr", *self._stderr(first))
+        self._add("rollout", *self._rollout(tid))
         if tid is None or first.rc != 0:
             self._skip_rest(resumes, "the first exec gave no thread id to resume")
-        else:
-            self._resume_chain(tid, resumes)
+            return
+        # resume with -s workspace-write (the runner's form), then resume without -s.
+        again = self._exec(
+            "RESUME-WW", resumes, sandbox="workspace-write", resume=tid, text=_WRITE_PROBE
+        )
+        if again is None:
+            return
+        self._add("resume-thread", *self._resume_thread(again, tid))
+        self._add("resume-history", *self._resume_history())
+        self._add("resume-sandbox", *self._resume_sandbox(self._probe("RESUME-WW", again)))
+        bare = self._exec(
+            "RESUME-BARE", resumes[-1:], sandbox="inherit", resume=tid, text=_WRITE_PROBE
+        )
+        if bare is not None:
+            inherit = self._sandbox_inherit(self._probe("RESUME-BARE", bare))
+            self._add("resume-sandbox-inherit", *inherit)
 
-    def _row_output_file(self, launch: _Launch) -> None:
+    def _exec_json(self, launch: _Launch) -> _Row:
+        tid, kind = launch.stream.first_thread_id, launch.first_event.get("type")
+        if launch.rc != 0:
+            return "FAIL", f"exec failed: {launch.how()}: {launch.why()}"
+        if kind == "thread.started" and tid is None:
+            got = launch.first_event.get("thread_id")
+            return "FAIL", f"thread.started with a non-UUID id {got!r}"
+        if tid is None:
+            seen = f"first event is {kind!r}" if kind else "stdout has no JSON event"
+            return "FAIL", f"{seen}, not thread.started ({launch.how()})"
+        return "PASS", f"first event thread.started, thread_id {tid}"
+
+    def _output_file(self, launch: _Launch) -> _Row:
         text = read_text(launch.output)
         if launch.rc != 0:
-            self._add("output-file", "FAIL", f"not checked: exec failed ({launch.how()})")
-        elif text is None:
-            self._add("output-file", "FAIL", "-o was never created")
-        elif text == self.answer1:
-            self._add(
-                "output-file",
-                "PASS",
-                f"holds exactly the agent message ({len(text.encode())} bytes, "
-                "no trailing newline)",
-            )
-        elif not text:
-            self._add("output-file", "FAIL", "-o is empty (0 bytes) after a successful turn")
-        else:
-            self._add(
-                "output-file",
-                "FAIL",
-                f"-o holds {_clip(text)!r}, expected the agent message {self.answer1!r}",
-            )
+            return "FAIL", f"not checked: exec failed ({launch.how()})"
+        if text is None:
+            return "FAIL", "-o was never created"
+        if text == self.answer1:
+            size = len(text.encode())
+            return "PASS", f"holds exactly the agent message ({size} bytes, no trailing newline)"
+        if not text:
+            return "FAIL", "-o is empty (0 bytes) after a successful turn"
+        return "FAIL", f"-o holds {_clip(text)!r}, expected the agent message {self.answer1!r}"
 
-    def _row_stderr(self, launch: _Launch) -> None:
+    def _stderr(self, launch: _Launch) -> _Row:
         lines = [line for line in launch.stderr.splitlines() if line.strip()]
+        failure = next((line for line in lines if _STDERR_FAILURE.search(line)), None)
         if launch.rc != 0:
-            self._add("stderr", "FAIL", f"not checked: exec failed ({launch.how()})")
-        elif not lines:
-            self._add("stderr", "PASS", "empty")
-        elif _STDERR_FAILURE.search(launch.stderr):
-            self._add(
-                "stderr",
+            return "FAIL", f"not checked: exec failed ({launch.how()})"
+        if failure is not None:
+            return (
                 "FAIL",
-                f"a successful run printed what the runner reads as failure: "
-                f"{_clip(next(ln for ln in lines if _STDERR_FAILURE.search(ln)))}",
+                f"a successful run printed what the runner reads as failure: {_clip(failure)}",
             )
-        else:
-            self._add("stderr", "PASS", f"noise only ({len(lines)} line(s): {_clip(lines[0])})")
+        return "PASS", f"noise only ({len(lines)} line(s): {_clip(lines[0])})" if lines else "empty"
 
-    def _rollouts(self, tid: str) -> list[Path]:
-        """The rollout files of thread ``tid``, where the runner looks for them."""
-        return sorted(self.home.glob(self.defaults.rollout_glob.format(thread_id=tid)))
+    def _rollouts(self, tid: str) -> tuple[str, list[Path]]:
+        """Where the runner looks for the rollout of thread ``tid``, and what is there."""
+        pattern = self.defaults.rollout_glob.format(thread_id=tid)
+        return pattern, sorted(self.home.glob(pattern))
 
-    def _row_rollout(self, tid: str | None) -> None:
+    def _rollout(self, tid: str | None) -> _Row:
         if tid is None:
-            self._add("rollout", "FAIL", "not checked: no thread id from exec")
-            return
-        found = self._rollouts(tid)
+            return "FAIL", "not checked: no thread id from exec"
+        pattern, found = self._rollouts(tid)
         if len(found) != 1:
-            pattern = self.defaults.rollout_glob.format(thread_id=tid)
-            anywhere = sorted(p.relative_to(self.home) for p in self.home.rglob("rollout-*"))
-            self._add(
-                "rollout",
+            anywhere = sorted(str(p.relative_to(self.home)) for p in self.home.rglob("rollout-*"))
+            seen = _clip(", ".join(anywhere) or "none")
+            return (
                 "FAIL",
-                f"{len(found)} file(s) match $CODEX_HOME/{pattern}; rollouts found: "
-                f"{_clip(', '.join(map(str, anywhere)) or 'none')}",
+                f"{len(found)} file(s) match $CODEX_HOME/{pattern}; rollouts found: {seen}",
             )
-            return
-        marker = f"ADVERSARIAL-REVIEW-SESSION: {self.review_id}-000001"
         rel = found[0].relative_to(self.home)
+        marker = f"ADVERSARIAL-REVIEW-SESSION: {self.review_id}-000001"
         if marker not in found[0].read_text(encoding="utf-8", errors="replace"):
-            self._add("rollout", "FAIL", f"{rel} does not hold the attempt marker")
-            return
+            return "FAIL", f"{rel} does not hold the attempt marker"
         self.observed["rollout_glob"] = self.defaults.rollout_glob
-        self._add("rollout", "PASS", f"$CODEX_HOME/{rel} holds the attempt marker")
+        return "PASS", f"$CODEX_HOME/{rel} holds the attempt marker"
 
-    def _resume_chain(self, tid: str, names: Sequence[str]) -> None:
-        """resume with -s workspace-write (the runner's form), then resume without -s."""
-        launch = self._exec(
-            "RESUME-WW", names, sandbox="workspace-write", resume=tid, text="Write the probe file."
-        )
-        if launch is None:
-            return
+    def _resume_thread(self, launch: _Launch, tid: str) -> _Row:
         again = launch.stream.first_thread_id
-        rollouts = self._rollouts(tid)
+        count = len(self._rollouts(tid)[1])
         if launch.rc != 0:
-            self._add("resume-thread", "FAIL", f"resume failed: {launch.how()}: {launch.why()}")
-        elif again != tid:
+            return "FAIL", f"resume failed: {launch.how()}: {launch.why()}"
+        if again != tid:
             seen = f"thread {again}" if again else "no thread.started"
-            self._add("resume-thread", "FAIL", f"resume of {tid} reported {seen}")
-        elif len(rollouts) != 1:
-            self._add(
-                "resume-thread",
-                "FAIL",
-                f"same thread id, but {len(rollouts)} rollout files match it (expected 1)",
-            )
-        else:
-            self._add("resume-thread", "PASS", f"same thread_id {tid}, same rollout file")
-        self._row_history()
+            return "FAIL", f"resume of {tid} reported {seen}"
+        if count != 1:
+            return "FAIL", f"same thread id, but {count} rollout files match it (expected 1)"
+        return "PASS", f"same thread_id {tid}, same rollout file"
 
-        probe = self._probe("RESUME-WW", launch)
-        if probe.wrote:
-            self._add("resume-sandbox", "PASS", "resume with -s workspace-write wrote the probe")
-        elif probe.ran:
-            # Not the AppArmor remedy: the sandbox row tells whether the host sandbox works;
-            # this row is about Codex ignoring the mode the runner passes on resume.
-            self._add(
-                "resume-sandbox",
-                "FAIL",
-                f"resume with -s workspace-write could not write: {probe.detail} "
-                "(reviews that resume would lose workspace-write)",
-            )
-        else:
-            self._add("resume-sandbox", "FAIL", probe.detail)
-        self._row_sandbox_inherit(tid)
-
-    def _row_history(self) -> None:
+    def _resume_history(self) -> _Row:
         requests = self._requests("RESUME-WW")
         if not requests:
-            self._add("resume-history", "FAIL", "the resume sent no request to the server")
-            return
+            return "FAIL", "the resume sent no request to the server"
         texts = requests[0].input_texts
         wanted = {
             "prompt 1": self._marker("BASIC"),
@@ -936,44 +928,33 @@ class _Doctor:
         missing = [label for label, pos in positions.items() if pos is None]
         order = [pos for pos in positions.values() if pos is not None]
         if missing:
-            self._add(
-                "resume-history",
-                "FAIL",
-                f"the resume request ({len(texts)} messages) lacks {', '.join(missing)}",
-            )
-        elif order != sorted(order):
-            self._add("resume-history", "FAIL", f"history out of order: positions {order}")
-        else:
-            self._add(
-                "resume-history",
-                "PASS",
-                f"{len(texts)} messages re-sent: prompt 1, answer 1, prompt 2 in order",
-            )
+            lacks = ", ".join(missing)
+            return "FAIL", f"the resume request ({len(texts)} messages) lacks {lacks}"
+        if order != sorted(order):
+            return "FAIL", f"history out of order: positions {order}"
+        return "PASS", f"{len(texts)} messages re-sent: prompt 1, answer 1, prompt 2 in order"
 
-    def _row_sandbox_inherit(self, tid: str) -> None:
-        name = "resume-sandbox-inherit"
-        launch = self._exec(
-            "RESUME-BARE", [name], sandbox="inherit", resume=tid, text="Write the probe file."
-        )
-        if launch is None:
-            return
-        probe = self._probe("RESUME-BARE", launch)
+    def _resume_sandbox(self, probe: _Probe) -> _Row:
+        if probe.wrote:
+            return "PASS", "resume with -s workspace-write wrote the probe"
         if not probe.ran:
-            self._add(name, "WARN", f"not observed: {probe.detail}")
-            return
-        needs = not probe.wrote
-        if needs:
-            seen = f"not inherited: a resume without -s ran read-only ({probe.detail})"
-        else:
-            seen = "inherited: a resume without -s could still write"
-        self._capability(
-            name,
-            "resume_needs_sandbox",
-            needs,
-            seen,
-            "",
-            "the runner keeps passing -s, which stays safe",
+            return "FAIL", probe.detail
+        # Not the AppArmor remedy: the sandbox row tells whether the host sandbox works;
+        # this row is about Codex ignoring the mode the runner passes on resume.
+        return "FAIL", (
+            f"resume with -s workspace-write could not write: {probe.detail} "
+            "(reviews that resume would lose workspace-write)"
         )
+
+    def _sandbox_inherit(self, probe: _Probe) -> _Row:
+        if not probe.ran:
+            return "WARN", f"not observed: {probe.detail}"
+        if probe.wrote:
+            seen = "inherited: a resume without -s could still write"
+        else:
+            seen = f"not inherited: a resume without -s ran read-only ({probe.detail})"
+        safe = "the runner keeps passing -s, which stays safe"
+        return self._capability("resume_needs_sandbox", not probe.wrote, seen, "", safe)
 
     def _check_http_error(self) -> None:
         """A 500 with retries off: exit 1 at once; -o written earlier stays stale."""
@@ -990,87 +971,55 @@ class _Doctor:
                 f"{launch.how()}, {count} request(s) (retries off): {launch.why()}",
             )
         else:
-            self._add(
-                "http-error",
-                "FAIL",
-                f"{launch.how()} on HTTP 500 (expected rc 1), {count} request(s)",
-            )
+            seen = f"{launch.how()} on HTTP 500 (expected rc 1), {count} request(s)"
+            self._add("http-error", "FAIL", seen)
         if launch.rc == 0:
             self._add("stale-output-file", "WARN", "not observed: the failing turn exited 0")
             return
         text = read_text(launch.output)
-        kept = text == stale
         if text is None:
             seen = "-o was deleted by the failed turn"
-        elif kept:
+        elif text == stale:
             seen = "-o kept its stale content after the failed turn"
         else:
             seen = f"-o was rewritten to {_clip(text)!r} by the failed turn"
-        self._capability(
-            "stale-output-file",
+        row = self._capability(
             "stale_output_file",
-            kept,
+            text == stale,
             seen,
             ": the runner deletes -o before every attempt",
             "the runner still deletes -o first, which stays safe",
         )
+        self._add("stale-output-file", *row)
 
-    def _check_timeout(self) -> None:
+    def _timeout_kill(self, launch: _Launch) -> _Row:
         """A server that never answers: the doctor's timeout kills the whole group."""
-        launch = self._exec("HANG", ["timeout-kill"], timeout=HANG_PROBE_S)
-        if launch is None:
-            return
         if launch.rc is not None:
-            self._add(
-                "timeout-kill",
-                "WARN",
-                f"not exercised: codex exited by itself ({launch.how()}) although the server "
-                "never answered",
-            )
-        elif launch.left:
-            self._add(
-                "timeout-kill",
-                "FAIL",
-                f"after SIGTERM+SIGKILL to the process group, pid(s) "
-                f"{', '.join(map(str, launch.left))} still run",
-            )
-        else:
-            self._add(
-                "timeout-kill",
-                "PASS",
-                f"still waiting after {launch.timeout:g}s; process group killed, no process left",
-            )
+            why = f"codex exited by itself ({launch.how()}) although the server never answered"
+            return "WARN", f"not exercised: {why}"
+        if launch.left:
+            pids = ", ".join(map(str, launch.left))
+            return "FAIL", f"after SIGTERM+SIGKILL to the process group, pid(s) {pids} still run"
+        waited = f"still waiting after {launch.timeout:g}s"
+        return "PASS", f"{waited}; process group killed, no process left"
 
-    def _check_bad_uuid(self) -> None:
+    def _bad_uuid(self, launch: _Launch) -> _Row:
         """``resume <unknown uuid>`` must fail loudly, not start something."""
-        bad = str(uuid.uuid4())
-        launch = self._exec("BADUUID", ["resume-bad-uuid"], resume=bad)
-        if launch is None:
-            return
-        if launch.rc == 1 and "thread/resume failed" in launch.stderr:
-            said = _line_with(launch.stderr, "thread/resume failed")
-            self._add("resume-bad-uuid", "PASS", f"rc 1: {_clip(said)}")
-        elif launch.rc == 1:
-            self._add(
-                "resume-bad-uuid",
-                "FAIL",
-                f"rc 1 but stderr lacks 'thread/resume failed': {launch.why()}",
-            )
-        else:
-            got = launch.stream.first_thread_id
-            started = f", thread.started {got}" if got else ""
-            self._add(
-                "resume-bad-uuid",
-                "FAIL",
-                f"resume of unknown thread {bad}: {launch.how()}{started} "
-                "(expected rc 1 with 'thread/resume failed')",
-            )
+        said = "thread/resume failed"
+        if launch.rc == 1 and said in launch.stderr:
+            line = next(line for line in launch.stderr.splitlines() if said in line)
+            return "PASS", f"rc 1: {_clip(line)}"
+        if launch.rc == 1:
+            return "FAIL", f"rc 1 but stderr lacks '{said}': {launch.why()}"
+        got = launch.stream.first_thread_id
+        started = f", thread.started {got}" if got else ""
+        return "FAIL", (
+            f"resume of unknown thread {self.bad_uuid}: {launch.how()}{started} "
+            f"(expected rc 1 with '{said}')"
+        )
 
-    def _check_non_uuid(self) -> None:
+    def _non_uuid(self, launch: _Launch) -> _Row:
         """``resume not-a-uuid``: 0.171 silently starts a new thread."""
-        launch = self._exec("NONUUID", ["resume-non-uuid"], resume="not-a-uuid")
-        if launch is None:
-            return
         tid = launch.stream.first_thread_id
         if launch.rc == 0 and tid is not None:
             new, seen = True, f"rc 0, started a new thread {tid}"
@@ -1078,10 +1027,8 @@ class _Doctor:
             new, seen = False, f"rejected ({launch.how()}: {launch.why()})"
         else:
             got = "" if launch.rc is None else " without thread.started"
-            self._add("resume-non-uuid", "WARN", f"not observed: {launch.how()}{got}")
-            return
-        self._capability(
-            "resume-non-uuid",
+            return "WARN", f"not observed: {launch.how()}{got}"
+        return self._capability(
             "resume_may_start_new_thread",
             new,
             seen,
@@ -1089,96 +1036,63 @@ class _Doctor:
             "comparing thread ids stays safe",
         )
 
-    def _check_output_schema(self) -> None:
+    def _output_schema(self, launch: _Launch) -> _Row:
         """``--output-schema``: the file goes out verbatim as a strict ``text.format``."""
-        schema = review_schema()
-        schema_file = self._work("schema") / "schema.json"
-        schema_file.write_text(json.dumps(schema), encoding="utf-8")
-        launch = self._exec("SCHEMA", ["output-schema"], schema=schema_file)
-        if launch is None:
-            return
         requests = self._requests("SCHEMA")
         if not requests:
             why = "" if launch.rc == 0 else f": {launch.why()}"
-            self._add(
-                "output-schema", "FAIL", f"no request reached the server ({launch.how()}{why})"
-            )
-            return
+            return "FAIL", f"no request reached the server ({launch.how()}{why})"
         text = requests[0].body.get("text")
         fmt = text.get("format") if isinstance(text, dict) else None
         if not isinstance(fmt, dict):
-            self._add("output-schema", "FAIL", "the request has no text.format")
-        elif fmt.get("type") != "json_schema" or fmt.get("strict") is not True:
-            self._add(
-                "output-schema",
-                "FAIL",
-                f"text.format type={fmt.get('type')!r} strict={fmt.get('strict')!r} "
-                "(expected json_schema, true)",
-            )
-        elif fmt.get("schema") != schema:
-            self._add("output-schema", "FAIL", "the schema was changed on the way to the model")
-        else:
-            self._add(
-                "output-schema",
-                "PASS",
-                "text.format json_schema, strict: true, schema forwarded unchanged",
-            )
+            return "FAIL", "the request has no text.format"
+        if fmt.get("type") != "json_schema" or fmt.get("strict") is not True:
+            got = f"type={fmt.get('type')!r} strict={fmt.get('strict')!r}"
+            return "FAIL", f"text.format {got} (expected json_schema, true)"
+        if fmt.get("schema") != review_schema():
+            return "FAIL", "the schema was changed on the way to the model"
+        return "PASS", "text.format json_schema, strict: true, schema forwarded unchanged"
 
-    def _check_sandbox(self, kind: str, mode: Sandbox) -> None:
-        """One half of the sandbox row (the row is made by :meth:`_row_sandbox`)."""
-        launch = self._exec(kind, ["sandbox"], sandbox=mode, text="Write the probe file.")
-        if launch is not None:
-            probe = self._probe(kind, launch)
-            with self.lock:
-                self.sandbox[mode] = probe
-
-    def _check_tool_env(self) -> None:
+    def _tool_env(self, launch: _Launch) -> _Row:
         """A planted credential must not reach the tool shell under the runner's arguments.
 
         The runner passes ``shell_environment_policy.include_only`` and
         ``allow_login_shell=false`` (:mod:`.runner.environment`); Codex's own default
         hands its whole environment, and a login shell's profile, to every tool call.
         """
-        planted = f"planted-{secrets.token_hex(8)}"
-        profile = f"profile-{secrets.token_hex(8)}"
-        (self.user_home / ".bash_profile").write_text(
-            f"export {PLANTED_PROFILE_ENV}={profile}\n", encoding="utf-8"
-        )
-        env = dict(self.env, **{PLANTED_ENV: planted})
-        launch = self._exec("TOOL-ENV", ["tool-env"], text="Run the probe.", env=env)
-        if launch is None:
-            return
         output = self._tool_output("TOOL-ENV")
         sent = "\n".join(json.dumps(r.body) for r in self._requests("TOOL-ENV"))
         seen = [
-            f"{PLANTED_ENV} (from Codex's environment)" if planted in sent else "",
-            f"{PLANTED_PROFILE_ENV} (exported by ~/.bash_profile)" if profile in sent else "",
+            label
+            for label, value in (
+                (f"{PLANTED_ENV} (from Codex's environment)", self.planted),
+                (f"{PLANTED_PROFILE_ENV} (exported by ~/.bash_profile)", self.profile),
+            )
+            if value in sent
         ]
-        seen = [item for item in seen if item]
         names = [line.split("=", 1)[0] for line in (output or "").splitlines() if "=" in line]
         if output is None or f"RAN-TOOL-ENV-{self.token}" not in output:
-            self._add(
-                "tool-env",
-                "FAIL",
-                f"the env probe never ran (no tool output came back; {launch.how()})",
-            )
-        elif seen:
-            self._add(
-                "tool-env",
-                "FAIL",
+            return "FAIL", f"the env probe never ran (no tool output came back; {launch.how()})"
+        if seen:
+            return "FAIL", (
                 f"the tool shell saw {' and '.join(seen)}, and its value went to the model; "
                 "Codex no longer honours shell_environment_policy.include_only or "
-                "allow_login_shell=false",
+                "allow_login_shell=false"
             )
-        elif "PATH" not in names:
-            self._add("tool-env", "FAIL", f"env printed no PATH: {_clip(output)}")
-        else:
-            self._add(
-                "tool-env",
-                "PASS",
-                f"planted {PLANTED_ENV} and a ~/.bash_profile export; the tool shell saw "
-                f"neither ({len(names)} variables, PATH among them)",
-            )
+        if "PATH" not in names:
+            return "FAIL", f"env printed no PATH: {_clip(output)}"
+        return "PASS", (
+            f"planted {PLANTED_ENV} and a ~/.bash_profile export; the tool shell saw "
+            f"neither ({len(names)} variables, PATH among them)"
+        )
+
+    def _check_sandbox(self, kind: str, mode: Sandbox) -> None:
+        """One half of the sandbox row (the row is made by :meth:`_row_sandbox`)."""
+        launch = self._exec(kind, ["sandbox"], sandbox=mode, text=_WRITE_PROBE)
+        if launch is not None:
+            probe = self._probe(kind, launch)
+            with self.lock:
+                self.sandbox[mode] = probe
 
     def _row_sandbox(self) -> None:
         """Read-only must block a write, workspace-write must allow it (a real probe)."""
@@ -1194,22 +1108,14 @@ class _Doctor:
             problems.append(f"workspace-write: {ww.detail}")
         elif not ww.wrote:
             problems.append(f"workspace-write: the write was refused ({ww.detail})")
-        if problems:
-            # The AppArmor remedy only fits when Codex did run the tool call and the sandbox
-            # got in the way; a probe that never came back is a different problem.
-            sandboxed = ro.answered and ww.answered
-            self._add(
-                "sandbox",
-                "FAIL",
-                "; ".join(problems),
-                remedy=SANDBOX_REMEDY if sandboxed else None,
-            )
-        else:
-            self._add(
-                "sandbox",
-                "PASS",
-                f"read-only refused the write ({ro.detail}); workspace-write wrote it",
-            )
+        if not problems:
+            done = f"read-only refused the write ({ro.detail}); workspace-write wrote it"
+            self._add("sandbox", "PASS", done)
+            return
+        # The AppArmor remedy only fits when Codex did run the tool call and the sandbox
+        # got in the way; a probe that never came back is a different problem.
+        remedy = SANDBOX_REMEDY if ro.answered and ww.answered else None
+        self._add("sandbox", "FAIL", "; ".join(problems), remedy=remedy)
 
     # -- cleanup -------------------------------------------------------------------------
 
@@ -1275,10 +1181,6 @@ def _cpus() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 2
-
-
-def _line_with(text: str, needle: str) -> str:
-    return next((line for line in text.splitlines() if needle in line), text.strip())
 
 
 def _clip(text: str, limit: int = _SHOW) -> str:
