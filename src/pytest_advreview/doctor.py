@@ -229,11 +229,8 @@ def main(config: pytest.Config) -> int:
 
 
 def run_and_report(codex: str, *, json_path: str | None = None, out: TextIO) -> int:
-    """Run the doctor, print the table to ``out``, write the JSON; return the exit status.
+    """Run the doctor, print the table to ``out``, write the JSON to ``json_path`` if given.
 
-    :param codex: the Codex executable (a name on ``PATH`` or a path).
-    :param json_path: where to write the :class:`DoctorReport` as JSON, if anywhere.
-    :param out: the stream the table goes to.
     :returns: 0 when every required row passed, 1 otherwise.
     """
     out.write(f"advreview doctor: checking {codex} (offline, scripted server on 127.0.0.1)\n")
@@ -386,7 +383,8 @@ class _Doctor:
                 TMPDIR=str(self.tmp),
                 GIT_CONFIG_NOSYSTEM="1",
             )
-            if self._version():
+            self._add("version", *self._version())
+            if self.version is not None:
                 server = ScriptedServer(self._script())
                 server.start()
                 self.server = server
@@ -492,16 +490,9 @@ class _Doctor:
             if self.version is None
             else "not run: its check stopped early (see the other rows)"
         )
-        rows = [
-            self.rows.get(name)
-            or DoctorRow(
-                name=name,
-                status="FAIL" if required else "WARN",
-                observed=missing,
-                required=required,
-            )
-            for name, (_, required) in CHECKS.items()
-        ]
+        for name in CHECKS:
+            self._add(name, "FAIL", missing)  # only where no check made the row
+        rows = [self.rows[name] for name in CHECKS]
         rows += [row for name, row in self.rows.items() if name not in CHECKS]
         observed = Observed(**self.observed)
         return DoctorReport(
@@ -685,40 +676,27 @@ class _Doctor:
 
     # -- checks --------------------------------------------------------------------------
 
-    def _version(self) -> bool:
-        """The version row; False when Codex cannot even be started."""
+    def _version(self) -> _Row:
+        """The version row; :attr:`version` stays ``None`` when Codex cannot be started."""
         self.executable = shutil.which(self.codex)
         if self.executable is None:
-            self._add("version", "FAIL", f"{self.codex!r} not found (not on PATH, not a file)")
-            return False
+            return "FAIL", f"{self.codex!r} not found (not on PATH, not a file)"
         try:
             # Through _launch like every other call: timeout, group kill, run tag.
             launch = self._launch("version", [self.executable, "--version"], "", as_given=True)
         except (OSError, _Skip) as exc:
-            self._add("version", "FAIL", f"`{self.codex} --version` failed: {_clip(str(exc))}")
-            return False
+            return "FAIL", f"`{self.codex} --version` failed: {_clip(str(exc))}"
         printed = launch.stdout.strip()
         match = _VERSION.match(printed)
         if launch.rc != 0 or match is None:
-            self._add(
-                "version",
-                "FAIL",
-                f"`--version` printed {_clip(printed)!r} ({launch.how()}), "
-                "expected 'codex-cli X.Y.Z'",
-            )
-            return False
+            seen = f"`--version` printed {_clip(printed)!r} ({launch.how()})"
+            return "FAIL", f"{seen}, expected 'codex-cli X.Y.Z'"
         self.version = match.group(1)
         self.native = native.resolve(self.codex, self.env)
         if self.version == PINNED_CODEX_VERSION:
-            self._add("version", "PASS", printed)
-        else:
-            self._add(
-                "version",
-                "WARN",
-                f"{printed} (the plugin was verified against {PINNED_CODEX_VERSION}; "
-                "the rows below decide whether it still works)",
-            )
-        return True
+            return "PASS", printed
+        verified = f"the plugin was verified against {PINNED_CODEX_VERSION}"
+        return "WARN", f"{printed} ({verified}; the rows below decide whether it still works)"
 
     def _check_native_launch(self) -> None:
         """Which program reviews start, and that the native binary acts as the wrapper.
@@ -742,35 +720,28 @@ class _Doctor:
                 self._add("native-launch", "PASS", f"reviews launch {script} as given")
             return
         probe = ["sandbox", "-c", "sandbox_mode=read-only", "--", "env"]
+        seen = {}
         try:
-            seen = {
-                kind: (
-                    self._launch(
-                        f"{kind}-version", [self.executable, "--version"], "", as_given=as_given
-                    ),
-                    self._launch(f"{kind}-env", [self.executable, *probe], "", as_given=as_given),
+            for kind, as_given in (("wrapper", True), ("native", False)):
+                version, env = (
+                    self._launch(f"{kind}-{name}", [self.executable, *args], "", as_given=as_given)
+                    for name, args in (("version", ["--version"]), ("env", probe))
                 )
-                for kind, as_given in (("wrapper", True), ("native", False))
-            }
+                pairs = (line.split("=", 1) for line in env.stdout.splitlines() if "=" in line)
+                managed = {k: v for k, v in pairs if k.startswith("CODEX_MANAGED")}
+                seen[kind] = (version.rc, version.stdout.strip()), (env.rc, managed), env.how()
         except _Skip as skip:
             self._add("native-launch", "FAIL", f"not run: {skip}")
             return
-
-        def managed(text: str) -> dict[str, str]:
-            pairs = (line.split("=", 1) for line in text.splitlines() if "=" in line)
-            return {k: v for k, v in pairs if k.startswith("CODEX_MANAGED")}
-
-        (w_version, w_env), (n_version, n_env) = seen["wrapper"], seen["native"]
+        (w_version, w_env, w_how), (n_version, n_env, n_how) = seen["wrapper"], seen["native"]
         differences = []
-        if (w_version.rc, w_version.stdout.strip()) != (n_version.rc, n_version.stdout.strip()):
+        if w_version != n_version:
             differences.append(
-                f"--version: wrapper {_clip(w_version.stdout.strip())!r}, "
-                f"native {_clip(n_version.stdout.strip())!r}"
+                f"--version: wrapper {_clip(w_version[1])!r}, native {_clip(n_version[1])!r}"
             )
-        if w_env.rc != n_env.rc or managed(w_env.stdout) != managed(n_env.stdout):
+        if w_env != n_env:
             differences.append(
-                f"environment: wrapper {managed(w_env.stdout)} ({w_env.how()}), "
-                f"native {managed(n_env.stdout)} ({n_env.how()})"
+                f"environment: wrapper {w_env[1]} ({w_how}), native {n_env[1]} ({n_how})"
             )
         if differences:
             self._add(
