@@ -333,7 +333,7 @@ class _Probe(NamedTuple):
 
 
 class _Skip(Exception):
-    """A check could not run because an earlier step failed; the message says which."""
+    """The doctor's time budget is spent: no launch was started; the message says so."""
 
 
 class _Doctor:
