@@ -19,7 +19,7 @@ import pytest
 
 from conftest import settled, sleeper_running
 from pytest_advreview.doctor import CHECKS, SANDBOX_REMEDY, DoctorReport, _tagged_pids
-from pytest_advreview.runner.codex import CodexCapabilities
+from pytest_advreview.runner.codex import CodexCapabilities, CodexOptions
 from pytest_advreview.testing import Behaviour
 from test_native_launch import platform_package, wrapper_copy
 
@@ -232,6 +232,21 @@ def test_missing_thread_started_fails_exec_json(pytester, isolated, fake_codex):
     )
     assert report.row("exec-json").failed
     assert report.row("resume-thread").observed.startswith("not run: the first exec gave no")
+
+
+def test_every_exec_is_the_command_line_a_review_launches(pytester, isolated, fake_codex):
+    """The doctor checks what reviews run: each exec carries the runner's own arguments."""
+    fake = fake_codex(Behaviour(review="ok"))
+    doctor(pytester, fake.path)
+    execs = [call["argv"] for call in fake.calls() if "exec" in call["argv"]]
+    assert len(execs) >= 8, execs
+    defaults = CodexOptions()
+    for argv in execs:
+        assert argv[argv.index("-m") + 1] == defaults.model
+        assert f"model_reasoning_effort={defaults.reasoning}" in argv
+        assert 'approval_policy="never"' in argv
+        assert "allow_login_shell=false" in argv
+        assert any(arg.startswith("shell_environment_policy.include_only=") for arg in argv)
 
 
 def test_bad_uuid_that_exits_0_fails_its_row(pytester, isolated, fake_codex):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import functools
 import json
 import os
 import re
@@ -35,7 +36,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,14 +45,22 @@ from typing import Any, Literal, NamedTuple, TextIO
 import pytest
 
 from .constants import PINNED_CODEX_VERSION
-from .models import WireModel
+from .models import Operation, WireModel
 from .parse import review_schema
 from .prompts import with_marker
-from .runner import environment, native
-from .runner._process import launch
-from .runner.codex import _STDERR_FAILURE, CodexCapabilities, approval_args
+from .runner import STREAM_FILE, DispatchRequest, native
+from .runner._process import launch, read_text
+from .runner.codex import (
+    _STDERR_FAILURE,
+    CodexCapabilities,
+    CodexOptions,
+    CodexReviewer,
+    Sandbox,
+    _read_stream,
+    _Stream,
+)
 from .testing.fixtures import offline_env
-from .testing.server import ScriptedServer, codex_config_argv
+from .testing.server import ScriptedServer, shell_step
 
 __all__ = [
     "CHECKS",
@@ -137,8 +146,8 @@ then, --advreview-sandbox=read-only keeps reviews working (no tests or builds by
 reviewer).  See https://developers.openai.com/codex/concepts/sandboxing"""
 
 _VERSION = re.compile(r"^codex-cli (\d+\.\d+\.\d+\S*)$")
-_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _SHOW = 160
+_WRITE_PROBE = "Write the probe file."
 
 
 # -- the result ------------------------------------------------------------------------
@@ -220,11 +229,8 @@ def main(config: pytest.Config) -> int:
 
 
 def run_and_report(codex: str, *, json_path: str | None = None, out: TextIO) -> int:
-    """Run the doctor, print the table to ``out``, write the JSON; return the exit status.
+    """Run the doctor, print the table to ``out``, write the JSON to ``json_path`` if given.
 
-    :param codex: the Codex executable (a name on ``PATH`` or a path).
-    :param json_path: where to write the :class:`DoctorReport` as JSON, if anywhere.
-    :param out: the stream the table goes to.
     :returns: 0 when every required row passed, 1 otherwise.
     """
     out.write(f"advreview doctor: checking {codex} (offline, scripted server on 127.0.0.1)\n")
@@ -268,10 +274,7 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 def run(codex: str) -> DoctorReport:
-    """Run every check against ``codex`` and return the report (nothing is printed).
-
-    :param codex: the Codex executable, a name on ``PATH`` or a path.
-    """
+    """Run every check against ``codex`` (a name on ``PATH`` or a path); print nothing."""
     return _Doctor(codex).run()
 
 
@@ -282,43 +285,23 @@ class _Launch:
     rc: int | None  # None: killed by the doctor's timeout
     stdout: str
     stderr: str
+    #: stdout as the runner reads it (its own JSONL reader).
+    stream: _Stream
+    #: The launch's ``-o`` file (``review.md`` in its work directory).
+    output: Path
     seconds: float
     timeout: float
     #: Processes of this launch still alive after the kill (should be none).
     left: tuple[int, ...] = ()
 
     @property
-    def events(self) -> list[dict[str, Any]]:
-        """The JSONL events on stdout (lines that are not JSON objects are skipped)."""
-        found: list[dict[str, Any]] = []
-        for line in self.stdout.splitlines():
-            with contextlib.suppress(ValueError):
-                event = json.loads(line)
-                if isinstance(event, dict):
-                    found.append(event)
-        return found
-
-    def thread_started(self) -> str | None:
-        """The thread id of a ``thread.started`` event on the *first* stdout line."""
-        first = self.stdout.splitlines()[:1]
-        try:
-            event = json.loads(first[0]) if first else None
-        except ValueError:
-            return None
-        if not isinstance(event, dict) or event.get("type") != "thread.started":
-            return None
-        tid = event.get("thread_id")
-        return tid if isinstance(tid, str) else None
-
-    def turn_failed(self) -> str | None:
-        """The message of a ``turn.failed`` event."""
-        for event in self.events:
-            if event.get("type") == "turn.failed":
-                error = event.get("error")
-                if isinstance(error, dict):
-                    return str(error.get("message"))
-                return "turn.failed"
-        return None
+    def first_event(self) -> dict[str, Any]:
+        """The event on the first stdout line (empty when it is not a JSON object)."""
+        with contextlib.suppress(ValueError):
+            event = json.loads(self.stdout.split("\n", 1)[0])
+            if isinstance(event, dict):
+                return event
+        return {}
 
     def how(self) -> str:
         """How the launch ended, for an observed value: ``rc 1 after 0.4 s`` etc."""
@@ -332,8 +315,12 @@ class _Launch:
 
     def why(self) -> str:
         """The launch's own explanation of a failure (turn.failed, else stderr's end)."""
-        text = self.turn_failed() or self.stderr.strip()
+        text = self.stream.turn_failed or self.stderr.strip()
         return _clip(text.splitlines()[-1] if text else "no error output")
+
+
+#: What a check decides for one row: its status and what was observed.
+_Row = tuple[Status, str]
 
 
 class _Probe(NamedTuple):
@@ -346,7 +333,7 @@ class _Probe(NamedTuple):
 
 
 class _Skip(Exception):
-    """A check could not run because an earlier step failed; the message says which."""
+    """The doctor's time budget is spent: no launch was started; the message says so."""
 
 
 class _Doctor:
@@ -355,12 +342,17 @@ class _Doctor:
     def __init__(self, codex: str) -> None:
         self.codex = codex
         self.token = secrets.token_hex(4)
+        self.review_id = f"doctor-{self.token}"
+        self.answer1 = f"doctor answer {self.token}\nVERDICT: APPROVED"
+        self.bad_uuid = str(uuid.uuid4())
+        #: What the tool-env check plants in Codex's environment and in ~/.bash_profile.
+        self.planted = f"planted-{secrets.token_hex(8)}"
+        self.profile = f"profile-{secrets.token_hex(8)}"
         self.started = time.monotonic()
         self.rows: dict[str, DoctorRow] = {}
         self.observed: dict[str, Any] = {}
         self.lock = threading.Lock()
         self.cancel = threading.Event()
-        self.rules: list[dict[str, Any]] = []
         self.sandbox: dict[str, _Probe] = {}
         self.defaults = CodexCapabilities()
         self.executable: str | None = None
@@ -391,12 +383,12 @@ class _Doctor:
                 TMPDIR=str(self.tmp),
                 GIT_CONFIG_NOSYSTEM="1",
             )
-            if self._version():
-                self._script_rules()
-                server = ScriptedServer({"rules": self.rules, "default": {"message": "ok"}})
+            self._add("version", *self._version())
+            if self.version is not None:
+                server = ScriptedServer(self._script())
                 server.start()
                 self.server = server
-                self.provider = codex_config_argv(server.codex_args(retries=False))
+                self.provider = tuple(server.codex_args(retries=False))
                 self._parallel()
         except BaseException:
             self.cancel.set()
@@ -416,25 +408,35 @@ class _Doctor:
                 if name not in ("version", "cleanup"):
                     self._add(name, "FAIL", problem)
             return
-        groups: list[Callable[[], None]] = [
-            self._check_exec_and_resume,
-            self._check_native_launch,
-            self._check_http_error,
-            self._check_timeout,
-            self._check_bad_uuid,
-            self._check_non_uuid,
-            self._check_output_schema,
-            self._check_sandbox_ro,
-            self._check_sandbox_ww,
-            self._check_tool_env,
-        ]
+        (self.user_home / ".bash_profile").write_text(
+            f"export {PLANTED_PROFILE_ENV}={self.profile}\n", encoding="utf-8"
+        )
+        # The long exec → resume chain is first, so it starts at once.
+        groups: dict[str, Callable[[], None]] = {
+            "exec-and-resume": self._check_exec_and_resume,
+            "native-launch": self._check_native_launch,
+            "http-error": self._check_http_error,
+        }
+        # The checks of one launch and one row: the row, the server's rule, the judge of
+        # the launch, and how the launch differs from a plain read-only exec.
+        for row, kind, judge, how in (
+            ("timeout-kill", "HANG", self._timeout_kill, {"timeout": HANG_PROBE_S}),
+            ("resume-bad-uuid", "BADUUID", self._bad_uuid, {"resume": self.bad_uuid}),
+            ("resume-non-uuid", "NONUUID", self._non_uuid, {"resume": "not-a-uuid"}),
+            ("output-schema", "SCHEMA", self._output_schema, {"schema": True}),
+            ("tool-env", "TOOL-ENV", self._tool_env, {"text": "Run the probe.", "env": True}),
+        ):
+            groups[row] = functools.partial(self._check, row, kind, judge, **how)
+        groups["sandbox-ro"] = functools.partial(self._check_sandbox, "SANDBOX-RO", "read-only")
+        groups["sandbox-ww"] = functools.partial(
+            self._check_sandbox, "SANDBOX-WW", "workspace-write"
+        )
         # One Codex start costs about 0.8 CPU-seconds: more launches at once than CPUs only
         # stretch each of them towards LAUNCH_TIMEOUT_S (8 at once on a busy 2-core CI
         # runner all timed out), while the total stays bound by the CPUs either way.
-        # The long exec → resume chain is first, so it starts at once.
         workers = min(len(groups), max(2, _cpus()))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="doctor") as pool:
-            futures = {pool.submit(self._guard, group): group for group in groups}
+            futures = [pool.submit(self._guard, *group) for group in groups.items()]
             try:
                 for future in futures:
                     future.result()
@@ -444,25 +446,20 @@ class _Doctor:
                 raise
         self._row_sandbox()
 
-    def _guard(self, check: Callable[[], None]) -> None:
+    def _guard(self, label: str, check: Callable[[], None]) -> None:
         """Run one group of checks; a doctor bug becomes a FAIL row, not a crash."""
         try:
             check()
         except Exception as exc:  # pragma: no cover - defensive
-            self._add(
-                check.__name__.removeprefix("_check_").replace("_", "-"),
-                "FAIL",
-                f"doctor error: {type(exc).__name__}: {_clip(str(exc))}",
-            )
+            self._add(label, "FAIL", f"doctor error: {type(exc).__name__}: {_clip(str(exc))}")
 
-    def _add(
-        self,
-        name: str,
-        status: Status,
-        observed: str,
-        *,
-        remedy: str | None = None,
-    ) -> None:
+    def _check(self, row: str, kind: str, judge: Callable[[_Launch], _Row], **how: Any) -> None:
+        """Launch Codex on the server's ``kind`` rule and let ``judge`` decide ``row``."""
+        launch = self._exec(kind, [row], **how)
+        if launch is not None:
+            self._add(row, *judge(launch))
+
+    def _add(self, name: str, status: Status, observed: str, *, remedy: str | None = None) -> None:
         required = CHECKS.get(name, ("", True))[1]
         if not required and status == "FAIL":
             status = "WARN"
@@ -473,26 +470,29 @@ class _Doctor:
             self.rows.setdefault(name, row)
 
     def _skip_rest(self, names: Sequence[str], why: str) -> None:
+        """``not run`` rows (``not observed`` for a capability row) for ``names``."""
         for name in names:
-            self._add(name, "FAIL", f"not run: {why}")
+            self._add(name, "FAIL", f"{'not run' if CHECKS[name][1] else 'not observed'}: {why}")
+
+    def _capability(self, field: str, value: bool, seen: str, assumed: str, differs: str) -> _Row:
+        """A row that observes a runner capability: PASS as assumed, WARN when it differs.
+
+        A difference is never a failure: the runner's default assumption is the safe one.
+        """
+        self.observed[field] = value
+        if value == getattr(self.defaults, field):
+            return "PASS", f"{seen} (capabilities.{field}={value}, as assumed{assumed})"
+        return "WARN", f"{seen} (capabilities.{field}={value}, differs from the default; {differs})"
 
     def _report(self, date: str) -> DoctorReport:
-        rows: list[DoctorRow] = []
         missing = (
             "not run: codex is not runnable (see the version row)"
             if self.version is None
             else "not run: its check stopped early (see the other rows)"
         )
         for name in CHECKS:
-            row = self.rows.get(name)
-            if row is None:
-                row = DoctorRow(
-                    name=name,
-                    status="FAIL" if CHECKS[name][1] else "WARN",
-                    observed=missing,
-                    required=CHECKS[name][1],
-                )
-            rows.append(row)
+            self._add(name, "FAIL", missing)  # only where no check made the row
+        rows = [self.rows[name] for name in CHECKS]
         rows += [row for name, row in self.rows.items() if name not in CHECKS]
         observed = Observed(**self.observed)
         return DoctorReport(
@@ -513,75 +513,82 @@ class _Doctor:
     def _marker(self, kind: str) -> str:
         return f"ADVREVIEW-DOCTOR-{kind}-{self.token}"
 
-    def _rule(self, kind: str, *steps: dict[str, Any]) -> None:
-        self.rules.append({"match": self._marker(kind), "in": "last_user", "steps": list(steps)})
+    def _call_id(self, kind: str) -> str:
+        return f"call_{kind.lower()}_{self.token}"
 
     def _probe_cmd(self, kind: str) -> tuple[str, Path]:
         target = self.repo / f"probe-{kind.lower()}-{self.token}.txt"
         return f"echo RAN-{kind}-{self.token}; touch {target}", target
 
-    def _tool_steps(self, kind: str) -> tuple[dict[str, Any], dict[str, Any]]:
-        cmd, _ = self._probe_cmd(kind)
-        call = {
-            "function_call": {"name": "exec_command", "arguments": {"cmd": cmd}},
-            "call_id": f"call_{kind.lower()}_{self.token}",
+    def _script(self) -> dict[str, Any]:
+        """The server's script: one rule per check, keyed by a marker with this run's token."""
+        steps: dict[str, list[dict[str, Any]]] = {
+            "BASIC": [{"message": self.answer1}],
+            "NONUUID": [{"message": "fresh thread"}],
+            "HTTP": [{"http_status": 500}],
+            "HANG": [{"hang": 60}],
+            "SCHEMA": [{"message": '{"doctor": true}'}],
         }
-        return call, {"message": f"probe {kind} done"}
+        probes = {
+            kind: self._probe_cmd(kind)[0]
+            for kind in ("RESUME-WW", "RESUME-BARE", "SANDBOX-RO", "SANDBOX-WW")
+        }
+        probes["TOOL-ENV"] = f"echo RAN-TOOL-ENV-{self.token}; env"
+        for kind, cmd in probes.items():
+            call = shell_step(cmd, self._call_id(kind))
+            steps[kind] = [call, {"message": f"probe {kind} done"}]
+        rules = [
+            {"match": self._marker(kind), "in": "last_user", "steps": kind_steps}
+            for kind, kind_steps in steps.items()
+        ]
+        return {"rules": rules, "default": {"message": "ok"}}
 
-    def _script_rules(self) -> None:
-        """One rule per check, keyed by a marker that carries this run's token."""
-        self.answer1 = f"doctor answer {self.token}\nVERDICT: APPROVED"
-        self._rule("BASIC", {"message": self.answer1})
-        self._rule("RESUME-WW", *self._tool_steps("RESUME-WW"))
-        self._rule("RESUME-BARE", *self._tool_steps("RESUME-BARE"))
-        self._rule("NONUUID", {"message": "fresh thread"})
-        self._rule("HTTP", {"http_status": 500})
-        self._rule("HANG", {"hang": 60})
-        self._rule("SCHEMA", {"message": '{"doctor": true}'})
-        self._rule("SANDBOX-RO", *self._tool_steps("SANDBOX-RO"))
-        self._rule("SANDBOX-WW", *self._tool_steps("SANDBOX-WW"))
-        self._rule(
-            "TOOL-ENV",
-            {
-                "function_call": {
-                    "name": "exec_command",
-                    "arguments": {"cmd": f"echo RAN-TOOL-ENV-{self.token}; env"},
-                },
-                "call_id": f"call_tool-env_{self.token}",
-            },
-            {"message": "probe TOOL-ENV done"},
-        )
-
-    def _argv(
+    def _exec(
         self,
+        kind: str,
+        rows: Sequence[str],
         *,
-        sandbox: str | None,
-        output: Path,
+        sandbox: Sandbox = "read-only",
         resume: str | None = None,
-        schema: Path | None = None,
-    ) -> list[str]:
-        """The runner's command shape: ``exec --json [-s] -c… -C R [resume ID] -o O -``."""
-        argv = [self.codex, "exec", "--json"]
-        if sandbox is not None:
-            argv += ["-s", sandbox]
-        # Pinned, not left to Codex's default: a tool call must never wait for approval.
-        argv += approval_args("never")
-        argv += self.provider
-        argv += ["-C", str(self.repo)]
-        if resume is not None:
-            argv += ["resume", resume]
-        argv += ["-o", str(output)]
-        if schema is not None:
-            argv += ["--output-schema", str(schema)]
-        argv.append("-")
-        return argv
+        text: str = "Reply briefly.",
+        schema: bool = False,
+        env: bool = False,
+        timeout: float = LAUNCH_TIMEOUT_S,
+    ) -> _Launch | None:
+        """Launch Codex as a review does, on the prompt of the server's ``kind`` rule.
 
-    def _prompt(self, kind: str, text: str = "Reply briefly.") -> str:
-        return with_marker(f"{self._marker(kind)} {text}\n", self.review_id, "000001")
-
-    @property
-    def review_id(self) -> str:
-        return f"doctor-{self.token}"
+        The command line is the runner's own (:meth:`CodexReviewer.argv`), with approvals
+        pinned to ``never``: a tool call must never wait for one.  ``schema`` passes the
+        review schema, ``env`` plants :data:`PLANTED_ENV`.  ``None`` when the budget is
+        spent; ``rows`` then say so.
+        """
+        work = self._work(kind.lower())
+        schema_file = work / "schema.json" if schema else None
+        if schema_file is not None:
+            schema_file.write_text(json.dumps(review_schema()), encoding="utf-8")
+        launch_env = dict(self.env, **{PLANTED_ENV: self.planted}) if env else self.env
+        options = CodexOptions(
+            executable=self.codex,
+            sandbox=sandbox,
+            approvals="never",
+            config=self.provider,
+            env=launch_env,
+        )
+        request = DispatchRequest(
+            review_id=self.review_id,
+            repo_root=self.repo,
+            operation=Operation.INITIAL if resume is None else Operation.RESUME,
+            prompt_body=text,
+            work_dir=work,
+            session_id=resume,
+        )
+        argv = CodexReviewer(options).argv(request, work / "review.md", schema_file)
+        prompt = with_marker(f"{self._marker(kind)} {text}\n", self.review_id, "000001")
+        try:
+            return self._launch(kind.lower(), argv, prompt, timeout=timeout, env=launch_env)
+        except _Skip as skip:
+            self._skip_rest(rows, str(skip))
+            return None
 
     def _work(self, name: str) -> Path:
         work = self.root / "runs" / name
@@ -610,38 +617,33 @@ class _Doctor:
             raise _Skip(f"the doctor's {BUDGET_S:g}s budget was spent before this launch")
         limit = min(timeout, remaining)
         work = self._work(name)
-        stdin_path, out_path, err_path = (
-            work / "stdin.txt",
-            work / "stdout.jsonl",
-            work / "stderr.txt",
-        )
-        stdin_path.write_text(prompt, encoding="utf-8")
+        stdin, stdout, stderr = (work / "stdin.txt", work / STREAM_FILE, work / "stderr.txt")
+        stdin.write_text(prompt, encoding="utf-8")
         env = dict(self.env if env is None else env, **{RUN_TAG_ENV: f"{self.token}:{name}"})
         if self.native is not None and not as_given:
             argv = [self.native.binary, *argv[1:]]
             env = self.native.environment(env)
         start = time.monotonic()
-        left: tuple[int, ...] = ()
         rc = launch(
             argv,
             cwd=self.repo,
-            stdin_file=stdin_path,
-            stdout_file=out_path,
-            stderr_file=err_path,
+            stdin_file=stdin,
+            stdout_file=stdout,
+            stderr_file=stderr,
             env=env,
             timeout=limit,
             cancel=self.cancel,
         )
         seconds = time.monotonic() - start
-        if rc is None:
-            left = tuple(_survivors(f"{self.token}:{name}"))
         return _Launch(
             rc=rc,
-            stdout=out_path.read_text(encoding="utf-8", errors="replace"),
-            stderr=err_path.read_text(encoding="utf-8", errors="replace"),
+            stdout=read_text(stdout) or "",
+            stderr=read_text(stderr) or "",
+            stream=_read_stream(stdout),
+            output=work / "review.md",
             seconds=seconds,
             timeout=limit,
-            left=left,
+            left=tuple(_survivors(f"{self.token}:{name}")) if rc is None else (),
         )
 
     def _requests(self, kind: str) -> list[Any]:
@@ -650,10 +652,9 @@ class _Doctor:
 
     def _tool_output(self, kind: str) -> str | None:
         """What the probe command printed, as Codex posted it back to the server."""
-        call_id = f"call_{kind.lower()}_{self.token}"
         for request in self._requests(kind):
             for item in request.function_call_outputs:
-                if item.get("call_id") == call_id:
+                if item.get("call_id") == self._call_id(kind):
                     output = item.get("output")
                     text = output if isinstance(output, str) else json.dumps(output)
                     return text.split("Output:\n", 1)[-1].strip()
@@ -664,7 +665,6 @@ class _Doctor:
         _, target = self._probe_cmd(kind)
         output = self._tool_output(kind)
         ran = output is not None and f"RAN-{kind}-{self.token}" in output
-        wrote = target.exists()
         if output is None:
             detail = f"the probe command never ran (no tool output came back; {launch.how()})"
         else:
@@ -672,44 +672,31 @@ class _Doctor:
             # The throw-away path says nothing to a reader and would crowd the row.
             shown = lines[-1].replace(str(self.repo), "<repo>") if lines else "no error output"
             detail = _clip(shown)
-        return _Probe(answered=output is not None, ran=ran, wrote=wrote, detail=detail)
+        return _Probe(answered=output is not None, ran=ran, wrote=target.exists(), detail=detail)
 
     # -- checks --------------------------------------------------------------------------
 
-    def _version(self) -> bool:
-        """The version row; False when Codex cannot even be started."""
+    def _version(self) -> _Row:
+        """The version row; :attr:`version` stays ``None`` when Codex cannot be started."""
         self.executable = shutil.which(self.codex)
         if self.executable is None:
-            self._add("version", "FAIL", f"{self.codex!r} not found (not on PATH, not a file)")
-            return False
+            return "FAIL", f"{self.codex!r} not found (not on PATH, not a file)"
         try:
             # Through _launch like every other call: timeout, group kill, run tag.
             launch = self._launch("version", [self.executable, "--version"], "", as_given=True)
         except (OSError, _Skip) as exc:
-            self._add("version", "FAIL", f"`{self.codex} --version` failed: {_clip(str(exc))}")
-            return False
+            return "FAIL", f"`{self.codex} --version` failed: {_clip(str(exc))}"
         printed = launch.stdout.strip()
         match = _VERSION.match(printed)
         if launch.rc != 0 or match is None:
-            self._add(
-                "version",
-                "FAIL",
-                f"`--version` printed {_clip(printed)!r} ({launch.how()}), "
-                "expected 'codex-cli X.Y.Z'",
-            )
-            return False
+            seen = f"`--version` printed {_clip(printed)!r} ({launch.how()})"
+            return "FAIL", f"{seen}, expected 'codex-cli X.Y.Z'"
         self.version = match.group(1)
         self.native = native.resolve(self.codex, self.env)
         if self.version == PINNED_CODEX_VERSION:
-            self._add("version", "PASS", printed)
-        else:
-            self._add(
-                "version",
-                "WARN",
-                f"{printed} (the plugin was verified against {PINNED_CODEX_VERSION}; "
-                "the rows below decide whether it still works)",
-            )
-        return True
+            return "PASS", printed
+        verified = f"the plugin was verified against {PINNED_CODEX_VERSION}"
+        return "WARN", f"{printed} ({verified}; the rows below decide whether it still works)"
 
     def _check_native_launch(self) -> None:
         """Which program reviews start, and that the native binary acts as the wrapper.
@@ -733,35 +720,28 @@ class _Doctor:
                 self._add("native-launch", "PASS", f"reviews launch {script} as given")
             return
         probe = ["sandbox", "-c", "sandbox_mode=read-only", "--", "env"]
+        seen = {}
         try:
-            seen = {
-                kind: (
-                    self._launch(
-                        f"{kind}-version", [self.executable, "--version"], "", as_given=as_given
-                    ),
-                    self._launch(f"{kind}-env", [self.executable, *probe], "", as_given=as_given),
+            for kind, as_given in (("wrapper", True), ("native", False)):
+                version, env = (
+                    self._launch(f"{kind}-{name}", [self.executable, *args], "", as_given=as_given)
+                    for name, args in (("version", ["--version"]), ("env", probe))
                 )
-                for kind, as_given in (("wrapper", True), ("native", False))
-            }
+                pairs = (line.split("=", 1) for line in env.stdout.splitlines() if "=" in line)
+                managed = {k: v for k, v in pairs if k.startswith("CODEX_MANAGED")}
+                seen[kind] = (version.rc, version.stdout.strip()), (env.rc, managed), env.how()
         except _Skip as skip:
             self._add("native-launch", "FAIL", f"not run: {skip}")
             return
-
-        def managed(text: str) -> dict[str, str]:
-            pairs = (line.split("=", 1) for line in text.splitlines() if "=" in line)
-            return {k: v for k, v in pairs if k.startswith("CODEX_MANAGED")}
-
-        (w_version, w_env), (n_version, n_env) = seen["wrapper"], seen["native"]
+        (w_version, w_env, w_how), (n_version, n_env, n_how) = seen["wrapper"], seen["native"]
         differences = []
-        if (w_version.rc, w_version.stdout.strip()) != (n_version.rc, n_version.stdout.strip()):
+        if w_version != n_version:
             differences.append(
-                f"--version: wrapper {_clip(w_version.stdout.strip())!r}, "
-                f"native {_clip(n_version.stdout.strip())!r}"
+                f"--version: wrapper {_clip(w_version[1])!r}, native {_clip(n_version[1])!r}"
             )
-        if w_env.rc != n_env.rc or managed(w_env.stdout) != managed(n_env.stdout):
+        if w_env != n_env:
             differences.append(
-                f"environment: wrapper {managed(w_env.stdout)} ({w_env.how()}), "
-                f"native {managed(n_env.stdout)} ({n_env.how()})"
+                f"environment: wrapper {w_env[1]} ({w_how}), native {n_env[1]} ({n_how})"
             )
         if differences:
             self._add(
@@ -781,7 +761,15 @@ class _Doctor:
         )
 
     def _git_repo(self) -> None:
-        def git(*args: str) -> None:
+        (self.repo / "README.md").write_text("# advreview doctor\n", encoding="utf-8")
+        for args in (
+            ["init", "-q"],
+            ["config", "user.name", "advreview doctor"],
+            ["config", "user.email", "advreview-doctor@example.invalid"],
+            ["config", "commit.gpgsign", "false"],
+            ["add", "README.md"],
+            ["commit", "-q", "-m", "doctor"],
+        ):
             subprocess.run(
                 ["git", *args],
                 cwd=self.repo,
@@ -791,174 +779,113 @@ class _Doctor:
                 timeout=LAUNCH_TIMEOUT_S,
             )
 
-        git("init", "-q")
-        git("config", "user.name", "advreview doctor")
-        git("config", "user.email", "advreview-doctor@example.invalid")
-        git("config", "commit.gpgsign", "false")
-        (self.repo / "README.md").write_text("# advreview doctor\n", encoding="utf-8")
-        git("add", "README.md")
-        git("commit", "-q", "-m", "doctor")
-
     def _check_exec_and_resume(self) -> None:
         """exec → rows exec-json, output-file, stderr, rollout; then the resume chain."""
-        chain = [
-            "exec-json",
-            "output-file",
-            "stderr",
-            "rollout",
-            "resume-thread",
-            "resume-history",
-            "resume-sandbox",
-            "resume-sandbox-inherit",
-        ]
-        out = self._work("exec") / "review.md"
-        try:
-            first = self._launch(
-                "exec",
-                self._argv(sandbox="workspace-write", output=out),
-                self._prompt("BASIC"),
-            )
-        except _Skip as skip:
-            self._skip_rest(chain, str(skip))
+        resumes = ["resume-thread", "resume-history", "resume-sandbox", "resume-sandbox-inherit"]
+        rows = ["exec-json", "output-file", "stderr", "rollout", *resumes]
+        first = self._exec("BASIC", rows, sandbox="workspace-write")
+        if first is None:
             return
-        tid = first.thread_started()
-        events = first.events
-        if first.rc != 0:
-            self._add("exec-json", "FAIL", f"exec failed: {first.how()}: {first.why()}")
-        elif tid is None:
-            kind = events[0].get("type") if events else None
-            seen = f"first event is {kind!r}" if kind else "stdout has no JSON event"
-            self._add("exec-json", "FAIL", f"{seen}, not thread.started ({first.how()})")
-        elif not _UUID.match(tid):
-            self._add("exec-json", "FAIL", f"thread.started with a non-UUID id {tid!r}")
-        else:
-            self._add("exec-json", "PASS", f"first event thread.started, thread_id {tid}")
-
-        self._row_output_file(first, out)
-        self._row_stderr(first)
-        self._row_rollout(tid)
-
-        rest = chain[4:]
+        tid = first.stream.first_thread_id
+        self._add("exec-json", *self._exec_json(first))
+        self._add("output-file", *self._output_file(first))
+        self._add("stderr", *self._stderr(first))
+        self._add("rollout", *self._rollout(tid))
         if tid is None or first.rc != 0:
-            self._skip_rest(rest, "the first exec gave no thread id to resume")
+            self._skip_rest(resumes, "the first exec gave no thread id to resume")
             return
-        self._resume_chain(tid)
-
-    def _row_output_file(self, launch: _Launch, out: Path) -> None:
-        if launch.rc != 0:
-            self._add("output-file", "FAIL", f"not checked: exec failed ({launch.how()})")
-        elif not out.exists():
-            self._add("output-file", "FAIL", "-o was never created")
-        else:
-            text = out.read_text(encoding="utf-8", errors="replace")
-            if text == self.answer1:
-                self._add(
-                    "output-file",
-                    "PASS",
-                    f"holds exactly the agent message ({len(text.encode())} bytes, "
-                    "no trailing newline)",
-                )
-            elif not text:
-                self._add("output-file", "FAIL", "-o is empty (0 bytes) after a successful turn")
-            else:
-                self._add(
-                    "output-file",
-                    "FAIL",
-                    f"-o holds {_clip(text)!r}, expected the agent message {self.answer1!r}",
-                )
-
-    def _row_stderr(self, launch: _Launch) -> None:
-        if launch.rc != 0:
-            self._add("stderr", "FAIL", f"not checked: exec failed ({launch.how()})")
+        # resume with -s workspace-write (the runner's form), then resume without -s.
+        again = self._exec(
+            "RESUME-WW", resumes, sandbox="workspace-write", resume=tid, text=_WRITE_PROBE
+        )
+        if again is None:
             return
-        lines = [line for line in launch.stderr.splitlines() if line.strip()]
-        if not lines:
-            self._add("stderr", "PASS", "empty")
-        elif _STDERR_FAILURE.search(launch.stderr):
-            self._add(
-                "stderr",
-                "FAIL",
-                f"a successful run printed what the runner reads as failure: "
-                f"{_clip(next(ln for ln in lines if _STDERR_FAILURE.search(ln)))}",
-            )
-        else:
-            self._add("stderr", "PASS", f"noise only ({len(lines)} line(s): {_clip(lines[0])})")
+        self._add("resume-thread", *self._resume_thread(again, tid))
+        self._add("resume-history", *self._resume_history())
+        self._add("resume-sandbox", *self._resume_sandbox(self._probe("RESUME-WW", again)))
+        bare = self._exec(
+            "RESUME-BARE", resumes[-1:], sandbox="inherit", resume=tid, text=_WRITE_PROBE
+        )
+        if bare is not None:
+            inherit = self._sandbox_inherit(self._probe("RESUME-BARE", bare))
+            self._add("resume-sandbox-inherit", *inherit)
 
-    def _row_rollout(self, tid: str | None) -> None:
+    def _exec_json(self, launch: _Launch) -> _Row:
+        tid, kind = launch.stream.first_thread_id, launch.first_event.get("type")
+        if launch.rc != 0:
+            return "FAIL", f"exec failed: {launch.how()}: {launch.why()}"
+        if kind == "thread.started" and tid is None:
+            got = launch.first_event.get("thread_id")
+            return "FAIL", f"thread.started with a non-UUID id {got!r}"
         if tid is None:
-            self._add("rollout", "FAIL", "not checked: no thread id from exec")
-            return
-        pattern = self.defaults.rollout_glob.format(thread_id=tid)
-        found = sorted(self.home.glob(pattern))
-        if len(found) != 1:
-            anywhere = sorted(p.relative_to(self.home) for p in self.home.rglob("rollout-*"))
-            self._add(
-                "rollout",
-                "FAIL",
-                f"{len(found)} file(s) match $CODEX_HOME/{pattern}; rollouts found: "
-                f"{_clip(', '.join(map(str, anywhere)) or 'none')}",
-            )
-            return
-        marker = f"ADVERSARIAL-REVIEW-SESSION: {self.review_id}-000001"
-        rel = found[0].relative_to(self.home)
-        if marker not in found[0].read_text(encoding="utf-8", errors="replace"):
-            self._add("rollout", "FAIL", f"{rel} does not hold the attempt marker")
-            return
-        self.observed["rollout_glob"] = self.defaults.rollout_glob
-        self._add("rollout", "PASS", f"$CODEX_HOME/{rel} holds the attempt marker")
+            seen = f"first event is {kind!r}" if kind else "stdout has no JSON event"
+            return "FAIL", f"{seen}, not thread.started ({launch.how()})"
+        return "PASS", f"first event thread.started, thread_id {tid}"
 
-    def _resume_chain(self, tid: str) -> None:
-        """resume with -s workspace-write (the runner's form), then resume without -s."""
-        names = ["resume-thread", "resume-history", "resume-sandbox", "resume-sandbox-inherit"]
-        out = self._work("resume-ww") / "review.md"
-        try:
-            launch = self._launch(
-                "resume-ww",
-                self._argv(sandbox="workspace-write", output=out, resume=tid),
-                self._prompt("RESUME-WW", "Write the probe file."),
-            )
-        except _Skip as skip:
-            self._skip_rest(names, str(skip))
-            return
-        again = launch.thread_started()
-        rollouts = sorted(self.home.glob(self.defaults.rollout_glob.format(thread_id=tid)))
+    def _output_file(self, launch: _Launch) -> _Row:
+        text = read_text(launch.output)
         if launch.rc != 0:
-            self._add("resume-thread", "FAIL", f"resume failed: {launch.how()}: {launch.why()}")
-        elif again != tid:
+            return "FAIL", f"not checked: exec failed ({launch.how()})"
+        if text is None:
+            return "FAIL", "-o was never created"
+        if text == self.answer1:
+            size = len(text.encode())
+            return "PASS", f"holds exactly the agent message ({size} bytes, no trailing newline)"
+        if not text:
+            return "FAIL", "-o is empty (0 bytes) after a successful turn"
+        return "FAIL", f"-o holds {_clip(text)!r}, expected the agent message {self.answer1!r}"
+
+    def _stderr(self, launch: _Launch) -> _Row:
+        lines = [line for line in launch.stderr.splitlines() if line.strip()]
+        failure = next((line for line in lines if _STDERR_FAILURE.search(line)), None)
+        if launch.rc != 0:
+            return "FAIL", f"not checked: exec failed ({launch.how()})"
+        if failure is not None:
+            return (
+                "FAIL",
+                f"a successful run printed what the runner reads as failure: {_clip(failure)}",
+            )
+        return "PASS", f"noise only ({len(lines)} line(s): {_clip(lines[0])})" if lines else "empty"
+
+    def _rollouts(self, tid: str) -> tuple[str, list[Path]]:
+        """Where the runner looks for the rollout of thread ``tid``, and what is there."""
+        pattern = self.defaults.rollout_glob.format(thread_id=tid)
+        return pattern, sorted(self.home.glob(pattern))
+
+    def _rollout(self, tid: str | None) -> _Row:
+        if tid is None:
+            return "FAIL", "not checked: no thread id from exec"
+        pattern, found = self._rollouts(tid)
+        if len(found) != 1:
+            anywhere = sorted(str(p.relative_to(self.home)) for p in self.home.rglob("rollout-*"))
+            seen = _clip(", ".join(anywhere) or "none")
+            return (
+                "FAIL",
+                f"{len(found)} file(s) match $CODEX_HOME/{pattern}; rollouts found: {seen}",
+            )
+        rel = found[0].relative_to(self.home)
+        marker = f"ADVERSARIAL-REVIEW-SESSION: {self.review_id}-000001"
+        if marker not in found[0].read_text(encoding="utf-8", errors="replace"):
+            return "FAIL", f"{rel} does not hold the attempt marker"
+        self.observed["rollout_glob"] = self.defaults.rollout_glob
+        return "PASS", f"$CODEX_HOME/{rel} holds the attempt marker"
+
+    def _resume_thread(self, launch: _Launch, tid: str) -> _Row:
+        again = launch.stream.first_thread_id
+        count = len(self._rollouts(tid)[1])
+        if launch.rc != 0:
+            return "FAIL", f"resume failed: {launch.how()}: {launch.why()}"
+        if again != tid:
             seen = f"thread {again}" if again else "no thread.started"
-            self._add("resume-thread", "FAIL", f"resume of {tid} reported {seen}")
-        elif len(rollouts) != 1:
-            self._add(
-                "resume-thread",
-                "FAIL",
-                f"same thread id, but {len(rollouts)} rollout files match it (expected 1)",
-            )
-        else:
-            self._add("resume-thread", "PASS", f"same thread_id {tid}, same rollout file")
-        self._row_history()
+            return "FAIL", f"resume of {tid} reported {seen}"
+        if count != 1:
+            return "FAIL", f"same thread id, but {count} rollout files match it (expected 1)"
+        return "PASS", f"same thread_id {tid}, same rollout file"
 
-        probe = self._probe("RESUME-WW", launch)
-        if probe.wrote:
-            self._add("resume-sandbox", "PASS", "resume with -s workspace-write wrote the probe")
-        elif probe.ran:
-            # Not the AppArmor remedy: the sandbox row tells whether the host sandbox works;
-            # this row is about Codex ignoring the mode the runner passes on resume.
-            self._add(
-                "resume-sandbox",
-                "FAIL",
-                f"resume with -s workspace-write could not write: {probe.detail} "
-                "(reviews that resume would lose workspace-write)",
-            )
-        else:
-            self._add("resume-sandbox", "FAIL", probe.detail)
-
-        self._row_sandbox_inherit(tid)
-
-    def _row_history(self) -> None:
+    def _resume_history(self) -> _Row:
         requests = self._requests("RESUME-WW")
         if not requests:
-            self._add("resume-history", "FAIL", "the resume sent no request to the server")
-            return
+            return "FAIL", "the resume sent no request to the server"
         texts = requests[0].input_texts
         wanted = {
             "prompt 1": self._marker("BASIC"),
@@ -970,66 +897,42 @@ class _Doctor:
             for label, needle in wanted.items()
         }
         missing = [label for label, pos in positions.items() if pos is None]
-        if missing:
-            self._add(
-                "resume-history",
-                "FAIL",
-                f"the resume request ({len(texts)} messages) lacks {', '.join(missing)}",
-            )
-            return
         order = [pos for pos in positions.values() if pos is not None]
+        if missing:
+            lacks = ", ".join(missing)
+            return "FAIL", f"the resume request ({len(texts)} messages) lacks {lacks}"
         if order != sorted(order):
-            self._add("resume-history", "FAIL", f"history out of order: positions {order}")
-            return
-        self._add(
-            "resume-history",
-            "PASS",
-            f"{len(texts)} messages re-sent: prompt 1, answer 1, prompt 2 in order",
+            return "FAIL", f"history out of order: positions {order}"
+        return "PASS", f"{len(texts)} messages re-sent: prompt 1, answer 1, prompt 2 in order"
+
+    def _resume_sandbox(self, probe: _Probe) -> _Row:
+        if probe.wrote:
+            return "PASS", "resume with -s workspace-write wrote the probe"
+        if not probe.ran:
+            return "FAIL", probe.detail
+        # Not the AppArmor remedy: the sandbox row tells whether the host sandbox works;
+        # this row is about Codex ignoring the mode the runner passes on resume.
+        return "FAIL", (
+            f"resume with -s workspace-write could not write: {probe.detail} "
+            "(reviews that resume would lose workspace-write)"
         )
 
-    def _row_sandbox_inherit(self, tid: str) -> None:
-        out = self._work("resume-bare") / "review.md"
-        try:
-            launch = self._launch(
-                "resume-bare",
-                self._argv(sandbox=None, output=out, resume=tid),
-                self._prompt("RESUME-BARE", "Write the probe file."),
-            )
-        except _Skip as skip:
-            self._add("resume-sandbox-inherit", "WARN", f"not observed: {skip}")
-            return
-        probe = self._probe("RESUME-BARE", launch)
-        assumed = self.defaults.resume_needs_sandbox
+    def _sandbox_inherit(self, probe: _Probe) -> _Row:
         if not probe.ran:
-            self._add("resume-sandbox-inherit", "WARN", f"not observed: {probe.detail}")
-            return
-        needs = not probe.wrote
-        self.observed["resume_needs_sandbox"] = needs
-        if needs:
-            seen = f"not inherited: a resume without -s ran read-only ({probe.detail})"
-        else:
+            return "WARN", f"not observed: {probe.detail}"
+        if probe.wrote:
             seen = "inherited: a resume without -s could still write"
-        verdict = "as assumed" if needs == assumed else "differs from the default; "
-        if needs != assumed:
-            verdict += "the runner keeps passing -s, which stays safe"
-        self._add(
-            "resume-sandbox-inherit",
-            "PASS" if needs == assumed else "WARN",
-            f"{seen} (capabilities.resume_needs_sandbox={needs}, {verdict})",
-        )
+        else:
+            seen = f"not inherited: a resume without -s ran read-only ({probe.detail})"
+        safe = "the runner keeps passing -s, which stays safe"
+        return self._capability("resume_needs_sandbox", not probe.wrote, seen, "", safe)
 
     def _check_http_error(self) -> None:
         """A 500 with retries off: exit 1 at once; -o written earlier stays stale."""
-        out = self._work("http") / "review.md"
         stale = f"STALE-{self.token}"
-        out.write_text(stale, encoding="utf-8")
-        try:
-            launch = self._launch(
-                "http", self._argv(sandbox="read-only", output=out), self._prompt("HTTP")
-            )
-        except _Skip as skip:
-            self._add("http-error", "FAIL", f"not run: {skip}")
-            self._add("stale-output-file", "WARN", f"not observed: {skip}")
+        (self._work("http") / "review.md").write_text(stale, encoding="utf-8")
+        launch = self._exec("HTTP", ["http-error", "stale-output-file"])
+        if launch is None:
             return
         count = len(self._requests("HTTP"))
         if launch.rc == 1:
@@ -1039,273 +942,128 @@ class _Doctor:
                 f"{launch.how()}, {count} request(s) (retries off): {launch.why()}",
             )
         else:
-            self._add(
-                "http-error",
-                "FAIL",
-                f"{launch.how()} on HTTP 500 (expected rc 1), {count} request(s)",
-            )
+            seen = f"{launch.how()} on HTTP 500 (expected rc 1), {count} request(s)"
+            self._add("http-error", "FAIL", seen)
         if launch.rc == 0:
             self._add("stale-output-file", "WARN", "not observed: the failing turn exited 0")
             return
-        assumed = self.defaults.stale_output_file
-        if not out.exists():
-            kept, seen = False, "-o was deleted by the failed turn"
+        text = read_text(launch.output)
+        if text is None:
+            seen = "-o was deleted by the failed turn"
+        elif text == stale:
+            seen = "-o kept its stale content after the failed turn"
         else:
-            text = out.read_text(encoding="utf-8", errors="replace")
-            kept = text == stale
-            seen = (
-                "-o kept its stale content after the failed turn"
-                if kept
-                else f"-o was rewritten to {_clip(text)!r} by the failed turn"
-            )
-        self.observed["stale_output_file"] = kept
-        if kept == assumed:
-            self._add(
-                "stale-output-file",
-                "PASS",
-                f"{seen} (capabilities.stale_output_file={kept}, as assumed: the runner "
-                "deletes -o before every attempt)",
-            )
-        else:
-            self._add(
-                "stale-output-file",
-                "WARN",
-                f"{seen} (capabilities.stale_output_file={kept}, differs from the default; "
-                "the runner still deletes -o first, which stays safe)",
-            )
+            seen = f"-o was rewritten to {_clip(text)!r} by the failed turn"
+        row = self._capability(
+            "stale_output_file",
+            text == stale,
+            seen,
+            ": the runner deletes -o before every attempt",
+            "the runner still deletes -o first, which stays safe",
+        )
+        self._add("stale-output-file", *row)
 
-    def _check_timeout(self) -> None:
+    def _timeout_kill(self, launch: _Launch) -> _Row:
         """A server that never answers: the doctor's timeout kills the whole group."""
-        out = self._work("timeout") / "review.md"
-        try:
-            launch = self._launch(
-                "timeout",
-                self._argv(sandbox="read-only", output=out),
-                self._prompt("HANG"),
-                timeout=HANG_PROBE_S,
-            )
-        except _Skip as skip:
-            self._add("timeout-kill", "FAIL", f"not run: {skip}")
-            return
         if launch.rc is not None:
-            self._add(
-                "timeout-kill",
-                "WARN",
-                f"not exercised: codex exited by itself ({launch.how()}) although the server "
-                "never answered",
-            )
-        elif launch.left:
-            self._add(
-                "timeout-kill",
-                "FAIL",
-                f"after SIGTERM+SIGKILL to the process group, pid(s) "
-                f"{', '.join(map(str, launch.left))} still run",
-            )
-        else:
-            self._add(
-                "timeout-kill",
-                "PASS",
-                f"still waiting after {launch.timeout:g}s; process group killed, no process left",
-            )
+            why = f"codex exited by itself ({launch.how()}) although the server never answered"
+            return "WARN", f"not exercised: {why}"
+        if launch.left:
+            pids = ", ".join(map(str, launch.left))
+            return "FAIL", f"after SIGTERM+SIGKILL to the process group, pid(s) {pids} still run"
+        waited = f"still waiting after {launch.timeout:g}s"
+        return "PASS", f"{waited}; process group killed, no process left"
 
-    def _check_bad_uuid(self) -> None:
+    def _bad_uuid(self, launch: _Launch) -> _Row:
         """``resume <unknown uuid>`` must fail loudly, not start something."""
-        bad = str(uuid.uuid4())
-        out = self._work("bad-uuid") / "review.md"
-        try:
-            launch = self._launch(
-                "bad-uuid",
-                self._argv(sandbox="read-only", output=out, resume=bad),
-                self._prompt("BADUUID"),
-            )
-        except _Skip as skip:
-            self._add("resume-bad-uuid", "FAIL", f"not run: {skip}")
-            return
-        said = "thread/resume failed" in launch.stderr
-        if launch.rc == 1 and said:
-            self._add(
-                "resume-bad-uuid",
-                "PASS",
-                f"rc 1: {_clip(_line_with(launch.stderr, 'thread/resume failed'))}",
-            )
-        elif launch.rc == 1:
-            self._add(
-                "resume-bad-uuid",
-                "FAIL",
-                f"rc 1 but stderr lacks 'thread/resume failed': {launch.why()}",
-            )
-        else:
-            got = launch.thread_started()
-            started = f", thread.started {got}" if got else ""
-            self._add(
-                "resume-bad-uuid",
-                "FAIL",
-                f"resume of unknown thread {bad}: {launch.how()}{started} "
-                "(expected rc 1 with 'thread/resume failed')",
-            )
+        said = "thread/resume failed"
+        if launch.rc == 1 and said in launch.stderr:
+            line = next(line for line in launch.stderr.splitlines() if said in line)
+            return "PASS", f"rc 1: {_clip(line)}"
+        if launch.rc == 1:
+            return "FAIL", f"rc 1 but stderr lacks '{said}': {launch.why()}"
+        got = launch.stream.first_thread_id
+        started = f", thread.started {got}" if got else ""
+        return "FAIL", (
+            f"resume of unknown thread {self.bad_uuid}: {launch.how()}{started} "
+            f"(expected rc 1 with '{said}')"
+        )
 
-    def _check_non_uuid(self) -> None:
+    def _non_uuid(self, launch: _Launch) -> _Row:
         """``resume not-a-uuid``: 0.171 silently starts a new thread."""
-        out = self._work("non-uuid") / "review.md"
-        try:
-            launch = self._launch(
-                "non-uuid",
-                self._argv(sandbox="read-only", output=out, resume="not-a-uuid"),
-                self._prompt("NONUUID"),
-            )
-        except _Skip as skip:
-            self._add("resume-non-uuid", "WARN", f"not observed: {skip}")
-            return
-        assumed = self.defaults.resume_may_start_new_thread
-        tid = launch.thread_started()
+        tid = launch.stream.first_thread_id
         if launch.rc == 0 and tid is not None:
-            new = True
-            seen = f"rc 0, started a new thread {tid}"
+            new, seen = True, f"rc 0, started a new thread {tid}"
         elif launch.rc is not None and launch.rc != 0:
-            new = False
-            seen = f"rejected ({launch.how()}: {launch.why()})"
+            new, seen = False, f"rejected ({launch.how()}: {launch.why()})"
         else:
             got = "" if launch.rc is None else " without thread.started"
-            self._add("resume-non-uuid", "WARN", f"not observed: {launch.how()}{got}")
-            return
-        self.observed["resume_may_start_new_thread"] = new
-        if new == assumed:
-            self._add(
-                "resume-non-uuid",
-                "PASS",
-                f"{seen} (capabilities.resume_may_start_new_thread={new}, as assumed: "
-                "the runner compares thread ids)",
-            )
-        else:
-            self._add(
-                "resume-non-uuid",
-                "WARN",
-                f"{seen} (capabilities.resume_may_start_new_thread={new}, differs from the "
-                "default; comparing thread ids stays safe)",
-            )
+            return "WARN", f"not observed: {launch.how()}{got}"
+        return self._capability(
+            "resume_may_start_new_thread",
+            new,
+            seen,
+            ": the runner compares thread ids",
+            "comparing thread ids stays safe",
+        )
 
-    def _check_output_schema(self) -> None:
+    def _output_schema(self, launch: _Launch) -> _Row:
         """``--output-schema``: the file goes out verbatim as a strict ``text.format``."""
-        work = self._work("schema")
-        schema = review_schema()
-        schema_file = work / "schema.json"
-        schema_file.write_text(json.dumps(schema), encoding="utf-8")
-        try:
-            launch = self._launch(
-                "schema",
-                self._argv(sandbox="read-only", output=work / "review.md", schema=schema_file),
-                self._prompt("SCHEMA"),
-            )
-        except _Skip as skip:
-            self._add("output-schema", "FAIL", f"not run: {skip}")
-            return
         requests = self._requests("SCHEMA")
         if not requests:
             why = "" if launch.rc == 0 else f": {launch.why()}"
-            self._add(
-                "output-schema", "FAIL", f"no request reached the server ({launch.how()}{why})"
-            )
-            return
+            return "FAIL", f"no request reached the server ({launch.how()}{why})"
         text = requests[0].body.get("text")
         fmt = text.get("format") if isinstance(text, dict) else None
         if not isinstance(fmt, dict):
-            self._add("output-schema", "FAIL", "the request has no text.format")
-        elif fmt.get("type") != "json_schema" or fmt.get("strict") is not True:
-            self._add(
-                "output-schema",
-                "FAIL",
-                f"text.format type={fmt.get('type')!r} strict={fmt.get('strict')!r} "
-                "(expected json_schema, true)",
-            )
-        elif fmt.get("schema") != schema:
-            self._add("output-schema", "FAIL", "the schema was changed on the way to the model")
-        else:
-            self._add(
-                "output-schema",
-                "PASS",
-                "text.format json_schema, strict: true, schema forwarded unchanged",
-            )
+            return "FAIL", "the request has no text.format"
+        if fmt.get("type") != "json_schema" or fmt.get("strict") is not True:
+            got = f"type={fmt.get('type')!r} strict={fmt.get('strict')!r}"
+            return "FAIL", f"text.format {got} (expected json_schema, true)"
+        if fmt.get("schema") != review_schema():
+            return "FAIL", "the schema was changed on the way to the model"
+        return "PASS", "text.format json_schema, strict: true, schema forwarded unchanged"
 
-    def _check_sandbox_ro(self) -> None:
-        """The read-only half of the sandbox row (the row is made by :meth:`_row_sandbox`)."""
-        self._sandbox_probe("SANDBOX-RO", "read-only")
-
-    def _check_sandbox_ww(self) -> None:
-        """The workspace-write half of the sandbox row."""
-        self._sandbox_probe("SANDBOX-WW", "workspace-write")
-
-    def _sandbox_probe(self, kind: str, mode: str) -> None:
-        out = self._work(kind.lower()) / "review.md"
-        try:
-            launch = self._launch(
-                kind.lower(),
-                self._argv(sandbox=mode, output=out),
-                self._prompt(kind, "Write the probe file."),
-            )
-        except _Skip as skip:
-            self._add("sandbox", "FAIL", f"not run: {skip}")
-            return
-        probe = self._probe(kind, launch)
-        with self.lock:
-            self.sandbox[mode] = probe
-
-    def _check_tool_env(self) -> None:
+    def _tool_env(self, launch: _Launch) -> _Row:
         """A planted credential must not reach the tool shell under the runner's arguments.
 
         The runner passes ``shell_environment_policy.include_only`` and
         ``allow_login_shell=false`` (:mod:`.runner.environment`); Codex's own default
         hands its whole environment, and a login shell's profile, to every tool call.
         """
-        planted = f"planted-{secrets.token_hex(8)}"
-        profile = f"profile-{secrets.token_hex(8)}"
-        (self.user_home / ".bash_profile").write_text(
-            f"export {PLANTED_PROFILE_ENV}={profile}\n", encoding="utf-8"
-        )
-        env = dict(self.env, **{PLANTED_ENV: planted})
-        argv = self._argv(sandbox="read-only", output=self._work("tool-env") / "review.md")
-        # The runner's own arguments, computed from the environment Codex gets.
-        at = argv.index("-C")
-        argv[at:at] = environment.tool_shell_args(environment.reviewer_process_env(env), ())
-        try:
-            launch = self._launch(
-                "tool-env", argv, self._prompt("TOOL-ENV", "Run the probe."), env=env
-            )
-        except _Skip as skip:
-            self._add("tool-env", "FAIL", f"not run: {skip}")
-            return
         output = self._tool_output("TOOL-ENV")
         sent = "\n".join(json.dumps(r.body) for r in self._requests("TOOL-ENV"))
-        if output is None or f"RAN-TOOL-ENV-{self.token}" not in output:
-            self._add(
-                "tool-env",
-                "FAIL",
-                f"the env probe never ran (no tool output came back; {launch.how()})",
-            )
-            return
         seen = [
-            f"{PLANTED_ENV} (from Codex's environment)" if planted in sent else "",
-            f"{PLANTED_PROFILE_ENV} (exported by ~/.bash_profile)" if profile in sent else "",
+            label
+            for label, value in (
+                (f"{PLANTED_ENV} (from Codex's environment)", self.planted),
+                (f"{PLANTED_PROFILE_ENV} (exported by ~/.bash_profile)", self.profile),
+            )
+            if value in sent
         ]
-        seen = [item for item in seen if item]
+        names = [line.split("=", 1)[0] for line in (output or "").splitlines() if "=" in line]
+        if output is None or f"RAN-TOOL-ENV-{self.token}" not in output:
+            return "FAIL", f"the env probe never ran (no tool output came back; {launch.how()})"
         if seen:
-            self._add(
-                "tool-env",
-                "FAIL",
+            return "FAIL", (
                 f"the tool shell saw {' and '.join(seen)}, and its value went to the model; "
                 "Codex no longer honours shell_environment_policy.include_only or "
-                "allow_login_shell=false",
+                "allow_login_shell=false"
             )
-            return
-        names = [line.split("=", 1)[0] for line in output.splitlines() if "=" in line]
         if "PATH" not in names:
-            self._add("tool-env", "FAIL", f"env printed no PATH: {_clip(output)}")
-            return
-        self._add(
-            "tool-env",
-            "PASS",
+            return "FAIL", f"env printed no PATH: {_clip(output)}"
+        return "PASS", (
             f"planted {PLANTED_ENV} and a ~/.bash_profile export; the tool shell saw "
-            f"neither ({len(names)} variables, PATH among them)",
+            f"neither ({len(names)} variables, PATH among them)"
         )
+
+    def _check_sandbox(self, kind: str, mode: Sandbox) -> None:
+        """One half of the sandbox row (the row is made by :meth:`_row_sandbox`)."""
+        launch = self._exec(kind, ["sandbox"], sandbox=mode, text=_WRITE_PROBE)
+        if launch is not None:
+            probe = self._probe(kind, launch)
+            with self.lock:
+                self.sandbox[mode] = probe
 
     def _row_sandbox(self) -> None:
         """Read-only must block a write, workspace-write must allow it (a real probe)."""
@@ -1321,22 +1079,14 @@ class _Doctor:
             problems.append(f"workspace-write: {ww.detail}")
         elif not ww.wrote:
             problems.append(f"workspace-write: the write was refused ({ww.detail})")
-        if problems:
-            # The AppArmor remedy only fits when Codex did run the tool call and the sandbox
-            # got in the way; a probe that never came back is a different problem.
-            sandboxed = ro.answered and ww.answered
-            self._add(
-                "sandbox",
-                "FAIL",
-                "; ".join(problems),
-                remedy=SANDBOX_REMEDY if sandboxed else None,
-            )
-        else:
-            self._add(
-                "sandbox",
-                "PASS",
-                f"read-only refused the write ({ro.detail}); workspace-write wrote it",
-            )
+        if not problems:
+            done = f"read-only refused the write ({ro.detail}); workspace-write wrote it"
+            self._add("sandbox", "PASS", done)
+            return
+        # The AppArmor remedy only fits when Codex did run the tool call and the sandbox
+        # got in the way; a probe that never came back is a different problem.
+        remedy = SANDBOX_REMEDY if ro.answered and ww.answered else None
+        self._add("sandbox", "FAIL", "; ".join(problems), remedy=remedy)
 
     # -- cleanup -------------------------------------------------------------------------
 
@@ -1369,16 +1119,17 @@ def _tagged_pids(tag: str) -> list[int]:
     """
     needle = f"{RUN_TAG_ENV}={tag}".encode()
     found: list[int] = []
-    proc = Path("/proc")
-    if not proc.is_dir():  # pragma: no cover - not Linux
+    try:
+        entries = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:  # pragma: no cover - not Linux
         return found
-    for entry in _iter_pids(proc):
+    for pid in entries:
         try:
-            environ = (proc / str(entry) / "environ").read_bytes()
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
         except OSError:
             continue  # gone, or not ours
-        if any(var.startswith(needle) for var in environ.split(b"\0")):
-            found.append(entry)
+        if pid != os.getpid() and any(var.startswith(needle) for var in environ.split(b"\0")):
+            found.append(pid)
     return found
 
 
@@ -1401,17 +1152,6 @@ def _cpus() -> int:
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 2
-
-
-def _iter_pids(proc: Path) -> Iterator[int]:
-    with contextlib.suppress(OSError):
-        for entry in os.scandir(proc):
-            if entry.name.isdigit() and int(entry.name) != os.getpid():
-                yield int(entry.name)
-
-
-def _line_with(text: str, needle: str) -> str:
-    return next((line for line in text.splitlines() if needle in line), text.strip())
 
 
 def _clip(text: str, limit: int = _SHOW) -> str:
