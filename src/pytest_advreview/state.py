@@ -661,13 +661,9 @@ def plan_diff(
     :param old: the text the reviewer saw last.
     :param new: the current text.
     :param path: repo-relative path, used in the ``---``/``+++`` headers.
-    :param max_lines: most diff lines shown (at least 1).
-    :param max_chars: most characters shown (at least 1).
+    :param max_lines: most diff lines shown.
+    :param max_chars: most characters shown.
     """
-    if max_lines < 1 or max_chars < 1:
-        raise ValueError(
-            f"max_lines and max_chars must be at least 1 (got {max_lines}, {max_chars})"
-        )
     if old == new:
         return ""
     lines: list[str] = []
@@ -749,11 +745,9 @@ def decide_next(
 
     :param state: the stored state of the target, ``None`` when there is none.
     :param key: the target's cache key in this run (:func:`~.cachekey.cache_key`).
-    :param max_rounds: the round limit over all runs.
+    :param max_rounds: the round limit over all runs (the option bounds it to at least 1).
     :param fresh: ``--advreview-fresh``: ignore the state.
     """
-    if max_rounds < 1:
-        raise ValueError(f"max_rounds must be at least 1, got {max_rounds}")
     if fresh:
         return NextStep(action="review", reason="--advreview-fresh: stored state ignored")
     if state is None:
