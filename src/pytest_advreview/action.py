@@ -40,13 +40,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ._toml import tomllib
 from .constants import ENV_PREFIX, EXIT_REVIEW_ERRORS
 from .options import SPECS
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
 
 __all__ = [
     "ActionError",

@@ -20,7 +20,6 @@ diff shows what changed).
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
@@ -28,12 +27,8 @@ from typing import Any
 from pydantic import ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
+from ._toml import tomllib
 from .models import Decision, DecisionAction, WireModel
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
 
 __all__ = [
     "CODE_TARGET",
