@@ -19,8 +19,10 @@ __all__ = [
     "STATUS_V2_ARGS",
     "GitError",
     "StatusEntry",
+    "commit",
     "literal_pathspec",
     "parse_status_v2_z",
+    "redirected",
     "run_git",
     "split_z",
 ]
@@ -92,6 +94,33 @@ def run_git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedPr
     if check and proc.returncode != 0:
         raise GitError(argv, cwd, proc.returncode, _decode(proc.stderr).strip())
     return proc
+
+
+def commit(cwd: Path, ref: str) -> str | None:
+    """The commit ``ref`` names, or ``None`` when it names none.
+
+    A ``ref`` that starts with ``-`` names none: git would read it as an option.
+
+    :raises GitError: git could not be started.
+    """
+    if ref.startswith("-"):
+        return None
+    proc = run_git(cwd, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
+    return _decode(proc.stdout).strip() if proc.returncode == 0 else None
+
+
+#: Variables that redirect git away from the current directory.  Set (inside a git hook,
+#: say), they would make git commands meant for a private checkout act on the user's
+#: repository.
+_REDIRECTING_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR")
+
+
+def redirected() -> str | None:
+    """ "GIT_DIR is set" (or "GIT_DIR, GIT_WORK_TREE are set"), ``None`` when none is set."""
+    names = [name for name in _REDIRECTING_VARS if os.environ.get(name)]
+    if not names:
+        return None
+    return f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} set"
 
 
 def _decode(data: bytes) -> str:

@@ -41,7 +41,7 @@ from types import TracebackType
 
 import pytest
 
-from .git import GitError, run_git, split_z
+from .git import GitError, commit, redirected, run_git, split_z
 
 __all__ = [
     "WORKTREE_PREFIX",
@@ -53,10 +53,6 @@ __all__ = [
 
 #: Prefix of the temporary directory holding each worktree; marks worktrees as ours.
 WORKTREE_PREFIX = "advreview-wt-"
-
-#: Variables that redirect git away from the current directory.  Set (inside a git hook,
-#: say), they would make git commands run in the worktree act on the user's repository.
-_REDIRECTING_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR")
 
 #: Options of every ``git diff`` here: the plain patch format whatever the user's config.
 _DIFF_OPTS = (
@@ -122,13 +118,12 @@ class Worktree:
         :raises IsolationError: not a git work tree, no commit yet, git redirected by the
             environment, or git failed; nothing is left behind.
         """
-        redirected = [name for name in _REDIRECTING_VARS if os.environ.get(name)]
-        if redirected:
+        redirecting = redirected()
+        if redirecting:
             raise IsolationError(
                 f"pytest-advreview: --advreview-isolation=worktree cannot run while "
-                f"{', '.join(redirected)} {'is' if len(redirected) == 1 else 'are'} set "
-                "(inside a git hook?): git commands in the worktree would act on the "
-                "user's repository. Unset them, or run without worktree isolation"
+                f"{redirecting} (inside a git hook?): git commands in the worktree would "
+                "act on the user's repository. Unset them, or run without worktree isolation"
             )
         try:
             top = Path(
@@ -140,9 +135,7 @@ class Worktree:
                 f"but {repo_root} is not in one ({exc}). Run inside a git repository or "
                 "drop --advreview-isolation=worktree"
             ) from exc
-        if run_git(
-            top, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", check=False
-        ).returncode:
+        if commit(top, "HEAD") is None:
             raise IsolationError(
                 f"pytest-advreview: --advreview-isolation=worktree needs a commit to check "
                 f"out, but HEAD of {top} has none yet. Commit once or drop the option"

@@ -25,6 +25,7 @@ from .git import (
     STATUS_V2_ARGS,
     GitError,
     StatusEntry,
+    commit,
     literal_pathspec,
     parse_status_v2_z,
     run_git,
@@ -70,6 +71,13 @@ def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProce
     """:func:`run_git`, with failures turned into a :class:`TargetError`."""
     try:
         return run_git(cwd, *args, check=check)
+    except GitError as exc:
+        raise TargetError(f"{_PREFIX}: {exc}") from None
+
+
+def _commit(root: Path, ref: str) -> str | None:
+    try:
+        return commit(root, ref)
     except GitError as exc:
         raise TargetError(f"{_PREFIX}: {exc}") from None
 
@@ -136,11 +144,6 @@ def repo_info(path: Path) -> GitRepoInfo | None:
     return GitRepoInfo(root=Path(lines[0]), superproject=superproject)
 
 
-def _verify(repo: Path, ref: str) -> bool:
-    proc = _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
-    return proc.returncode == 0
-
-
 def resolve_base(repo: Path, explicit: str | None, env: Mapping[str, str]) -> str | None:
     """The base of branch diffs and of plan scope ``changed``.
 
@@ -152,7 +155,7 @@ def resolve_base(repo: Path, explicit: str | None, env: Mapping[str, str]) -> st
     :raises BaseRefError: the explicit base is not a commit git knows.
     """
     if explicit is not None:
-        if explicit.startswith("-") or not _verify(repo, explicit):
+        if _commit(repo, explicit) is None:
             raise BaseRefError(
                 f"{_PREFIX}: the base {explicit!r} (--advreview-base / ini advreview_base) "
                 f"is not a commit, branch or tag of the repository at {repo}; "
@@ -164,7 +167,7 @@ def resolve_base(repo: Path, explicit: str | None, env: Mapping[str, str]) -> st
     if github and not github.startswith("-"):
         candidates.insert(0, f"origin/{github}")
     for ref in candidates:
-        if _verify(repo, ref):
+        if _commit(repo, ref) is not None:
             return ref
     return None
 
@@ -711,11 +714,6 @@ _TRUTHY = frozenset({"1", "true", "yes", "on"})
 def in_ci(env: Mapping[str, str]) -> bool:
     """True when ``CI`` or ``GITHUB_ACTIONS`` is set to a true value (any case)."""
     return any(env.get(name, "").strip().lower() in _TRUTHY for name in CI_VARIABLES)
-
-
-def _commit(root: Path, ref: str) -> str | None:
-    proc = _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
-    return _lines(proc.stdout)[0] if proc.returncode == 0 else None
 
 
 def change_set_info(
