@@ -261,18 +261,10 @@ class StateStore:
         plugin is disabled, and the store then does nothing (one warning per config).
     :param run_secret: the secret of this run's tags (the controller's, on an xdist
         worker); a new one when omitted.
-    :param state_key: the key entries are authenticated with; loaded on first use from
-        :func:`~.statekey.load_state_key` when omitted.
     :raises pytest.UsageError: ``ADVREVIEW_STATE_KEY`` is set to an unusable value.
     """
 
-    def __init__(
-        self,
-        config: pytest.Config,
-        *,
-        run_secret: bytes | None = None,
-        state_key: StateKey | None = None,
-    ) -> None:
+    def __init__(self, config: pytest.Config, *, run_secret: bytes | None = None) -> None:
         self._config = config
         self._cache: pytest.Cache | None = getattr(config, "cache", None)
         self._dir: Path | None = None
@@ -281,7 +273,8 @@ class StateStore:
         #: ``open`` (collection asks for all of them, 5,000 plans in one repository).
         self._present: set[str] | None = None
         self._run_secret = run_secret if run_secret is not None else secrets.token_bytes(32)
-        self._key = state_key
+        #: Loaded on first use (:func:`~.statekey.load_state_key`).
+        self._key: StateKey | None = None
         self._key_problem: str | None = None
         if self._cache is not None and os.environ.get(STATE_KEY_ENV, "").strip():
             # A bad ADVREVIEW_STATE_KEY is the user's to fix: a usage error before any
@@ -379,17 +372,6 @@ class StateStore:
                 key, path, f"it belongs to another target ({entry.state.key!r})"
             )
         return entry.state, None
-
-    def load(self, key: str) -> ReviewState | None:
-        """The stored state of ``key``, or ``None`` when there is none or it is unusable.
-
-        A missing entry is silent; an unusable one (see :meth:`read`) warns
-        (:class:`StateWarning`) and reads as ``None``, so the target gets a fresh review.
-        """
-        state, problem = self.read(key)
-        if problem is not None:
-            warnings.warn(StateWarning(problem), stacklevel=2)
-        return state
 
     def save(self, state: ReviewState) -> bool:
         """Write ``state`` atomically; returns False (after a warning) when it could not.
@@ -520,21 +502,16 @@ class StateStore:
     @staticmethod
     def target_of(path: str) -> str | None:
         """The target an entry file names (for messages); ``None`` when unreadable."""
-        try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-            key = data["state"]["key"]
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
+        data = _read_json(Path(path))
+        state = data.get("state") if isinstance(data, dict) else None
+        key = state.get("key") if isinstance(state, dict) else None
         return key if isinstance(key, str) else None
 
     def _run_tag(self, mac: str) -> str:
         return hmac.new(self._run_secret, mac.encode("ascii"), hashlib.sha256).hexdigest()
 
     def _written_by_this_run(self, path: Path) -> bool:
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return False
+        data = _read_json(path)
         if not isinstance(data, dict):
             return False
         mac, tag = data.get("mac"), data.get("run_tag")
@@ -629,6 +606,14 @@ def _oserror(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
     return str(exc) or type(exc).__name__
+
+
+def _read_json(path: Path) -> object:
+    """The JSON in ``path``; ``None`` when it cannot be read or parsed."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
 
 
 def _first_error(exc: ValidationError) -> str:
