@@ -139,14 +139,6 @@ def _resolve(repo: Path, ref: str, base: str | None) -> tuple[str, str, str, str
     return sha, base_name, base_sha, merge_base
 
 
-def _inside(path: Path, folder: Path) -> bool:
-    try:
-        path.resolve().relative_to(folder.resolve())
-    except ValueError:
-        return False
-    return True
-
-
 def materialise(repo: Path, ref: str, base: str | None, *, rootdir: Path) -> HeadCheckout:
     """Resolve REF and check it out, read-only, in a private temporary repository.
 
@@ -172,7 +164,7 @@ def materialise(repo: Path, ref: str, base: str | None, *, rootdir: Path) -> Hea
     except GitError as exc:
         raise HeadError(f"{_PREFIX}: --advreview-head={ref}: {exc}") from None
     holder = Path(tempfile.mkdtemp(prefix=HOLDER_PREFIX)).resolve()
-    if _inside(holder, rootdir):
+    if holder.is_relative_to(rootdir.resolve()):
         shutil.rmtree(holder, ignore_errors=True)
         raise HeadError(
             f"{_PREFIX}: --advreview-head needs a temporary directory outside the rootdir "

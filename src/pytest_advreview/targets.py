@@ -347,20 +347,7 @@ def _changed_paths(root: Path, base: str | None) -> set[str]:
     """Top-level-relative paths added or modified against ``base`` or not yet committed."""
     changed = {e.path for e in status_entries(root) if e.untracked or "D" not in e.xy}
     if base is not None:
-        try:
-            out = run_git(
-                root,
-                "diff",
-                "--name-only",
-                "-z",
-                "--no-renames",
-                "--diff-filter=AM",
-                f"{base}...HEAD",
-                "--",
-            ).stdout
-        except GitError as exc:
-            raise _branch_error(root, base, exc) from None
-        changed.update(split_z(out))
+        changed.update(_branch_names(root, base, "--diff-filter=AM"))
     return changed
 
 
@@ -635,14 +622,17 @@ def _uncommitted(root: Path, excluded: set[str]) -> ChangeSet | None:
     return ChangeSet(files=tuple(files), description=description, diff_commands=tuple(commands))
 
 
-def _branch(root: Path, base: str, excluded: set[str]) -> ChangeSet | None:
+def _branch_names(root: Path, base: str, *options: str) -> list[str]:
+    """The top-level-relative paths ``git diff BASE...HEAD`` names (renames: two paths)."""
+    diff = ("diff", "--name-only", "-z", "--no-renames", *options, f"{base}...HEAD", "--")
     try:
-        out = run_git(
-            root, "diff", "--name-only", "-z", "--no-renames", f"{base}...HEAD", "--"
-        ).stdout
+        return split_z(run_git(root, *diff).stdout)
     except GitError as exc:
         raise _branch_error(root, base, exc) from None
-    names = split_z(out)
+
+
+def _branch(root: Path, base: str, excluded: set[str]) -> ChangeSet | None:
+    names = _branch_names(root, base)
     files = sorted({p for p in names if p not in excluded})
     if not files:
         return None
