@@ -34,19 +34,14 @@ import shutil
 import stat
 import sys
 import tempfile
-import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import TracebackType
-
-import pytest
 
 from .git import GitError, commit, redirected, run_git, split_z
 
 __all__ = [
     "WORKTREE_PREFIX",
     "IsolationError",
-    "IsolationWarning",
     "Worktree",
     "leftover_worktrees",
 ]
@@ -85,17 +80,10 @@ class IsolationError(Exception):
     """A worktree could not be created, mirrored or removed; the message says why and the fix."""
 
 
-class IsolationWarning(pytest.PytestWarning):
-    """A worktree could not be removed while another error was already propagating."""
-
-
 class Worktree:
     """A private, detached worktree mirroring the work tree of ``repo_root``.
 
-    Use :meth:`create`, then the instance as a context manager (or call :meth:`remove`)::
-
-        with Worktree.create(repo_root, tmp_dir) as wt:
-            run_review(cwd=wt.path)
+    Made by :meth:`create`; whoever made it calls :meth:`remove` when the review is over.
 
     :param repo_root: top level of the user's work tree.
     :param path: top level of the worktree.
@@ -280,24 +268,6 @@ class Worktree:
                 "and `git worktree prune`"
             )
         self._removed = True
-
-    def __enter__(self) -> Worktree:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc is None:
-            self.remove()
-            return
-        # The error in flight is what the user must see; a cleanup failure only warns.
-        try:
-            self.remove()
-        except IsolationError as cleanup:
-            warnings.warn(IsolationWarning(str(cleanup)), stacklevel=2)
 
 
 def _remove_path(path: Path) -> None:
