@@ -38,18 +38,13 @@ class GitError(Exception):
     """
 
     def __init__(self, argv: Sequence[str], cwd: Path, returncode: int | None, stderr: str) -> None:
-        self.argv = tuple(argv)
-        self.cwd = cwd
-        self.returncode = returncode
         self.stderr = stderr
-        super().__init__(self._message())
-
-    def _message(self) -> str:
-        command = shlex.join(self.argv)
-        if self.returncode is None:
-            return f"could not run `{command}` in {self.cwd}: {self.stderr}"
-        said = f": {self.stderr}" if self.stderr else ""
-        return f"`{command}` failed in {self.cwd} (exit code {self.returncode}){said}"
+        command = shlex.join(argv)
+        if returncode is None:
+            super().__init__(f"could not run `{command}` in {cwd}: {stderr}")
+        else:
+            said = f": {stderr}" if stderr else ""
+            super().__init__(f"`{command}` failed in {cwd} (exit code {returncode}){said}")
 
 
 def _git_env() -> dict[str, str]:

@@ -576,7 +576,9 @@ class StateStore:
         )
 
     @staticmethod
-    def _problem(key: str, path: Path, problem: str, *, tail: str | None = None) -> str:
+    def _problem(
+        key: str, path: Path, problem: str, *, verb: str = "loading", tail: str | None = None
+    ) -> str:
         """The text of a :class:`StateWarning` about an entry that cannot be used."""
         # The next save overwrites the entry, so the problem heals itself; say so.
         tail = tail or (
@@ -584,7 +586,7 @@ class StateStore:
             "delete the file or run with --cache-clear"
         )
         return (
-            f"pytest-advreview: loading the review state of {key!r} failed: {path}: "
+            f"pytest-advreview: {verb} the review state of {key!r} failed: {path}: "
             f"{problem}; {tail}"
         )
 
@@ -594,11 +596,7 @@ class StateStore:
             "cache directory (cache_dir ini option) writable, or delete the path"
         )
         warnings.warn(
-            StateWarning(
-                f"pytest-advreview: {verb} the review state of {key!r} failed: {path}: "
-                f"{problem}; {tail}"
-            ),
-            stacklevel=3,
+            StateWarning(self._problem(key, path, problem, verb=verb, tail=tail)), stacklevel=3
         )
 
 

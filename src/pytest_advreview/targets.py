@@ -532,8 +532,6 @@ def _selection(
 
 # -- the change set ------------------------------------------------------------------------
 
-_UNTRACKED_COMMAND = "git ls-files --others --exclude-standard"
-
 
 def _toplevel(root: Path) -> Path:
     out = _git(root, "rev-parse", "--show-toplevel").stdout
@@ -595,31 +593,29 @@ def _branch_error(root: Path, base: str, exc: GitError) -> BaseRefError:
 
 def _uncommitted(root: Path, excluded: set[str]) -> ChangeSet | None:
     every = status_entries(root)
-    entries = [e for e in every if e.path not in excluded]
-    unstaged = [e.path for e in entries if e.unstaged]
-    staged = [e.path for e in entries if e.staged]
-    untracked = [e.path for e in entries if e.untracked]
-    if not (unstaged or staged or untracked):
+    commands = {
+        "unstaged": "git diff",
+        "staged": "git diff --cached",
+        "untracked": "git ls-files --others --exclude-standard",
+    }
+    found = {
+        kind: [e.path for e in every if getattr(e, kind) and e.path not in excluded]
+        for kind in commands
+    }
+    if not any(found.values()):
         return None
-    # Only name an excluded path in a command when that command would have shown it.
-    all_entries = {e.path: e for e in every if e.path in excluded}
-    kinds = [k for k, on in (("unstaged", unstaged), ("staged", staged)) if on]
-    description = " + ".join(kinds) + " changes" if kinds else ""
-    if untracked:
+    changes = [kind for kind in ("unstaged", "staged") if found[kind]]
+    description = " + ".join(changes) + " changes" if changes else ""
+    if found["untracked"]:
         description = f"{description} + untracked files" if description else "untracked files"
-    commands: list[str] = []
-    if unstaged:
-        commands.append(_command("git diff", (p for p, e in all_entries.items() if e.unstaged)))
-    if staged:
-        commands.append(
-            _command("git diff --cached", (p for p, e in all_entries.items() if e.staged))
-        )
-    if untracked:
-        commands.append(
-            _command(_UNTRACKED_COMMAND, (p for p, e in all_entries.items() if e.untracked))
-        )
-    files = sorted({*unstaged, *staged, *untracked})
-    return ChangeSet(files=tuple(files), description=description, diff_commands=tuple(commands))
+    # Only name an excluded path in a command when that command would have shown it.
+    diff_commands = tuple(
+        _command(command, (e.path for e in every if getattr(e, kind) and e.path in excluded))
+        for kind, command in commands.items()
+        if found[kind]
+    )
+    files = sorted({path for paths in found.values() for path in paths})
+    return ChangeSet(files=tuple(files), description=description, diff_commands=diff_commands)
 
 
 def _branch_names(root: Path, base: str, *options: str) -> list[str]:
