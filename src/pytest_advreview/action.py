@@ -194,27 +194,19 @@ def decide(
     if event_name == "pull_request" and isinstance(pr, Mapping):
         number = str(pr.get("number", ""))
         head_repo = (pr.get("head") or {}).get("repo") or {}
-        if head_repo.get("full_name") != env.get("GITHUB_REPOSITORY"):
-            return Decision(
-                False,
-                mode,
-                pr=number,
-                reason=(
-                    "pull request from a fork: a pull_request run gets no secrets, so it is "
-                    "not reviewed here; review fork pull requests with mode "
-                    "pull_request_target (docs/ci.md)"
-                ),
-            )
         author = (pr.get("user") or {}).get("login")
-        if author == DEPENDABOT and env.get("GITHUB_ACTOR") == DEPENDABOT:
-            return Decision(
-                False,
-                mode,
-                pr=number,
-                reason="Dependabot pull request: it gets no secrets, so it is not reviewed",
+        if head_repo.get("full_name") != env.get("GITHUB_REPOSITORY"):
+            skipped = (
+                "pull request from a fork: a pull_request run gets no secrets, so it is "
+                "not reviewed here; review fork pull requests with mode "
+                "pull_request_target (docs/ci.md)"
             )
-        base = explicit_base or _sha((pr.get("base") or {}).get("sha"), "pull_request.base.sha")
-        return Decision(True, mode, base=base, head="HEAD", pr=number)
+        elif author == DEPENDABOT and env.get("GITHUB_ACTOR") == DEPENDABOT:
+            skipped = "Dependabot pull request: it gets no secrets, so it is not reviewed"
+        else:
+            base = explicit_base or _sha((pr.get("base") or {}).get("sha"), "pull_request.base.sha")
+            return Decision(True, mode, base=base, head="HEAD", pr=number)
+        return Decision(False, mode, pr=number, reason=skipped)
     if event_name == "merge_group":
         group = event.get("merge_group") or {}
         base = explicit_base or _sha(group.get("base_sha"), "merge_group.base_sha")
@@ -237,43 +229,35 @@ def _decide_target(
     base = _input("base", env) or _sha((pr.get("base") or {}).get("sha"), "pull_request.base.sha")
     # The SHA the approval saw: a push after it is a new event that needs a new approval.
     head = _sha((pr.get("head") or {}).get("sha"), "pull_request.head.sha")
-    mode = "pull_request_target"
     trusted = {
         part.strip().upper()
         for part in _input("trusted-associations", env, "OWNER,MEMBER,COLLABORATOR").split(",")
         if part.strip()
     }
     association = str(pr.get("author_association", "")).upper()
-    if association in trusted:
-        return Decision(
-            True, mode, base=base, head=head, pr=number, reason=f"author is {association}"
-        )
     label = _input("approval-label", env, "advreview")
     sender = str((event.get("sender") or {}).get("login", ""))
     applied = str((event.get("label") or {}).get("name", ""))
-    if event.get("action") == "labeled" and applied == label and sender:
+    if association in trusted:
+        review, reason = True, f"author is {association}"
+    elif event.get("action") == "labeled" and applied == label and sender:
         lookup = permission if permission is not None else _api_permission(env)
         granted = lookup(sender)
-        if granted in WRITE_PERMISSIONS:
-            return Decision(
-                True,
-                mode,
-                base=base,
-                head=head,
-                pr=number,
-                reason=f"label {label!r} applied by {sender} ({granted})",
-            )
+        review = granted in WRITE_PERMISSIONS
         reason = (
-            f"label {label!r} was applied by {sender}, who has {granted or 'no'} permission; "
-            "only someone with write access can approve a review"
+            f"label {label!r} applied by {sender} ({granted})"
+            if review
+            else f"label {label!r} was applied by {sender}, who has {granted or 'no'} "
+            "permission; only someone with write access can approve a review"
         )
     else:
+        review = False
         reason = (
             f"not approved for review: a maintainer must apply the label {label!r} "
             f"(author association {association or 'unknown'} is not trusted); a push "
             "after the label needs the label applied again"
         )
-    return Decision(False, mode, base=base, head=head, pr=number, reason=reason)
+    return Decision(review, "pull_request_target", base=base, head=head, pr=number, reason=reason)
 
 
 def _api(env: Mapping[str, str], method: str, path: str, body: object = None) -> Any:
