@@ -131,19 +131,16 @@ def split_z(data: bytes) -> list[str]:
 
 @dataclass(frozen=True)
 class StatusEntry:
-    """One entry of ``git status --porcelain=v1 -z``.
+    """One entry of ``git status``, its ``XY`` code as ``--porcelain=v1`` writes it.
 
-    ``path`` is relative to the repository top level (porcelain output always is);
-    ``orig_path`` is the source of a rename or copy.
+    ``path`` is relative to the repository top level (porcelain output always is).
     """
 
     xy: str
     path: str
-    orig_path: str | None = None
 
     @property
     def untracked(self) -> bool:
-        """True for ``??`` entries."""
         return self.xy == "??"
 
     @property
@@ -208,11 +205,9 @@ def parse_status_v2_z(data: bytes) -> tuple[str | None, list[StatusEntry]]:
             xy = kind.decode() * 2
         else:
             xy = parts[1].decode("ascii", "replace").replace(".", " ")
-        orig: str | None = None
         if kind == b"2":
-            orig = _decode(fields[i]) if i < len(fields) else None
-            i += 1
-        entries.append(StatusEntry(xy, _decode(parts[skip]), orig))
+            i += 1  # a rename's source path, a field of its own
+        entries.append(StatusEntry(xy, _decode(parts[skip])))
     return head, entries
 
 

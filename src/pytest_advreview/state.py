@@ -182,10 +182,6 @@ class ReviewState(WireModel):
         )
 
 
-def _entry_name(key: str) -> str:
-    return f"{state_key(key)}.json"
-
-
 def state_key(key: str) -> str:
     """The file stem of ``key``'s entry: any target path maps to a safe, fixed-length name."""
     return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:16]
@@ -284,7 +280,7 @@ class StateStore:
     def path_for(self, key: str) -> Path | None:
         """Where ``key``'s entry lives (the directory is created), or ``None`` when off."""
         directory = self._directory()
-        return directory / _entry_name(key) if directory is not None else None
+        return directory / f"{state_key(key)}.json" if directory is not None else None
 
     def state_key(self) -> StateKey | None:
         """The key entries are authenticated with; ``None`` (after one warning) without one.
@@ -320,7 +316,7 @@ class StateStore:
         listing = self._listing(directory)
         if listing is not None and not listing:
             return None, None  # an empty store (a first run): no name to hash per target
-        name = _entry_name(key)
+        name = f"{state_key(key)}.json"
         if listing is not None and name not in listing:
             return None, None
         path = directory / name
@@ -345,15 +341,15 @@ class StateStore:
                 f"it has schema version {data.get('schema_version')!r}, this plugin "
                 f"reads version {STATE_SCHEMA} (written by another pytest-advreview version)",
             )
-        state_key = self.state_key()
-        if state_key is None:
+        mac_key = self.state_key()
+        if mac_key is None:
             return None, None  # warned once already: nothing can be checked
-        if not state_key.verify(_canonical(data.get("state")), data.get("mac")):
+        if not mac_key.verify(_canonical(data.get("state")), data.get("mac")):
             return None, self._problem(
                 key,
                 path,
                 "it was not written by pytest-advreview under this state key "
-                f"({state_key.where}): a forged or copied entry, or one written with another "
+                f"({mac_key.where}): a forged or copied entry, or one written with another "
                 "key (a CI job with another ADVREVIEW_STATE_KEY, another user's machine)",
                 tail=(
                     "it is ignored and the target is reviewed again. If the key changed on "
