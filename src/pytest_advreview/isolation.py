@@ -205,23 +205,16 @@ class Worktree:
         rel = name.rstrip("/")
         src = self.repo_root / rel
         dst = self.path / rel
+        _remove_path(dst)
         if not os.path.lexists(src):
-            _remove_path(dst)
-            return
-        if src.is_dir() and not src.is_symlink():
-            # A nested repository is listed as "dir/" by ls-files --others.
-            _remove_path(dst)
-            shutil.copytree(src, dst, symlinks=True)
             return
         dst.parent.mkdir(parents=True, exist_ok=True)
-        if os.path.lexists(dst) and (dst.is_dir() and not dst.is_symlink()):
-            _remove_path(dst)
         if src.is_symlink():
-            _remove_path(dst)
             os.symlink(os.readlink(src), dst)
+        elif src.is_dir():
+            # A nested repository is listed as "dir/" by ls-files --others.
+            shutil.copytree(src, dst, symlinks=True)
         else:
-            if dst.is_symlink():
-                dst.unlink()
             shutil.copy2(src, dst)
 
     # -- mapping -------------------------------------------------------------------------
