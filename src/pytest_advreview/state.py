@@ -416,13 +416,19 @@ class StateStore:
         path = self.path_for(key)
         if path is None:
             return
+        problem = self._delete(path)
+        if problem is not None:
+            self._warn(key, path, f"it could not be deleted ({problem})", verb="clearing")
+
+    def _delete(self, path: Path) -> str | None:
+        """Delete an entry file; why it could not be deleted, ``None`` when it is gone."""
         try:
             path.unlink(missing_ok=True)
         except OSError as exc:
-            self._warn(key, path, f"it could not be deleted ({_oserror(exc)})", verb="clearing")
-            return
+            return _oserror(exc)
         if self._present is not None:
             self._present.discard(path.name)
+        return None
 
     # -- watching the store while a reviewer runs ----------------------------------------
 
@@ -480,20 +486,16 @@ class StateStore:
             path = Path(text)
             if directory is None or path.parent != directory or not path.name.endswith(".json"):
                 continue  # the folder or the key file: reported, never deleted here
-            try:
-                path.unlink(missing_ok=True)
-            except OSError as exc:
+            problem = self._delete(path)
+            if problem is not None:
                 warnings.warn(
                     StateWarning(
                         f"pytest-advreview: {path} was changed by a reviewer and could not be "
-                        f"deleted ({_oserror(exc)}); the state key still keeps a forged entry "
+                        f"deleted ({problem}); the state key still keeps a forged entry "
                         "from passing. Fix: delete the file"
                     ),
                     stacklevel=2,
                 )
-                continue
-            if self._present is not None:
-                self._present.discard(path.name)
 
     @staticmethod
     def target_of(path: str) -> str | None:
