@@ -36,7 +36,7 @@ import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -154,14 +154,8 @@ class Decision:
 
     def outputs(self) -> dict[str, str]:
         """The step outputs, as ``$GITHUB_OUTPUT`` takes them."""
-        return {
-            "review": "true" if self.review else "false",
-            "mode": self.mode,
-            "base": self.base,
-            "head": self.head,
-            "pr": self.pr,
-            "reason": self.reason,
-        }
+        values = {name: str(value) for name, value in asdict(self).items()}
+        return {**values, "review": "true" if self.review else "false"}
 
 
 PermissionLookup = Any  # Callable[[str], str | None]; Any keeps mypy quiet about the default
