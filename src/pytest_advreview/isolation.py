@@ -228,11 +228,6 @@ class Worktree:
 
     # -- removal -------------------------------------------------------------------------
 
-    @property
-    def removed(self) -> bool:
-        """True once :meth:`remove` succeeded."""
-        return self._removed
-
     def remove(self) -> None:
         """Remove the worktree: ``git worktree remove --force``, prune, then delete the files.
 
