@@ -111,7 +111,7 @@ _REDIRECTING_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_D
 
 
 def redirected() -> str | None:
-    """ "GIT_DIR is set" (or "GIT_DIR, GIT_WORK_TREE are set"), ``None`` when none is set."""
+    """Which of those variables are set, worded "GIT_DIR is set"; ``None`` when none is."""
     names = [name for name in _REDIRECTING_VARS if os.environ.get(name)]
     if not names:
         return None
