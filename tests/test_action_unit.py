@@ -11,14 +11,10 @@ from typing import Any
 
 import pytest
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # the plugin's own fallback on 3.10
-    import tomli as tomllib
-
 from action_kit import GitHubAPI
 from conftest import git
 from pytest_advreview import action
+from pytest_advreview._toml import tomllib
 from pytest_advreview.action import ActionError, base_ini, decide, gate_config, summarise
 
 SHA_A = "a" * 40

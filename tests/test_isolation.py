@@ -11,6 +11,8 @@ import os
 import stat
 import subprocess
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -28,6 +30,16 @@ WEIRD = 'sp ace "q" $HOME.txt'
 BINARY = bytes(range(256)) * 8
 
 pytestmark = pytest.mark.usefixtures("hermetic_git")
+
+
+@contextmanager
+def worktree(repo: Path, parent: Path) -> Iterator[Worktree]:
+    """A worktree removed at the end whatever happens in between, as the review removes it."""
+    tree = Worktree.create(repo, parent)
+    try:
+        yield tree
+    finally:
+        tree.remove()
 
 
 def tree_state(root: Path) -> dict[str, tuple[str, bytes, bool]]:
@@ -112,7 +124,7 @@ def ignored(paths: dict[str, tuple[str, bytes, bool]]) -> dict[str, tuple[str, b
 
 
 def test_mirror_equals_the_work_tree(dirty_repo: Path, tmp_path: Path) -> None:
-    with Worktree.create(dirty_repo, tmp_path) as wt:
+    with worktree(dirty_repo, tmp_path) as wt:
         assert wt.path.is_dir()
         assert wt.path.parent.name.startswith(WORKTREE_PREFIX)
         assert tree_state(wt.path) == ignored(tree_state(dirty_repo))
@@ -125,13 +137,13 @@ def test_mirror_equals_the_work_tree(dirty_repo: Path, tmp_path: Path) -> None:
 
 
 def test_clean_repo_mirror(git_repo: Path, tmp_path: Path) -> None:
-    with Worktree.create(git_repo, tmp_path) as wt:
+    with worktree(git_repo, tmp_path) as wt:
         assert tree_state(wt.path) == tree_state(git_repo)
         assert git(wt.path, "status", "--porcelain") == ""
 
 
 def test_created_from_a_subdirectory(dirty_repo: Path, tmp_path: Path) -> None:
-    with Worktree.create(dirty_repo / "docs" / "plans", tmp_path) as wt:
+    with worktree(dirty_repo / "docs" / "plans", tmp_path) as wt:
         assert wt.repo_root == dirty_repo.resolve()
         assert (wt.path / "docs" / "plans" / "x.md").is_file()
         assert wt.translate(dirty_repo / "docs" / "plans" / "x.md") == (
@@ -146,7 +158,7 @@ def test_untracked_nested_repository_is_copied(git_repo: Path, tmp_path: Path) -
     nested.mkdir()
     git(nested, "init", "-q")
     (nested / "lib.py").write_text("x = 1\n", encoding="utf-8")
-    with Worktree.create(git_repo, tmp_path) as wt:
+    with worktree(git_repo, tmp_path) as wt:
         assert (wt.path / "vendor" / "lib.py").read_text(encoding="utf-8") == "x = 1\n"
 
 
@@ -155,7 +167,7 @@ def test_user_tree_is_never_touched(dirty_repo: Path, tmp_path: Path) -> None:
     before_git = git_view(dirty_repo)
     before_head = git(dirty_repo, "rev-parse", "HEAD")
     before_index = git(dirty_repo, "ls-files", "--stage", "-z")
-    with Worktree.create(dirty_repo, tmp_path) as wt:
+    with worktree(dirty_repo, tmp_path) as wt:
         # Play a reviewer that writes, deletes, stages and even commits.
         (wt.path / "modified.txt").write_text("reviewer was here\n", encoding="utf-8")
         (wt.path / "new_by_reviewer.txt").write_text("x\n", encoding="utf-8")
@@ -178,17 +190,16 @@ def test_user_tree_is_never_touched(dirty_repo: Path, tmp_path: Path) -> None:
 def test_removed_after_an_exception(dirty_repo: Path, tmp_path: Path) -> None:
     with (
         pytest.raises(RuntimeError, match="review failed"),
-        Worktree.create(dirty_repo, tmp_path) as wt,
+        worktree(dirty_repo, tmp_path) as wt,
     ):
         raise RuntimeError("review failed")
-    assert wt.removed
     assert not wt.path.exists()
     assert leftover_worktrees(dirty_repo) == []
     assert git(dirty_repo, "worktree", "list", "--porcelain").count("worktree ") == 1
 
 
 def test_removed_after_ctrl_c(git_repo: Path, tmp_path: Path) -> None:
-    with pytest.raises(KeyboardInterrupt), Worktree.create(git_repo, tmp_path) as wt:
+    with pytest.raises(KeyboardInterrupt), worktree(git_repo, tmp_path) as wt:
         raise KeyboardInterrupt
     assert not wt.path.exists()
     assert leftover_worktrees(git_repo) == []
@@ -199,8 +210,6 @@ def test_remove_is_idempotent(git_repo: Path, tmp_path: Path) -> None:
     assert leftover_worktrees(git_repo) == [str(wt.path)]
     wt.remove()
     wt.remove()
-    with wt:
-        pass
     assert leftover_worktrees(git_repo) == []
 
 
@@ -267,7 +276,7 @@ def test_concurrent_worktrees_are_distinct(dirty_repo: Path, tmp_path: Path) -> 
 
 def test_leftover_worktrees_lists_only_ours_by_default(git_repo: Path, tmp_path: Path) -> None:
     git(git_repo, "worktree", "add", "-q", "--detach", str(tmp_path / "users own"), "HEAD")
-    with Worktree.create(git_repo, tmp_path / "reviews") as wt:
+    with worktree(git_repo, tmp_path / "reviews") as wt:
         assert leftover_worktrees(git_repo) == [str(wt.path)]
         assert len(leftover_worktrees(git_repo, ours_only=False)) == 2
     assert leftover_worktrees(git_repo, ours_only=False) == [
@@ -306,6 +315,6 @@ def test_post_checkout_hook_does_not_run(git_repo: Path, tmp_path: Path) -> None
     hook = git_repo / ".git" / "hooks" / "post-checkout"
     hook.write_text(f"#!/bin/sh\ntouch '{marker}'\n", encoding="utf-8")
     hook.chmod(0o755)
-    with Worktree.create(git_repo, tmp_path / "wt"):
+    with worktree(git_repo, tmp_path / "wt"):
         pass
     assert not marker.exists()

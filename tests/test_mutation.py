@@ -44,11 +44,9 @@ def parse_status_z(data: bytes) -> list[StatusEntry]:
             continue
         xy = record[:2].decode("ascii", "replace")
         path = os.fsdecode(record[3:])
-        orig: str | None = None
         if "R" in xy or "C" in xy:
-            orig = os.fsdecode(fields[i]) if i < len(fields) else None
-            i += 1
-        entries.append(StatusEntry(xy, path, orig))
+            i += 1  # the source of a rename or copy, a field of its own
+        entries.append(StatusEntry(xy, path))
     return entries
 
 

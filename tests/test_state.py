@@ -96,6 +96,14 @@ def store(config: pytest.Config) -> StateStore:
     return StateStore(config)
 
 
+def load(store: StateStore, key: str) -> ReviewState | None:
+    """What the coordinator takes from the store: the state, an unusable entry's warning."""
+    found, problem = store.read(key)
+    if problem is not None:
+        warnings.warn(StateWarning(problem), stacklevel=2)
+    return found
+
+
 def entry_path(store: StateStore, key: str) -> Path:
     path = store.path_for(key)
     assert path is not None
@@ -142,7 +150,7 @@ def test_empty_state_helpers() -> None:
 def test_round_trip(store: StateStore) -> None:
     saved = state(record(1, Verdict.REVISE, findings=(finding("AR-aaaaaa"),)))
     assert store.save(saved) is True
-    assert store.load(PLAN) == saved
+    assert load(store, PLAN) == saved
     path = entry_path(store, PLAN)
     assert path.parent.parts[-3:] == ("d", "advreview", "state")
     assert path.name == f"{state_key(PLAN)}.json"
@@ -150,20 +158,20 @@ def test_round_trip(store: StateStore) -> None:
 
 
 def test_missing_entry_is_none_without_warning(store: StateStore) -> None:
-    assert store.load("docs/plans/never.md") is None
+    assert load(store, "docs/plans/never.md") is None
 
 
 def test_clear(store: StateStore) -> None:
     store.save(state(record(1, Verdict.APPROVED)))
     store.clear(PLAN)
-    assert store.load(PLAN) is None
+    assert load(store, PLAN) is None
     store.clear(PLAN)  # idempotent
 
 
 def test_state_survives_a_new_config(pytester: pytest.Pytester) -> None:
     saved = state(record(1, Verdict.APPROVED))
     StateStore(pytester.parseconfigure()).save(saved)
-    assert StateStore(pytester.parseconfigure()).load(PLAN) == saved
+    assert load(StateStore(pytester.parseconfigure()), PLAN) == saved
 
 
 @pytest.mark.parametrize(
@@ -181,7 +189,7 @@ def test_state_survives_a_new_config(pytester: pytest.Pytester) -> None:
 def test_keys_with_odd_characters(store: StateStore, key: str) -> None:
     saved = state(record(1, Verdict.APPROVED), key=key)
     store.save(saved)
-    assert store.load(key) == saved
+    assert load(store, key) == saved
     path = entry_path(store, key)
     assert path.parent.name == "state"
     assert len(path.stem) == 16
@@ -190,7 +198,7 @@ def test_keys_with_odd_characters(store: StateStore, key: str) -> None:
 def test_distinct_keys_do_not_collide(store: StateStore) -> None:
     store.save(state(record(1, Verdict.APPROVED), key="a.md"))
     store.save(state(record(1, Verdict.REVISE), key="b.md"))
-    a, b = store.load("a.md"), store.load("b.md")
+    a, b = load(store, "a.md"), load(store, "b.md")
     assert a is not None and a.last_verdict is Verdict.APPROVED
     assert b is not None and b.last_verdict is Verdict.REVISE
 
@@ -198,7 +206,7 @@ def test_distinct_keys_do_not_collide(store: StateStore) -> None:
 def test_corrupt_json_warns_and_reads_none(store: StateStore) -> None:
     entry_path(store, PLAN).write_text('{"key": "docs/plans/x.md", ', encoding="utf-8")
     with pytest.warns(StateWarning, match=r"docs/plans/x\.md.*not valid JSON.*afresh"):
-        assert store.load(PLAN) is None
+        assert load(store, PLAN) is None
 
 
 def write_signed(store: StateStore, state_data: object, **envelope: object) -> None:
@@ -221,7 +229,7 @@ def test_wrong_schema_warns_and_reads_none(store: StateStore) -> None:
     write_signed(store, data)
     match = r"does not match the state schema \(state\.rounds\.0\.number"
     with pytest.warns(StateWarning, match=match):
-        assert store.load(PLAN) is None
+        assert load(store, PLAN) is None
 
 
 def test_unknown_field_is_a_schema_error(store: StateStore) -> None:
@@ -229,14 +237,14 @@ def test_unknown_field_is_a_schema_error(store: StateStore) -> None:
     data["surprise"] = 1
     write_signed(store, data)
     with pytest.warns(StateWarning, match="surprise"):
-        assert store.load(PLAN) is None
+        assert load(store, PLAN) is None
 
 
 def test_other_schema_version_warns(store: StateStore) -> None:
     data = json.loads(state(record(1, Verdict.APPROVED)).model_dump_json())
     write_signed(store, data, schema_version=99)
     with pytest.warns(StateWarning, match="schema version 99"):
-        assert store.load(PLAN) is None
+        assert load(store, PLAN) is None
 
 
 def test_entry_of_the_unsigned_layout_of_version_1_warns(store: StateStore) -> None:
@@ -244,33 +252,33 @@ def test_entry_of_the_unsigned_layout_of_version_1_warns(store: StateStore) -> N
     data["schema_version"] = 1
     entry_path(store, PLAN).write_text(json.dumps(data), encoding="utf-8")
     with pytest.warns(StateWarning, match="schema version 1, this plugin reads version 2"):
-        assert store.load(PLAN) is None
+        assert load(store, PLAN) is None
 
 
 def test_json_that_is_not_an_object_warns(store: StateStore) -> None:
     entry_path(store, PLAN).write_text("[1, 2]", encoding="utf-8")
     with pytest.warns(StateWarning, match="does not match the state schema"):
-        assert store.load(PLAN) is None
+        assert load(store, PLAN) is None
 
 
 def test_entry_of_another_key_warns(store: StateStore) -> None:
     other = state(record(1, Verdict.APPROVED), key="docs/plans/other.md")
     write_signed(store, json.loads(other.model_dump_json()))
     with pytest.warns(StateWarning, match="belongs to another target"):
-        assert store.load(PLAN) is None
+        assert load(store, PLAN) is None
 
 
 def test_not_utf8_warns(store: StateStore) -> None:
     entry_path(store, PLAN).write_bytes(b"\xff\xfe{}")
     with pytest.warns(StateWarning, match="could not be read"):
-        assert store.load(PLAN) is None
+        assert load(store, PLAN) is None
 
 
 def test_unreadable_entry_warns(store: StateStore) -> None:
     # A directory where the file should be: unreadable even for root.
     entry_path(store, PLAN).mkdir()
     with pytest.warns(StateWarning, match=r"could not be read \(Is a directory\)"):
-        assert store.load(PLAN) is None
+        assert load(store, PLAN) is None
 
 
 def test_write_error_warns_and_returns_false(store: StateStore) -> None:
@@ -293,7 +301,7 @@ def test_unwritable_cache_dir_warns(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\ncache_dir = blocker/cache\n")
     store = StateStore(pytester.parseconfigure())
     with pytest.warns(StateWarning, match="state directory .* could not be created"):
-        assert store.load(PLAN) is None
+        assert load(store, PLAN) is None
     with pytest.warns(StateWarning, match="could not be created"):
         assert store.save(state(record(1, Verdict.APPROVED))) is False
 
@@ -304,14 +312,14 @@ def test_without_cacheprovider_the_store_is_off_and_warns_once(
     config = pytester.parseconfigure("-p", "no:cacheprovider")
     store = StateStore(config)
     with pytest.warns(StateWarning, match="cacheprovider plugin is disabled.*rounds across runs"):
-        assert store.load(PLAN) is None
+        assert load(store, PLAN) is None
     assert store.path_for(PLAN) is None
     # filterwarnings=error: any further warning would raise here.
     assert store.save(state(record(1, Verdict.APPROVED))) is False
     store.clear(PLAN)
-    assert store.load(PLAN) is None
+    assert load(store, PLAN) is None
     # A second store on the same config does not repeat it either.
-    assert StateStore(config).load(PLAN) is None
+    assert load(StateStore(config), PLAN) is None
 
 
 def test_concurrent_saves_never_tear(store: StateStore) -> None:
@@ -332,7 +340,7 @@ def test_concurrent_saves_never_tear(store: StateStore) -> None:
 
     def read() -> None:
         for _ in range(60):
-            loaded = store.load(PLAN)
+            loaded = load(store, PLAN)
             if loaded not in (big, small):
                 errors.append(repr(loaded)[:80])
 
@@ -487,11 +495,6 @@ def test_round_hash_wins_over_last_content_hash() -> None:
     assert decide(s, content="h1").action == "cached_approved"
 
 
-def test_max_rounds_must_be_positive() -> None:
-    with pytest.raises(ValueError, match="at least 1"):
-        decide(None, max_rounds=0)
-
-
 # -- plan_diff -------------------------------------------------------------------------------
 
 
@@ -542,11 +545,6 @@ def test_plan_diff_not_truncated_when_it_fits() -> None:
     assert "truncated" not in plan_diff("a\n", "b\n", path=PLAN, max_lines=7)
 
 
-def test_plan_diff_rejects_nonsense_limits() -> None:
-    with pytest.raises(ValueError, match="at least 1"):
-        plan_diff("a", "b", path=PLAN, max_lines=0)
-
-
 # -- authenticity ------------------------------------------------------------------------------
 
 
@@ -570,7 +568,7 @@ def test_an_entry_the_plugin_did_not_write_is_ignored_with_a_warning(store: Stat
     entry = {"schema_version": STATE_SCHEMA, "mac": "0" * 64, "run_tag": "0" * 64}
     entry_path(store, PLAN).write_text(json.dumps({**entry, "state": forged}), encoding="utf-8")
     with pytest.warns(StateWarning) as caught:
-        assert store.load(PLAN) is None
+        assert load(store, PLAN) is None
     (warning,) = caught
     text = str(warning.message)
     assert "docs/plans/x.md" in text and str(entry_path(store, PLAN)) in text
@@ -584,7 +582,7 @@ def test_a_stored_revise_edited_to_approved_is_ignored(store: StateStore) -> Non
     text = json.dumps(data).replace('"REVISE"', '"APPROVED"')
     entry_path(store, PLAN).write_text(text, encoding="utf-8")
     with pytest.warns(StateWarning, match="not written by pytest-advreview"):
-        assert store.load(PLAN) is None
+        assert load(store, PLAN) is None
 
 
 def test_an_entry_written_under_another_key_is_ignored(
@@ -594,9 +592,9 @@ def test_an_entry_written_under_another_key_is_ignored(
     StateStore(config).save(state(record(1, Verdict.APPROVED)))
     monkeypatch.setenv("ADVREVIEW_STATE_KEY", "b" * 40)
     with pytest.warns(StateWarning, match="ADVREVIEW_STATE_KEY"):
-        assert StateStore(config).load(PLAN) is None
+        assert load(StateStore(config), PLAN) is None
     monkeypatch.setenv("ADVREVIEW_STATE_KEY", "a" * 40)
-    assert StateStore(config).load(PLAN) is not None
+    assert load(StateStore(config), PLAN) is not None
 
 
 def test_a_bad_ci_secret_is_a_usage_error_when_the_store_starts(
@@ -616,12 +614,12 @@ def test_without_a_usable_key_nothing_is_trusted_or_stored(
     monkeypatch.setenv("XDG_STATE_HOME", str(blocker))
     keyless = StateStore(config)
     with pytest.warns(StateWarning, match="reviewed afresh and nothing is stored") as caught:
-        first = keyless.load(PLAN)
+        first = load(keyless, PLAN)
     assert first is None
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # once per store, not per entry
         assert keyless.save(state(record(2, Verdict.APPROVED))) is False
-        assert keyless.load(PLAN) is None
+        assert load(keyless, PLAN) is None
     assert len(caught) == 1
 
 
@@ -670,7 +668,7 @@ def test_a_rewritten_or_deleted_entry_is_foreign_and_discarded(store: StateStore
     assert store.target_of(str(path)) == PLAN
     store.discard(changed)
     assert not path.exists()
-    assert store.load(PLAN) is None
+    assert load(store, PLAN) is None
 
 
 def test_a_rewrite_that_keeps_size_and_mtime_is_still_seen(store: StateStore) -> None:

@@ -36,17 +36,14 @@ import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ._toml import tomllib
 from .constants import ENV_PREFIX, EXIT_REVIEW_ERRORS
+from .git import commit
 from .options import SPECS
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
 
 __all__ = [
     "ActionError",
@@ -112,7 +109,9 @@ def _write_outputs(values: Mapping[str, str], env: Mapping[str, str]) -> None:
             out.write(f"{key}<<{delimiter}\n{value}\n{delimiter}\n")
 
 
-def _append_summary(text: str, env: Mapping[str, str]) -> None:
+def _notice(text: str, env: Mapping[str, str]) -> None:
+    """A notice in the log that also goes to the job summary, where the run page shows it."""
+    _command("notice", text)
     target = env.get("GITHUB_STEP_SUMMARY")
     if target:
         with open(target, "a", encoding="utf-8") as out:
@@ -155,14 +154,8 @@ class Decision:
 
     def outputs(self) -> dict[str, str]:
         """The step outputs, as ``$GITHUB_OUTPUT`` takes them."""
-        return {
-            "review": "true" if self.review else "false",
-            "mode": self.mode,
-            "base": self.base,
-            "head": self.head,
-            "pr": self.pr,
-            "reason": self.reason,
-        }
+        values = {name: str(value) for name, value in asdict(self).items()}
+        return {**values, "review": "true" if self.review else "false"}
 
 
 PermissionLookup = Any  # Callable[[str], str | None]; Any keeps mypy quiet about the default
@@ -195,27 +188,19 @@ def decide(
     if event_name == "pull_request" and isinstance(pr, Mapping):
         number = str(pr.get("number", ""))
         head_repo = (pr.get("head") or {}).get("repo") or {}
-        if head_repo.get("full_name") != env.get("GITHUB_REPOSITORY"):
-            return Decision(
-                False,
-                mode,
-                pr=number,
-                reason=(
-                    "pull request from a fork: a pull_request run gets no secrets, so it is "
-                    "not reviewed here; review fork pull requests with mode "
-                    "pull_request_target (docs/ci.md)"
-                ),
-            )
         author = (pr.get("user") or {}).get("login")
-        if author == DEPENDABOT and env.get("GITHUB_ACTOR") == DEPENDABOT:
-            return Decision(
-                False,
-                mode,
-                pr=number,
-                reason="Dependabot pull request: it gets no secrets, so it is not reviewed",
+        if head_repo.get("full_name") != env.get("GITHUB_REPOSITORY"):
+            skipped = (
+                "pull request from a fork: a pull_request run gets no secrets, so it is "
+                "not reviewed here; review fork pull requests with mode "
+                "pull_request_target (docs/ci.md)"
             )
-        base = explicit_base or _sha((pr.get("base") or {}).get("sha"), "pull_request.base.sha")
-        return Decision(True, mode, base=base, head="HEAD", pr=number)
+        elif author == DEPENDABOT and env.get("GITHUB_ACTOR") == DEPENDABOT:
+            skipped = "Dependabot pull request: it gets no secrets, so it is not reviewed"
+        else:
+            base = explicit_base or _sha((pr.get("base") or {}).get("sha"), "pull_request.base.sha")
+            return Decision(True, mode, base=base, head="HEAD", pr=number)
+        return Decision(False, mode, pr=number, reason=skipped)
     if event_name == "merge_group":
         group = event.get("merge_group") or {}
         base = explicit_base or _sha(group.get("base_sha"), "merge_group.base_sha")
@@ -238,43 +223,35 @@ def _decide_target(
     base = _input("base", env) or _sha((pr.get("base") or {}).get("sha"), "pull_request.base.sha")
     # The SHA the approval saw: a push after it is a new event that needs a new approval.
     head = _sha((pr.get("head") or {}).get("sha"), "pull_request.head.sha")
-    mode = "pull_request_target"
     trusted = {
         part.strip().upper()
         for part in _input("trusted-associations", env, "OWNER,MEMBER,COLLABORATOR").split(",")
         if part.strip()
     }
     association = str(pr.get("author_association", "")).upper()
-    if association in trusted:
-        return Decision(
-            True, mode, base=base, head=head, pr=number, reason=f"author is {association}"
-        )
     label = _input("approval-label", env, "advreview")
     sender = str((event.get("sender") or {}).get("login", ""))
     applied = str((event.get("label") or {}).get("name", ""))
-    if event.get("action") == "labeled" and applied == label and sender:
+    if association in trusted:
+        review, reason = True, f"author is {association}"
+    elif event.get("action") == "labeled" and applied == label and sender:
         lookup = permission if permission is not None else _api_permission(env)
         granted = lookup(sender)
-        if granted in WRITE_PERMISSIONS:
-            return Decision(
-                True,
-                mode,
-                base=base,
-                head=head,
-                pr=number,
-                reason=f"label {label!r} applied by {sender} ({granted})",
-            )
+        review = granted in WRITE_PERMISSIONS
         reason = (
-            f"label {label!r} was applied by {sender}, who has {granted or 'no'} permission; "
-            "only someone with write access can approve a review"
+            f"label {label!r} applied by {sender} ({granted})"
+            if review
+            else f"label {label!r} was applied by {sender}, who has {granted or 'no'} "
+            "permission; only someone with write access can approve a review"
         )
     else:
+        review = False
         reason = (
             f"not approved for review: a maintainer must apply the label {label!r} "
             f"(author association {association or 'unknown'} is not trusted); a push "
             "after the label needs the label applied again"
         )
-    return Decision(False, mode, base=base, head=head, pr=number, reason=reason)
+    return Decision(review, "pull_request_target", base=base, head=head, pr=number, reason=reason)
 
 
 def _api(env: Mapping[str, str], method: str, path: str, body: object = None) -> Any:
@@ -324,11 +301,7 @@ def cache_keys(decision: Decision, env: Mapping[str, str]) -> dict[str, str]:
 
 
 def _checked_out(env: Mapping[str, str]) -> str:
-    workspace = Path(env.get("GITHUB_WORKSPACE") or os.getcwd())
-    proc = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=workspace, capture_output=True, check=False
-    )
-    return proc.stdout.decode().strip() if proc.returncode == 0 else ""
+    return commit(Path(env.get("GITHUB_WORKSPACE") or os.getcwd()), "HEAD") or ""
 
 
 def _check_base_checkout(env: Mapping[str, str]) -> None:
@@ -363,11 +336,10 @@ def prepare(env: Mapping[str, str]) -> int:
         if decision.mode == "pull_request_target":
             # Fail closed: a required check must not turn green on code nobody reviewed.
             _command("error", f"pytest-advreview: {decision.reason}")
-            _write_outputs(_empty_counts("not-approved"), env)
+            _write_outputs(Summary("not-approved").outputs(), env)
             return 1
-        _command("notice", f"pytest-advreview: skipped: {decision.reason}")
-        _append_summary(f"pytest-advreview: skipped: {decision.reason}", env)
-        _write_outputs(_empty_counts("skipped"), env)
+        _notice(f"pytest-advreview: skipped: {decision.reason}", env)
+        _write_outputs(Summary("skipped").outputs(), env)
         return 0
     _command(
         "notice",
@@ -528,39 +500,17 @@ def pytest_env(env: Mapping[str, str]) -> dict[str, str]:
     return clean
 
 
-@dataclass(frozen=True)
 class Paths:
     """Where the gate keeps its configuration, state and reports (outside the checkout)."""
 
-    root: Path
-
-    @property
-    def config(self) -> Path:
-        return self.root / "gate" / "pyproject.toml"
-
-    @property
-    def cwd(self) -> Path:
-        return self.root / "gate" / "cwd"
-
-    @property
-    def out(self) -> Path:
-        return self.root / "out"
-
-    @property
-    def json(self) -> Path:
-        return self.out / "results.json"
-
-    @property
-    def report(self) -> Path:
-        return self.out / "report.md"
-
-    @property
-    def sarif(self) -> Path:
-        return self.out / "advreview.sarif"
-
-    @property
-    def state(self) -> Path:
-        return self.root / "state"
+    def __init__(self, root: Path) -> None:
+        self.config = root / "gate" / "pyproject.toml"
+        self.cwd = root / "gate" / "cwd"
+        self.out = root / "out"
+        self.json = self.out / "results.json"
+        self.report = self.out / "report.md"
+        self.sarif = self.out / "advreview.sarif"
+        self.state = root / "state"
 
 
 def pytest_argv(
@@ -614,20 +564,21 @@ def pytest_argv(
     return argv
 
 
-def _empty_counts(outcome: str) -> dict[str, str]:
-    return {"outcome": outcome, "passed": "0", "failed": "0", "errored": "0"}
-
-
 @dataclass(frozen=True)
 class Summary:
     """What the gate's run means for the pipeline."""
 
     outcome: str
-    passed: int
-    failed: int
-    errored: int
-    exit_code: int
-    message: str
+    passed: int = 0
+    failed: int = 0
+    errored: int = 0
+    exit_code: int = 0
+    message: str = ""
+
+    def outputs(self) -> dict[str, str]:
+        """The outcome and the counts, as step outputs."""
+        counts = {"passed": self.passed, "failed": self.failed, "errored": self.errored}
+        return {"outcome": self.outcome, **{key: str(n) for key, n in counts.items()}}
 
 
 def summarise(returncode: int, json_path: Path) -> Summary:
@@ -648,15 +599,12 @@ def summarise(returncode: int, json_path: Path) -> Summary:
     if data is None:
         return Summary(
             "error",
-            0,
-            0,
-            0,
-            returncode or 1,
-            f"pytest exited {returncode} without the JSON report {json_path}: "
+            exit_code=returncode or 1,
+            message=f"pytest exited {returncode} without the JSON report {json_path}: "
             "the gate could not run (see the log above)",
         )
     if returncode == 5 and gate == "empty":
-        return Summary("empty", 0, 0, 0, 0, "nothing to review: no plan and no code change")
+        return Summary("empty", message="nothing to review: no plan and no code change")
     if returncode == 0 and gate == "passed":
         return Summary("passed", passed, failed, errored, 0, f"{passed} review(s) passed")
     if returncode in (1, EXIT_REVIEW_ERRORS) and gate in ("failed", "error"):
@@ -682,10 +630,7 @@ def review(env: Mapping[str, str]) -> int:
     head = _input("head-sha", env) if _input("mode", env) == "pull_request_target" else "HEAD"
     if not base:
         raise ActionError("no base commit: the prepare step did not run or decided not to review")
-    check = subprocess.run(
-        ["git", "cat-file", "-e", f"{base}^{{commit}}"], cwd=workspace, capture_output=True
-    )
-    if check.returncode != 0:
+    if commit(workspace, base) is None:
         raise ActionError(
             f"the base commit {base} is not in the checkout at {workspace}; check out with "
             "actions/checkout and fetch-depth: 0"
@@ -710,10 +655,7 @@ def review(env: Mapping[str, str]) -> int:
     summary = summarise(proc.returncode, paths.json)
     _write_outputs(
         {
-            "outcome": summary.outcome,
-            "passed": str(summary.passed),
-            "failed": str(summary.failed),
-            "errored": str(summary.errored),
+            **summary.outputs(),
             "json": str(paths.json),
             "report": str(paths.report),
             "sarif": str(paths.sarif),
@@ -722,8 +664,7 @@ def review(env: Mapping[str, str]) -> int:
         env,
     )
     if summary.outcome == "empty":
-        _command("notice", f"pytest-advreview: {summary.message}")
-        _append_summary(f"pytest-advreview: {summary.message}", env)
+        _notice(f"pytest-advreview: {summary.message}", env)
     elif summary.exit_code != 0:
         _command("error", f"pytest-advreview: gate {summary.outcome}: {summary.message}")
     return summary.exit_code
@@ -799,10 +740,7 @@ def fetch_head(env: Mapping[str, str]) -> int:
         raise ActionError(
             f"cannot fetch the approved head {head}: {proc.stderr.decode(errors='replace').strip()}"
         )
-    check = subprocess.run(
-        ["git", "cat-file", "-e", f"{head}^{{commit}}"], cwd=workspace, capture_output=True
-    )
-    if check.returncode != 0:
+    if commit(workspace, head) is None:
         raise ActionError(f"the fetched head is not the approved commit {head}")
     return 0
 
@@ -823,7 +761,7 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     except ActionError as exc:
         _command("error", f"pytest-advreview: {exc}")
         if args.command in ("prepare", "review"):
-            _write_outputs(_empty_counts("error"), environ)
+            _write_outputs(Summary("error").outputs(), environ)
         return 1
 
 

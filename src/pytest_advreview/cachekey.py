@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from .git import STATUS_V2_ARGS, GitError, literal_pathspec, parse_status_v2_z, run_git
+from .git import STATUS_V2_ARGS, GitError, commit, literal_pathspec, parse_status_v2_z, run_git
 from .models import ChangeSet, Decision, WireModel
 from .prompts import PROMPT_VERSION
 
@@ -224,11 +224,6 @@ def _git(cwd: Path, *args: str, check: bool = True) -> bytes:
         raise CacheKeyError(f"pytest-advreview: cannot read the change to review: {exc}") from None
 
 
-def _has_head(repo: Path) -> bool:
-    proc = run_git(repo, "rev-parse", "--verify", "--quiet", "HEAD", check=False)
-    return proc.returncode == 0
-
-
 def _is_repo(path: Path) -> bool:
     """A submodule's or nested repository's work tree (not a symlink to one)."""
     try:
@@ -280,7 +275,7 @@ def _uncommitted(repo: Path, feed: _Feed, files: Sequence[str] | None, depth: in
     :param files: only these top-level-relative paths (``None``: everything).
     """
     specs = ["--", *(literal_pathspec(p) for p in files)] if files is not None else ["--"]
-    if _has_head(repo):
+    if commit(repo, "HEAD") is not None:
         feed(_git(repo, *_DIFF, "HEAD", *specs))
     else:  # unborn branch: no HEAD to diff against, so index and work tree separately
         feed(_git(repo, *_DIFF, "--cached", *specs))

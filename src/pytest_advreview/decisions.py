@@ -20,7 +20,6 @@ diff shows what changed).
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
@@ -28,12 +27,8 @@ from typing import Any
 from pydantic import ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
+from ._toml import tomllib
 from .models import Decision, DecisionAction, WireModel
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
 
 __all__ = [
     "CODE_TARGET",
@@ -67,9 +62,7 @@ class DecisionsError(Exception):
     """
 
     def __init__(self, path: Path, problem: str, *, entry: int | None = None) -> None:
-        self.path = path
         self.entry = entry
-        self.problem = problem
         where = f"{path}: decision entry {entry}" if entry is not None else str(path)
         super().__init__(f"pytest-advreview: decisions file {where}: {problem}")
 
@@ -207,7 +200,12 @@ def _entries(path: Path, data: dict[str, Any]) -> tuple[DecisionEntry, ...]:
             raise DecisionsError(
                 path, "is not a table; write each entry as [[decision]]", entry=number
             )
-        entry = _entry(path, number, table)
+        try:
+            entry = DecisionEntry.model_validate(table)
+        except ValidationError as exc:
+            # Every validation error of the entry, worded for a person editing the file.
+            problems = dict.fromkeys(_describe(e, table) for e in exc.errors())
+            raise DecisionsError(path, "; also ".join(problems), entry=number) from None
         first = seen.setdefault((entry.target, entry.finding), number)
         if first != number:
             raise DecisionsError(
@@ -220,19 +218,7 @@ def _entries(path: Path, data: dict[str, Any]) -> tuple[DecisionEntry, ...]:
     return tuple(entries)
 
 
-def _entry(path: Path, number: int, table: dict[str, Any]) -> DecisionEntry:
-    try:
-        return DecisionEntry.model_validate(table)
-    except ValidationError as exc:
-        raise DecisionsError(path, _describe(exc, table), entry=number) from None
-
-
-def _describe(exc: ValidationError, table: dict[str, Any]) -> str:
-    """Every validation error of one entry, worded for a person editing the file."""
-    return "; also ".join(dict.fromkeys(_describe_one(e, table) for e in exc.errors()))
-
-
-def _describe_one(error: ErrorDetails, table: dict[str, Any]) -> str:
+def _describe(error: ErrorDetails, table: dict[str, Any]) -> str:
     field = str(error["loc"][0]) if error["loc"] else ""
     kind = error["type"]
     cause = error.get("ctx", {}).get("error")

@@ -19,8 +19,10 @@ __all__ = [
     "STATUS_V2_ARGS",
     "GitError",
     "StatusEntry",
+    "commit",
     "literal_pathspec",
     "parse_status_v2_z",
+    "redirected",
     "run_git",
     "split_z",
 ]
@@ -36,18 +38,13 @@ class GitError(Exception):
     """
 
     def __init__(self, argv: Sequence[str], cwd: Path, returncode: int | None, stderr: str) -> None:
-        self.argv = tuple(argv)
-        self.cwd = cwd
-        self.returncode = returncode
         self.stderr = stderr
-        super().__init__(self._message())
-
-    def _message(self) -> str:
-        command = shlex.join(self.argv)
-        if self.returncode is None:
-            return f"could not run `{command}` in {self.cwd}: {self.stderr}"
-        said = f": {self.stderr}" if self.stderr else ""
-        return f"`{command}` failed in {self.cwd} (exit code {self.returncode}){said}"
+        command = shlex.join(argv)
+        if returncode is None:
+            super().__init__(f"could not run `{command}` in {cwd}: {stderr}")
+        else:
+            said = f": {stderr}" if stderr else ""
+            super().__init__(f"`{command}` failed in {cwd} (exit code {returncode}){said}")
 
 
 def _git_env() -> dict[str, str]:
@@ -94,6 +91,33 @@ def run_git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedPr
     return proc
 
 
+def commit(cwd: Path, ref: str) -> str | None:
+    """The commit ``ref`` names, or ``None`` when it names none.
+
+    A ``ref`` that starts with ``-`` names none: git would read it as an option.
+
+    :raises GitError: git could not be started.
+    """
+    if ref.startswith("-"):
+        return None
+    proc = run_git(cwd, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
+    return _decode(proc.stdout).strip() if proc.returncode == 0 else None
+
+
+#: Variables that redirect git away from the current directory.  Set (inside a git hook,
+#: say), they would make git commands meant for a private checkout act on the user's
+#: repository.
+_REDIRECTING_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR")
+
+
+def redirected() -> str | None:
+    """Which of those variables are set, worded "GIT_DIR is set"; ``None`` when none is."""
+    names = [name for name in _REDIRECTING_VARS if os.environ.get(name)]
+    if not names:
+        return None
+    return f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} set"
+
+
 def _decode(data: bytes) -> str:
     # Paths are bytes to git; ``fsdecode`` round-trips undecodable names through
     # surrogateescape instead of failing on them.
@@ -107,19 +131,16 @@ def split_z(data: bytes) -> list[str]:
 
 @dataclass(frozen=True)
 class StatusEntry:
-    """One entry of ``git status --porcelain=v1 -z``.
+    """One entry of ``git status``, its ``XY`` code as ``--porcelain=v1`` writes it.
 
-    ``path`` is relative to the repository top level (porcelain output always is);
-    ``orig_path`` is the source of a rename or copy.
+    ``path`` is relative to the repository top level (porcelain output always is).
     """
 
     xy: str
     path: str
-    orig_path: str | None = None
 
     @property
     def untracked(self) -> bool:
-        """True for ``??`` entries."""
         return self.xy == "??"
 
     @property
@@ -184,11 +205,9 @@ def parse_status_v2_z(data: bytes) -> tuple[str | None, list[StatusEntry]]:
             xy = kind.decode() * 2
         else:
             xy = parts[1].decode("ascii", "replace").replace(".", " ")
-        orig: str | None = None
         if kind == b"2":
-            orig = _decode(fields[i]) if i < len(fields) else None
-            i += 1
-        entries.append(StatusEntry(xy, _decode(parts[skip]), orig))
+            i += 1  # a rename's source path, a field of its own
+        entries.append(StatusEntry(xy, _decode(parts[skip])))
     return head, entries
 
 

@@ -33,8 +33,8 @@ from pathlib import Path
 
 import pytest
 
-from .git import GitError, run_git
-from .isolation import _REDIRECTING_VARS, _rmtree
+from .git import GitError, commit, redirected, run_git
+from .isolation import _rmtree
 from .models import WireModel
 
 __all__ = [
@@ -107,17 +107,10 @@ class HeadCheckout(WireModel):
         return f"the changes of {self.ref} ({self.sha[:12]}) against {self.base}"
 
 
-def _commit(repo: Path, ref: str) -> str | None:
-    proc = run_git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
-    if proc.returncode != 0:
-        return None
-    return os.fsdecode(proc.stdout).strip()
-
-
 def _resolve(repo: Path, ref: str, base: str | None) -> tuple[str, str, str, str]:
     """REF's commit, the base's name and commit, and their merge base."""
     shown = shlex.quote(ref)
-    sha = None if ref.startswith("-") else _commit(repo, ref)
+    sha = commit(repo, ref)
     if sha is None:
         raise HeadError(
             f"{_PREFIX}: --advreview-head={ref}: {ref!r} is not a commit, branch or tag of "
@@ -126,7 +119,7 @@ def _resolve(repo: Path, ref: str, base: str | None) -> tuple[str, str, str, str
             f"its commit id: --advreview-head=<sha> (tried `git rev-parse --verify {shown}`)"
         )
     base_name = base if base is not None else "HEAD"
-    base_sha = None if base_name.startswith("-") else _commit(repo, base_name)
+    base_sha = commit(repo, base_name)
     if base_sha is None:
         raise HeadError(
             f"{_PREFIX}: the base {base_name!r} of --advreview-head={ref} is not a commit of "
@@ -146,14 +139,6 @@ def _resolve(repo: Path, ref: str, base: str | None) -> tuple[str, str, str, str
     return sha, base_name, base_sha, merge_base
 
 
-def _inside(path: Path, folder: Path) -> bool:
-    try:
-        path.resolve().relative_to(folder.resolve())
-    except ValueError:
-        return False
-    return True
-
-
 def materialise(repo: Path, ref: str, base: str | None, *, rootdir: Path) -> HeadCheckout:
     """Resolve REF and check it out, read-only, in a private temporary repository.
 
@@ -166,21 +151,20 @@ def materialise(repo: Path, ref: str, base: str | None, *, rootdir: Path) -> Hea
         temporary directory is inside the rootdir, ``GIT_DIR`` or another variable
         redirects git, or git failed; nothing is left behind.
     """
-    redirected = [name for name in _REDIRECTING_VARS if os.environ.get(name)]
-    if redirected:
+    redirecting = redirected()
+    if redirecting:
         # git would run every command of the checkout against that repository instead:
         # REF's files would be checked out into the user's work tree.
         raise HeadError(
-            f"{_PREFIX}: --advreview-head cannot run while {', '.join(redirected)} "
-            f"{'is' if len(redirected) == 1 else 'are'} set (inside a git hook?): git would "
-            "check REF out into that repository; unset them"
+            f"{_PREFIX}: --advreview-head cannot run while {redirecting} (inside a git "
+            "hook?): git would check REF out into that repository; unset them"
         )
     try:
         sha, base_name, base_sha, merge_base = _resolve(repo, ref, base)
     except GitError as exc:
         raise HeadError(f"{_PREFIX}: --advreview-head={ref}: {exc}") from None
     holder = Path(tempfile.mkdtemp(prefix=HOLDER_PREFIX)).resolve()
-    if _inside(holder, rootdir):
+    if holder.is_relative_to(rootdir.resolve()):
         shutil.rmtree(holder, ignore_errors=True)
         raise HeadError(
             f"{_PREFIX}: --advreview-head needs a temporary directory outside the rootdir "

@@ -34,29 +34,20 @@ import shutil
 import stat
 import sys
 import tempfile
-import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import TracebackType
 
-import pytest
-
-from .git import GitError, run_git, split_z
+from .git import GitError, commit, redirected, run_git, split_z
 
 __all__ = [
     "WORKTREE_PREFIX",
     "IsolationError",
-    "IsolationWarning",
     "Worktree",
     "leftover_worktrees",
 ]
 
 #: Prefix of the temporary directory holding each worktree; marks worktrees as ours.
 WORKTREE_PREFIX = "advreview-wt-"
-
-#: Variables that redirect git away from the current directory.  Set (inside a git hook,
-#: say), they would make git commands run in the worktree act on the user's repository.
-_REDIRECTING_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR")
 
 #: Options of every ``git diff`` here: the plain patch format whatever the user's config.
 _DIFF_OPTS = (
@@ -89,17 +80,10 @@ class IsolationError(Exception):
     """A worktree could not be created, mirrored or removed; the message says why and the fix."""
 
 
-class IsolationWarning(pytest.PytestWarning):
-    """A worktree could not be removed while another error was already propagating."""
-
-
 class Worktree:
     """A private, detached worktree mirroring the work tree of ``repo_root``.
 
-    Use :meth:`create`, then the instance as a context manager (or call :meth:`remove`)::
-
-        with Worktree.create(repo_root, tmp_dir) as wt:
-            run_review(cwd=wt.path)
+    Made by :meth:`create`; whoever made it calls :meth:`remove` when the review is over.
 
     :param repo_root: top level of the user's work tree.
     :param path: top level of the worktree.
@@ -122,13 +106,12 @@ class Worktree:
         :raises IsolationError: not a git work tree, no commit yet, git redirected by the
             environment, or git failed; nothing is left behind.
         """
-        redirected = [name for name in _REDIRECTING_VARS if os.environ.get(name)]
-        if redirected:
+        redirecting = redirected()
+        if redirecting:
             raise IsolationError(
                 f"pytest-advreview: --advreview-isolation=worktree cannot run while "
-                f"{', '.join(redirected)} {'is' if len(redirected) == 1 else 'are'} set "
-                "(inside a git hook?): git commands in the worktree would act on the "
-                "user's repository. Unset them, or run without worktree isolation"
+                f"{redirecting} (inside a git hook?): git commands in the worktree would "
+                "act on the user's repository. Unset them, or run without worktree isolation"
             )
         try:
             top = Path(
@@ -140,9 +123,7 @@ class Worktree:
                 f"but {repo_root} is not in one ({exc}). Run inside a git repository or "
                 "drop --advreview-isolation=worktree"
             ) from exc
-        if run_git(
-            top, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", check=False
-        ).returncode:
+        if commit(top, "HEAD") is None:
             raise IsolationError(
                 f"pytest-advreview: --advreview-isolation=worktree needs a commit to check "
                 f"out, but HEAD of {top} has none yet. Commit once or drop the option"
@@ -224,23 +205,16 @@ class Worktree:
         rel = name.rstrip("/")
         src = self.repo_root / rel
         dst = self.path / rel
+        _remove_path(dst)
         if not os.path.lexists(src):
-            _remove_path(dst)
-            return
-        if src.is_dir() and not src.is_symlink():
-            # A nested repository is listed as "dir/" by ls-files --others.
-            _remove_path(dst)
-            shutil.copytree(src, dst, symlinks=True)
             return
         dst.parent.mkdir(parents=True, exist_ok=True)
-        if os.path.lexists(dst) and (dst.is_dir() and not dst.is_symlink()):
-            _remove_path(dst)
         if src.is_symlink():
-            _remove_path(dst)
             os.symlink(os.readlink(src), dst)
+        elif src.is_dir():
+            # A nested repository is listed as "dir/" by ls-files --others.
+            shutil.copytree(src, dst, symlinks=True)
         else:
-            if dst.is_symlink():
-                dst.unlink()
             shutil.copy2(src, dst)
 
     # -- mapping -------------------------------------------------------------------------
@@ -253,11 +227,6 @@ class Worktree:
         return self.path / Path(path).absolute().relative_to(self.repo_root)
 
     # -- removal -------------------------------------------------------------------------
-
-    @property
-    def removed(self) -> bool:
-        """True once :meth:`remove` succeeded."""
-        return self._removed
 
     def remove(self) -> None:
         """Remove the worktree: ``git worktree remove --force``, prune, then delete the files.
@@ -287,24 +256,6 @@ class Worktree:
                 "and `git worktree prune`"
             )
         self._removed = True
-
-    def __enter__(self) -> Worktree:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc is None:
-            self.remove()
-            return
-        # The error in flight is what the user must see; a cleanup failure only warns.
-        try:
-            self.remove()
-        except IsolationError as cleanup:
-            warnings.warn(IsolationWarning(str(cleanup)), stacklevel=2)
 
 
 def _remove_path(path: Path) -> None:

@@ -24,6 +24,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from .cachekey import plan_hash
 from .git import STATUS_V2_ARGS, GitError, parse_status_v2_z, run_git
 from .models import WireModel
 from .targets import compile_glob, match_any
@@ -74,9 +75,6 @@ class Mutation(WireModel):
     detail: str = ""
 
 
-_CHUNK = 1 << 20
-
-
 def _hash_path(path: Path) -> str:
     """sha256 of a file's bytes; ``link:`` + target for a symlink; ``dir`` for a folder.
 
@@ -94,14 +92,10 @@ def _hash_path(path: Path) -> str:
         return "link:" + hashlib.sha256(target).hexdigest()
     if stat.S_ISDIR(info.st_mode):
         return "dir"
-    digest = hashlib.sha256()
     try:
-        with path.open("rb") as fh:
-            while chunk := fh.read(_CHUNK):
-                digest.update(chunk)
+        return plan_hash(path)
     except OSError as exc:
         return f"unreadable:{exc.errno}"
-    return digest.hexdigest()
 
 
 def take_snapshot(

@@ -182,10 +182,6 @@ class ReviewState(WireModel):
         )
 
 
-def _entry_name(key: str) -> str:
-    return f"{state_key(key)}.json"
-
-
 def state_key(key: str) -> str:
     """The file stem of ``key``'s entry: any target path maps to a safe, fixed-length name."""
     return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:16]
@@ -261,18 +257,10 @@ class StateStore:
         plugin is disabled, and the store then does nothing (one warning per config).
     :param run_secret: the secret of this run's tags (the controller's, on an xdist
         worker); a new one when omitted.
-    :param state_key: the key entries are authenticated with; loaded on first use from
-        :func:`~.statekey.load_state_key` when omitted.
     :raises pytest.UsageError: ``ADVREVIEW_STATE_KEY`` is set to an unusable value.
     """
 
-    def __init__(
-        self,
-        config: pytest.Config,
-        *,
-        run_secret: bytes | None = None,
-        state_key: StateKey | None = None,
-    ) -> None:
+    def __init__(self, config: pytest.Config, *, run_secret: bytes | None = None) -> None:
         self._config = config
         self._cache: pytest.Cache | None = getattr(config, "cache", None)
         self._dir: Path | None = None
@@ -281,7 +269,8 @@ class StateStore:
         #: ``open`` (collection asks for all of them, 5,000 plans in one repository).
         self._present: set[str] | None = None
         self._run_secret = run_secret if run_secret is not None else secrets.token_bytes(32)
-        self._key = state_key
+        #: Loaded on first use (:func:`~.statekey.load_state_key`).
+        self._key: StateKey | None = None
         self._key_problem: str | None = None
         if self._cache is not None and os.environ.get(STATE_KEY_ENV, "").strip():
             # A bad ADVREVIEW_STATE_KEY is the user's to fix: a usage error before any
@@ -291,7 +280,7 @@ class StateStore:
     def path_for(self, key: str) -> Path | None:
         """Where ``key``'s entry lives (the directory is created), or ``None`` when off."""
         directory = self._directory()
-        return directory / _entry_name(key) if directory is not None else None
+        return directory / f"{state_key(key)}.json" if directory is not None else None
 
     def state_key(self) -> StateKey | None:
         """The key entries are authenticated with; ``None`` (after one warning) without one.
@@ -327,7 +316,7 @@ class StateStore:
         listing = self._listing(directory)
         if listing is not None and not listing:
             return None, None  # an empty store (a first run): no name to hash per target
-        name = _entry_name(key)
+        name = f"{state_key(key)}.json"
         if listing is not None and name not in listing:
             return None, None
         path = directory / name
@@ -352,15 +341,15 @@ class StateStore:
                 f"it has schema version {data.get('schema_version')!r}, this plugin "
                 f"reads version {STATE_SCHEMA} (written by another pytest-advreview version)",
             )
-        state_key = self.state_key()
-        if state_key is None:
+        mac_key = self.state_key()
+        if mac_key is None:
             return None, None  # warned once already: nothing can be checked
-        if not state_key.verify(_canonical(data.get("state")), data.get("mac")):
+        if not mac_key.verify(_canonical(data.get("state")), data.get("mac")):
             return None, self._problem(
                 key,
                 path,
                 "it was not written by pytest-advreview under this state key "
-                f"({state_key.where}): a forged or copied entry, or one written with another "
+                f"({mac_key.where}): a forged or copied entry, or one written with another "
                 "key (a CI job with another ADVREVIEW_STATE_KEY, another user's machine)",
                 tail=(
                     "it is ignored and the target is reviewed again. If the key changed on "
@@ -379,17 +368,6 @@ class StateStore:
                 key, path, f"it belongs to another target ({entry.state.key!r})"
             )
         return entry.state, None
-
-    def load(self, key: str) -> ReviewState | None:
-        """The stored state of ``key``, or ``None`` when there is none or it is unusable.
-
-        A missing entry is silent; an unusable one (see :meth:`read`) warns
-        (:class:`StateWarning`) and reads as ``None``, so the target gets a fresh review.
-        """
-        state, problem = self.read(key)
-        if problem is not None:
-            warnings.warn(StateWarning(problem), stacklevel=2)
-        return state
 
     def save(self, state: ReviewState) -> bool:
         """Write ``state`` atomically; returns False (after a warning) when it could not.
@@ -438,13 +416,19 @@ class StateStore:
         path = self.path_for(key)
         if path is None:
             return
+        problem = self._delete(path)
+        if problem is not None:
+            self._warn(key, path, f"it could not be deleted ({problem})", verb="clearing")
+
+    def _delete(self, path: Path) -> str | None:
+        """Delete an entry file; why it could not be deleted, ``None`` when it is gone."""
         try:
             path.unlink(missing_ok=True)
         except OSError as exc:
-            self._warn(key, path, f"it could not be deleted ({_oserror(exc)})", verb="clearing")
-            return
+            return _oserror(exc)
         if self._present is not None:
             self._present.discard(path.name)
+        return None
 
     # -- watching the store while a reviewer runs ----------------------------------------
 
@@ -502,39 +486,30 @@ class StateStore:
             path = Path(text)
             if directory is None or path.parent != directory or not path.name.endswith(".json"):
                 continue  # the folder or the key file: reported, never deleted here
-            try:
-                path.unlink(missing_ok=True)
-            except OSError as exc:
+            problem = self._delete(path)
+            if problem is not None:
                 warnings.warn(
                     StateWarning(
                         f"pytest-advreview: {path} was changed by a reviewer and could not be "
-                        f"deleted ({_oserror(exc)}); the state key still keeps a forged entry "
+                        f"deleted ({problem}); the state key still keeps a forged entry "
                         "from passing. Fix: delete the file"
                     ),
                     stacklevel=2,
                 )
-                continue
-            if self._present is not None:
-                self._present.discard(path.name)
 
     @staticmethod
     def target_of(path: str) -> str | None:
         """The target an entry file names (for messages); ``None`` when unreadable."""
-        try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-            key = data["state"]["key"]
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
+        data = _read_json(Path(path))
+        state = data.get("state") if isinstance(data, dict) else None
+        key = state.get("key") if isinstance(state, dict) else None
         return key if isinstance(key, str) else None
 
     def _run_tag(self, mac: str) -> str:
         return hmac.new(self._run_secret, mac.encode("ascii"), hashlib.sha256).hexdigest()
 
     def _written_by_this_run(self, path: Path) -> bool:
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return False
+        data = _read_json(path)
         if not isinstance(data, dict):
             return False
         mac, tag = data.get("mac"), data.get("run_tag")
@@ -599,7 +574,9 @@ class StateStore:
         )
 
     @staticmethod
-    def _problem(key: str, path: Path, problem: str, *, tail: str | None = None) -> str:
+    def _problem(
+        key: str, path: Path, problem: str, *, verb: str = "loading", tail: str | None = None
+    ) -> str:
         """The text of a :class:`StateWarning` about an entry that cannot be used."""
         # The next save overwrites the entry, so the problem heals itself; say so.
         tail = tail or (
@@ -607,7 +584,7 @@ class StateStore:
             "delete the file or run with --cache-clear"
         )
         return (
-            f"pytest-advreview: loading the review state of {key!r} failed: {path}: "
+            f"pytest-advreview: {verb} the review state of {key!r} failed: {path}: "
             f"{problem}; {tail}"
         )
 
@@ -617,11 +594,7 @@ class StateStore:
             "cache directory (cache_dir ini option) writable, or delete the path"
         )
         warnings.warn(
-            StateWarning(
-                f"pytest-advreview: {verb} the review state of {key!r} failed: {path}: "
-                f"{problem}; {tail}"
-            ),
-            stacklevel=3,
+            StateWarning(self._problem(key, path, problem, verb=verb, tail=tail)), stacklevel=3
         )
 
 
@@ -629,6 +602,14 @@ def _oserror(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
     return str(exc) or type(exc).__name__
+
+
+def _read_json(path: Path) -> object:
+    """The JSON in ``path``; ``None`` when it cannot be read or parsed."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
 
 
 def _first_error(exc: ValidationError) -> str:
@@ -661,13 +642,9 @@ def plan_diff(
     :param old: the text the reviewer saw last.
     :param new: the current text.
     :param path: repo-relative path, used in the ``---``/``+++`` headers.
-    :param max_lines: most diff lines shown (at least 1).
-    :param max_chars: most characters shown (at least 1).
+    :param max_lines: most diff lines shown.
+    :param max_chars: most characters shown.
     """
-    if max_lines < 1 or max_chars < 1:
-        raise ValueError(
-            f"max_lines and max_chars must be at least 1 (got {max_lines}, {max_chars})"
-        )
     if old == new:
         return ""
     lines: list[str] = []
@@ -749,11 +726,9 @@ def decide_next(
 
     :param state: the stored state of the target, ``None`` when there is none.
     :param key: the target's cache key in this run (:func:`~.cachekey.cache_key`).
-    :param max_rounds: the round limit over all runs.
+    :param max_rounds: the round limit over all runs (the option bounds it to at least 1).
     :param fresh: ``--advreview-fresh``: ignore the state.
     """
-    if max_rounds < 1:
-        raise ValueError(f"max_rounds must be at least 1, got {max_rounds}")
     if fresh:
         return NextStep(action="review", reason="--advreview-fresh: stored state ignored")
     if state is None:

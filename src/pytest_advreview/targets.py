@@ -25,6 +25,7 @@ from .git import (
     STATUS_V2_ARGS,
     GitError,
     StatusEntry,
+    commit,
     literal_pathspec,
     parse_status_v2_z,
     run_git,
@@ -70,6 +71,13 @@ def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProce
     """:func:`run_git`, with failures turned into a :class:`TargetError`."""
     try:
         return run_git(cwd, *args, check=check)
+    except GitError as exc:
+        raise TargetError(f"{_PREFIX}: {exc}") from None
+
+
+def _commit(root: Path, ref: str) -> str | None:
+    try:
+        return commit(root, ref)
     except GitError as exc:
         raise TargetError(f"{_PREFIX}: {exc}") from None
 
@@ -136,11 +144,6 @@ def repo_info(path: Path) -> GitRepoInfo | None:
     return GitRepoInfo(root=Path(lines[0]), superproject=superproject)
 
 
-def _verify(repo: Path, ref: str) -> bool:
-    proc = _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
-    return proc.returncode == 0
-
-
 def resolve_base(repo: Path, explicit: str | None, env: Mapping[str, str]) -> str | None:
     """The base of branch diffs and of plan scope ``changed``.
 
@@ -152,7 +155,7 @@ def resolve_base(repo: Path, explicit: str | None, env: Mapping[str, str]) -> st
     :raises BaseRefError: the explicit base is not a commit git knows.
     """
     if explicit is not None:
-        if explicit.startswith("-") or not _verify(repo, explicit):
+        if _commit(repo, explicit) is None:
             raise BaseRefError(
                 f"{_PREFIX}: the base {explicit!r} (--advreview-base / ini advreview_base) "
                 f"is not a commit, branch or tag of the repository at {repo}; "
@@ -164,7 +167,7 @@ def resolve_base(repo: Path, explicit: str | None, env: Mapping[str, str]) -> st
     if github and not github.startswith("-"):
         candidates.insert(0, f"origin/{github}")
     for ref in candidates:
-        if _verify(repo, ref):
+        if _commit(repo, ref) is not None:
             return ref
     return None
 
@@ -344,20 +347,7 @@ def _changed_paths(root: Path, base: str | None) -> set[str]:
     """Top-level-relative paths added or modified against ``base`` or not yet committed."""
     changed = {e.path for e in status_entries(root) if e.untracked or "D" not in e.xy}
     if base is not None:
-        try:
-            out = run_git(
-                root,
-                "diff",
-                "--name-only",
-                "-z",
-                "--no-renames",
-                "--diff-filter=AM",
-                f"{base}...HEAD",
-                "--",
-            ).stdout
-        except GitError as exc:
-            raise _branch_error(root, base, exc) from None
-        changed.update(split_z(out))
+        changed.update(_branch_names(root, base, "--diff-filter=AM"))
     return changed
 
 
@@ -542,8 +532,6 @@ def _selection(
 
 # -- the change set ------------------------------------------------------------------------
 
-_UNTRACKED_COMMAND = "git ls-files --others --exclude-standard"
-
 
 def _toplevel(root: Path) -> Path:
     out = _git(root, "rev-parse", "--show-toplevel").stdout
@@ -605,41 +593,42 @@ def _branch_error(root: Path, base: str, exc: GitError) -> BaseRefError:
 
 def _uncommitted(root: Path, excluded: set[str]) -> ChangeSet | None:
     every = status_entries(root)
-    entries = [e for e in every if e.path not in excluded]
-    unstaged = [e.path for e in entries if e.unstaged]
-    staged = [e.path for e in entries if e.staged]
-    untracked = [e.path for e in entries if e.untracked]
-    if not (unstaged or staged or untracked):
+    commands = {
+        "unstaged": "git diff",
+        "staged": "git diff --cached",
+        "untracked": "git ls-files --others --exclude-standard",
+    }
+    found = {
+        kind: [e.path for e in every if getattr(e, kind) and e.path not in excluded]
+        for kind in commands
+    }
+    if not any(found.values()):
         return None
-    # Only name an excluded path in a command when that command would have shown it.
-    all_entries = {e.path: e for e in every if e.path in excluded}
-    kinds = [k for k, on in (("unstaged", unstaged), ("staged", staged)) if on]
-    description = " + ".join(kinds) + " changes" if kinds else ""
-    if untracked:
+    changes = [kind for kind in ("unstaged", "staged") if found[kind]]
+    description = " + ".join(changes) + " changes" if changes else ""
+    if found["untracked"]:
         description = f"{description} + untracked files" if description else "untracked files"
-    commands: list[str] = []
-    if unstaged:
-        commands.append(_command("git diff", (p for p, e in all_entries.items() if e.unstaged)))
-    if staged:
-        commands.append(
-            _command("git diff --cached", (p for p, e in all_entries.items() if e.staged))
-        )
-    if untracked:
-        commands.append(
-            _command(_UNTRACKED_COMMAND, (p for p, e in all_entries.items() if e.untracked))
-        )
-    files = sorted({*unstaged, *staged, *untracked})
-    return ChangeSet(files=tuple(files), description=description, diff_commands=tuple(commands))
+    # Only name an excluded path in a command when that command would have shown it.
+    diff_commands = tuple(
+        _command(command, (e.path for e in every if getattr(e, kind) and e.path in excluded))
+        for kind, command in commands.items()
+        if found[kind]
+    )
+    files = sorted({path for paths in found.values() for path in paths})
+    return ChangeSet(files=tuple(files), description=description, diff_commands=diff_commands)
+
+
+def _branch_names(root: Path, base: str, *options: str) -> list[str]:
+    """The top-level-relative paths ``git diff BASE...HEAD`` names (renames: two paths)."""
+    diff = ("diff", "--name-only", "-z", "--no-renames", *options, f"{base}...HEAD", "--")
+    try:
+        return split_z(run_git(root, *diff).stdout)
+    except GitError as exc:
+        raise _branch_error(root, base, exc) from None
 
 
 def _branch(root: Path, base: str, excluded: set[str]) -> ChangeSet | None:
-    try:
-        out = run_git(
-            root, "diff", "--name-only", "-z", "--no-renames", f"{base}...HEAD", "--"
-        ).stdout
-    except GitError as exc:
-        raise _branch_error(root, base, exc) from None
-    names = split_z(out)
+    names = _branch_names(root, base)
     files = sorted({p for p in names if p not in excluded})
     if not files:
         return None
@@ -711,11 +700,6 @@ _TRUTHY = frozenset({"1", "true", "yes", "on"})
 def in_ci(env: Mapping[str, str]) -> bool:
     """True when ``CI`` or ``GITHUB_ACTIONS`` is set to a true value (any case)."""
     return any(env.get(name, "").strip().lower() in _TRUTHY for name in CI_VARIABLES)
-
-
-def _commit(root: Path, ref: str) -> str | None:
-    proc = _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
-    return _lines(proc.stdout)[0] if proc.returncode == 0 else None
 
 
 def change_set_info(
