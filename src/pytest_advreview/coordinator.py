@@ -25,7 +25,7 @@ import pytest
 from .cachekey import cache_key, reviewer_identity
 from .decisions import DecisionsError, DecisionsFile, check_known, check_targets, load_decisions
 from .loop import FixFailed, LoopResult
-from .models import Review, ReviewStatus, RoundRecord
+from .models import Decision, Review, ReviewStatus, RoundRecord
 from .outcome import Outcome
 from .review import ReviewInputError, ReviewRun
 from .state import ReviewState, StateStore, StateWarning, decide_next, plan_diff
@@ -222,14 +222,34 @@ class Coordinator:
         applied = None
         if step.action == "continue" and state is not None:
             applied = self._applied(run, state)
-        result, outcome = run.run(history=step.history, decisions=step.decisions, applied=applied)
+        return self._run(run, step.history, step.decisions, applied)
+
+    def _run(
+        self,
+        run: ReviewRun,
+        history: Sequence[RoundRecord],
+        decisions: Sequence[Decision],
+        applied: str | None,
+    ) -> tuple[LoopResult, Outcome]:
+        """Run the rounds that are due, count their tokens and store the result."""
+        result, outcome = run.run(history=history, decisions=decisions, applied=applied)
         self.ledger.add(result.usage.total)
         # Findings left for the operator, or lead edits that are not in the commit under
         # review, are not stored as a verdict: it must not pass from cache next time.
         if result.rounds and not (result.needs_operator or result.uncommitted_edits):
             # A lead may have edited the plan: store the text the last round reviewed.
             material = run.material()
-            self._save(key, material.content, material.content_hash, step.history, result)
+            state = ReviewState(
+                key=run.spec.key,
+                reviewer=self.identity,
+                rounds=(*history, *result.rounds),
+                session_id=result.session_id,
+                last_content_hash=material.content_hash,
+                last_content=material.content,
+                status=result.status,
+            )
+            if self.store.save(state):
+                self._loaded[run.spec.key] = state
         return result, outcome
 
     def _lead_on_stored(
@@ -259,14 +279,7 @@ class Coordinator:
             )
         if decisions is None:
             return None
-        result, outcome = run.run(
-            history=state.rounds, decisions=decisions, applied=run.lead_applied
-        )
-        self.ledger.add(result.usage.total)
-        if result.rounds and not (result.needs_operator or result.uncommitted_edits):
-            material = run.material()
-            self._save(run.spec.key, material.content, material.content_hash, state.rounds, result)
-        return result, outcome
+        return self._run(run, state.rounds, decisions, run.lead_applied)
 
     def _applied(self, run: ReviewRun, state: ReviewState) -> str | None:
         """The "Applied" text: what changed since the content of the last round."""
@@ -278,23 +291,3 @@ class Coordinator:
                 state.last_content, content, path=run.spec.key
             )
         return "The code change was updated since your last review. Now:\n" + content
-
-    def _save(
-        self,
-        key: str,
-        content: str,
-        content_hash: str,
-        history: Sequence[RoundRecord],
-        result: LoopResult,
-    ) -> None:
-        state = ReviewState(
-            key=key,
-            reviewer=self.identity,
-            rounds=(*history, *result.rounds),
-            session_id=result.session_id,
-            last_content_hash=content_hash,
-            last_content=content,
-            status=result.status,
-        )
-        if self.store.save(state):
-            self._loaded[key] = state

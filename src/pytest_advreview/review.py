@@ -615,46 +615,42 @@ class ReviewRun:
         """The item's results in the one model every report is built from."""
         result, outcome = self.result, self.outcome
         path = self.spec.path or self.spec.against_plan
-        rel = _relative(path, self.repo_root, self._shared.resolve) if path is not None else None
-        if result is None or outcome is None:
-            return ItemRecord(
-                nodeid=nodeid,
-                key=self.spec.key,
-                kind=self.spec.kind,
-                path=rel,
-                status=ReviewStatus.ABORTED,
-                outcome="error",
-                fail_on=self.settings.fail_on,
-                error=error,
-                mutations=tuple(self.mutations),
-            )
-        findings = (*outcome.failing, *outcome.below)
-        rounds = (*self.history, *result.rounds)
-        return ItemRecord(
+        base = ItemRecord(
             nodeid=nodeid,
             key=self.spec.key,
             kind=self.spec.kind,
-            path=rel,
-            status=outcome.status,
-            outcome=outcome.kind.value,
-            verdict=outcome.verdict,
-            max_severity=outcome.max_severity,
+            path=_relative(path, self.repo_root, self._shared.resolve) if path else None,
+            status=ReviewStatus.ABORTED,
+            outcome="error",
             fail_on=self.settings.fail_on,
-            findings=findings,
-            failing_ids=tuple(f.id for f in outcome.failing),
-            rounds=rounds,
-            decisions=rounds[-1].decisions if rounds else (),
-            tokens=result.usage,
-            duration_s=sum(r.duration_s for r in result.rounds),
-            error=error
-            or result.error
-            or (outcome.summary if outcome.kind is OutcomeKind.ERROR else None),
+            error=error,
             mutations=tuple(self.mutations),
-            warnings=result.warnings,
-            review_text=result.review.raw if result.review is not None else None,
-            lead=tuple(self.lead_records),
-            needs_operator=tuple(self.needs_operator),
-            lead_patch=self.lead_patch(),
+        )
+        if result is None or outcome is None:
+            return base
+        findings = (*outcome.failing, *outcome.below)
+        rounds = (*self.history, *result.rounds)
+        return base.model_copy(
+            update=dict(
+                status=outcome.status,
+                outcome=outcome.kind.value,
+                verdict=outcome.verdict,
+                max_severity=outcome.max_severity,
+                findings=findings,
+                failing_ids=tuple(f.id for f in outcome.failing),
+                rounds=rounds,
+                decisions=rounds[-1].decisions if rounds else (),
+                tokens=result.usage,
+                duration_s=sum(r.duration_s for r in result.rounds),
+                error=error
+                or result.error
+                or (outcome.summary if outcome.kind is OutcomeKind.ERROR else None),
+                warnings=result.warnings,
+                review_text=result.review.raw if result.review is not None else None,
+                lead=tuple(self.lead_records),
+                needs_operator=tuple(self.needs_operator),
+                lead_patch=self.lead_patch(),
+            )
         )
 
     def lead_patch(self) -> str:
