@@ -92,7 +92,9 @@ class ReviewItem(pytest.Item):
         #: The item's ItemRecord as JSON; copied onto each phase report as
         #: ``report.advreview_record`` (plain attributes travel through xdist).
         self.record_json: str | None = None
-        severity = _reviews(self.config).stored_severity(spec.key)
+        stash = runstash.get(self.config)
+        assert stash is not None, "review items are collected only by a review run"
+        severity = stash.coordinator.stored_severity(spec.key)
         if severity is not None:
             # Re-run exactly the items whose last review had open findings of this level:
             # pytest --adversarial-review -m severity_critical

@@ -1,7 +1,8 @@
-"""The per-run plugin object: what to collect, how to build reviewers, what to summarise.
+"""The plugins of one ``--adversarial-review`` run, registered by ``plugin.py``.
 
-Registered by ``plugin.py`` only when ``--adversarial-review`` is given, so an installed
-plugin never changes an unrelated suite.
+:class:`ReviewSession` (every process): what to collect and how to run its reviews.
+:class:`Controller` (the controller only, never an xdist worker): the decisions check,
+what the workers get, the report files and the terminal summary.
 """
 
 from __future__ import annotations
@@ -77,14 +78,14 @@ class ReviewSession:
         #: Shared by the run's reviews: git top levels and resolved paths.
         self._shared = SharedLookups()
         self._resolve = self._shared.resolve
-        self.results = ResultsCollector()
         #: ``--advreview-only``: collect the review items, import no test module.
         self.only = bool(config.getoption("advreview_only", default=False))
         # One directory per run, decided on the controller and shared with the workers
         # (the token ledger lives there); removed by the controller at the end.
-        shared = runstash.from_workerinput(config)
-        if shared is not None:
-            self.run_dir, self.run_secret = shared
+        #: A worker's run directory, secret and head checkout (``None`` on the controller).
+        self._from_controller = runstash.from_workerinput(config)
+        if self._from_controller is not None:
+            self.run_dir, self.run_secret, _ = self._from_controller
         else:
             self.run_dir = Path(tempfile.mkdtemp(prefix="advreview-run-"))
             # Removed however the run ends (a usage error after configure included).
@@ -222,23 +223,6 @@ class ReviewSession:
             repo=self.repo,
         )
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_collection(self, session: pytest.Session) -> None:
-        """Check the decisions file against the targets and their stored findings.
-
-        Here rather than at configure: stored state may warn, and pytest applies the
-        ``filterwarnings`` of the run to warnings of collection.  On the controller only
-        (an xdist controller does not collect, but this hook still runs on it).
-        """
-        if hasattr(self.config, "workerinput"):
-            return
-        from .decisions import DecisionsError
-
-        try:
-            self.coordinator.check_decisions(self.repo_root)
-        except DecisionsError as exc:
-            raise pytest.UsageError(str(exc)) from None
-
     def _find_head_targets(self, ref: str) -> None:
         """``--advreview-head``: REF's plans and ``BASE...REF``, from a private checkout.
 
@@ -258,10 +242,8 @@ class ReviewSession:
                 "(advreview_plans, advreview_plan_scope); a .md path on the command line "
                 "names a file of the base checkout: drop it, or select items with -k"
             )
-        workerinput = getattr(self.config, "workerinput", None)
-        if isinstance(workerinput, dict) and head.HEAD_KEY in workerinput:
-            checkout = head.HeadCheckout.model_validate_json(str(workerinput[head.HEAD_KEY]))
-        else:
+        checkout = self._from_controller[2] if self._from_controller else None
+        if checkout is None:
             checkout = head.materialise(
                 self.repo.root, ref, self.settings.base, rootdir=self.rootdir
             )
@@ -511,9 +493,6 @@ class ReviewSession:
             else None,
         )
 
-    def _change_set(self) -> ChangeSet | None:
-        return self.code_change()[0]
-
     def code_change(self) -> tuple[ChangeSet | None, ChangeSetInfo | None]:
         """The change set the code item reviews and its description (``None`` outside git).
 
@@ -570,10 +549,6 @@ class ReviewSession:
             raise pytest.UsageError(str(exc)) from None
         self._change = (change, info)
         return self._change
-
-    def stored_severity(self, key: str) -> str | None:
-        """The max severity of ``key``'s last stored review, when it asked for revision."""
-        return self.coordinator.stored_severity(key)
 
     # -- running -----------------------------------------------------------------------
 
@@ -716,27 +691,56 @@ class ReviewSession:
                 report.longrepr = rebuilt
         return report
 
+
+class Controller:
+    """The controller's side of a run; ``plugin.py`` registers it nowhere else, so none
+    of its hooks asks where it runs (an xdist worker only reviews and sends reports)."""
+
+    def __init__(self, config: pytest.Config, session: ReviewSession) -> None:
+        self.config = config
+        self.session = session
+        self.results = ResultsCollector()
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection(self, session: pytest.Session) -> None:
+        """Check the decisions file against the targets and their stored findings.
+
+        Here rather than at configure: stored state may warn, and pytest applies the
+        ``filterwarnings`` of the run to warnings of collection.  (An xdist controller
+        does not collect, but this hook still runs on it.)
+        """
+        from .decisions import DecisionsError
+
+        try:
+            self.session.coordinator.check_decisions(self.session.repo_root)
+        except DecisionsError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """Give each xdist worker the run it rebuilds (``workerinput``: a pipe to the
+        worker, which no reviewer can read)."""
+        node.workerinput.update(self.session.stash.serialized(self.config))
+
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Collect review records (on the controller also those of xdist workers)."""
+        """Collect review records (also those of xdist workers)."""
         self.results.add(report)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        """Write the report files once, on the controller, also after errors."""
-        if hasattr(self.config, "workerinput"):
-            return
+        """Write the report files once, also after errors."""
         # Imported here: the report writers run on the controller only, and xdist
         # workers (one Python start each) need not load them.
         from .report.publish import exit_status, publish
 
         results = self.results.ordered()
         try:
-            info = self.code_change()[1]
+            info = self.session.code_change()[1]
         except pytest.UsageError:  # reported at collection already; the reports still go out
             info = None
-        written = publish(self.config, self.settings, results, change=info)
-        status = exit_status(self.settings, results, int(exitstatus), config=self.config)
+        written = publish(self.config, self.session.settings, results, change=info)
+        status = exit_status(self.session.settings, results, int(exitstatus), config=self.config)
         if not written and status in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             # A gate whose SARIF/JSON/markdown could not be written must not pass: the
             # pipeline step that uploads it would fail later, or silently show nothing.
@@ -745,7 +749,5 @@ class ReviewSession:
 
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        """The final operator summary: one block per review item (controller only)."""
-        if hasattr(self.config, "workerinput"):
-            return
+        """The final operator summary: one block per review item."""
         write_summary(terminalreporter, self.results.ordered())
