@@ -100,14 +100,6 @@ class ReviewItem(pytest.Item):
             # pytest --adversarial-review -m severity_critical
             self.add_marker(f"severity_{severity}")
 
-    @classmethod
-    def from_parent(  # type: ignore[override]
-        cls, parent: pytest.Collector | pytest.Session, *, name: str, spec: TargetSpec
-    ) -> ReviewItem:
-        """The public named constructor."""
-        item: ReviewItem = super().from_parent(parent=parent, name=name, spec=spec)
-        return item
-
     # -- phases ------------------------------------------------------------------------
 
     def setup(self) -> None:

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
@@ -115,6 +116,18 @@ class AdversarialReview:
     def __init__(self, config: pytest.Config, node: pytest.Item) -> None:
         self.config = config
         self.node = node
+        self.rootdir = Path(config.rootpath)
+
+    @functools.cached_property
+    def repo(self) -> targets.GitRepoInfo | None:
+        """The repository the reviews run in (``None``: rootdir is outside git); asked
+        when a review needs it, so a git error is that call's failure."""
+        return targets.repo_info(self.rootdir)
+
+    @property
+    def root(self) -> Path:
+        """Where the reviewer runs: the repository's top level, else rootdir."""
+        return self.repo.root if self.repo is not None else self.rootdir
 
     def _settings(self, overrides: dict[str, Any]) -> settings_mod.Settings:
         # The run's coordinator's settings when a review run is active: the same decisions
@@ -171,16 +184,14 @@ class AdversarialReview:
     def _run(self, spec: TargetSpec, settings: settings_mod.Settings) -> ReviewOutcome:
         __tracebackhide__ = True
         coordinator = self._coordinator().for_settings(settings)
-        rootdir = Path(self.config.rootpath)
-        repo = targets.repo_info(rootdir)
         run = ReviewRun(
             self.config,
             settings,
             spec,
-            repo_root=repo.root if repo is not None else rootdir,
+            repo_root=self.root,
             reviewer=self._reviewer(settings),
             item=self.node,
-            in_git=repo is not None,
+            in_git=self.repo is not None,
             store=coordinator.store,
         )
         try:
@@ -203,12 +214,9 @@ class AdversarialReview:
     def plan(self, path: str | os.PathLike[str], **overrides: Any) -> ReviewOutcome:
         """Review one plan file (relative paths are taken from rootdir)."""
         settings = self._settings(overrides)
-        plan = Path(path)
-        if not plan.is_absolute():
-            plan = Path(self.config.rootpath) / plan
-        root = _repo_root(Path(self.config.rootpath))
+        plan = self.rootdir / path  # an absolute path stays as it is
         try:
-            key = plan.resolve().relative_to(root.resolve()).as_posix()
+            key = plan.resolve().relative_to(self.root.resolve()).as_posix()
         except ValueError:
             key = str(plan)
         return self._run(TargetSpec(kind="plan", key=key, path=plan), settings)
@@ -221,7 +229,7 @@ class AdversarialReview:
     ) -> ReviewOutcome:
         """Review the change set (vs ``base``), optionally against a plan."""
         settings = self._settings(overrides)
-        root = _repo_root(Path(self.config.rootpath))
+        root = self.root
         resolved = targets.resolve_base(root, base or settings.base, os.environ)
         mode = settings.diff if settings.diff != "none" else "auto"
         change = targets.change_set(root, mode, resolved, set(), ci=targets.in_ci(os.environ))
@@ -230,15 +238,6 @@ class AdversarialReview:
                 f"pytest-advreview: there is no code change to review in {root} "
                 f"(diff mode {mode}, base {resolved or 'unknown'})"
             )
-        plan = None
-        if against_plan is not None:
-            plan = Path(against_plan)
-            if not plan.is_absolute():
-                plan = Path(self.config.rootpath) / plan
+        plan = None if against_plan is None else self.rootdir / against_plan
         spec = TargetSpec(kind="code", key="code-review", change=change, against_plan=plan)
         return self._run(spec, settings)
-
-
-def _repo_root(rootdir: Path) -> Path:
-    info = targets.repo_info(rootdir)
-    return info.root if info is not None else rootdir

@@ -272,22 +272,17 @@ class ReviewSession:
         self.selection = dataclasses.replace(
             selection, summary=selection.summary.replace(checkout.base_sha, shown)
         )
-        for key in self.selection.outside:
-            # A link out of REF's files: following it would send a file of this machine
-            # to the reviewer, and skipping it would pass a plan nobody reviewed.
+        plans = list(zip(self.selection.selected, self.selection.keys, strict=True))
+        # A link (out of REF's files, or any other): following it would send a file of
+        # this machine to the reviewer, and skipping it would pass a plan nobody reviewed.
+        links = [*self.selection.outside, *(key for path, key in plans if path.is_symlink())]
+        if links:
             raise head.HeadError(
-                f"pytest-advreview: the plan {key} is a symbolic link in "
+                f"pytest-advreview: the plan {links[0]} is a symbolic link in "
                 f"--advreview-head={ref}; a head's plans are read only from regular "
                 "files: ask the author to commit the plan itself"
             )
-        for path, key in zip(self.selection.selected, self.selection.keys, strict=True):
-            if path.is_symlink():
-                # Following it would send a file of this machine to the reviewer.
-                raise head.HeadError(
-                    f"pytest-advreview: the plan {key} is a symbolic link in "
-                    f"--advreview-head={ref}; a head's plans are read only from regular "
-                    "files: ask the author to commit the plan itself"
-                )
+        for path, key in plans:
             node_path = self.rootdir / key[len(self.selection.prefix) :]
             self._keys[node_path] = key
             self._sources[node_path] = path
