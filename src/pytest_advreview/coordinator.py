@@ -96,10 +96,7 @@ class Coordinator:
         #: xdist workers, which all collect every item, do not each warn).
         self._problems: dict[str, str] = {}
         self.decisions_path = Path(settings.decisions)
-        try:
-            self.decisions: DecisionsFile | None = load_decisions(self.decisions_path)
-        except DecisionsError as exc:
-            raise pytest.UsageError(str(exc)) from None
+        self.decisions = _load_decisions(self.decisions_path)
 
     def for_settings(self, settings: Settings) -> Coordinator:
         """This coordinator for one review with other settings (a fixture's overrides).
@@ -115,10 +112,7 @@ class Coordinator:
         other.identity = reviewer_identity(settings)
         if Path(settings.decisions) != self.decisions_path:
             other.decisions_path = Path(settings.decisions)
-            try:
-                other.decisions = load_decisions(other.decisions_path)
-            except DecisionsError as exc:
-                raise pytest.UsageError(str(exc)) from None
+            other.decisions = _load_decisions(other.decisions_path)
         return other
 
     def check_decisions(self, repo_root: Path) -> None:
@@ -291,3 +285,11 @@ class Coordinator:
                 state.last_content, content, path=run.spec.key
             )
         return "The code change was updated since your last review. Now:\n" + content
+
+
+def _load_decisions(path: Path) -> DecisionsFile | None:
+    """The decisions file at ``path``; a broken one is a usage error naming it."""
+    try:
+        return load_decisions(path)
+    except DecisionsError as exc:
+        raise pytest.UsageError(str(exc)) from None

@@ -187,18 +187,17 @@ class ReviewItem(pytest.Item):
         self.record_json = self.review.record(self.nodeid, error=error).model_dump_json()
 
     @staticmethod
-    def own_error_text(exc: BaseException) -> str | None:
-        """The message of a review failure or error (``None`` for any other exception)."""
-        return str(exc) if isinstance(exc, _OWN_ERRORS) else None
+    def own_error(exc: BaseException) -> bool:
+        """Whether ``exc`` is a review failure or error (shown as text, see below)."""
+        return isinstance(exc, _OWN_ERRORS)
 
     def repr_failure(
         self, excinfo: ExceptionInfo[BaseException], style: Any = None
     ) -> str | TerminalRepr:
         """Review results are shown as text, never as a Python traceback."""
-        text = self.own_error_text(excinfo.value)
-        if text is None:
+        if not self.own_error(excinfo.value):
             return super().repr_failure(excinfo, style=style)
-        return ReviewRepr(text, self.one_line(excinfo.value), self.reportinfo()[0])
+        return ReviewRepr(str(excinfo.value), self.one_line(excinfo.value), self.reportinfo()[0])
 
     def one_line(self, exc: BaseException) -> str:
         """The short-summary / JUnit message: one line, not the whole review."""

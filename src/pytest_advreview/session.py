@@ -656,12 +656,9 @@ class ReviewSession:
                 setattr(report, RECORD_ATTR, item.record_json)
             # pytest renders setup/teardown errors as tracebacks (repr_failure is only
             # used for the call phase); review errors are messages, never tracebacks.
-            if call.excinfo is not None and report.when != "call":
-                text = item.own_error_text(call.excinfo.value)
-                if text is not None:
-                    report.longrepr = ReviewRepr(
-                        text, item.one_line(call.excinfo.value), item.reportinfo()[0]
-                    )
+            excinfo = call.excinfo
+            if excinfo is not None and report.when != "call" and item.own_error(excinfo.value):
+                report.longrepr = item.repr_failure(excinfo)
         return report
 
     @pytest.hookimpl(wrapper=True)
