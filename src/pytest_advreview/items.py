@@ -31,7 +31,7 @@ from .outcome import (
     warning_message,
 )
 from .review import ReviewInputError, ReviewRun, TargetSpec
-from .runstash import Reviews
+from .runstash import RunStash
 
 __all__ = ["PlanFile", "ReviewItem"]
 
@@ -75,7 +75,7 @@ class PlanFile(pytest.File):
 
     def collect(self) -> Iterable[ReviewItem]:
         """One review item per plan, named ``adversarial-review``."""
-        session = _reviews(self.config)
+        session = _run(self.config).reviews
         key = session.relpath(self.path)
         spec = TargetSpec(kind="plan", key=key, path=session.plan_source(self.path))
         yield ReviewItem.from_parent(self, name=PLAN_ITEM_NAME, spec=spec)
@@ -92,9 +92,7 @@ class ReviewItem(pytest.Item):
         #: The item's ItemRecord as JSON; copied onto each phase report as
         #: ``report.advreview_record`` (plain attributes travel through xdist).
         self.record_json: str | None = None
-        stash = runstash.get(self.config)
-        assert stash is not None, "review items are collected only by a review run"
-        severity = stash.coordinator.stored_severity(spec.key)
+        severity = _run(self.config).coordinator.stored_severity(spec.key)
         if severity is not None:
             # Re-run exactly the items whose last review had open findings of this level:
             # pytest --adversarial-review -m severity_critical
@@ -104,7 +102,7 @@ class ReviewItem(pytest.Item):
 
     def setup(self) -> None:
         """Run the reviewer loop; "could not run" becomes an error of this phase."""
-        reviews = _reviews(self.config)
+        reviews = _run(self.config).reviews
         self.review = reviews.new_run(self)
         try:
             result, outcome = reviews.run_review(self.review)
@@ -163,7 +161,6 @@ class ReviewItem(pytest.Item):
             kept = self.review.cleanup(keep=announced or bool(self.review.mutations))
         if changed:
             self._attach()
-        if changed:
             raise WorkspaceMutated([*changed, f"(fix: {self._mutation_hint(kept)})"])
 
     def _mutation_hint(self, kept: str | None) -> str:
@@ -216,8 +213,8 @@ class ReviewItem(pytest.Item):
         return self.path, None, f"[advreview] {self.spec.key}"
 
 
-def _reviews(config: pytest.Config) -> Reviews:
-    """The run's reviews (an item exists only in a run with ``--adversarial-review``)."""
+def _run(config: pytest.Config) -> RunStash:
+    """The run (an item exists only in a run with ``--adversarial-review``)."""
     stash = runstash.get(config)
     assert stash is not None, "review items are collected only by a review run"
-    return stash.reviews
+    return stash

@@ -41,7 +41,7 @@ __all__ = ["ReviewSession"]
 
 
 class ReviewSession:
-    """Collection, reviewer construction and reporting of one pytest run."""
+    """Collection, the reviewer and the reviews of one run, in every process of it."""
 
     def __init__(self, config: pytest.Config, settings: Settings) -> None:
         self.config = config
@@ -77,7 +77,6 @@ class ReviewSession:
         self._root_resolved: Path | None = None
         #: Shared by the run's reviews: git top levels and resolved paths.
         self._shared = SharedLookups()
-        self._resolve = self._shared.resolve
         #: ``--advreview-only``: collect the review items, import no test module.
         self.only = bool(config.getoption("advreview_only", default=False))
         # One directory per run, decided on the controller and shared with the workers
@@ -93,7 +92,16 @@ class ReviewSession:
             # Tags the state entries this run writes, so a review can tell the entries
             # other workers write meanwhile from a reviewer's (state.py).
             self.run_secret = secrets.token_bytes(32)
-        self._discover()
+        # The repository, the base and the plans to review (git runs once here). A bare
+        # repository, a base that is not a commit or a failing git command is the user's
+        # to fix: a usage error with the reason, never an internal error.
+        try:
+            if settings.head is not None:
+                self._find_head_targets(settings.head)
+            else:
+                self._find_targets()
+        except (targets.TargetError, head.HeadError) as exc:
+            raise pytest.UsageError(str(exc)) from None
         if self.plan_root != self.rootdir:
             # No ini file (hence no advreview_decisions key): the decisions file is the
             # repository's, found from a subdirectory as from the top.
@@ -154,20 +162,6 @@ class ReviewSession:
                 self.config.add_cleanup(close)
 
     # -- what to review ----------------------------------------------------------------
-
-    def _discover(self) -> None:
-        """Find the repository, the base and the plans to review (git runs once here).
-
-        A bare repository, a base that is not a commit or a failing git command is the
-        user's to fix: a usage error with the reason, never an internal error.
-        """
-        try:
-            if self.settings.head is not None:
-                self._find_head_targets(self.settings.head)
-            else:
-                self._find_targets()
-        except (targets.TargetError, head.HeadError) as exc:
-            raise pytest.UsageError(str(exc)) from None
 
     def _find_targets(self) -> None:
         self.repo = targets.repo_info(self.rootdir)
@@ -306,7 +300,7 @@ class ReviewSession:
         key = self._keys.get(path)
         if key is not None:
             return key
-        resolved = self._resolve(path)
+        resolved = self._shared.resolve(path)
         key = self._keys.get(resolved)
         if key is not None:
             return key
@@ -397,7 +391,7 @@ class ReviewSession:
             return None
         resolved = self._walked.get(os.fspath(file_path))
         if resolved is None:
-            resolved = self._resolve(file_path)
+            resolved = self._shared.resolve(file_path)
             self._explicit_plans()
             # A selected plan reached under another name (a symlinked folder, a loop
             # of them) is not collected there: it is collected at its own path, or
@@ -525,7 +519,7 @@ class ReviewSession:
                         self.settings.diff,
                         self.base,
                         self.selection.keys,  # repo-relative: no path arithmetic per plan
-                        resolver=self._resolve,
+                        resolver=self._shared.resolve,
                         ci=ci,
                     )
                 except targets.BaseRefError as exc:
