@@ -52,7 +52,6 @@ __all__ = [
     "ReviewRun",
     "SharedLookups",
     "TargetSpec",
-    "new_review_id",
 ]
 
 
@@ -75,11 +74,6 @@ class TargetSpec(WireModel):
     #: Why the target cannot be reviewed (the code item of a run whose base cannot be
     #: diffed): the item errors with it, never passes.
     error: str | None = None
-
-
-def new_review_id() -> str:
-    """The seed's ``{unix_ts}-{8 digits}`` review id."""
-    return f"{int(time.time())}-{secrets.randbelow(100_000_000):08d}"
 
 
 def read_plan(path: Path) -> str:
@@ -205,7 +199,8 @@ class ReviewRun(LoopHooks):
         self.repo_root = repo_root
         self.reviewer = _WatchedReviewer(reviewer, self._dispatching if progress else None)
         self.item = item
-        self.review_id = new_review_id()
+        #: The seed's ``{unix_ts}-{8 digits}`` review id.
+        self.review_id = f"{int(time.time())}-{secrets.randbelow(100_000_000):08d}"
         self._work_dir: Path | None = None
         self.result: LoopResult | None = None
         self.outcome: Outcome | None = None
@@ -578,24 +573,16 @@ class ReviewRun(LoopHooks):
         One that appears only now may have been made during the last dispatch, so the
         verdict stored for this target after it is not trusted either: it is removed.
         """
-        if self.result is not None:
-            late = self.check_mutation(self.last_dispatched_round())
-            if late and self._store is not None:
-                self._store.clear(self.spec.key)
-        return list(self.mutations)
-
-    def last_dispatched_round(self) -> int:
-        """The number of the round the reviewer last ran in (history included).
-
-        That is the last *counted* round, unless a dispatch started after it: a round
-        that ended in an error or a mutation is not counted, yet it is where the
-        reviewer was when the workspace changed.
-        """
-        assert self.result is not None
+        if self.result is None:
+            return list(self.mutations)
+        # Named by the round the reviewer last ran in (history included): the last
+        # *counted* round, unless a dispatch started after it (a round that ended in an
+        # error or a mutation is not counted, yet it is where the reviewer was).
         number, at = self.counted or (self.result.last_round, 0)
-        if self.reviewer.dispatches > at:
-            return number + 1
-        return number or 1
+        late = self.check_mutation(number + 1 if self.reviewer.dispatches > at else number or 1)
+        if late and self._store is not None:
+            self._store.clear(self.spec.key)
+        return list(self.mutations)
 
     def record(self, nodeid: str, *, error: str | None = None) -> ItemRecord:
         """The item's results in the one model every report is built from."""
