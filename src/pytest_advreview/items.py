@@ -151,30 +151,12 @@ class ReviewItem(pytest.Item):
         if self.review is None:
             return
         # Also reached after Ctrl-C in setup (pytest tears down at session finish), and
-        # after an unreadable plan: the folder is kept only when a message names it.
+        # after an unreadable plan.
         try:
-            changed = self.review.final_mutations()
-        finally:
-            announced = self.review.outcome is not None and (
-                self.review.outcome.kind is OutcomeKind.ERROR
-            )
-            kept = self.review.cleanup(keep=announced or bool(self.review.mutations))
-        if changed:
+            self.review.finish()
+        except WorkspaceMutated:
             self._attach()
-            raise WorkspaceMutated([*changed, f"(fix: {self._mutation_hint(kept)})"])
-
-    def _mutation_hint(self, kept: str | None) -> str:
-        isolated = self.review is not None and self.review.worktree is not None
-        if isolated:
-            # The reviewer wrote in its private worktree (which is gone now): isolation is
-            # on already, so only a sandbox that refuses writes keeps it from writing.
-            hint = "pass --advreview-sandbox=read-only to keep the reviewer from writing"
-        else:
-            hint = (
-                "pass --advreview-sandbox=read-only, or --advreview-isolation=worktree to "
-                "review in a private copy of the working tree"
-            )
-        return hint + (f"; reviewer files kept in {kept}" if kept else "")
+            raise
 
     # -- reporting ---------------------------------------------------------------------
 

@@ -29,7 +29,6 @@ from .outcome import (
     Outcome,
     OutcomeKind,
     ReviewerUnavailable,
-    WorkspaceMutated,
     error_report,
     failure_report,
 )
@@ -197,17 +196,14 @@ class AdversarialReview:
         try:
             # The items' path: a stored verdict stands, decisions are sent, the budget holds.
             result, outcome = coordinator.review(run)
-            changed = run.final_mutations()
         except BaseException:
             run.cleanup(keep=False)  # an unreadable plan, Ctrl-C: nothing worth keeping
             raise
-        kept = run.cleanup(keep=bool(changed) or outcome.kind is OutcomeKind.ERROR)
-        where = f"reviewer files kept in {kept}" if kept else None
-        if changed:
-            raise WorkspaceMutated([*changed, f"({where})"] if where else changed)
+        kept = run.finish()  # raises WorkspaceMutated, as an item's teardown does
         if outcome.kind is OutcomeKind.ERROR:
             raise ReviewerUnavailable(
-                error_report(spec.key, result, outcome) + (f"{where}\n" if where else "")
+                error_report(spec.key, result, outcome)
+                + (f"reviewer files kept in {kept}\n" if kept else "")
             )
         return ReviewOutcome(spec.key, result, outcome)
 

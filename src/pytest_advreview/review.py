@@ -38,7 +38,7 @@ from .models import (
     TokenUsage,
     WireModel,
 )
-from .outcome import Outcome, OutcomeKind, decide
+from .outcome import Outcome, OutcomeKind, WorkspaceMutated, decide
 from .runner import STREAM_FILE, DispatchRequest, DispatchResult, Reviewer
 
 if TYPE_CHECKING:
@@ -583,6 +583,33 @@ class ReviewRun(LoopHooks):
         if late and self._store is not None:
             self._store.clear(self.spec.key)
         return list(self.mutations)
+
+    def finish(self) -> str | None:
+        """The last workspace comparison, then the cleanup (items' teardown, the fixture).
+
+        The folder is kept only when a message names it: after an error, or here.
+
+        :returns: the kept folder (the caller's error message names it).
+        :raises WorkspaceMutated: the reviewer changed files, with the fix.
+        """
+        try:
+            changed = self.final_mutations()
+        finally:
+            announced = self.outcome is not None and self.outcome.kind is OutcomeKind.ERROR
+            kept = self.cleanup(keep=announced or bool(self.mutations))
+        if not changed:
+            return kept
+        if self.worktree is not None:
+            # The reviewer wrote in its private worktree (which is gone now): isolation is
+            # on already, so only a sandbox that refuses writes keeps it from writing.
+            hint = "pass --advreview-sandbox=read-only to keep the reviewer from writing"
+        else:
+            hint = (
+                "pass --advreview-sandbox=read-only, or --advreview-isolation=worktree to "
+                "review in a private copy of the working tree"
+            )
+        hint += f"; reviewer files kept in {kept}" if kept else ""
+        raise WorkspaceMutated([*changed, f"(fix: {hint})"])
 
     def record(self, nodeid: str, *, error: str | None = None) -> ItemRecord:
         """The item's results in the one model every report is built from."""
