@@ -608,11 +608,6 @@ def test_history_at_max_rounds_makes_no_dispatch(target: ReviewTarget) -> None:
     assert result.last_round == 1
 
 
-def test_max_rounds_below_one_is_refused(target: ReviewTarget) -> None:
-    with pytest.raises(ValueError, match="max_rounds"):
-        run_loop(target, ScriptedReviewer([]), max_rounds=0)
-
-
 def test_retries_inside_a_dispatch_do_not_consume_rounds(target: ReviewTarget) -> None:
     reviewer = ScriptedReviewer([ok(Operation.INITIAL, review(Verdict.APPROVED), attempts=2)])
 

@@ -25,7 +25,7 @@ import pytest
 from .cachekey import cache_key, reviewer_identity
 from .decisions import DecisionsError, DecisionsFile, check_known, check_targets, load_decisions
 from .loop import FixFailed, LoopResult
-from .models import Review, ReviewStatus, RoundRecord
+from .models import Decision, Review, ReviewStatus, RoundRecord
 from .outcome import Outcome
 from .review import ReviewInputError, ReviewRun
 from .state import ReviewState, StateStore, StateWarning, decide_next, plan_diff
@@ -96,10 +96,7 @@ class Coordinator:
         #: xdist workers, which all collect every item, do not each warn).
         self._problems: dict[str, str] = {}
         self.decisions_path = Path(settings.decisions)
-        try:
-            self.decisions: DecisionsFile | None = load_decisions(self.decisions_path)
-        except DecisionsError as exc:
-            raise pytest.UsageError(str(exc)) from None
+        self.decisions = _load_decisions(self.decisions_path)
 
     def for_settings(self, settings: Settings) -> Coordinator:
         """This coordinator for one review with other settings (a fixture's overrides).
@@ -115,10 +112,7 @@ class Coordinator:
         other.identity = reviewer_identity(settings)
         if Path(settings.decisions) != self.decisions_path:
             other.decisions_path = Path(settings.decisions)
-            try:
-                other.decisions = load_decisions(other.decisions_path)
-            except DecisionsError as exc:
-                raise pytest.UsageError(str(exc)) from None
+            other.decisions = _load_decisions(other.decisions_path)
         return other
 
     def check_decisions(self, repo_root: Path) -> None:
@@ -222,14 +216,34 @@ class Coordinator:
         applied = None
         if step.action == "continue" and state is not None:
             applied = self._applied(run, state)
-        result, outcome = run.run(history=step.history, decisions=step.decisions, applied=applied)
+        return self._run(run, step.history, step.decisions, applied)
+
+    def _run(
+        self,
+        run: ReviewRun,
+        history: Sequence[RoundRecord],
+        decisions: Sequence[Decision],
+        applied: str | None,
+    ) -> tuple[LoopResult, Outcome]:
+        """Run the rounds that are due, count their tokens and store the result."""
+        result, outcome = run.run(history=history, decisions=decisions, applied=applied)
         self.ledger.add(result.usage.total)
         # Findings left for the operator, or lead edits that are not in the commit under
         # review, are not stored as a verdict: it must not pass from cache next time.
         if result.rounds and not (result.needs_operator or result.uncommitted_edits):
             # A lead may have edited the plan: store the text the last round reviewed.
             material = run.material()
-            self._save(key, material.content, material.content_hash, step.history, result)
+            state = ReviewState(
+                key=run.spec.key,
+                reviewer=self.identity,
+                rounds=(*history, *result.rounds),
+                session_id=result.session_id,
+                last_content_hash=material.content_hash,
+                last_content=material.content,
+                status=result.status,
+            )
+            if self.store.save(state):
+                self._loaded[run.spec.key] = state
         return result, outcome
 
     def _lead_on_stored(
@@ -259,14 +273,7 @@ class Coordinator:
             )
         if decisions is None:
             return None
-        result, outcome = run.run(
-            history=state.rounds, decisions=decisions, applied=run.lead_applied
-        )
-        self.ledger.add(result.usage.total)
-        if result.rounds and not (result.needs_operator or result.uncommitted_edits):
-            material = run.material()
-            self._save(run.spec.key, material.content, material.content_hash, state.rounds, result)
-        return result, outcome
+        return self._run(run, state.rounds, decisions, run.lead_applied)
 
     def _applied(self, run: ReviewRun, state: ReviewState) -> str | None:
         """The "Applied" text: what changed since the content of the last round."""
@@ -279,22 +286,10 @@ class Coordinator:
             )
         return "The code change was updated since your last review. Now:\n" + content
 
-    def _save(
-        self,
-        key: str,
-        content: str,
-        content_hash: str,
-        history: Sequence[RoundRecord],
-        result: LoopResult,
-    ) -> None:
-        state = ReviewState(
-            key=key,
-            reviewer=self.identity,
-            rounds=(*history, *result.rounds),
-            session_id=result.session_id,
-            last_content_hash=content_hash,
-            last_content=content,
-            status=result.status,
-        )
-        if self.store.save(state):
-            self._loaded[key] = state
+
+def _load_decisions(path: Path) -> DecisionsFile | None:
+    """The decisions file at ``path``; a broken one is a usage error naming it."""
+    try:
+        return load_decisions(path)
+    except DecisionsError as exc:
+        raise pytest.UsageError(str(exc)) from None

@@ -31,7 +31,7 @@ from .outcome import (
     warning_message,
 )
 from .review import ReviewInputError, ReviewRun, TargetSpec
-from .runstash import Reviews
+from .runstash import RunStash
 
 __all__ = ["PlanFile", "ReviewItem"]
 
@@ -75,7 +75,7 @@ class PlanFile(pytest.File):
 
     def collect(self) -> Iterable[ReviewItem]:
         """One review item per plan, named ``adversarial-review``."""
-        session = _reviews(self.config)
+        session = _run(self.config).reviews
         key = session.relpath(self.path)
         spec = TargetSpec(kind="plan", key=key, path=session.plan_source(self.path))
         yield ReviewItem.from_parent(self, name=PLAN_ITEM_NAME, spec=spec)
@@ -92,25 +92,17 @@ class ReviewItem(pytest.Item):
         #: The item's ItemRecord as JSON; copied onto each phase report as
         #: ``report.advreview_record`` (plain attributes travel through xdist).
         self.record_json: str | None = None
-        severity = _reviews(self.config).stored_severity(spec.key)
+        severity = _run(self.config).coordinator.stored_severity(spec.key)
         if severity is not None:
             # Re-run exactly the items whose last review had open findings of this level:
             # pytest --adversarial-review -m severity_critical
             self.add_marker(f"severity_{severity}")
 
-    @classmethod
-    def from_parent(  # type: ignore[override]
-        cls, parent: pytest.Collector | pytest.Session, *, name: str, spec: TargetSpec
-    ) -> ReviewItem:
-        """The public named constructor."""
-        item: ReviewItem = super().from_parent(parent=parent, name=name, spec=spec)
-        return item
-
     # -- phases ------------------------------------------------------------------------
 
     def setup(self) -> None:
         """Run the reviewer loop; "could not run" becomes an error of this phase."""
-        reviews = _reviews(self.config)
+        reviews = _run(self.config).reviews
         self.review = reviews.new_run(self)
         try:
             result, outcome = reviews.run_review(self.review)
@@ -159,31 +151,12 @@ class ReviewItem(pytest.Item):
         if self.review is None:
             return
         # Also reached after Ctrl-C in setup (pytest tears down at session finish), and
-        # after an unreadable plan: the folder is kept only when a message names it.
+        # after an unreadable plan.
         try:
-            changed = self.review.final_mutations()
-        finally:
-            announced = self.review.outcome is not None and (
-                self.review.outcome.kind is OutcomeKind.ERROR
-            )
-            kept = self.review.cleanup(keep=announced or bool(self.review.mutations))
-        if changed:
+            self.review.finish()
+        except WorkspaceMutated:
             self._attach()
-        if changed:
-            raise WorkspaceMutated([*changed, f"(fix: {self._mutation_hint(kept)})"])
-
-    def _mutation_hint(self, kept: str | None) -> str:
-        isolated = self.review is not None and self.review.worktree is not None
-        if isolated:
-            # The reviewer wrote in its private worktree (which is gone now): isolation is
-            # on already, so only a sandbox that refuses writes keeps it from writing.
-            hint = "pass --advreview-sandbox=read-only to keep the reviewer from writing"
-        else:
-            hint = (
-                "pass --advreview-sandbox=read-only, or --advreview-isolation=worktree to "
-                "review in a private copy of the working tree"
-            )
-        return hint + (f"; reviewer files kept in {kept}" if kept else "")
+            raise
 
     # -- reporting ---------------------------------------------------------------------
 
@@ -193,18 +166,17 @@ class ReviewItem(pytest.Item):
         self.record_json = self.review.record(self.nodeid, error=error).model_dump_json()
 
     @staticmethod
-    def own_error_text(exc: BaseException) -> str | None:
-        """The message of a review failure or error (``None`` for any other exception)."""
-        return str(exc) if isinstance(exc, _OWN_ERRORS) else None
+    def own_error(exc: BaseException) -> bool:
+        """Whether ``exc`` is a review failure or error (shown as text, see below)."""
+        return isinstance(exc, _OWN_ERRORS)
 
     def repr_failure(
         self, excinfo: ExceptionInfo[BaseException], style: Any = None
     ) -> str | TerminalRepr:
         """Review results are shown as text, never as a Python traceback."""
-        text = self.own_error_text(excinfo.value)
-        if text is None:
+        if not self.own_error(excinfo.value):
             return super().repr_failure(excinfo, style=style)
-        return ReviewRepr(text, self.one_line(excinfo.value), self.reportinfo()[0])
+        return ReviewRepr(str(excinfo.value), self.one_line(excinfo.value), self.reportinfo()[0])
 
     def one_line(self, exc: BaseException) -> str:
         """The short-summary / JUnit message: one line, not the whole review."""
@@ -223,8 +195,8 @@ class ReviewItem(pytest.Item):
         return self.path, None, f"[advreview] {self.spec.key}"
 
 
-def _reviews(config: pytest.Config) -> Reviews:
-    """The run's reviews (an item exists only in a run with ``--adversarial-review``)."""
+def _run(config: pytest.Config) -> RunStash:
+    """The run (an item exists only in a run with ``--adversarial-review``)."""
     stash = runstash.get(config)
     assert stash is not None, "review items are collected only by a review run"
-    return stash.reviews
+    return stash

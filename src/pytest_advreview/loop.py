@@ -380,8 +380,6 @@ def run_loop(
     when the thread cannot be resumed) with ``decisions`` in the re-review prompt.
     At most ``max_rounds`` rounds are counted over history and this run together.
     """
-    if max_rounds < 1:
-        raise ValueError(f"max_rounds must be at least 1, got {max_rounds}")
     run = _Run(target, reviewer, max_rounds, hooks or LoopHooks(), history)
 
     operation: Operation

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
@@ -28,7 +29,6 @@ from .outcome import (
     Outcome,
     OutcomeKind,
     ReviewerUnavailable,
-    WorkspaceMutated,
     error_report,
     failure_report,
 )
@@ -115,6 +115,18 @@ class AdversarialReview:
     def __init__(self, config: pytest.Config, node: pytest.Item) -> None:
         self.config = config
         self.node = node
+        self.rootdir = Path(config.rootpath)
+
+    @functools.cached_property
+    def repo(self) -> targets.GitRepoInfo | None:
+        """The repository the reviews run in (``None``: rootdir is outside git); asked
+        when a review needs it, so a git error is that call's failure."""
+        return targets.repo_info(self.rootdir)
+
+    @property
+    def root(self) -> Path:
+        """Where the reviewer runs: the repository's top level, else rootdir."""
+        return self.repo.root if self.repo is not None else self.rootdir
 
     def _settings(self, overrides: dict[str, Any]) -> settings_mod.Settings:
         # The run's coordinator's settings when a review run is active: the same decisions
@@ -171,44 +183,36 @@ class AdversarialReview:
     def _run(self, spec: TargetSpec, settings: settings_mod.Settings) -> ReviewOutcome:
         __tracebackhide__ = True
         coordinator = self._coordinator().for_settings(settings)
-        rootdir = Path(self.config.rootpath)
-        repo = targets.repo_info(rootdir)
         run = ReviewRun(
             self.config,
             settings,
             spec,
-            repo_root=repo.root if repo is not None else rootdir,
+            repo_root=self.root,
             reviewer=self._reviewer(settings),
             item=self.node,
-            in_git=repo is not None,
+            in_git=self.repo is not None,
             store=coordinator.store,
         )
         try:
             # The items' path: a stored verdict stands, decisions are sent, the budget holds.
             result, outcome = coordinator.review(run)
-            changed = run.final_mutations()
         except BaseException:
             run.cleanup(keep=False)  # an unreadable plan, Ctrl-C: nothing worth keeping
             raise
-        kept = run.cleanup(keep=bool(changed) or outcome.kind is OutcomeKind.ERROR)
-        where = f"reviewer files kept in {kept}" if kept else None
-        if changed:
-            raise WorkspaceMutated([*changed, f"({where})"] if where else changed)
+        kept = run.finish()  # raises WorkspaceMutated, as an item's teardown does
         if outcome.kind is OutcomeKind.ERROR:
             raise ReviewerUnavailable(
-                error_report(spec.key, result, outcome) + (f"{where}\n" if where else "")
+                error_report(spec.key, result, outcome)
+                + (f"reviewer files kept in {kept}\n" if kept else "")
             )
         return ReviewOutcome(spec.key, result, outcome)
 
     def plan(self, path: str | os.PathLike[str], **overrides: Any) -> ReviewOutcome:
         """Review one plan file (relative paths are taken from rootdir)."""
         settings = self._settings(overrides)
-        plan = Path(path)
-        if not plan.is_absolute():
-            plan = Path(self.config.rootpath) / plan
-        root = _repo_root(Path(self.config.rootpath))
+        plan = self.rootdir / path  # an absolute path stays as it is
         try:
-            key = plan.resolve().relative_to(root.resolve()).as_posix()
+            key = plan.resolve().relative_to(self.root.resolve()).as_posix()
         except ValueError:
             key = str(plan)
         return self._run(TargetSpec(kind="plan", key=key, path=plan), settings)
@@ -221,7 +225,7 @@ class AdversarialReview:
     ) -> ReviewOutcome:
         """Review the change set (vs ``base``), optionally against a plan."""
         settings = self._settings(overrides)
-        root = _repo_root(Path(self.config.rootpath))
+        root = self.root
         resolved = targets.resolve_base(root, base or settings.base, os.environ)
         mode = settings.diff if settings.diff != "none" else "auto"
         change = targets.change_set(root, mode, resolved, set(), ci=targets.in_ci(os.environ))
@@ -230,15 +234,6 @@ class AdversarialReview:
                 f"pytest-advreview: there is no code change to review in {root} "
                 f"(diff mode {mode}, base {resolved or 'unknown'})"
             )
-        plan = None
-        if against_plan is not None:
-            plan = Path(against_plan)
-            if not plan.is_absolute():
-                plan = Path(self.config.rootpath) / plan
+        plan = None if against_plan is None else self.rootdir / against_plan
         spec = TargetSpec(kind="code", key="code-review", change=change, against_plan=plan)
         return self._run(spec, settings)
-
-
-def _repo_root(rootdir: Path) -> Path:
-    info = targets.repo_info(rootdir)
-    return info.root if info is not None else rootdir

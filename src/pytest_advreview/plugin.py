@@ -41,15 +41,14 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     from . import settings
     from .runner.factory import BuiltinReviewers
-    from .session import ReviewSession
+    from .session import Controller, ReviewSession
 
     resolved = settings.from_config(config)
-    if config.pluginmanager.hasplugin("xdist") or config.pluginmanager.hasplugin("xdist.plugin"):
-        from .xdist import XdistHooks
-
-        config.pluginmanager.register(XdistHooks(config), "advreview-xdist")
     config.pluginmanager.register(BuiltinReviewers(resolved), "advreview-builtin-reviewers")
-    config.pluginmanager.register(ReviewSession(config, resolved), "advreview-session")
+    session = ReviewSession(config, resolved)
+    config.pluginmanager.register(session, "advreview-session")
+    if not hasattr(config, "workerinput"):  # an xdist worker only reviews and reports
+        config.pluginmanager.register(Controller(config, session), "advreview-controller")
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -53,40 +53,41 @@ _READ_LIMIT = 1 << 20
 _COMMAND_CHARS = 120
 
 
+#: What the reviewer is doing, by the type of a thread or turn event.
+_TURN_ACTIVITY = {
+    "thread.started": "started",
+    "turn.started": "waiting for the model",
+    "turn.completed": "turn completed",
+    "turn.failed": "turn failed",
+}
+#: ... and by the type of the item an ``item.started``/``item.completed`` event carries.
+_ITEM_ACTIVITY = {
+    "reasoning": "thinking",
+    "agent_message": "writing the review",
+    "file_change": "changing files",
+    "web_search": "searching the web",
+    "mcp_tool_call": "calling a tool",
+}
+
+
 def activity_of(event: dict[str, Any]) -> str | None:
     """What a Codex ``--json`` event says the reviewer is doing; ``None``: nothing new."""
     kind = event.get("type")
     item = event.get("item")
-    item_type = item.get("type") if isinstance(item, dict) else None
-    if kind == "thread.started":
-        return "started"
-    if kind == "turn.started":
-        return "waiting for the model"
-    if kind == "turn.completed":
-        return "turn completed"
-    if kind == "turn.failed":
-        return "turn failed"
+    if kind in _TURN_ACTIVITY:
+        return _TURN_ACTIVITY[str(kind)]
     if not isinstance(item, dict):
         return None
+    item_type = item.get("type")
     if item_type == "command_execution":
         command = _command(item.get("command"))
         if kind == "item.started":
             return f"running: {command}"
         code = item.get("exit_code")
         return f"ran: {command} (exit {code})" if code is not None else f"ran: {command}"
-    if kind != "item.started" and kind != "item.completed":
+    if kind not in ("item.started", "item.completed"):
         return None
-    if item_type == "reasoning":
-        return "thinking"
-    if item_type == "agent_message":
-        return "writing the review"
-    if item_type == "file_change":
-        return "changing files"
-    if item_type == "web_search":
-        return "searching the web"
-    if item_type == "mcp_tool_call":
-        return "calling a tool"
-    return None
+    return _ITEM_ACTIVITY.get(str(item_type))
 
 
 def _command(raw: object) -> str:
@@ -194,7 +195,7 @@ class Progress:
         now = self._clock()
         with self._lock:
             self._entries[key] = _Entry(started=now, next_line=now + self.interval)
-        self._wake()
+        self.start()
 
     def dispatch(self, key: str, round_no: int, stream: Path | None) -> None:
         """The reviewer is launched for round ``round_no``; its events go to ``stream``."""
@@ -205,14 +206,6 @@ class Progress:
                 entry.activity = "starting the reviewer"
                 entry.stream = stream
                 entry.offset = 0
-
-    def phase(self, key: str, text: str) -> None:
-        """What the plugin does for ``key`` between launches (``checking the workspace``)."""
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None:
-                entry.activity = text
-                entry.stream = None
 
     def end(self, key: str) -> None:
         """The review of ``key`` is over (whatever its result)."""
@@ -252,9 +245,6 @@ class Progress:
                 yield
             finally:
                 self._held -= 1
-
-    def _wake(self) -> None:
-        self.start()
 
     def _main(self) -> None:
         step = LIVE_INTERVAL_S if self.live else min(LIVE_INTERVAL_S, self.interval)

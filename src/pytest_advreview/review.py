@@ -38,7 +38,7 @@ from .models import (
     TokenUsage,
     WireModel,
 )
-from .outcome import Outcome, OutcomeKind, decide
+from .outcome import Outcome, OutcomeKind, WorkspaceMutated, decide
 from .runner import STREAM_FILE, DispatchRequest, DispatchResult, Reviewer
 
 if TYPE_CHECKING:
@@ -52,7 +52,6 @@ __all__ = [
     "ReviewRun",
     "SharedLookups",
     "TargetSpec",
-    "new_review_id",
 ]
 
 
@@ -75,11 +74,6 @@ class TargetSpec(WireModel):
     #: Why the target cannot be reviewed (the code item of a run whose base cannot be
     #: diffed): the item errors with it, never passes.
     error: str | None = None
-
-
-def new_review_id() -> str:
-    """The seed's ``{unix_ts}-{8 digits}`` review id."""
-    return f"{int(time.time())}-{secrets.randbelow(100_000_000):08d}"
 
 
 def read_plan(path: Path) -> str:
@@ -171,64 +165,12 @@ class _WatchedReviewer:
         return self.last
 
 
-class _Hooks(LoopHooks):
-    """Forwards the loop's extension points to pluggy hooks and the mutation watch."""
+class ReviewRun(LoopHooks):
+    """Runs one target through the loop and keeps what the item phases need.
 
-    def __init__(self, run: ReviewRun, target: ReviewTarget, applied: str | None) -> None:
-        self.run = run
-        self.target = target
-        self.applied = applied
-
-    def applied_summary(self) -> str | None:
-        return self.applied
-
-    def current_content(self) -> str | None:
-        # A fixer edits the plan between rounds: a fresh exec must see the edited text.
-        if self.target.kind == "plan" and self.run.spec.path is not None:
-            try:
-                return read_plan(self.run.spec.path)
-            except ReviewInputError:
-                return None
-        return None
-
-    def modify_prompt(self, operation: Operation, prompt: str) -> str:
-        replaced = self.run.config.hook.pytest_advreview_modify_prompt(
-            target=self.target, operation=operation, prompt=prompt
-        )
-        return prompt if replaced is None else str(replaced)
-
-    def fix(self, review: Review, record: RoundRecord) -> Sequence[Decision] | None:
-        if self.run.item is None:
-            return None
-        hook = self.run.config.hook.pytest_advreview_fix
-        if not hook.get_hookimpls():
-            # No plugin fixes: the built-in lead does, when one was asked for.
-            lead_decisions = self.run.lead_turn(review, record.number)
-            if lead_decisions is not None:
-                # "Applied" of the next re-review: the lead's diff, not an older one.
-                self.applied = self.run.lead_applied
-            return lead_decisions
-        decisions: Sequence[Decision] | None = hook(item=self.run.item, review=review)
-        if decisions is not None:
-            # The fixer changed the workspace on purpose: that is the new baseline.
-            self.run.rebaseline()
-        return decisions
-
-    def current_hash(self) -> str | None:
-        # After the lead edited the plan, the rounds that follow review the new text.
-        return self.run.material().content_hash if self.run.lead_records else None
-
-    def round_done(self, record: RoundRecord) -> None:
-        self.run.counted = (record.number, self.run.reviewer.dispatches)
-        if self.run.item is not None:
-            self.run.config.hook.pytest_advreview_round_done(item=self.run.item, record=record)
-
-    def check_mutation(self, round_no: int) -> Sequence[str]:
-        return self.run.check_mutation(round_no)
-
-
-class ReviewRun:
-    """Runs one target through the loop and keeps what the item phases need."""
+    It is the loop's hooks too: they forward to the pluggy hooks, the built-in lead and
+    the mutation watch.
+    """
 
     def __init__(
         self,
@@ -257,7 +199,8 @@ class ReviewRun:
         self.repo_root = repo_root
         self.reviewer = _WatchedReviewer(reviewer, self._dispatching if progress else None)
         self.item = item
-        self.review_id = new_review_id()
+        #: The seed's ``{unix_ts}-{8 digits}`` review id.
+        self.review_id = f"{int(time.time())}-{secrets.randbelow(100_000_000):08d}"
         self._work_dir: Path | None = None
         self.result: LoopResult | None = None
         self.outcome: Outcome | None = None
@@ -265,7 +208,8 @@ class ReviewRun:
         #: Where the reviewer runs: the repository, or a private worktree mirroring it.
         self.review_root = repo_root
         self.worktree: Worktree | None = None
-        self._target: ReviewTarget | None = None
+        #: The target the loop reviews (in the private worktree, with isolation).
+        self._loop_target: ReviewTarget | None = None
         self._material: ReviewMaterial | None = None
         #: Counted rounds of earlier runs this review continues (set by the coordinator).
         self.history: tuple[RoundRecord, ...] = ()
@@ -287,6 +231,54 @@ class ReviewRun:
         self._lead_originals: dict[str, str | None] = {}
         #: Findings the lead left for the operator (structural fixes).
         self.needs_operator: list[str] = []
+        #: The "Applied" text of the next re-review (what changed since the last round).
+        self.applied: str | None = None
+
+    # -- the loop's hooks --------------------------------------------------------------
+
+    def applied_summary(self) -> str | None:
+        return self.applied
+
+    def current_content(self) -> str | None:
+        # A fixer edits the plan between rounds: a fresh exec must see the edited text.
+        if self.spec.kind == "plan" and self.spec.path is not None:
+            try:
+                return read_plan(self.spec.path)
+            except ReviewInputError:
+                return None
+        return None
+
+    def modify_prompt(self, operation: Operation, prompt: str) -> str:
+        replaced = self.config.hook.pytest_advreview_modify_prompt(
+            target=self._loop_target, operation=operation, prompt=prompt
+        )
+        return prompt if replaced is None else str(replaced)
+
+    def fix(self, review: Review, record: RoundRecord) -> Sequence[Decision] | None:
+        if self.item is None:
+            return None
+        hook = self.config.hook.pytest_advreview_fix
+        if not hook.get_hookimpls():
+            # No plugin fixes: the built-in lead does, when one was asked for.
+            lead_decisions = self.lead_turn(review, record.number)
+            if lead_decisions is not None:
+                # "Applied" of the next re-review: the lead's diff, not an older one.
+                self.applied = self.lead_applied
+            return lead_decisions
+        decisions: Sequence[Decision] | None = hook(item=self.item, review=review)
+        if decisions is not None:
+            # The fixer changed the workspace on purpose: that is the new baseline.
+            self.rebaseline()
+        return decisions
+
+    def current_hash(self) -> str | None:
+        # After the lead edited the plan, the rounds that follow review the new text.
+        return self.material().content_hash if self.lead_records else None
+
+    def round_done(self, record: RoundRecord) -> None:
+        self.counted = (record.number, self.reviewer.dispatches)
+        if self.item is not None:
+            self.config.hook.pytest_advreview_round_done(item=self.item, record=record)
 
     # -- the built-in lead -------------------------------------------------------------
 
@@ -383,38 +375,6 @@ class ReviewRun:
             self._work_dir = Path(tempfile.mkdtemp(prefix=f"advreview-{self.review_id}-"))
         return self._work_dir
 
-    def material(self) -> ReviewMaterial:
-        """What is reviewed (read once): prompt body, current text and content hash.
-
-        :raises ReviewInputError: the plan is missing, not UTF-8 or empty.
-        """
-        if self._material is None:
-            self._material = self._read_material()
-        return self._material
-
-    def target(self) -> ReviewTarget:
-        """The loop's target (built once): read the plan, pick the prompt, hash the content.
-
-        :raises ReviewInputError: the plan is missing, not UTF-8 or empty.
-        """
-        if self._target is None:
-            material = self.material()
-            self._target = ReviewTarget(
-                key=self.spec.key,
-                kind=self.spec.kind,
-                review_id=self.review_id,
-                repo_root=self.repo_root,
-                work_dir=self.work_dir,
-                initial_prompt=material.prompt_body,
-                content=material.content,
-                content_hash=material.content_hash,
-                language=self.settings.language,
-                output_format=self.settings.output_format,
-                in_git=self.in_git,
-                fail_on=self.settings.fail_on,
-            )
-        return self._target
-
     def _framed(self, body: str) -> str:
         """The prompt body as sent: a head reviewed as data is framed as untrusted text.
 
@@ -423,7 +383,13 @@ class ReviewRun:
         """
         return prompts.untrusted_head(body) if self.settings.head is not None else body
 
-    def _read_material(self) -> ReviewMaterial:
+    def material(self) -> ReviewMaterial:
+        """What is reviewed (read once): prompt body, current text and content hash.
+
+        :raises ReviewInputError: the plan is missing, not UTF-8 or empty.
+        """
+        if self._material is not None:
+            return self._material
         if self.spec.error is not None:
             raise ReviewInputError(self.spec.error)
         settings = self.settings
@@ -465,7 +431,8 @@ class ReviewRun:
                 digest = cachekey.code_digest(self.repo_root, self.spec.change, body, plan_text)
             except cachekey.CacheKeyError as exc:
                 raise ReviewInputError(str(exc)) from None
-        return ReviewMaterial(prompt_body=body, content=content, content_hash=digest)
+        self._material = ReviewMaterial(prompt_body=body, content=content, content_hash=digest)
+        return self._material
 
     # -- mutation watch ----------------------------------------------------------------
 
@@ -550,20 +517,34 @@ class ReviewRun:
         :param applied: what changed since the last reviewed content ("Applied").
         :raises ReviewInputError: unusable material, or no review worktree could be built.
         """
-        target = self.target()
+        material = self.material()
         if self.settings.isolation == "worktree" and self.worktree is None:
             try:
                 self.worktree = Worktree.create(self.repo_root, self.work_dir)
             except IsolationError as exc:
                 raise ReviewInputError(str(exc)) from None
             self.review_root = self.worktree.path
-            target = target.model_copy(update={"repo_root": self.worktree.path})
+        self._loop_target = target = ReviewTarget(
+            key=self.spec.key,
+            kind=self.spec.kind,
+            review_id=self.review_id,
+            repo_root=self.review_root,
+            work_dir=self.work_dir,
+            initial_prompt=material.prompt_body,
+            content=material.content,
+            content_hash=material.content_hash,
+            language=self.settings.language,
+            output_format=self.settings.output_format,
+            in_git=self.in_git,
+            fail_on=self.settings.fail_on,
+        )
+        self.applied = applied
         self.rebaseline()
         result = run_loop(
             target,
             self.reviewer,
             max_rounds=self.settings.max_rounds,
-            hooks=_Hooks(self, target, applied),
+            hooks=self,
             history=history,
             decisions=decisions,
         )
@@ -592,69 +573,84 @@ class ReviewRun:
         One that appears only now may have been made during the last dispatch, so the
         verdict stored for this target after it is not trusted either: it is removed.
         """
-        if self.result is not None:
-            late = self.check_mutation(self.last_dispatched_round())
-            if late and self._store is not None:
-                self._store.clear(self.spec.key)
+        if self.result is None:
+            return list(self.mutations)
+        # Named by the round the reviewer last ran in (history included): the last
+        # *counted* round, unless a dispatch started after it (a round that ended in an
+        # error or a mutation is not counted, yet it is where the reviewer was).
+        number, at = self.counted or (self.result.last_round, 0)
+        late = self.check_mutation(number + 1 if self.reviewer.dispatches > at else number or 1)
+        if late and self._store is not None:
+            self._store.clear(self.spec.key)
         return list(self.mutations)
 
-    def last_dispatched_round(self) -> int:
-        """The number of the round the reviewer last ran in (history included).
+    def finish(self) -> str | None:
+        """The last workspace comparison, then the cleanup (items' teardown, the fixture).
 
-        That is the last *counted* round, unless a dispatch started after it: a round
-        that ended in an error or a mutation is not counted, yet it is where the
-        reviewer was when the workspace changed.
+        The folder is kept only when a message names it: after an error, or here.
+
+        :returns: the kept folder (the caller's error message names it).
+        :raises WorkspaceMutated: the reviewer changed files, with the fix.
         """
-        assert self.result is not None
-        number, at = self.counted or (self.result.last_round, 0)
-        if self.reviewer.dispatches > at:
-            return number + 1
-        return number or 1
+        try:
+            changed = self.final_mutations()
+        finally:
+            announced = self.outcome is not None and self.outcome.kind is OutcomeKind.ERROR
+            kept = self.cleanup(keep=announced or bool(self.mutations))
+        if not changed:
+            return kept
+        if self.worktree is not None:
+            # The reviewer wrote in its private worktree (which is gone now): isolation is
+            # on already, so only a sandbox that refuses writes keeps it from writing.
+            hint = "pass --advreview-sandbox=read-only to keep the reviewer from writing"
+        else:
+            hint = (
+                "pass --advreview-sandbox=read-only, or --advreview-isolation=worktree to "
+                "review in a private copy of the working tree"
+            )
+        hint += f"; reviewer files kept in {kept}" if kept else ""
+        raise WorkspaceMutated([*changed, f"(fix: {hint})"])
 
     def record(self, nodeid: str, *, error: str | None = None) -> ItemRecord:
         """The item's results in the one model every report is built from."""
         result, outcome = self.result, self.outcome
         path = self.spec.path or self.spec.against_plan
-        rel = _relative(path, self.repo_root, self._shared.resolve) if path is not None else None
-        if result is None or outcome is None:
-            return ItemRecord(
-                nodeid=nodeid,
-                key=self.spec.key,
-                kind=self.spec.kind,
-                path=rel,
-                status=ReviewStatus.ABORTED,
-                outcome="error",
-                fail_on=self.settings.fail_on,
-                error=error,
-                mutations=tuple(self.mutations),
-            )
-        findings = (*outcome.failing, *outcome.below)
-        rounds = (*self.history, *result.rounds)
-        return ItemRecord(
+        base = ItemRecord(
             nodeid=nodeid,
             key=self.spec.key,
             kind=self.spec.kind,
-            path=rel,
-            status=outcome.status,
-            outcome=outcome.kind.value,
-            verdict=outcome.verdict,
-            max_severity=outcome.max_severity,
+            path=_relative(path, self.repo_root, self._shared.resolve) if path else None,
+            status=ReviewStatus.ABORTED,
+            outcome="error",
             fail_on=self.settings.fail_on,
-            findings=findings,
-            failing_ids=tuple(f.id for f in outcome.failing),
-            rounds=rounds,
-            decisions=rounds[-1].decisions if rounds else (),
-            tokens=result.usage,
-            duration_s=sum(r.duration_s for r in result.rounds),
-            error=error
-            or result.error
-            or (outcome.summary if outcome.kind is OutcomeKind.ERROR else None),
+            error=error,
             mutations=tuple(self.mutations),
-            warnings=result.warnings,
-            review_text=result.review.raw if result.review is not None else None,
-            lead=tuple(self.lead_records),
-            needs_operator=tuple(self.needs_operator),
-            lead_patch=self.lead_patch(),
+        )
+        if result is None or outcome is None:
+            return base
+        findings = (*outcome.failing, *outcome.below)
+        rounds = (*self.history, *result.rounds)
+        return base.model_copy(
+            update=dict(
+                status=outcome.status,
+                outcome=outcome.kind.value,
+                verdict=outcome.verdict,
+                max_severity=outcome.max_severity,
+                findings=findings,
+                failing_ids=tuple(f.id for f in outcome.failing),
+                rounds=rounds,
+                decisions=rounds[-1].decisions if rounds else (),
+                tokens=result.usage,
+                duration_s=sum(r.duration_s for r in result.rounds),
+                error=error
+                or result.error
+                or (outcome.summary if outcome.kind is OutcomeKind.ERROR else None),
+                warnings=result.warnings,
+                review_text=result.review.raw if result.review is not None else None,
+                lead=tuple(self.lead_records),
+                needs_operator=tuple(self.needs_operator),
+                lead_patch=self.lead_patch(),
+            )
         )
 
     def lead_patch(self) -> str:

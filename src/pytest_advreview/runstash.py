@@ -1,10 +1,11 @@
 """What one ``--adversarial-review`` run shares between its parts and its xdist workers.
 
 The run's parts find it in ``config.stash`` (never by a plugin's registered name): the
-items ask it for their reviews, the fixture for the run's coordinator (stored state,
-decisions, budget), the xdist hooks for what the workers need, and the Codex backend for
-the run directory.  What crosses to a worker travels as strings in ``workerinput``
-(:meth:`RunStash.serialized` / :func:`from_workerinput`): a pipe no reviewer can read.
+items ask it for their reviews and stored severities, the fixture for the run's
+coordinator (stored state, decisions, budget), the controller for what the workers need,
+and the Codex backend for the run directory.  What crosses to a worker travels as strings
+in ``workerinput`` (:meth:`RunStash.serialized` / :func:`from_workerinput`): a pipe no
+reviewer can read.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from typing import TYPE_CHECKING, Protocol
 import pytest
 
 from .constants import RUN_DIR_KEY, RUN_SECRET_KEY
+from .head import HEAD_KEY, HeadCheckout
+from .settings import WORKERINPUT_KEY, from_config
 
 if TYPE_CHECKING:
     from .coordinator import Coordinator
-    from .head import HeadCheckout
     from .loop import LoopResult
     from .outcome import Outcome
     from .review import ReviewRun
@@ -28,17 +30,14 @@ __all__ = ["RUN_STASH", "Reviews", "RunStash", "from_workerinput", "get"]
 
 
 class Reviews(Protocol):
-    """What the review nodes ask of the run: a plan's key and source, its stored
-    severity, its review and the review's result."""
+    """What the review nodes ask of the run: a plan's key and source, its review and the
+    review's result."""
 
     def relpath(self, path: Path) -> str:
         """The repository-relative key of the plan collected at ``path``."""
 
     def plan_source(self, path: Path) -> Path:
         """The file a plan item reviews (under ``--advreview-head``, REF's copy)."""
-
-    def stored_severity(self, key: str) -> str | None:
-        """The max severity of ``key``'s last stored review, when it asked for revision."""
 
     def new_run(self, item: pytest.Item) -> ReviewRun:
         """The review of ``item`` with the run's settings and reviewer (under
@@ -61,22 +60,32 @@ class RunStash:
     #: ``--advreview-head``: the one checkout of REF of the run (the controller removes it).
     head: HeadCheckout | None = None
 
-    def serialized(self) -> dict[str, str]:
-        """The ``workerinput`` entries a worker rebuilds its run from."""
-        entries = {RUN_DIR_KEY: str(self.run_dir), RUN_SECRET_KEY: self.run_secret.hex()}
+    def serialized(self, config: pytest.Config) -> dict[str, str]:
+        """The ``workerinput`` entries a worker rebuilds its run from: the settings the
+        header printed (JSON), the run directory and secret, and any head checkout (one
+        checkout of REF for the run: the workers read it, the controller removes it)."""
+        entries = {
+            WORKERINPUT_KEY: from_config(config).model_dump_json(),
+            RUN_DIR_KEY: str(self.run_dir),
+            RUN_SECRET_KEY: self.run_secret.hex(),
+        }
         if self.head is not None:
-            from .head import HEAD_KEY
-
             entries[HEAD_KEY] = self.head.model_dump_json()
         return entries
 
 
-def from_workerinput(config: pytest.Config) -> tuple[Path, bytes] | None:
-    """The run directory and secret an xdist worker got from its controller, if any."""
+def from_workerinput(config: pytest.Config) -> tuple[Path, bytes, HeadCheckout | None] | None:
+    """The run directory, secret and head checkout an xdist worker got from its
+    controller; ``None`` on the controller (the settings are read by ``settings.py``)."""
     workerinput = getattr(config, "workerinput", None)
     if not isinstance(workerinput, dict) or RUN_DIR_KEY not in workerinput:
         return None
-    return Path(str(workerinput[RUN_DIR_KEY])), bytes.fromhex(str(workerinput[RUN_SECRET_KEY]))
+    checkout = workerinput.get(HEAD_KEY)
+    return (
+        Path(str(workerinput[RUN_DIR_KEY])),
+        bytes.fromhex(str(workerinput[RUN_SECRET_KEY])),
+        None if checkout is None else HeadCheckout.model_validate_json(str(checkout)),
+    )
 
 
 RUN_STASH: pytest.StashKey[RunStash] = pytest.StashKey()

@@ -1,7 +1,8 @@
-"""The per-run plugin object: what to collect, how to build reviewers, what to summarise.
+"""The plugins of one ``--adversarial-review`` run, registered by ``plugin.py``.
 
-Registered by ``plugin.py`` only when ``--adversarial-review`` is given, so an installed
-plugin never changes an unrelated suite.
+:class:`ReviewSession` (every process): what to collect and how to run its reviews.
+:class:`Controller` (the controller only, never an xdist worker): the decisions check,
+what the workers get, the report files and the terminal summary.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ __all__ = ["ReviewSession"]
 
 
 class ReviewSession:
-    """Collection, reviewer construction and reporting of one pytest run."""
+    """Collection, the reviewer and the reviews of one run, in every process of it."""
 
     def __init__(self, config: pytest.Config, settings: Settings) -> None:
         self.config = config
@@ -76,15 +77,14 @@ class ReviewSession:
         self._root_resolved: Path | None = None
         #: Shared by the run's reviews: git top levels and resolved paths.
         self._shared = SharedLookups()
-        self._resolve = self._shared.resolve
-        self.results = ResultsCollector()
         #: ``--advreview-only``: collect the review items, import no test module.
         self.only = bool(config.getoption("advreview_only", default=False))
         # One directory per run, decided on the controller and shared with the workers
         # (the token ledger lives there); removed by the controller at the end.
-        shared = runstash.from_workerinput(config)
-        if shared is not None:
-            self.run_dir, self.run_secret = shared
+        #: A worker's run directory, secret and head checkout (``None`` on the controller).
+        self._from_controller = runstash.from_workerinput(config)
+        if self._from_controller is not None:
+            self.run_dir, self.run_secret, _ = self._from_controller
         else:
             self.run_dir = Path(tempfile.mkdtemp(prefix="advreview-run-"))
             # Removed however the run ends (a usage error after configure included).
@@ -92,7 +92,16 @@ class ReviewSession:
             # Tags the state entries this run writes, so a review can tell the entries
             # other workers write meanwhile from a reviewer's (state.py).
             self.run_secret = secrets.token_bytes(32)
-        self._discover()
+        # The repository, the base and the plans to review (git runs once here). A bare
+        # repository, a base that is not a commit or a failing git command is the user's
+        # to fix: a usage error with the reason, never an internal error.
+        try:
+            if settings.head is not None:
+                self._find_head_targets(settings.head)
+            else:
+                self._find_targets()
+        except (targets.TargetError, head.HeadError) as exc:
+            raise pytest.UsageError(str(exc)) from None
         if self.plan_root != self.rootdir:
             # No ini file (hence no advreview_decisions key): the decisions file is the
             # repository's, found from a subdirectory as from the top.
@@ -154,20 +163,6 @@ class ReviewSession:
 
     # -- what to review ----------------------------------------------------------------
 
-    def _discover(self) -> None:
-        """Find the repository, the base and the plans to review (git runs once here).
-
-        A bare repository, a base that is not a commit or a failing git command is the
-        user's to fix: a usage error with the reason, never an internal error.
-        """
-        try:
-            if self.settings.head is not None:
-                self._find_head_targets(self.settings.head)
-            else:
-                self._find_targets()
-        except (targets.TargetError, head.HeadError) as exc:
-            raise pytest.UsageError(str(exc)) from None
-
     def _find_targets(self) -> None:
         self.repo = targets.repo_info(self.rootdir)
         if self.repo is None:
@@ -222,23 +217,6 @@ class ReviewSession:
             repo=self.repo,
         )
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_collection(self, session: pytest.Session) -> None:
-        """Check the decisions file against the targets and their stored findings.
-
-        Here rather than at configure: stored state may warn, and pytest applies the
-        ``filterwarnings`` of the run to warnings of collection.  On the controller only
-        (an xdist controller does not collect, but this hook still runs on it).
-        """
-        if hasattr(self.config, "workerinput"):
-            return
-        from .decisions import DecisionsError
-
-        try:
-            self.coordinator.check_decisions(self.repo_root)
-        except DecisionsError as exc:
-            raise pytest.UsageError(str(exc)) from None
-
     def _find_head_targets(self, ref: str) -> None:
         """``--advreview-head``: REF's plans and ``BASE...REF``, from a private checkout.
 
@@ -258,10 +236,8 @@ class ReviewSession:
                 "(advreview_plans, advreview_plan_scope); a .md path on the command line "
                 "names a file of the base checkout: drop it, or select items with -k"
             )
-        workerinput = getattr(self.config, "workerinput", None)
-        if isinstance(workerinput, dict) and head.HEAD_KEY in workerinput:
-            checkout = head.HeadCheckout.model_validate_json(str(workerinput[head.HEAD_KEY]))
-        else:
+        checkout = self._from_controller[2] if self._from_controller else None
+        if checkout is None:
             checkout = head.materialise(
                 self.repo.root, ref, self.settings.base, rootdir=self.rootdir
             )
@@ -290,22 +266,17 @@ class ReviewSession:
         self.selection = dataclasses.replace(
             selection, summary=selection.summary.replace(checkout.base_sha, shown)
         )
-        for key in self.selection.outside:
-            # A link out of REF's files: following it would send a file of this machine
-            # to the reviewer, and skipping it would pass a plan nobody reviewed.
+        plans = list(zip(self.selection.selected, self.selection.keys, strict=True))
+        # A link (out of REF's files, or any other): following it would send a file of
+        # this machine to the reviewer, and skipping it would pass a plan nobody reviewed.
+        links = [*self.selection.outside, *(key for path, key in plans if path.is_symlink())]
+        if links:
             raise head.HeadError(
-                f"pytest-advreview: the plan {key} is a symbolic link in "
+                f"pytest-advreview: the plan {links[0]} is a symbolic link in "
                 f"--advreview-head={ref}; a head's plans are read only from regular "
                 "files: ask the author to commit the plan itself"
             )
-        for path, key in zip(self.selection.selected, self.selection.keys, strict=True):
-            if path.is_symlink():
-                # Following it would send a file of this machine to the reviewer.
-                raise head.HeadError(
-                    f"pytest-advreview: the plan {key} is a symbolic link in "
-                    f"--advreview-head={ref}; a head's plans are read only from regular "
-                    "files: ask the author to commit the plan itself"
-                )
+        for path, key in plans:
             node_path = self.rootdir / key[len(self.selection.prefix) :]
             self._keys[node_path] = key
             self._sources[node_path] = path
@@ -329,7 +300,7 @@ class ReviewSession:
         key = self._keys.get(path)
         if key is not None:
             return key
-        resolved = self._resolve(path)
+        resolved = self._shared.resolve(path)
         key = self._keys.get(resolved)
         if key is not None:
             return key
@@ -420,7 +391,7 @@ class ReviewSession:
             return None
         resolved = self._walked.get(os.fspath(file_path))
         if resolved is None:
-            resolved = self._resolve(file_path)
+            resolved = self._shared.resolve(file_path)
             self._explicit_plans()
             # A selected plan reached under another name (a symlinked folder, a loop
             # of them) is not collected there: it is collected at its own path, or
@@ -511,9 +482,6 @@ class ReviewSession:
             else None,
         )
 
-    def _change_set(self) -> ChangeSet | None:
-        return self.code_change()[0]
-
     def code_change(self) -> tuple[ChangeSet | None, ChangeSetInfo | None]:
         """The change set the code item reviews and its description (``None`` outside git).
 
@@ -551,7 +519,7 @@ class ReviewSession:
                         self.settings.diff,
                         self.base,
                         self.selection.keys,  # repo-relative: no path arithmetic per plan
-                        resolver=self._resolve,
+                        resolver=self._shared.resolve,
                         ci=ci,
                     )
                 except targets.BaseRefError as exc:
@@ -570,10 +538,6 @@ class ReviewSession:
             raise pytest.UsageError(str(exc)) from None
         self._change = (change, info)
         return self._change
-
-    def stored_severity(self, key: str) -> str | None:
-        """The max severity of ``key``'s last stored review, when it asked for revision."""
-        return self.coordinator.stored_severity(key)
 
     # -- running -----------------------------------------------------------------------
 
@@ -686,12 +650,9 @@ class ReviewSession:
                 setattr(report, RECORD_ATTR, item.record_json)
             # pytest renders setup/teardown errors as tracebacks (repr_failure is only
             # used for the call phase); review errors are messages, never tracebacks.
-            if call.excinfo is not None and report.when != "call":
-                text = item.own_error_text(call.excinfo.value)
-                if text is not None:
-                    report.longrepr = ReviewRepr(
-                        text, item.one_line(call.excinfo.value), item.reportinfo()[0]
-                    )
+            excinfo = call.excinfo
+            if excinfo is not None and report.when != "call" and item.own_error(excinfo.value):
+                report.longrepr = item.repr_failure(excinfo)
         return report
 
     @pytest.hookimpl(wrapper=True)
@@ -716,27 +677,56 @@ class ReviewSession:
                 report.longrepr = rebuilt
         return report
 
+
+class Controller:
+    """The controller's side of a run; ``plugin.py`` registers it nowhere else, so none
+    of its hooks asks where it runs (an xdist worker only reviews and sends reports)."""
+
+    def __init__(self, config: pytest.Config, session: ReviewSession) -> None:
+        self.config = config
+        self.session = session
+        self.results = ResultsCollector()
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection(self, session: pytest.Session) -> None:
+        """Check the decisions file against the targets and their stored findings.
+
+        Here rather than at configure: stored state may warn, and pytest applies the
+        ``filterwarnings`` of the run to warnings of collection.  (An xdist controller
+        does not collect, but this hook still runs on it.)
+        """
+        from .decisions import DecisionsError
+
+        try:
+            self.session.coordinator.check_decisions(self.session.repo_root)
+        except DecisionsError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """Give each xdist worker the run it rebuilds (``workerinput``: a pipe to the
+        worker, which no reviewer can read)."""
+        node.workerinput.update(self.session.stash.serialized(self.config))
+
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Collect review records (on the controller also those of xdist workers)."""
+        """Collect review records (also those of xdist workers)."""
         self.results.add(report)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        """Write the report files once, on the controller, also after errors."""
-        if hasattr(self.config, "workerinput"):
-            return
+        """Write the report files once, also after errors."""
         # Imported here: the report writers run on the controller only, and xdist
         # workers (one Python start each) need not load them.
         from .report.publish import exit_status, publish
 
         results = self.results.ordered()
         try:
-            info = self.code_change()[1]
+            info = self.session.code_change()[1]
         except pytest.UsageError:  # reported at collection already; the reports still go out
             info = None
-        written = publish(self.config, self.settings, results, change=info)
-        status = exit_status(self.settings, results, int(exitstatus), config=self.config)
+        written = publish(self.config, self.session.settings, results, change=info)
+        status = exit_status(self.session.settings, results, int(exitstatus), config=self.config)
         if not written and status in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             # A gate whose SARIF/JSON/markdown could not be written must not pass: the
             # pipeline step that uploads it would fail later, or silently show nothing.
@@ -745,7 +735,5 @@ class ReviewSession:
 
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        """The final operator summary: one block per review item (controller only)."""
-        if hasattr(self.config, "workerinput"):
-            return
+        """The final operator summary: one block per review item."""
         write_summary(terminalreporter, self.results.ordered())

@@ -1,0 +1,54 @@
+"""``--advreview-jobs`` without Codex: a reviewer plugged in with the project's own
+``pytest_advreview_make_reviewer`` hook (see ``test_fixture_review_path.py``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import git
+from pytest_advreview.testing import approved_review
+from test_fixture_review_path import _stub_conftest
+
+
+@pytest.fixture
+def plans(pytester: pytest.Pytester) -> pytest.Pytester:
+    git(pytester.path, "init", "-q", "-b", "main")
+    git(pytester.path, "config", "user.name", "T")
+    git(pytester.path, "config", "user.email", "t@example.invalid")
+    (pytester.path / ".gitignore").write_text(
+        ".pytest_cache/\n__pycache__/\n/conftest.py\n/prompts/\n"
+    )
+    folder = pytester.path / "docs" / "plans"
+    folder.mkdir(parents=True)
+    for name in ("a", "b", "c"):
+        (folder / f"{name}.md").write_text(f"# Plan {name}\n\n1. Step.\n")
+    git(pytester.path, "add", "-A")
+    git(pytester.path, "commit", "-qm", "init")
+    return pytester
+
+
+def test_an_item_skipped_before_its_setup_drops_the_review_started_for_it(
+    plans: pytest.Pytester,
+) -> None:
+    _stub_conftest(plans, approved_review())
+    # The first item's review is started ahead with the second's; a skip before its
+    # setup means its review is never taken: the run still ends whole, in order.
+    with open(plans.path / "conftest.py", "a") as fh:
+        fh.write(
+            "\nimport pytest\n\n"
+            "@pytest.hookimpl(tryfirst=True)\n"
+            "def pytest_runtest_setup(item):\n"
+            "    if 'a.md' in item.nodeid:\n"
+            "        pytest.skip('not this one')\n"
+        )
+    result = plans.runpytest(
+        "--adversarial-review",
+        "--advreview-diff=none",
+        "--advreview-reviewer=stub",
+        "--advreview-jobs=2",
+        "-p",
+        "no:randomly",
+        "-o",
+        "advreview_plan_scope=all",
+    )
+    result.assert_outcomes(passed=2, skipped=1)
