@@ -44,6 +44,7 @@ from ..models import (
     Verdict,
     WireModel,
 )
+from ..options import default
 from ..prompts import with_marker
 from . import STREAM_FILE, DispatchRequest, DispatchResult, environment, native
 from ._process import clip, launch, read_text, tail
@@ -55,9 +56,6 @@ __all__ = [
     "approval_args",
     "sandbox_args",
 ]
-
-Sandbox = Literal["read-only", "workspace-write", "danger-full-access", "inherit"]
-Approvals = Literal["auto_review", "user", "never"]
 
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _ROLLOUT_ID = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$")
@@ -105,17 +103,20 @@ class CodexCapabilities(WireModel):
 
 
 class CodexOptions(WireModel):
-    """How to launch Codex: executable, model settings and the user's ``-c`` pairs."""
+    """How to launch Codex: executable, model settings and the user's ``-c`` pairs.
 
-    executable: str = "codex"
-    model: str = "gpt-5.5"
-    reasoning: str = "high"
-    sandbox: Sandbox = "workspace-write"
-    approvals: Approvals = "auto_review"
+    The defaults and allowed values are the options' (:data:`..options.SPECS`).
+    """
+
+    executable: str = default("codex")
+    model: str = default("model")
+    reasoning: str = default("reasoning")
+    sandbox: str = default("sandbox")
+    approvals: str = default("approvals")
     #: ``KEY=VALUE`` pairs passed as ``-c`` to every exec *and* resume.
     config: tuple[str, ...] = ()
     #: Wall-clock seconds per attempt.
-    timeout: float = 600.0
+    timeout: float = default("timeout")
     #: Extra environment for the Codex process (on top of ``os.environ``).
     env: Mapping[str, str] = Field(default_factory=dict)
     #: Globs of variable names the reviewer's tool shell may see although they look like
@@ -131,12 +132,12 @@ class CodexOptions(WireModel):
     capabilities: CodexCapabilities = Field(default_factory=CodexCapabilities)
 
 
-def sandbox_args(sandbox: Sandbox) -> list[str]:
+def sandbox_args(sandbox: str) -> list[str]:
     """``-s MODE``, or nothing for ``inherit`` (the user's Codex config decides)."""
     return [] if sandbox == "inherit" else ["-s", sandbox]
 
 
-def approval_args(approvals: Approvals) -> list[str]:
+def approval_args(approvals: str) -> list[str]:
     """The refresh design's approval mapping, as ``-c`` overrides (TOML-quoted values)."""
     if approvals == "never":
         return ["-c", 'approval_policy="never"']
