@@ -24,6 +24,5 @@ def make_lead(settings: Settings) -> LeadBackend | None:
     if settings.lead == "command":
         from .command import CommandLead
 
-        assert settings.lead_command, "settings validation requires a lead command"
-        return CommandLead(settings.lead_command, timeout=settings.timeout)
+        return CommandLead(settings)
     return None

@@ -46,7 +46,15 @@ from ..models import (
 )
 from ..options import default
 from ..prompts import with_marker
-from . import STREAM_FILE, DispatchRequest, DispatchResult, environment, native
+from . import (
+    CANCELLED,
+    STREAM_FILE,
+    DispatchRequest,
+    DispatchResult,
+    environment,
+    native,
+    retry_once,
+)
 from ._process import clip, launch, read_text, tail
 
 __all__ = [
@@ -259,12 +267,10 @@ class CodexReviewer:
                     "--advreview-sandbox=read-only",
                 )
                 return self._result(request, attempt, 0, started)
-        attempt = self._attempt(request)
-        attempts = 1
-        if attempt.status is not RunnerStatus.SUCCESS and not attempt.terminal:
-            # R5: exactly one retry, with a fresh attempt id and a fresh marker.
-            attempt = self._attempt(request)
-            attempts = 2
+        attempt, attempts = retry_once(
+            lambda: self._attempt(request),
+            lambda failed: failed.status is not RunnerStatus.SUCCESS and not failed.terminal,
+        )
         if attempt.status is not RunnerStatus.SUCCESS and request.operation is Operation.RESUME:
             attempt = self._archive_failed_resume(request, attempt)
         return self._result(request, attempt, attempts, started)
@@ -444,6 +450,12 @@ class CodexReviewer:
         stdout_file = work / STREAM_FILE
         stderr_file = work / "stderr.txt"
         marker_body = with_marker(request.prompt_body, request.review_id, attempt_id)
+        attempt = _Attempt(attempt_id=attempt_id)
+
+        def fail(status: RunnerStatus, errors: str, *, terminal: bool = False) -> _Attempt:
+            update = {"status": status, "errors": clip(errors), "terminal": terminal}
+            return attempt.model_copy(update=update)
+
         try:
             prompt_file.write_text(marker_body, encoding="utf-8")
             # Codex keeps stale -o content after a failed turn: an old review must never
@@ -454,16 +466,12 @@ class CodexReviewer:
                 schema_file = work / "review-schema.json"
                 schema_file.write_text(json.dumps(parse.review_schema()), encoding="utf-8")
         except OSError as exc:
-            return _Attempt(
-                attempt_id=attempt_id,
-                status=RunnerStatus.INFRA_ERROR,
-                terminal=True,
-                errors=f"cannot write review files in {work}: {exc}",
-            )
+            why = f"cannot write review files in {work}: {exc}"
+            return fail(RunnerStatus.INFRA_ERROR, why, terminal=True)
         anchor = prompt_file.stat().st_mtime
         argv, env = self.launch_command(self.argv(request, output_file, schema_file))
         if self._cancel.is_set():
-            return _cancelled(attempt_id)
+            return fail(RunnerStatus.INFRA_ERROR, CANCELLED, terminal=True)
         try:
             rc = launch(
                 argv,
@@ -476,31 +484,20 @@ class CodexReviewer:
                 cancel=self._cancel,
             )
         except FileNotFoundError:
-            return _Attempt(
-                attempt_id=attempt_id,
-                status=RunnerStatus.LAUNCH_FAILURE,
-                terminal=True,
-                errors=f"Codex executable not found: {self.options.executable!r}; install it "
-                "with `npm install -g @openai/codex` or set --advreview-codex=PATH",
+            why = (
+                f"Codex executable not found: {self.options.executable!r}; install it "
+                "with `npm install -g @openai/codex` or set --advreview-codex=PATH"
             )
+            return fail(RunnerStatus.LAUNCH_FAILURE, why, terminal=True)
         except OSError as exc:
-            return _Attempt(
-                attempt_id=attempt_id,
-                status=RunnerStatus.LAUNCH_FAILURE,
-                terminal=True,
-                errors=f"cannot start Codex: {exc}",
-            )
+            return fail(RunnerStatus.LAUNCH_FAILURE, f"cannot start Codex: {exc}", terminal=True)
 
         if rc is None and self._cancel.is_set():
-            return _cancelled(attempt_id)
+            return fail(RunnerStatus.INFRA_ERROR, CANCELLED, terminal=True)
         stream = _read_stream(stdout_file)
         stderr = read_text(stderr_file)
-        base = _Attempt(attempt_id=attempt_id, thread_usage=stream.usage, writes=stream.writes)
-
-        def fail(status: RunnerStatus, errors: str, *, terminal: bool = False) -> _Attempt:
-            return base.model_copy(
-                update={"status": status, "errors": clip(errors), "terminal": terminal}
-            )
+        # fail() copies this one from here on: the usage and writes are known.
+        attempt = attempt.model_copy(update={"thread_usage": stream.usage, "writes": stream.writes})
 
         # R4.1 exit code.  124 is what `timeout` returns: a wrapper script around codex
         # (--advreview-codex=my-wrapper) that enforces its own limit is a timeout too.
@@ -534,11 +531,11 @@ class CodexReviewer:
         verdict = analysis.review.verdict
         # R4.4 session id, two tiers.
         session_id, warning, problem, terminal = self._session_id(
-            request, stream.first_thread_id, request.review_id, attempt_id, anchor, verdict
+            request, stream.first_thread_id, attempt_id, anchor, verdict
         )
         if problem is not None:
             return fail(RunnerStatus.LAUNCH_FAILURE, problem, terminal=terminal)
-        return base.model_copy(
+        return attempt.model_copy(
             update=dict(
                 verdict=verdict,
                 session_id=session_id,
@@ -558,7 +555,6 @@ class CodexReviewer:
         self,
         request: DispatchRequest,
         first_thread_id: str | None,
-        review_id: str,
         attempt_id: str,
         anchor: float,
         verdict: Verdict | None,
@@ -566,48 +562,29 @@ class CodexReviewer:
         """Return ``(session_id, user_warning, problem, terminal)``."""
         found = first_thread_id
         if found is None:
-            marker = f"ADVERSARIAL-REVIEW-SESSION: {review_id}-{attempt_id}"
+            marker = f"ADVERSARIAL-REVIEW-SESSION: {request.review_id}-{attempt_id}"
             matches = self._rollouts_with(marker, anchor)
             if len(matches) > 1:
-                return (
-                    None,
-                    None,
-                    (
-                        "multiple rollouts matched marker — aborting to avoid wrong-session bind: "
-                        + ", ".join(str(m) for m in matches[:3])
-                    ),
-                    True,
-                )
+                shown = ", ".join(str(m) for m in matches[:3])
+                why = "multiple rollouts matched marker — aborting to avoid wrong-session bind"
+                return None, None, f"{why}: {shown}", True
             if matches:
                 m = _ROLLOUT_ID.search(matches[0].name)
                 found = m.group(1) if m else None
         if request.operation is Operation.RESUME:
             if found is not None and found != request.session_id:
                 # resume <id> can silently start a new thread; that is not a re-review.
-                return (
-                    None,
-                    None,
-                    (f"resume asked for thread {request.session_id} but Codex ran thread {found}"),
-                    False,
-                )
+                why = f"resume asked for thread {request.session_id} but Codex ran thread {found}"
+                return None, None, why, False
             if found is None:
-                return (
-                    request.session_id,
-                    (
-                        "session-id refresh on resume: both tiers empty, continuing with the "
-                        "previous thread id"
-                    ),
-                    None,
-                    False,
+                warning = (
+                    "session-id refresh on resume: both tiers empty, continuing with the "
+                    "previous thread id"
                 )
-            return found, None, None, False
-        if found is None and verdict is Verdict.REVISE:
-            return (
-                None,
-                None,
-                ("session-id capture failed: both tiers empty on initial/fresh-exec"),
-                False,
-            )
+                return request.session_id, warning, None, False
+        elif found is None and verdict is Verdict.REVISE:
+            why = "session-id capture failed: both tiers empty on initial/fresh-exec"
+            return None, None, why, False
         return found, None, None, False
 
     def _rollouts_with(self, marker: str, anchor: float) -> list[Path]:
@@ -675,17 +652,6 @@ class CodexReviewer:
 
 
 # -- helpers ---------------------------------------------------------------------------
-
-
-def _cancelled(attempt_id: str) -> _Attempt:
-    """An attempt stopped because pytest is stopping: an error, never retried."""
-    return _Attempt(
-        attempt_id=attempt_id,
-        status=RunnerStatus.INFRA_ERROR,
-        terminal=True,
-        errors="the review was stopped because pytest is stopping (-x, --maxfail or "
-        "Ctrl-C); its process group was killed",
-    )
 
 
 def _file_contains(path: Path, needle: str) -> bool:
