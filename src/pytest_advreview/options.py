@@ -129,6 +129,8 @@ class Spec:
     default: object = None
     #: A path relative to the directory pytest was started in (made absolute).
     path: bool = False
+    #: False for a switch of this pytest run that is not a review setting (the doctor).
+    setting: bool = True
 
     @property
     def option(self) -> str:
@@ -210,55 +212,32 @@ def _seconds(raw: object) -> object:
     return value
 
 
-def _int_range(low: int, high: int | None) -> _Parser:
-    expected = (
-        f"expected a whole number from {low} to {high}"
-        if high is not None
-        else f"expected a whole number of at least {low}"
-    )
+def _whole(
+    low: int, high: int, unit: str = "", off: tuple[set[str], object] | None = None
+) -> _Parser:
+    """A whole number from ``low`` to ``high``: of ``unit`` (``seconds`` also takes ``30s``),
+    or, with ``off``, one of its words, which stand for its value."""
+    of = f" of {unit}" if unit else ""
+    expected = f"expected a whole number{of} from {low} to {high}" + (", or off" if off else "")
+    suffix = "s" if unit == "seconds" else ""
 
     def parse(raw: object) -> object:
         # ValueError also covers a number too long for int() (sys.int_info's digit limit).
         try:
-            value = int(_text(raw).strip().replace("_", ""))
-        except ValueError:
+            text = _text(raw).strip()
+            if off is not None and text.lower() in off[0]:
+                return off[1]
+            value = int(text.removesuffix(suffix).replace("_", ""))
+        except (Invalid, ValueError):
             raise Invalid(expected) from None
-        if value < low or (high is not None and value > high):
+        if not low <= value <= high:
             raise Invalid(expected)
         return value
 
     return parse
 
 
-_budget_int = _int_range(1, MAX_BUDGET_TOKENS)
-
-
-def _budget(raw: object) -> object:
-    if isinstance(raw, str) and raw.strip().lower() in {"off", "none"}:
-        return None
-    try:
-        return _budget_int(raw)
-    except Invalid:
-        raise Invalid(
-            f"expected a whole number of tokens from 1 to {MAX_BUDGET_TOKENS}, or off"
-        ) from None
-
-
 _REVIEWER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
-
-
-_progress_int = _int_range(0, MAX_PROGRESS_S)
-
-
-def _progress(raw: object) -> object:
-    if isinstance(raw, str) and raw.strip().lower() == "off":
-        return 0
-    try:
-        return _progress_int(_text(raw).strip().removesuffix("s"))
-    except Invalid:
-        raise Invalid(
-            f"expected a whole number of seconds from 0 to {MAX_PROGRESS_S}, or off"
-        ) from None
 
 
 def _reviewer(raw: object) -> object:
@@ -455,6 +434,18 @@ _LEAD_CODE_DESC = (
     "--advreview-isolation=worktree (default: false)"
 )
 
+_ONLY_DESC = (
+    "With --adversarial-review: collect the review items only. No Python test module or "
+    "package __init__.py is imported (a CI gate that reviews a pull request need not run "
+    "its code)."
+)
+_DOCTOR_DESC = (
+    "Check that the Codex CLI selected by --advreview-codex still honours the plugin's "
+    "contract (offline, in seconds), print one row per check and exit. Run it after every "
+    "Codex upgrade."
+)
+_DOCTOR_JSON_DESC = "With --advreview-doctor: also write the result table as JSON to PATH"
+
 SPECS: tuple[Spec, ...] = (
     Spec("reviewer", _REVIEWER_DESC, _reviewer, "NAME", default="codex"),
     Spec("command", _COMMAND_DESC, _command, "CMD"),
@@ -475,11 +466,16 @@ SPECS: tuple[Spec, ...] = (
         default=(),
     ),
     Spec("timeout", _TIMEOUT_DESC, _seconds, "SECONDS", default=600.0),
-    Spec("max_rounds", _MAX_ROUNDS_DESC, _int_range(1, MAX_ROUNDS), "N", default=5),
+    Spec("max_rounds", _MAX_ROUNDS_DESC, _whole(1, MAX_ROUNDS), "N", default=5),
     _pick("fail_on", _FAIL_ON_DESC, "SEVERITY"),
     _pick("output_format", "How the reviewer answers.", "FORMAT"),
     _pick("isolation", "Where the reviewer runs.", "MODE"),
-    Spec("budget_tokens", _BUDGET_DESC, _budget, "TOKENS"),
+    Spec(
+        "budget_tokens",
+        _BUDGET_DESC,
+        _whole(1, MAX_BUDGET_TOKENS, "tokens", ({"off", "none"}, None)),
+        "TOKENS",
+    ),
     Spec("report", _REPORT_DESC, _non_empty("a path"), "PATH", ini=None, path=True),
     Spec("sarif", _SARIF_DESC, _non_empty("a path"), "PATH", ini=None, path=True),
     Spec("json", _JSON_DESC, _non_empty("a path"), "PATH", ini=None, path=True),
@@ -491,8 +487,14 @@ SPECS: tuple[Spec, ...] = (
     _pick("github", _GITHUB_DESC, "MODE"),
     Spec("strict_exit", _STRICT_EXIT_DESC, _bool, cli="flag", default=False),
     Spec("fresh", _FRESH_DESC, _bool, cli="flag", ini=None, default=False),
-    Spec("progress", _PROGRESS_DESC, _progress, "SECONDS", default=30),
-    Spec("jobs", _JOBS_DESC, _int_range(1, MAX_JOBS), "N", default=DEFAULT_JOBS),
+    Spec(
+        "progress",
+        _PROGRESS_DESC,
+        _whole(0, MAX_PROGRESS_S, "seconds", ({"off"}, 0)),
+        "SECONDS",
+        default=30,
+    ),
+    Spec("jobs", _JOBS_DESC, _whole(1, MAX_JOBS), "N", default=DEFAULT_JOBS),
     Spec("shard", _SHARD_DESC, _shard, "K/N", ini=None),
     _pick("diff", "Which code change the code-review item reviews.", "MODE"),
     Spec("base", _BASE_DESC, _non_empty("a branch, tag or commit"), "REF"),
@@ -527,6 +529,17 @@ SPECS: tuple[Spec, ...] = (
         default=DEFAULT_ALLOW_UNTRACKED,
     ),
     Spec("env_allow", _ENV_ALLOW_DESC, _glob, cli=None, ini="linelist", env=False, default=()),
+    Spec("only", _ONLY_DESC, _bool, cli="flag", ini=None, env=False, setting=False),
+    Spec("doctor", _DOCTOR_DESC, _bool, cli="flag", ini=None, env=False, setting=False),
+    Spec(
+        "doctor_json",
+        _DOCTOR_JSON_DESC,
+        _non_empty("a path"),
+        "PATH",
+        ini=None,
+        env=False,
+        setting=False,
+    ),
 )
 BY_FIELD = {spec.field: spec for spec in SPECS}
 
@@ -539,9 +552,8 @@ def default(field: str) -> Any:
 def add_options(parser: pytest.Parser) -> None:
     """Register ``--adversarial-review``, every ``--advreview-*`` option and ini key.
 
-    Value options default to ``None`` so that "not given" is visible to :func:`resolve`;
-    ini keys default to ``None`` for the same reason (the real defaults live in
-    :class:`Settings`).
+    Value options and ini keys default to ``None`` so that "not given" is visible to
+    :func:`~.settings.resolve` (the real defaults are the specs').
     """
     group = parser.getgroup("advreview", "adversarial reviews (pytest-advreview)")
     group.addoption(
@@ -567,35 +579,6 @@ def add_options(parser: pytest.Parser) -> None:
             )
         if spec.ini is not None:
             parser.addini(spec.ini_key, spec.desc, type=spec.ini, default=None)
-    group.addoption(
-        "--advreview-only",
-        action="store_true",
-        dest="advreview_only",
-        default=False,
-        help=(
-            "With --adversarial-review: collect the review items only. No Python test "
-            "module or package __init__.py is imported (a CI gate that reviews a pull "
-            "request need not run its code)."
-        ),
-    )
-    group.addoption(
-        "--advreview-doctor",
-        action="store_true",
-        dest="advreview_doctor",
-        default=False,
-        help=(
-            "Check that the Codex CLI selected by --advreview-codex still honours the "
-            "plugin's contract (offline, in seconds), print one row per check and exit. "
-            "Run it after every Codex upgrade."
-        ),
-    )
-    group.addoption(
-        "--advreview-doctor-json",
-        dest="advreview_doctor_json",
-        default=None,
-        metavar="PATH",
-        help="With --advreview-doctor: also write the result table as JSON to PATH",
-    )
 
 
 def doctor_asked(config: pytest.Config) -> bool:

@@ -186,7 +186,7 @@ def resolve(config: pytest.Config, environ: Mapping[str, str] | None = None) -> 
     invocation_dir = config.invocation_params.dir
     values: dict[str, object] = {"enabled": bool(config.getoption("advreview_enabled", False))}
     found: dict[str, _Found | None] = {}
-    for spec in SPECS:
+    for spec in (spec for spec in SPECS if spec.setting):
         value, found[spec.field] = resolver.value(spec)
         if spec.path and isinstance(value, str):
             value = _absolute(invocation_dir, value)
@@ -293,9 +293,9 @@ def header_lines(settings: Settings) -> list[str]:
     if settings.lead == "none":
         hidden |= {"lead_command", "lead_model"}
     extra: list[str] = []
-    for spec in SPECS:
+    for spec in (spec for spec in SPECS if spec.setting and spec.field not in hidden):
         value = getattr(settings, "json_report" if spec.field == "json" else spec.field)
-        if spec.field in hidden or value == spec.default:
+        if value == spec.default:
             continue
         if spec.field == "progress":
             shown = f"{value}s" if value else "off"
