@@ -88,25 +88,12 @@ class CodexCapabilities(WireModel):
     rollout_glob: str = "sessions/*/*/*/rollout-*-{thread_id}.jsonl"
 
     @classmethod
-    def from_observed(
-        cls,
-        *,
-        resume_needs_sandbox: bool | None = None,
-        stale_output_file: bool | None = None,
-        resume_may_start_new_thread: bool | None = None,
-        rollout_glob: str | None = None,
-    ) -> CodexCapabilities:
+    def from_observed(cls, **observed: bool | str | None) -> CodexCapabilities:
         """The defaults, overridden by every fact that was observed (``None``: not seen).
 
         ``pytest --advreview-doctor`` fills this from its checks
         (``DoctorReport.capabilities``).
         """
-        observed = {
-            "resume_needs_sandbox": resume_needs_sandbox,
-            "stale_output_file": stale_output_file,
-            "resume_may_start_new_thread": resume_may_start_new_thread,
-            "rollout_glob": rollout_glob,
-        }
         return cls.model_validate({k: v for k, v in observed.items() if v is not None})
 
 
@@ -164,10 +151,8 @@ class _Attempt(WireModel):
     terminal: bool = False
     errors: str | None = None
     user_warning: str | None = None
-    verdict: Verdict | None = None
     session_id: str | None = None
-    review_text: str | None = None
-    #: ``review_text`` parsed (once: the drift check and the result both need it).
+    #: The review file parsed (once: the drift check and the result both need it).
     review: Review | None = None
     quality: ReviewQuality = ReviewQuality.UNKNOWN
     triage: Triage = Field(default_factory=Triage)
@@ -537,10 +522,8 @@ class CodexReviewer:
             return fail(RunnerStatus.LAUNCH_FAILURE, problem, terminal=terminal)
         return attempt.model_copy(
             update=dict(
-                verdict=verdict,
                 session_id=session_id,
                 user_warning=warning,
-                review_text=text,
                 review=analysis.review,
                 quality=analysis.quality,
                 triage=analysis.triage,
@@ -620,10 +603,11 @@ class CodexReviewer:
     ) -> DispatchResult:
         review_file = request.work_dir / "review.md"
         success = attempt.status is RunnerStatus.SUCCESS
+        review = attempt.review if success else None
         runner = RunnerResult(
             result=attempt.status,
-            verdict=attempt.verdict if success else None,
-            review_file=str(review_file) if success and attempt.review_text else None,
+            verdict=review.verdict if review else None,
+            review_file=str(review_file) if review else None,
             codex_session_id=attempt.session_id if success else None,
             attempt_id=attempt.attempt_id,
             errors=clip(attempt.errors) if attempt.errors else None,
@@ -633,7 +617,6 @@ class CodexReviewer:
             review_quality=attempt.quality if success else ReviewQuality.UNKNOWN,
             triage=attempt.triage if success else Triage(status="skipped"),
         )
-        review = attempt.review if success and attempt.review_text is not None else None
         thread_usage = attempt.thread_usage or request.prior_usage
         if request.operation is Operation.RESUME:
             usage = thread_usage.minus(request.prior_usage)
