@@ -302,13 +302,6 @@ def _bool(raw: object) -> object:
     raise Invalid("expected one of: 1, true, yes, on, 0, false, no, off")
 
 
-def _glob(raw: object) -> object:
-    value = _text(raw).strip()
-    if not value:
-        raise Invalid("expected a glob, not an empty value")
-    return value
-
-
 _SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*\Z")
 
 
@@ -509,7 +502,15 @@ SPECS: tuple[Spec, ...] = (
     ),
     # No ini key: the repository under review must not be able to switch head mode off.
     Spec("head", _HEAD_DESC, _non_empty("a commit, branch or tag"), "REF", ini=None),
-    Spec("plans", _PLANS_DESC, _glob, cli=None, ini="linelist", env=False, default=DEFAULT_PLANS),
+    Spec(
+        "plans",
+        _PLANS_DESC,
+        _non_empty("a glob"),
+        cli=None,
+        ini="linelist",
+        env=False,
+        default=DEFAULT_PLANS,
+    ),
     _pick("plan_scope", "Which matching plans are reviewed.", cli=None, env=False),
     Spec(
         "decisions",
@@ -522,13 +523,21 @@ SPECS: tuple[Spec, ...] = (
     Spec(
         "allow_untracked",
         _ALLOW_UNTRACKED_DESC,
-        _glob,
+        _non_empty("a glob"),
         cli=None,
         ini="linelist",
         env=False,
         default=DEFAULT_ALLOW_UNTRACKED,
     ),
-    Spec("env_allow", _ENV_ALLOW_DESC, _glob, cli=None, ini="linelist", env=False, default=()),
+    Spec(
+        "env_allow",
+        _ENV_ALLOW_DESC,
+        _non_empty("a glob"),
+        cli=None,
+        ini="linelist",
+        env=False,
+        default=(),
+    ),
     Spec("only", _ONLY_DESC, _bool, cli="flag", ini=None, env=False, setting=False),
     Spec("doctor", _DOCTOR_DESC, _bool, cli="flag", ini=None, env=False, setting=False),
     Spec(

@@ -334,12 +334,10 @@ def runtime_hints(settings: Settings) -> list[str]:
     The workspace-write hint of the refresh design appears only when the sandbox was not
     chosen explicitly; ``danger-full-access`` always warns.
     """
-    hints: list[str] = []
-    if settings.sandbox == "workspace-write" and not settings.sandbox_explicit:
-        hints.append(_WORKSPACE_WRITE_HINT)
     if settings.sandbox == "danger-full-access":
-        hints.append(_FULL_ACCESS_WARNING)
-    return hints
+        return [_FULL_ACCESS_WARNING]
+    explicit = settings.sandbox_explicit
+    return [_WORKSPACE_WRITE_HINT] if settings.sandbox == "workspace-write" and not explicit else []
 
 
 _SETTINGS_KEY = pytest.StashKey["Settings"]()

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..runner._process import read_text, run_piped, tail
-from . import LeadRequest
+from . import LeadReply, LeadRequest
 from .contract import LeadError
 
 if TYPE_CHECKING:
@@ -33,7 +33,10 @@ class CliOutput:
 
 
 class CliLead:
-    """A lead backend that launches one CLI per turn; subclasses build it and read it."""
+    """A lead CLI driven headless: one launch per turn, decisions back or a LeadError.
+
+    Subclasses build the command line and read the reply (:meth:`run`).
+    """
 
     #: ``codex``, ``claude`` or ``command``.
     name: str
@@ -42,6 +45,10 @@ class CliLead:
         self.settings = settings
         #: How messages name the lead (``the codex lead``).
         self.who = f"the {self.name} lead"
+
+    def run(self, request: LeadRequest) -> LeadReply:
+        """Run the turn; raise :class:`LeadError` when the lead could not do its job."""
+        raise NotImplementedError
 
     def launch(self, argv: list[str], request: LeadRequest, *, check_rc: bool = True) -> CliOutput:
         """Run ``argv`` with the turn's prompt on stdin, in the turn's folder.

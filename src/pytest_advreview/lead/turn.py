@@ -27,7 +27,8 @@ from ..models import (
     LeadRecord,
     Review,
 )
-from . import LeadBackend, LeadRequest
+from . import LeadRequest
+from ._attempt import CliLead
 from .contract import LeadError, check_answer, lead_prompt
 
 __all__ = ["TurnResult", "run_turn"]
@@ -49,7 +50,7 @@ class TurnResult:
 
 
 def run_turn(
-    backend: LeadBackend,
+    backend: CliLead,
     review: Review,
     *,
     round_no: int,
