@@ -439,6 +439,17 @@ _DOCTOR_DESC = (
 )
 _DOCTOR_JSON_DESC = "With --advreview-doctor: also write the result table as JSON to PATH"
 
+_PATH = _non_empty("a path")
+_GLOB = _non_empty("a glob")
+_budget = _whole(1, MAX_BUDGET_TOKENS, "tokens", ({"off", "none"}, None))
+_progress = _whole(0, MAX_PROGRESS_S, "seconds", ({"off"}, 0))
+
+
+def _globs(field: str, desc: str, default: tuple[str, ...] = ()) -> Spec:
+    """An ini key of globs, one per line."""
+    return Spec(field, desc, _GLOB, cli=None, ini="linelist", env=False, default=default)
+
+
 SPECS: tuple[Spec, ...] = (
     Spec("reviewer", _REVIEWER_DESC, _reviewer, "NAME", default="codex"),
     Spec("command", _COMMAND_DESC, _command, "CMD"),
@@ -463,92 +474,34 @@ SPECS: tuple[Spec, ...] = (
     _pick("fail_on", _FAIL_ON_DESC, "SEVERITY"),
     _pick("output_format", "How the reviewer answers.", "FORMAT"),
     _pick("isolation", "Where the reviewer runs.", "MODE"),
-    Spec(
-        "budget_tokens",
-        _BUDGET_DESC,
-        _whole(1, MAX_BUDGET_TOKENS, "tokens", ({"off", "none"}, None)),
-        "TOKENS",
-    ),
-    Spec("report", _REPORT_DESC, _non_empty("a path"), "PATH", ini=None, path=True),
-    Spec("sarif", _SARIF_DESC, _non_empty("a path"), "PATH", ini=None, path=True),
-    Spec("json", _JSON_DESC, _non_empty("a path"), "PATH", ini=None, path=True),
+    Spec("budget_tokens", _BUDGET_DESC, _budget, "TOKENS"),
+    Spec("report", _REPORT_DESC, _PATH, "PATH", ini=None, path=True),
+    Spec("sarif", _SARIF_DESC, _PATH, "PATH", ini=None, path=True),
+    Spec("json", _JSON_DESC, _PATH, "PATH", ini=None, path=True),
     _pick("lead", _LEAD_DESC, "LEAD"),
     Spec("lead_command", _LEAD_COMMAND_DESC, _command, "CMD"),
     Spec("lead_model", _LEAD_MODEL_DESC, _non_empty("a model name"), "NAME"),
-    Spec("lead_patch", _LEAD_PATCH_DESC, _non_empty("a path"), "PATH", ini=None, path=True),
+    Spec("lead_patch", _LEAD_PATCH_DESC, _PATH, "PATH", ini=None, path=True),
     Spec("lead_code", _LEAD_CODE_DESC, _bool, cli=None, env=False, default=False),
     _pick("github", _GITHUB_DESC, "MODE"),
     Spec("strict_exit", _STRICT_EXIT_DESC, _bool, cli="flag", default=False),
     Spec("fresh", _FRESH_DESC, _bool, cli="flag", ini=None, default=False),
-    Spec(
-        "progress",
-        _PROGRESS_DESC,
-        _whole(0, MAX_PROGRESS_S, "seconds", ({"off"}, 0)),
-        "SECONDS",
-        default=30,
-    ),
+    Spec("progress", _PROGRESS_DESC, _progress, "SECONDS", default=30),
     Spec("jobs", _JOBS_DESC, _whole(1, MAX_JOBS), "N", default=DEFAULT_JOBS),
     Spec("shard", _SHARD_DESC, _shard, "K/N", ini=None),
     _pick("diff", "Which code change the code-review item reviews.", "MODE"),
     Spec("base", _BASE_DESC, _non_empty("a branch, tag or commit"), "REF"),
-    Spec(
-        "against_plan",
-        _AGAINST_PLAN_DESC,
-        _non_empty("a path"),
-        "PATH",
-        ini=None,
-        env=False,
-        path=True,
-    ),
+    Spec("against_plan", _AGAINST_PLAN_DESC, _PATH, "PATH", ini=None, env=False, path=True),
     # No ini key: the repository under review must not be able to switch head mode off.
     Spec("head", _HEAD_DESC, _non_empty("a commit, branch or tag"), "REF", ini=None),
-    Spec(
-        "plans",
-        _PLANS_DESC,
-        _non_empty("a glob"),
-        cli=None,
-        ini="linelist",
-        env=False,
-        default=DEFAULT_PLANS,
-    ),
+    _globs("plans", _PLANS_DESC, DEFAULT_PLANS),
     _pick("plan_scope", "Which matching plans are reviewed.", cli=None, env=False),
-    Spec(
-        "decisions",
-        _DECISIONS_DESC,
-        _non_empty("a path"),
-        cli=None,
-        env=False,
-        default=DEFAULT_DECISIONS,
-    ),
-    Spec(
-        "allow_untracked",
-        _ALLOW_UNTRACKED_DESC,
-        _non_empty("a glob"),
-        cli=None,
-        ini="linelist",
-        env=False,
-        default=DEFAULT_ALLOW_UNTRACKED,
-    ),
-    Spec(
-        "env_allow",
-        _ENV_ALLOW_DESC,
-        _non_empty("a glob"),
-        cli=None,
-        ini="linelist",
-        env=False,
-        default=(),
-    ),
+    Spec("decisions", _DECISIONS_DESC, _PATH, cli=None, env=False, default=DEFAULT_DECISIONS),
+    _globs("allow_untracked", _ALLOW_UNTRACKED_DESC, DEFAULT_ALLOW_UNTRACKED),
+    _globs("env_allow", _ENV_ALLOW_DESC),
     Spec("only", _ONLY_DESC, _bool, cli="flag", ini=None, env=False, setting=False),
     Spec("doctor", _DOCTOR_DESC, _bool, cli="flag", ini=None, env=False, setting=False),
-    Spec(
-        "doctor_json",
-        _DOCTOR_JSON_DESC,
-        _non_empty("a path"),
-        "PATH",
-        ini=None,
-        env=False,
-        setting=False,
-    ),
+    Spec("doctor_json", _DOCTOR_JSON_DESC, _PATH, "PATH", ini=None, env=False, setting=False),
 )
 BY_FIELD = {spec.field: spec for spec in SPECS}
 
