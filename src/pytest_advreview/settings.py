@@ -51,7 +51,7 @@ class Settings(WireModel):
     approvals: str = default("approvals")
     language: str = default("language")
     codex: str = default("codex")
-    codex_config: tuple[str, ...] = ()
+    codex_config: tuple[str, ...] = default("codex_config")
     timeout: float = default("timeout")
     max_rounds: int = default("max_rounds")
     fail_on: Severity = Severity(default("fail_on"))
@@ -62,7 +62,7 @@ class Settings(WireModel):
     #: ``--advreview-json``; named so because ``json`` shadows a pydantic method.
     json_report: str | None = None
     budget_tokens: int | None = None
-    fresh: bool = False
+    fresh: bool = default("fresh")
     #: Seconds between progress lines in a log; 0: no progress display.
     progress: int = default("progress")
     jobs: int = default("jobs")
@@ -75,14 +75,14 @@ class Settings(WireModel):
     plan_scope: str = default("plan_scope")
     decisions: str = default("decisions")
     allow_untracked: tuple[str, ...] = default("allow_untracked")
-    env_allow: tuple[str, ...] = ()
+    env_allow: tuple[str, ...] = default("env_allow")
     lead: str = default("lead")
     lead_command: str | None = None
     lead_model: str | None = None
     lead_patch: str | None = None
-    lead_code: bool = False
+    lead_code: bool = default("lead_code")
     github: str = default("github")
-    strict_exit: bool = False
+    strict_exit: bool = default("strict_exit")
     #: ``--advreview-shard=K/N``: this job reviews share K (1-based) of N.
     shard: tuple[int, int] | None = None
 
