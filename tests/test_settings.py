@@ -589,6 +589,12 @@ def test_settings_approvals_map_to_codex_args(approvals: str, expected: list[str
     assert approval_args(Settings.model_validate({"approvals": approvals}).approvals) == expected
 
 
+def test_settings_built_without_resolve_refuse_an_unknown_choice() -> None:
+    # A worker's or a fixture's Settings never pass resolve(); the model checks choices too.
+    with pytest.raises(ValueError, match="sandbox='bogus': choose one of: read-only"):
+        Settings.model_validate({"sandbox": "bogus"})
+
+
 def test_settings_are_frozen() -> None:
     settings = Settings()
     with pytest.raises(ValueError, match="frozen"):

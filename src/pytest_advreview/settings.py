@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Literal
 
 import pytest
+from pydantic import model_validator
 
 from .models import OutputFormat, Severity, WireModel
-from .options import BY_FIELD, PREFIX, SPECS, Invalid, Spec, add_options, default
+from .options import BY_FIELD, CHOICES, PREFIX, SPECS, Invalid, Spec, add_options, default
 
 __all__ = ["Settings", "add_options", "from_config", "header_lines", "resolve", "runtime_hints"]
 
@@ -85,6 +86,16 @@ class Settings(WireModel):
     strict_exit: bool = default("strict_exit")
     #: ``--advreview-shard=K/N``: this job reviews share K (1-based) of N.
     shard: tuple[int, int] | None = None
+
+    @model_validator(mode="after")
+    def _known_choices(self) -> Settings:
+        # Settings built without resolve() (an xdist worker, a fixture override) hold
+        # only the values the options allow, as resolve() does: this is a gate's sandbox.
+        for field, allowed in CHOICES.items():
+            value = getattr(self, field)
+            if str(getattr(value, "value", value)) not in allowed:
+                raise ValueError(f"{field}={value!r}: choose one of: {', '.join(allowed)}")
+        return self
 
 
 # -- resolution ----------------------------------------------------------------------------
