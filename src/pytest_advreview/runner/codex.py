@@ -65,6 +65,9 @@ __all__ = [
     "sandbox_args",
 ]
 
+#: A ``--advreview-sandbox`` value, one of ``options.CHOICES["sandbox"]``.
+Sandbox = str
+
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _ROLLOUT_ID = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$")
 _STDERR_FAILURE = re.compile(r"^Error:|Failed to write", re.MULTILINE)
@@ -106,7 +109,7 @@ class CodexOptions(WireModel):
     executable: str = default("codex")
     model: str = default("model")
     reasoning: str = default("reasoning")
-    sandbox: str = default("sandbox")
+    sandbox: Sandbox = default("sandbox")
     approvals: str = default("approvals")
     #: ``KEY=VALUE`` pairs passed as ``-c`` to every exec *and* resume.
     config: tuple[str, ...] = ()
@@ -127,7 +130,7 @@ class CodexOptions(WireModel):
     capabilities: CodexCapabilities = Field(default_factory=CodexCapabilities)
 
 
-def sandbox_args(sandbox: str) -> list[str]:
+def sandbox_args(sandbox: Sandbox) -> list[str]:
     """``-s MODE``, or nothing for ``inherit`` (the user's Codex config decides)."""
     return [] if sandbox == "inherit" else ["-s", sandbox]
 
