@@ -21,7 +21,7 @@ from pytest_advreview.mutation import (
     compare,
     take_snapshot,
 )
-from pytest_advreview.settings import DEFAULT_ALLOW_UNTRACKED
+from pytest_advreview.options import DEFAULT_ALLOW_UNTRACKED
 
 WEIRD = 'sp ace "q" $HOME.txt'
 

@@ -15,7 +15,7 @@ import re
 import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 
@@ -28,24 +28,20 @@ __all__ = [
     "DEFAULT_DECISIONS",
     "DEFAULT_JOBS",
     "DEFAULT_PLANS",
-    "MAX_BUDGET_TOKENS",
-    "MAX_JOBS",
-    "MAX_PROGRESS_S",
-    "MAX_ROUNDS",
-    "MAX_TIMEOUT_S",
     "PREFIX",
-    "RESERVED_CODEX_KEYS",
     "SPECS",
     "Invalid",
     "Spec",
     "add_options",
+    "default",
     "doctor_asked",
 ]
 
 PREFIX = "pytest-advreview"
 
 #: Allowed values of every choice setting, each with the line ``--help`` prints for it.
-#: The help listings are generated from this dict, and so are the validation messages.
+#: The help listings are generated from this dict, and so are the validation messages
+#: and the defaults (the value whose line starts with "Default:").
 CHOICES: Mapping[str, Mapping[str, str]] = {
     "reasoning": {
         "low": "Fastest, shallowest review.",
@@ -104,9 +100,9 @@ CHOICES: Mapping[str, Mapping[str, str]] = {
 }
 
 #: Default of ini ``advreview_plans``: globs relative to rootdir, pathlib semantics.
-DEFAULT_PLANS: tuple[str, ...] = ("docs/**/plans/**/*.md", "docs/**/specs/**/*.md")
+DEFAULT_PLANS = ("docs/**/plans/**/*.md", "docs/**/specs/**/*.md")
 #: Default of ini ``advreview_allow_untracked``: new untracked files that are not a mutation.
-DEFAULT_ALLOW_UNTRACKED: tuple[str, ...] = (".pytest_cache/**", "**/__pycache__/**")
+DEFAULT_ALLOW_UNTRACKED = (".pytest_cache/**", "**/__pycache__/**")
 DEFAULT_DECISIONS = ".advreview/decisions.toml"
 
 
@@ -120,7 +116,7 @@ _Kind = Literal["store", "append", "flag"]
 
 @dataclass(frozen=True)
 class Spec:
-    """One setting: its field, description, parser and where it can be given."""
+    """One setting: its field, description, parser, default and where it can be given."""
 
     field: str
     desc: str
@@ -129,6 +125,12 @@ class Spec:
     cli: _Kind | None = "store"
     ini: Literal["string", "linelist"] | None = "string"
     env: bool = True
+    #: The value when nothing sets it; a choice setting's comes from :data:`CHOICES`.
+    default: object = None
+    #: A path relative to the directory pytest was started in (made absolute).
+    path: bool = False
+    #: False for a switch of this pytest run that is not a review setting (the doctor).
+    setting: bool = True
 
     @property
     def option(self) -> str:
@@ -147,11 +149,8 @@ class Spec:
         return ENV_PREFIX + self.field.upper()
 
 
-def _choices_help(field: str) -> str:
-    return "\n".join(f"{value}: {text}" for value, text in CHOICES[field].items())
-
-
-def _choice(field: str) -> _Parser:
+def _pick(field: str, intro: str, metavar: str | None = None, **where: Any) -> Spec:
+    """A choice setting: its help lists :data:`CHOICES`, its parser accepts only those."""
     allowed = CHOICES[field]
 
     def parse(raw: object) -> object:
@@ -160,7 +159,9 @@ def _choice(field: str) -> _Parser:
             raise Invalid("choose one of: " + ", ".join(allowed))
         return value
 
-    return parse
+    lines = "\n".join(f"{value}: {text}" for value, text in allowed.items())
+    first = next(value for value, text in allowed.items() if text.startswith("Default:"))
+    return Spec(field, f"{intro}\n{lines}", parse, metavar, default=first, **where)
 
 
 def _text(raw: object) -> str:
@@ -211,55 +212,32 @@ def _seconds(raw: object) -> object:
     return value
 
 
-def _int_range(low: int, high: int | None) -> _Parser:
-    expected = (
-        f"expected a whole number from {low} to {high}"
-        if high is not None
-        else f"expected a whole number of at least {low}"
-    )
+def _whole(
+    low: int, high: int, unit: str = "", off: tuple[set[str], object] | None = None
+) -> _Parser:
+    """A whole number from ``low`` to ``high``: of ``unit`` (``seconds`` also takes ``30s``),
+    or, with ``off``, one of its words, which stand for its value."""
+    of = f" of {unit}" if unit else ""
+    expected = f"expected a whole number{of} from {low} to {high}" + (", or off" if off else "")
+    suffix = "s" if unit == "seconds" else ""
 
     def parse(raw: object) -> object:
         # ValueError also covers a number too long for int() (sys.int_info's digit limit).
         try:
-            value = int(_text(raw).strip().replace("_", ""))
-        except ValueError:
+            text = _text(raw).strip()
+            if off is not None and text.lower() in off[0]:
+                return off[1]
+            value = int(text.removesuffix(suffix).replace("_", ""))
+        except (Invalid, ValueError):
             raise Invalid(expected) from None
-        if value < low or (high is not None and value > high):
+        if not low <= value <= high:
             raise Invalid(expected)
         return value
 
     return parse
 
 
-_budget_int = _int_range(1, MAX_BUDGET_TOKENS)
-
-
-def _budget(raw: object) -> object:
-    if isinstance(raw, str) and raw.strip().lower() in {"off", "none"}:
-        return None
-    try:
-        return _budget_int(raw)
-    except Invalid:
-        raise Invalid(
-            f"expected a whole number of tokens from 1 to {MAX_BUDGET_TOKENS}, or off"
-        ) from None
-
-
 _REVIEWER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
-
-
-_progress_int = _int_range(0, MAX_PROGRESS_S)
-
-
-def _progress(raw: object) -> object:
-    if isinstance(raw, str) and raw.strip().lower() == "off":
-        return 0
-    try:
-        return _progress_int(_text(raw).strip().removesuffix("s"))
-    except Invalid:
-        raise Invalid(
-            f"expected a whole number of seconds from 0 to {MAX_PROGRESS_S}, or off"
-        ) from None
 
 
 def _reviewer(raw: object) -> object:
@@ -324,13 +302,6 @@ def _bool(raw: object) -> object:
     raise Invalid("expected one of: 1, true, yes, on, 0, false, no, off")
 
 
-def _glob(raw: object) -> object:
-    value = _text(raw).strip()
-    if not value:
-        raise Invalid("expected a glob, not an empty value")
-    return value
-
-
 _SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*\Z")
 
 
@@ -345,14 +316,9 @@ def _shard(raw: object) -> object:
 
 
 _MODEL_DESC = "Codex model of the reviewer, passed as -m (default: gpt-5.5)"
-_REASONING_DESC = (
-    "Reasoning effort of the reviewer model, passed as -c model_reasoning_effort=.\n"
-    + _choices_help("reasoning")
-)
-_SANDBOX_DESC = "Sandbox of the Codex reviewer, passed as -s.\n" + _choices_help("sandbox")
+_REASONING_DESC = "Reasoning effort of the reviewer model, passed as -c model_reasoning_effort=."
 _APPROVALS_DESC = (
-    "Who answers the reviewer's approval requests (-c approval_policy, "
-    "-c approvals_reviewer).\n" + _choices_help("approvals")
+    "Who answers the reviewer's approval requests (-c approval_policy, -c approvals_reviewer)."
 )
 _LANGUAGE_DESC = (
     "Language the reviewer writes its review in; verdict and severity literals stay "
@@ -371,18 +337,13 @@ _TIMEOUT_DESC = (
     "killed (default: 600)"
 )
 _MAX_ROUNDS_DESC = "Most review rounds per item, 1 to 20 (default: 5)"
-_FAIL_ON_DESC = (
-    "Lowest finding severity that fails an item; findings below it pass with a warning.\n"
-    + _choices_help("fail_on")
-)
-_OUTPUT_FORMAT_DESC = "How the reviewer answers.\n" + _choices_help("output_format")
-_ISOLATION_DESC = "Where the reviewer runs.\n" + _choices_help("isolation")
+_FAIL_ON_DESC = "Lowest finding severity that fails an item; findings below it pass with a warning."
 _REPORT_DESC = "Write a markdown report of every review to this path"
 _SARIF_DESC = "Write the findings as a SARIF 2.1.0 log to this path"
 _JSON_DESC = "Write the review results as JSON to this path"
 _GITHUB_DESC = (
     "GitHub Actions workflow-command annotations for the findings and the markdown report "
-    "appended to $GITHUB_STEP_SUMMARY.\n" + _choices_help("github")
+    "appended to $GITHUB_STEP_SUMMARY."
 )
 _STRICT_EXIT_DESC = (
     f"Exit with status {EXIT_REVIEW_ERRORS} instead of 1 when review items errored (the "
@@ -418,7 +379,6 @@ _SHARD_DESC = (
     "run, the others are deselected. Give each of N CI jobs its own K; every item lands in "
     "exactly one share whatever the others collect. Other tests are not sharded."
 )
-_DIFF_DESC = "Which code change the code-review item reviews.\n" + _choices_help("diff")
 _BASE_DESC = (
     "Base of branch diffs and of plan_scope = changed (default: origin/$GITHUB_BASE_REF, "
     "else origin/HEAD, main, master)"
@@ -437,7 +397,6 @@ _PLANS_DESC = (
     "Globs of plan files relative to rootdir, one per line; ** matches zero or more "
     "folders (default: docs/**/plans/**/*.md and docs/**/specs/**/*.md)"
 )
-_PLAN_SCOPE_DESC = "Which matching plans are reviewed.\n" + _choices_help("plan_scope")
 _DECISIONS_DESC = (
     "TOML file of accept / re-scope / reject decisions on findings, relative to rootdir "
     "(default: .advreview/decisions.toml)"
@@ -455,7 +414,7 @@ _ALLOW_UNTRACKED_DESC = (
 _LEAD_DESC = (
     "Built-in lead that evaluates every finding of a REVISE review, applies the accepted "
     "fixes to the plan and asks for re-review, up to the round limit (passing one is an "
-    "explicit request for autonomous work).\n" + _choices_help("lead")
+    "explicit request for autonomous work)."
 )
 _LEAD_COMMAND_DESC = (
     "Command line of the command lead (prompt on stdin, decisions JSON on stdout), or the "
@@ -468,15 +427,38 @@ _LEAD_CODE_DESC = (
     "--advreview-isolation=worktree (default: false)"
 )
 
+_ONLY_DESC = (
+    "With --adversarial-review: collect the review items only. No Python test module or "
+    "package __init__.py is imported (a CI gate that reviews a pull request need not run "
+    "its code)."
+)
+_DOCTOR_DESC = (
+    "Check that the Codex CLI selected by --advreview-codex still honours the plugin's "
+    "contract (offline, in seconds), print one row per check and exit. Run it after every "
+    "Codex upgrade."
+)
+_DOCTOR_JSON_DESC = "With --advreview-doctor: also write the result table as JSON to PATH"
+
+_PATH = _non_empty("a path")
+_GLOB = _non_empty("a glob")
+_budget = _whole(1, MAX_BUDGET_TOKENS, "tokens", ({"off", "none"}, None))
+_progress = _whole(0, MAX_PROGRESS_S, "seconds", ({"off"}, 0))
+
+
+def _globs(field: str, desc: str, default: tuple[str, ...] = ()) -> Spec:
+    """An ini key of globs, one per line."""
+    return Spec(field, desc, _GLOB, cli=None, ini="linelist", env=False, default=default)
+
+
 SPECS: tuple[Spec, ...] = (
-    Spec("reviewer", _REVIEWER_DESC, _reviewer, "NAME"),
+    Spec("reviewer", _REVIEWER_DESC, _reviewer, "NAME", default="codex"),
     Spec("command", _COMMAND_DESC, _command, "CMD"),
-    Spec("model", _MODEL_DESC, _non_empty("a model name"), "NAME"),
-    Spec("reasoning", _REASONING_DESC, _choice("reasoning"), "EFFORT"),
-    Spec("sandbox", _SANDBOX_DESC, _choice("sandbox"), "MODE"),
-    Spec("approvals", _APPROVALS_DESC, _choice("approvals"), "MODE"),
-    Spec("language", _LANGUAGE_DESC, _non_empty("a language name"), "LANGUAGE"),
-    Spec("codex", _CODEX_DESC, _non_empty("a path or command name"), "PATH"),
+    Spec("model", _MODEL_DESC, _non_empty("a model name"), "NAME", default="gpt-5.5"),
+    _pick("reasoning", _REASONING_DESC, "EFFORT"),
+    _pick("sandbox", "Sandbox of the Codex reviewer, passed as -s.", "MODE"),
+    _pick("approvals", _APPROVALS_DESC, "MODE"),
+    Spec("language", _LANGUAGE_DESC, _non_empty("a language name"), "LANGUAGE", default="English"),
+    Spec("codex", _CODEX_DESC, _non_empty("a path or command name"), "PATH", default="codex"),
     Spec(
         "codex_config",
         _CODEX_CONFIG_DESC,
@@ -485,47 +467,55 @@ SPECS: tuple[Spec, ...] = (
         cli="append",
         ini="linelist",
         env=False,
+        default=(),
     ),
-    Spec("timeout", _TIMEOUT_DESC, _seconds, "SECONDS"),
-    Spec("max_rounds", _MAX_ROUNDS_DESC, _int_range(1, MAX_ROUNDS), "N"),
-    Spec("fail_on", _FAIL_ON_DESC, _choice("fail_on"), "SEVERITY"),
-    Spec("output_format", _OUTPUT_FORMAT_DESC, _choice("output_format"), "FORMAT"),
-    Spec("isolation", _ISOLATION_DESC, _choice("isolation"), "MODE"),
+    Spec("timeout", _TIMEOUT_DESC, _seconds, "SECONDS", default=600.0),
+    Spec("max_rounds", _MAX_ROUNDS_DESC, _whole(1, MAX_ROUNDS), "N", default=5),
+    _pick("fail_on", _FAIL_ON_DESC, "SEVERITY"),
+    _pick("output_format", "How the reviewer answers.", "FORMAT"),
+    _pick("isolation", "Where the reviewer runs.", "MODE"),
     Spec("budget_tokens", _BUDGET_DESC, _budget, "TOKENS"),
-    Spec("report", _REPORT_DESC, _non_empty("a path"), "PATH", ini=None),
-    Spec("sarif", _SARIF_DESC, _non_empty("a path"), "PATH", ini=None),
-    Spec("json", _JSON_DESC, _non_empty("a path"), "PATH", ini=None),
-    Spec("lead", _LEAD_DESC, _choice("lead"), "LEAD"),
+    Spec("report", _REPORT_DESC, _PATH, "PATH", ini=None, path=True),
+    Spec("sarif", _SARIF_DESC, _PATH, "PATH", ini=None, path=True),
+    Spec("json", _JSON_DESC, _PATH, "PATH", ini=None, path=True),
+    _pick("lead", _LEAD_DESC, "LEAD"),
     Spec("lead_command", _LEAD_COMMAND_DESC, _command, "CMD"),
     Spec("lead_model", _LEAD_MODEL_DESC, _non_empty("a model name"), "NAME"),
-    Spec("lead_patch", _LEAD_PATCH_DESC, _non_empty("a path"), "PATH", ini=None),
-    Spec("lead_code", _LEAD_CODE_DESC, _bool, cli=None, env=False),
-    Spec("github", _GITHUB_DESC, _choice("github"), "MODE"),
-    Spec("strict_exit", _STRICT_EXIT_DESC, _bool, cli="flag"),
-    Spec("fresh", _FRESH_DESC, _bool, cli="flag", ini=None),
-    Spec("progress", _PROGRESS_DESC, _progress, "SECONDS"),
-    Spec("jobs", _JOBS_DESC, _int_range(1, MAX_JOBS), "N"),
+    Spec("lead_patch", _LEAD_PATCH_DESC, _PATH, "PATH", ini=None, path=True),
+    Spec("lead_code", _LEAD_CODE_DESC, _bool, cli=None, env=False, default=False),
+    _pick("github", _GITHUB_DESC, "MODE"),
+    Spec("strict_exit", _STRICT_EXIT_DESC, _bool, cli="flag", default=False),
+    Spec("fresh", _FRESH_DESC, _bool, cli="flag", ini=None, default=False),
+    Spec("progress", _PROGRESS_DESC, _progress, "SECONDS", default=30),
+    Spec("jobs", _JOBS_DESC, _whole(1, MAX_JOBS), "N", default=DEFAULT_JOBS),
     Spec("shard", _SHARD_DESC, _shard, "K/N", ini=None),
-    Spec("diff", _DIFF_DESC, _choice("diff"), "MODE"),
+    _pick("diff", "Which code change the code-review item reviews.", "MODE"),
     Spec("base", _BASE_DESC, _non_empty("a branch, tag or commit"), "REF"),
-    Spec("against_plan", _AGAINST_PLAN_DESC, _non_empty("a path"), "PATH", ini=None, env=False),
+    Spec("against_plan", _AGAINST_PLAN_DESC, _PATH, "PATH", ini=None, env=False, path=True),
     # No ini key: the repository under review must not be able to switch head mode off.
     Spec("head", _HEAD_DESC, _non_empty("a commit, branch or tag"), "REF", ini=None),
-    Spec("plans", _PLANS_DESC, _glob, cli=None, ini="linelist", env=False),
-    Spec("plan_scope", _PLAN_SCOPE_DESC, _choice("plan_scope"), cli=None, env=False),
-    Spec("decisions", _DECISIONS_DESC, _non_empty("a path"), cli=None, env=False),
-    Spec("allow_untracked", _ALLOW_UNTRACKED_DESC, _glob, cli=None, ini="linelist", env=False),
-    Spec("env_allow", _ENV_ALLOW_DESC, _glob, cli=None, ini="linelist", env=False),
+    _globs("plans", _PLANS_DESC, DEFAULT_PLANS),
+    _pick("plan_scope", "Which matching plans are reviewed.", cli=None, env=False),
+    Spec("decisions", _DECISIONS_DESC, _PATH, cli=None, env=False, default=DEFAULT_DECISIONS),
+    _globs("allow_untracked", _ALLOW_UNTRACKED_DESC, DEFAULT_ALLOW_UNTRACKED),
+    _globs("env_allow", _ENV_ALLOW_DESC),
+    Spec("only", _ONLY_DESC, _bool, cli="flag", ini=None, env=False, setting=False),
+    Spec("doctor", _DOCTOR_DESC, _bool, cli="flag", ini=None, env=False, setting=False),
+    Spec("doctor_json", _DOCTOR_JSON_DESC, _PATH, "PATH", ini=None, env=False, setting=False),
 )
 BY_FIELD = {spec.field: spec for spec in SPECS}
+
+
+def default(field: str) -> Any:
+    """The default of the setting ``field`` (typed ``Any`` so a model field can use it)."""
+    return BY_FIELD[field].default
 
 
 def add_options(parser: pytest.Parser) -> None:
     """Register ``--adversarial-review``, every ``--advreview-*`` option and ini key.
 
-    Value options default to ``None`` so that "not given" is visible to :func:`resolve`;
-    ini keys default to ``None`` for the same reason (the real defaults live in
-    :class:`Settings`).
+    Value options and ini keys default to ``None`` so that "not given" is visible to
+    :func:`~.settings.resolve` (the real defaults are the specs').
     """
     group = parser.getgroup("advreview", "adversarial reviews (pytest-advreview)")
     group.addoption(
@@ -551,35 +541,6 @@ def add_options(parser: pytest.Parser) -> None:
             )
         if spec.ini is not None:
             parser.addini(spec.ini_key, spec.desc, type=spec.ini, default=None)
-    group.addoption(
-        "--advreview-only",
-        action="store_true",
-        dest="advreview_only",
-        default=False,
-        help=(
-            "With --adversarial-review: collect the review items only. No Python test "
-            "module or package __init__.py is imported (a CI gate that reviews a pull "
-            "request need not run its code)."
-        ),
-    )
-    group.addoption(
-        "--advreview-doctor",
-        action="store_true",
-        dest="advreview_doctor",
-        default=False,
-        help=(
-            "Check that the Codex CLI selected by --advreview-codex still honours the "
-            "plugin's contract (offline, in seconds), print one row per check and exit. "
-            "Run it after every Codex upgrade."
-        ),
-    )
-    group.addoption(
-        "--advreview-doctor-json",
-        dest="advreview_doctor_json",
-        default=None,
-        metavar="PATH",
-        help="With --advreview-doctor: also write the result table as JSON to PATH",
-    )
 
 
 def doctor_asked(config: pytest.Config) -> bool:

@@ -16,114 +16,86 @@ from __future__ import annotations
 import json
 import os
 import shlex
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import pytest
+from pydantic import model_validator
 
 from .models import OutputFormat, Severity, WireModel
-from .options import (
-    BY_FIELD,
-    CHOICES,
-    DEFAULT_ALLOW_UNTRACKED,
-    DEFAULT_DECISIONS,
-    DEFAULT_JOBS,
-    DEFAULT_PLANS,
-    PREFIX,
-    SPECS,
-    Invalid,
-    Spec,
-    add_options,
-)
+from .options import BY_FIELD, CHOICES, PREFIX, SPECS, Invalid, Spec, add_options, default
 
-__all__ = [
-    "CHOICES",
-    "DEFAULT_ALLOW_UNTRACKED",
-    "DEFAULT_PLANS",
-    "Settings",
-    "add_options",
-    "from_config",
-    "header_lines",
-    "resolve",
-    "runtime_hints",
-]
-
-Reasoning = Literal["low", "medium", "high", "xhigh"]
-Sandbox = Literal["read-only", "workspace-write", "danger-full-access", "inherit"]
-Approvals = Literal["auto_review", "user", "never"]
-Isolation = Literal["none", "worktree"]
-DiffMode = Literal["auto", "uncommitted", "branch", "none"]
-PlanScope = Literal["changed", "all"]
-GithubMode = Literal["auto", "on", "off"]
-LeadName = Literal["none", "codex", "claude", "command"]
+__all__ = ["Settings", "add_options", "from_config", "header_lines", "resolve", "runtime_hints"]
 
 
 class Settings(WireModel):
     """Every resolved setting of one run, as plain serialisable values.
 
-    Paths (``report``, ``sarif``, ``json_report``, ``against_plan``, ``decisions`` and a
-    ``codex`` given as a path) are absolute, so workers and the runner's subprocesses see
-    the same files whatever their working directory.  ``plans`` and ``allow_untracked``
-    are globs relative to rootdir and to the repository root respectively.
+    The defaults and allowed values are :data:`.options.SPECS`'s; :func:`resolve` checks
+    every value against them.  Paths (``report``, ``sarif``, ``json_report``,
+    ``against_plan``, ``decisions`` and a ``codex`` given as a path) are absolute, so
+    workers and the runner's subprocesses see the same files whatever their working
+    directory.  ``plans`` and ``allow_untracked`` are globs relative to rootdir and to
+    the repository root respectively.
     """
 
     enabled: bool = False
-    reviewer: str = "codex"
+    reviewer: str = default("reviewer")
     command: str | None = None
-    model: str = "gpt-5.5"
-    reasoning: Reasoning = "high"
-    sandbox: Sandbox = "workspace-write"
+    model: str = default("model")
+    reasoning: str = default("reasoning")
+    sandbox: str = default("sandbox")
     #: True when sandbox came from the CLI, the environment or the ini file.
     sandbox_explicit: bool = False
-    approvals: Approvals = "auto_review"
-    language: str = "English"
-    codex: str = "codex"
-    codex_config: tuple[str, ...] = ()
-    timeout: float = 600.0
-    max_rounds: int = 5
-    fail_on: Severity = Severity.MEDIUM
-    output_format: OutputFormat = OutputFormat.MARKDOWN
-    isolation: Isolation = "none"
+    approvals: str = default("approvals")
+    language: str = default("language")
+    codex: str = default("codex")
+    codex_config: tuple[str, ...] = default("codex_config")
+    timeout: float = default("timeout")
+    max_rounds: int = default("max_rounds")
+    fail_on: Severity = Severity(default("fail_on"))
+    output_format: OutputFormat = OutputFormat(default("output_format"))
+    isolation: str = default("isolation")
     report: str | None = None
     sarif: str | None = None
     #: ``--advreview-json``; named so because ``json`` shadows a pydantic method.
     json_report: str | None = None
     budget_tokens: int | None = None
-    fresh: bool = False
+    fresh: bool = default("fresh")
     #: Seconds between progress lines in a log; 0: no progress display.
-    progress: int = 30
-    #: Reviews run at once in one process (``--advreview-jobs``).
-    jobs: int = DEFAULT_JOBS
-    diff: DiffMode = "auto"
+    progress: int = default("progress")
+    jobs: int = default("jobs")
+    diff: str = default("diff")
     base: str | None = None
     against_plan: str | None = None
     #: ``--advreview-head``: the pull request's head, reviewed as data (see ``head.py``).
     head: str | None = None
-    plans: tuple[str, ...] = DEFAULT_PLANS
-    plan_scope: PlanScope = "changed"
-    decisions: str = DEFAULT_DECISIONS
-    allow_untracked: tuple[str, ...] = DEFAULT_ALLOW_UNTRACKED
-    #: Globs of variable names the reviewer's tool shell may see although they look like
-    #: credentials (ini ``advreview_env_allow``).
-    env_allow: tuple[str, ...] = ()
-    #: The built-in lead (``none``: one round per run unless a fixer hook applies fixes).
-    lead: LeadName = "none"
+    plans: tuple[str, ...] = default("plans")
+    plan_scope: str = default("plan_scope")
+    decisions: str = default("decisions")
+    allow_untracked: tuple[str, ...] = default("allow_untracked")
+    env_allow: tuple[str, ...] = default("env_allow")
+    lead: str = default("lead")
     lead_command: str | None = None
     lead_model: str | None = None
     lead_patch: str | None = None
-    #: The lead may edit the change set's files without worktree isolation.
-    lead_code: bool = False
-    #: GitHub Actions annotations and step summary: auto (on under GITHUB_ACTIONS=true).
-    github: GithubMode = "auto"
-    #: Exit with EXIT_REVIEW_ERRORS when review items errored and none failed.
-    strict_exit: bool = False
+    lead_code: bool = default("lead_code")
+    github: str = default("github")
+    strict_exit: bool = default("strict_exit")
     #: ``--advreview-shard=K/N``: this job reviews share K (1-based) of N.
     shard: tuple[int, int] | None = None
 
-
-# -- declarations --------------------------------------------------------------------------
+    @model_validator(mode="after")
+    def _known_choices(self) -> Settings:
+        # Settings built without resolve() (an xdist worker, a fixture override) hold
+        # only the values the options allow, as resolve() does: this is a gate's sandbox.
+        for field, allowed in CHOICES.items():
+            value = getattr(self, field)
+            if str(getattr(value, "value", value)) not in allowed:
+                raise ValueError(f"{field}={value!r}: choose one of: {', '.join(allowed)}")
+        return self
 
 
 # -- resolution ----------------------------------------------------------------------------
@@ -180,15 +152,25 @@ class _Resolver:
 
     def value(self, spec: Spec) -> tuple[object, _Found | None]:
         """The validated value of ``spec`` and where it came from; ``None`` when unset."""
+        if spec.cli == "append":
+            # Merges instead of overriding: a project keeps its model-provider lines in the
+            # ini file, and a -c given for one run must not silently drop them.
+            cli = self.config.getoption(spec.dest) or ()
+            given = self.lines(spec, self.config.getini(spec.ini_key) or ())
+            return given + tuple(
+                _parse_one(spec, item, f"{spec.option}={item}") for item in cli
+            ), None
         found = self.find(spec)
         if found is None:
             return None, None
         if isinstance(found.raw, list):  # a linelist ini key: validate line by line
-            items = [
-                _parse_one(spec, item, self.ini_where(spec, item, line=True)) for item in found.raw
-            ]
-            return tuple(items), found
+            return self.lines(spec, found.raw), found
         return _parse_one(spec, found.raw, found.where), found
+
+    def lines(self, spec: Spec, items: Iterable[object]) -> tuple[object, ...]:
+        return tuple(
+            _parse_one(spec, item, self.ini_where(spec, item, line=True)) for item in items
+        )
 
 
 def _parse_one(spec: Spec, raw: object, where: str) -> object:
@@ -205,7 +187,6 @@ def _absolute(base: Path, value: str) -> str:
 def resolve(config: pytest.Config, environ: Mapping[str, str] | None = None) -> Settings:
     """Resolve every setting in the order CLI > ``ADVREVIEW_*`` env > ini > default.
 
-    :param config: the pytest config whose parser went through :func:`add_options`.
     :param environ: the environment to read (``os.environ`` when ``None``).
     :raises pytest.UsageError: a value is invalid (the message names the option, the
         environment variable or the ini key and file, and the allowed values), or the
@@ -213,27 +194,15 @@ def resolve(config: pytest.Config, environ: Mapping[str, str] | None = None) -> 
         command, a missing ``--advreview-against-plan`` file).
     """
     resolver = _Resolver(config, os.environ if environ is None else environ)
+    invocation_dir = config.invocation_params.dir
     values: dict[str, object] = {"enabled": bool(config.getoption("advreview_enabled", False))}
     found: dict[str, _Found | None] = {}
-    for spec in SPECS:
-        if spec.field == "codex_config":
-            continue
+    for spec in (spec for spec in SPECS if spec.setting):
         value, found[spec.field] = resolver.value(spec)
+        if spec.path and isinstance(value, str):
+            value = _absolute(invocation_dir, value)
         if value is not None:
             values["json_report" if spec.field == "json" else spec.field] = value
-
-    # codex_config merges instead of overriding: a project keeps its model-provider lines in
-    # the ini file, and a -c given for one run must not silently drop them.
-    spec = BY_FIELD["codex_config"]
-    merged: list[str] = []
-    ini_raw = config.getini(spec.ini_key)
-    if ini_raw is not None:
-        assert isinstance(ini_raw, list)
-        for item in ini_raw:
-            merged.append(str(_parse_one(spec, item, resolver.ini_where(spec, item, line=True))))
-    for item in config.getoption(spec.dest, None) or ():
-        merged.append(str(_parse_one(spec, item, f"{spec.option}={item}")))
-    values["codex_config"] = tuple(merged)
 
     values["sandbox_explicit"] = found["sandbox"] is not None
     head_var = BY_FIELD["head"].env_var
@@ -274,138 +243,87 @@ def resolve(config: pytest.Config, environ: Mapping[str, str] | None = None) -> 
                 "uncommitted changes, but with --advreview-head the change under review is "
                 "BASE...REF; pass --advreview-diff=branch (or auto), or drop --advreview-head"
             )
-    invocation_dir = config.invocation_params.dir
-    for field in ("report", "sarif", "json_report", "lead_patch"):
-        if isinstance(values.get(field), str):
-            values[field] = _absolute(invocation_dir, str(values[field]))
     codex = values.get("codex")
     if isinstance(codex, str) and ("/" in codex or os.sep in codex):
         # subprocess resolves a relative executable against the child's cwd (the repo),
         # not against the directory pytest was started in.
         values["codex"] = _absolute(invocation_dir, codex)
     values["decisions"] = _absolute(
-        config.rootpath, str(values.get("decisions", DEFAULT_DECISIONS))
+        config.rootpath, str(values.get("decisions", default("decisions")))
     )
-    against = values.get("against_plan")
-    if isinstance(against, str):
-        path = Path(_absolute(invocation_dir, against))
-        if not path.is_file():
+    against = found["against_plan"]
+    if against is not None and not Path(str(values["against_plan"])).is_file():
+        raise pytest.UsageError(
+            f"{PREFIX}: --advreview-against-plan={against.raw}: no such file "
+            f"(looked for {values['against_plan']}); pass the path of an existing plan"
+        )
+    for choice, needed, example in (
+        ("reviewer", "command", "my-reviewer"),
+        ("lead", "lead_command", "my-agent"),
+    ):
+        if values.get(choice) == "command" and not values.get(needed):
+            spec = BY_FIELD[needed]
             raise pytest.UsageError(
-                f"{PREFIX}: --advreview-against-plan={against}: no such file "
-                f"(looked for {path}); pass the path of an existing plan"
+                f"{PREFIX}: {BY_FIELD[choice].option}=command needs the command to run; pass "
+                f"{spec.option}='{example} --flag', set {spec.env_var}, or set ini {spec.ini_key}"
             )
-        values["against_plan"] = str(path)
-
-    if values.get("reviewer", "codex") == "command" and not values.get("command"):
-        raise pytest.UsageError(
-            f"{PREFIX}: --advreview-reviewer=command needs the command to run; "
-            "pass --advreview-command='my-reviewer --flag', set ADVREVIEW_COMMAND, "
-            "or set ini advreview_command"
-        )
-    if values.get("lead") == "command" and not values.get("lead_command"):
-        raise pytest.UsageError(
-            f"{PREFIX}: --advreview-lead=command needs the command to run; pass "
-            "--advreview-lead-command='my-agent --flag', set ADVREVIEW_LEAD_COMMAND, or set "
-            "ini advreview_lead_command"
-        )
     return Settings.model_validate(values)
 
 
-# -- presentation and Codex arguments ------------------------------------------------------
+#: Not on the header's second line: on the first one, on a line of their own (head), or
+#: rootdir-relative defaults not worth the room (decisions, allow_untracked).
+_NOT_LISTED = {
+    *("reviewer", "command", "model", "reasoning", "sandbox", "approvals", "timeout"),
+    *("max_rounds", "fail_on", "output_format", "head", "lead_code", "decisions"),
+    "allow_untracked",
+}
 
 
-def _show(value: str) -> str:
-    return shlex.quote(value)
-
-
-def header_lines(settings: Settings, *, verbose: bool = False) -> list[str]:
+def header_lines(settings: Settings) -> list[str]:
     """The effective settings for ``pytest_report_header``, enough to reproduce a run.
 
     The first line always has the reviewer, its model settings, rounds, threshold, format
-    and timeout.  A second line lists the other settings: only those that differ from
-    their defaults, or all of them with ``verbose``.
+    and timeout.  A second line lists the other settings that differ from their defaults.
     """
-    parts = [f"reviewer={_show(settings.reviewer)}"]
+    q = shlex.quote
+    parts = [f"reviewer={q(settings.reviewer)}"]
     if settings.reviewer == "command":
-        parts.append(f"command={_show(settings.command or '')}")
+        parts.append(f"command={q(settings.command or '')}")
     else:
-        parts += [
-            f"model={_show(settings.model)}",
-            f"reasoning={settings.reasoning}",
-            f"sandbox={settings.sandbox}",
-            f"approvals={settings.approvals}",
-        ]
-    parts += [
-        f"rounds<={settings.max_rounds}",
-        f"fail-on>={settings.fail_on.value}",
-        f"format={settings.output_format.value}",
-        f"timeout={settings.timeout:g}s",
-    ]
+        parts.append(f"model={q(settings.model)} reasoning={settings.reasoning}")
+        parts.append(f"sandbox={settings.sandbox} approvals={settings.approvals}")
+    parts.append(
+        f"rounds<={settings.max_rounds} fail-on>={settings.fail_on.value} "
+        f"format={settings.output_format.value} timeout={settings.timeout:g}s"
+    )
     lines = ["advreview: " + " ".join(parts)]
 
-    defaults = Settings()
+    hidden = set(_NOT_LISTED)
+    if settings.reviewer == "command":
+        hidden |= {"codex", "codex_config"}
+    if settings.lead == "none":
+        hidden |= {"lead_command", "lead_model"}
     extra: list[str] = []
-
-    def add(name: str, value: object, default: object, shown: str | None = None) -> None:
-        if verbose or value != default:
-            extra.append(f"{name}={shown if shown is not None else value}")
-
-    add("language", settings.language, defaults.language, _show(settings.language))
-    if settings.reviewer != "command":
-        add("codex", settings.codex, defaults.codex, _show(settings.codex))
-        add(
-            "codex-config",
-            settings.codex_config,
-            defaults.codex_config,
-            ",".join(_show(c) for c in settings.codex_config),
+    for spec in (spec for spec in SPECS if spec.setting and spec.field not in hidden):
+        value = getattr(settings, "json_report" if spec.field == "json" else spec.field)
+        if value == spec.default:
+            continue
+        if spec.field == "progress":
+            shown = f"{value}s" if value else "off"
+        elif spec.field == "shard":
+            shown = f"{value[0]}/{value[1]}"
+        elif isinstance(value, tuple):
+            shown = ",".join(q(item) for item in value)
+        else:
+            shown = "yes" if value is True else q(str(value))
+        extra.append(f"{spec.field.replace('_', '-')}={shown}")
+    # The lead may edit code only in a private worktree or with an explicit opt-in.
+    code_locked = settings.isolation != "worktree" and not settings.lead_code
+    if settings.lead != "none" and settings.diff != "none" and code_locked:
+        extra.append(
+            "code-review: one round per run, the lead does not edit code (pass "
+            "--advreview-isolation=worktree or set ini advreview_lead_code = true)"
         )
-    add("isolation", settings.isolation, defaults.isolation)
-    add("diff", settings.diff, defaults.diff)
-    add("base", settings.base, defaults.base, _show(settings.base or "auto"))
-    if settings.against_plan is not None:
-        extra.append(f"against-plan={_show(settings.against_plan)}")
-    add("plans", settings.plans, defaults.plans, ",".join(_show(p) for p in settings.plans))
-    add("plan-scope", settings.plan_scope, defaults.plan_scope)
-    add("budget-tokens", settings.budget_tokens, None, str(settings.budget_tokens or "off"))
-    add("fresh", settings.fresh, False, "yes" if settings.fresh else "no")
-    add("jobs", settings.jobs, defaults.jobs)
-    add(
-        "progress",
-        settings.progress,
-        defaults.progress,
-        f"{settings.progress}s" if settings.progress else "off",
-    )
-    for name, path in (
-        ("report", settings.report),
-        ("sarif", settings.sarif),
-        ("json", settings.json_report),
-    ):
-        add(name, path, None, _show(path or "off"))
-    add("env-allow", settings.env_allow, (), ",".join(_show(g) for g in settings.env_allow))
-    add(
-        "shard",
-        settings.shard,
-        None,
-        f"{settings.shard[0]}/{settings.shard[1]}" if settings.shard else "off",
-    )
-    if settings.lead != "none":
-        extra.append(f"lead={settings.lead}")
-        if settings.lead_command:
-            extra.append(f"lead-command={_show(settings.lead_command)}")
-        if settings.lead_model:
-            extra.append(f"lead-model={_show(settings.lead_model)}")
-        if settings.diff != "none" and not (settings.isolation == "worktree" or settings.lead_code):
-            # The lead may edit code only in a private worktree or with an explicit opt-in.
-            extra.append(
-                "code-review: one round per run, the lead does not edit code (pass "
-                "--advreview-isolation=worktree or set ini advreview_lead_code = true)"
-            )
-    add("lead-patch", settings.lead_patch, None, _show(settings.lead_patch or "off"))
-    add("github", settings.github, defaults.github)
-    add("strict-exit", settings.strict_exit, False, "yes" if settings.strict_exit else "no")
-    if verbose:
-        extra.append(f"decisions={_show(settings.decisions)}")
-        extra.append("allow-untracked=" + ",".join(_show(g) for g in settings.allow_untracked))
     if extra:
         lines.append("advreview: " + " ".join(extra))
     return lines
@@ -427,12 +345,10 @@ def runtime_hints(settings: Settings) -> list[str]:
     The workspace-write hint of the refresh design appears only when the sandbox was not
     chosen explicitly; ``danger-full-access`` always warns.
     """
-    hints: list[str] = []
-    if settings.sandbox == "workspace-write" and not settings.sandbox_explicit:
-        hints.append(_WORKSPACE_WRITE_HINT)
     if settings.sandbox == "danger-full-access":
-        hints.append(_FULL_ACCESS_WARNING)
-    return hints
+        return [_FULL_ACCESS_WARNING]
+    explicit = settings.sandbox_explicit
+    return [_WORKSPACE_WRITE_HINT] if settings.sandbox == "workspace-write" and not explicit else []
 
 
 _SETTINGS_KEY = pytest.StashKey["Settings"]()

@@ -31,7 +31,6 @@ anything else that changed, which is that review's workspace mutation (and is di
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import hashlib
 import hmac
@@ -39,7 +38,6 @@ import json
 import os
 import secrets
 import stat
-import tempfile
 import warnings
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -49,6 +47,7 @@ from typing import Final, Literal
 import pytest
 from pydantic import Field, ValidationError
 
+from .atomic import write_atomic
 from .cachekey import CacheKey
 from .constants import CACHE_PREFIX
 from .models import (
@@ -390,25 +389,14 @@ class StateStore:
             "run_tag": self._run_tag(mac),
             "state": state_data,
         }
-        data = json.dumps(envelope, indent=2, ensure_ascii=True)
-        tmp: str | None = None
         try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".tmp", dir=path.parent)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-            tmp = None
+            write_atomic(path, json.dumps(envelope, indent=2, ensure_ascii=True))
             listing = self._listing(path.parent)
             if listing is not None:
                 listing.add(path.name)
         except OSError as exc:
             self._warn(state.key, path, f"it could not be written ({_oserror(exc)})", verb="saving")
             return False
-        finally:
-            if tmp is not None:
-                _unlink_quietly(Path(tmp))
         return True
 
     def clear(self, key: str) -> None:
@@ -618,12 +606,6 @@ def _first_error(exc: ValidationError) -> str:
     where = ".".join(str(part) for part in first["loc"]) or "top level"
     more = f" and {len(errors) - 1} more" if len(errors) > 1 else ""
     return f"{where}: {first['msg']}{more}"
-
-
-def _unlink_quietly(path: Path) -> None:
-    # The write already failed and warned; a stray temp file is harmless.
-    with contextlib.suppress(OSError):
-        path.unlink(missing_ok=True)
 
 
 # -- the "Applied" diff ----------------------------------------------------------------------

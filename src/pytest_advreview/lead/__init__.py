@@ -11,14 +11,13 @@ turn and checks what the lead changed; the backends only launch a CLI, and
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
 
 from pydantic import Field
 
 from ..models import TokenUsage, WireModel
 from .contract import LeadAnswer, LeadError
 
-__all__ = ["LeadBackend", "LeadError", "LeadReply", "LeadRequest"]
+__all__ = ["LeadError", "LeadReply", "LeadRequest"]
 
 
 class LeadRequest(WireModel):
@@ -38,14 +37,3 @@ class LeadReply(WireModel):
 
     answer: LeadAnswer
     usage: TokenUsage = Field(default_factory=TokenUsage)
-
-
-class LeadBackend(Protocol):
-    """A lead CLI driven headless: one call per turn, decisions back or a LeadError."""
-
-    #: ``codex``, ``claude`` or ``command``.
-    name: str
-
-    def run(self, request: LeadRequest) -> LeadReply:
-        """Run the turn; raise :class:`LeadError` when the lead could not do its job."""
-        ...

@@ -11,28 +11,20 @@ in their own sessions, so a timeout kills every descendant, not only the group.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..models import TokenUsage
 from . import LeadReply, LeadRequest
-from ._attempt import run_cli
+from ._attempt import CliLead
 from .contract import LeadError, answer_schema, validate_answer
-
-if TYPE_CHECKING:
-    from ..settings import Settings
 
 __all__ = ["ClaudeLead"]
 
-_WHO = "the claude lead"
 
-
-class ClaudeLead:
+class ClaudeLead(CliLead):
     """``--advreview-lead=claude``: ``claude`` on PATH, or ``--advreview-lead-command``."""
 
     name = "claude"
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
 
     def argv(self, request: LeadRequest) -> list[str]:
         """``claude --bare -p`` with JSON output, the decisions schema and edit rules.
@@ -62,22 +54,15 @@ class ClaudeLead:
 
     def run(self, request: LeadRequest) -> LeadReply:
         """Run the turn and check the JSON result (rc alone proves nothing)."""
-        rc, out = run_cli(
-            self.argv(request),
-            who=_WHO,
-            prompt=request.prompt,
-            cwd=request.cwd,
-            work_dir=request.work_dir,
-            timeout=self.settings.timeout,
-            check_rc=False,
-        )
+        out = self.launch(self.argv(request), request, check_rc=False)
+        rc, who = out.rc, self.who
         try:
             result: Any = json.loads(out.stdout)
         except ValueError:
             detail = out.stderr.strip() or out.stdout.strip() or "no output"
-            raise LeadError(f"{_WHO} exited {rc} without a JSON result: {detail[-400:]}") from None
+            raise LeadError(f"{who} exited {rc} without a JSON result: {detail[-400:]}") from None
         if not isinstance(result, dict):
-            raise LeadError(f"{_WHO} printed JSON that is not a result object")
+            raise LeadError(f"{who} printed JSON that is not a result object")
         denials = result.get("permission_denials") or []
         if denials:
             names = ", ".join(
@@ -86,20 +71,20 @@ class ClaudeLead:
                 if isinstance(d, dict)
             )
             raise LeadError(
-                f"{_WHO} was denied {len(denials)} tool call(s) ({names}); it may edit only "
+                f"{who} was denied {len(denials)} tool call(s) ({names}); it may edit only "
                 f"{', '.join(request.allowed)}"
             )
         if result.get("is_error") or rc != 0:
             reason = result.get("terminal_reason") or result.get("subtype") or f"rc {rc}"
             text = str(result.get("result") or result.get("errors") or "")[:400]
-            raise LeadError(f"{_WHO} failed ({reason}): {text}")
+            raise LeadError(f"{who} failed ({reason}): {text}")
         structured = result.get("structured_output")
         if structured is None:
             raise LeadError(
-                f"{_WHO} returned no structured decisions (structured_output is null); "
+                f"{who} returned no structured decisions (structured_output is null); "
                 f"its text was: {str(result.get('result') or '')[:300]}"
             )
-        return LeadReply(answer=validate_answer(structured, who=_WHO), usage=_usage(result))
+        return LeadReply(answer=validate_answer(structured, who=who), usage=_usage(result))
 
 
 def _usage(result: dict[str, Any]) -> TokenUsage:

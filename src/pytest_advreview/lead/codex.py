@@ -9,30 +9,21 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING
 
 from ..runner._process import read_text
 from ..runner.codex import approval_args, stream_usage
 from ..runner.environment import reviewer_process_env, tool_shell_args
 from . import LeadReply, LeadRequest
-from ._attempt import run_cli
+from ._attempt import CliLead
 from .contract import LeadError, answer_schema, parse_answer
-
-if TYPE_CHECKING:
-    from ..settings import Settings
 
 __all__ = ["CodexLead"]
 
-_WHO = "the codex lead"
 
-
-class CodexLead:
+class CodexLead(CliLead):
     """``--advreview-lead=codex``."""
 
     name = "codex"
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
 
     def argv(self, request: LeadRequest) -> list[str]:
         """``codex exec`` for one lead turn (an argv list, never a shell)."""
@@ -74,17 +65,10 @@ class CodexLead:
         (request.work_dir / "lead-schema.json").write_text(
             json.dumps(answer_schema()), encoding="utf-8"
         )
-        _, out = run_cli(
-            self.argv(request),
-            who=_WHO,
-            prompt=request.prompt,
-            cwd=request.cwd,
-            work_dir=request.work_dir,
-            timeout=self.settings.timeout,
-        )
+        out = self.launch(self.argv(request), request)
         text = read_text(answer)
         if text is None:
-            raise LeadError(f"{_WHO} finished without an answer (no {answer.name})")
+            raise LeadError(f"{self.who} finished without an answer (no {answer.name})")
         usage = stream_usage(out.stdout_file)
-        answered = parse_answer(text, who=_WHO)
+        answered = parse_answer(text, who=self.who)
         return LeadReply(answer=answered, usage=usage) if usage else LeadReply(answer=answered)

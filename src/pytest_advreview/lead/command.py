@@ -3,32 +3,30 @@
 from __future__ import annotations
 
 import shlex
+from typing import TYPE_CHECKING
 
 from . import LeadReply, LeadRequest
-from ._attempt import run_cli
+from ._attempt import CliLead
 from .contract import parse_answer
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 __all__ = ["CommandLead"]
 
 
-class CommandLead:
+class CommandLead(CliLead):
     """``--advreview-lead=command --advreview-lead-command=CMD``."""
 
     name = "command"
 
-    def __init__(self, command: str, *, timeout: float) -> None:
-        self.argv = shlex.split(command)
-        self.timeout = timeout
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings)
+        assert settings.lead_command, "settings validation requires a lead command"
+        self.argv = shlex.split(settings.lead_command)
+        self.who = f"the lead command {self.argv[0]!r}"
 
     def run(self, request: LeadRequest) -> LeadReply:
         """Pipe the prompt in, read the decisions from stdout (no token figures)."""
-        who = f"the lead command {self.argv[0]!r}"
-        _, out = run_cli(
-            self.argv,
-            who=who,
-            prompt=request.prompt,
-            cwd=request.cwd,
-            work_dir=request.work_dir,
-            timeout=self.timeout,
-        )
-        return LeadReply(answer=parse_answer(out.stdout, who=who))
+        out = self.launch(self.argv, request)
+        return LeadReply(answer=parse_answer(out.stdout, who=self.who))

@@ -6,12 +6,12 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..settings import Settings
-    from . import LeadBackend
+    from ._attempt import CliLead
 
 __all__ = ["make_lead"]
 
 
-def make_lead(settings: Settings) -> LeadBackend | None:
+def make_lead(settings: Settings) -> CliLead | None:
     """The lead backend the settings ask for; ``None`` for ``--advreview-lead=none``."""
     if settings.lead == "codex":
         from .codex import CodexLead
@@ -24,6 +24,5 @@ def make_lead(settings: Settings) -> LeadBackend | None:
     if settings.lead == "command":
         from .command import CommandLead
 
-        assert settings.lead_command, "settings validation requires a lead command"
-        return CommandLead(settings.lead_command, timeout=settings.timeout)
+        return CommandLead(settings)
     return None

@@ -27,7 +27,9 @@ from ..models import (
     LeadRecord,
     Review,
 )
-from . import LeadBackend, LeadRequest
+from ..runner._process import read_text
+from . import LeadRequest
+from ._attempt import CliLead
 from .contract import LeadError, check_answer, lead_prompt
 
 __all__ = ["TurnResult", "run_turn"]
@@ -49,7 +51,7 @@ class TurnResult:
 
 
 def run_turn(
-    backend: LeadBackend,
+    backend: CliLead,
     review: Review,
     *,
     round_no: int,
@@ -70,7 +72,7 @@ def run_turn(
         or changed a file it must not touch (then ``mutations`` names each path).
     """
     who = f"the {backend.name} lead"
-    before_text = {path: _read(cwd / path) for path in allowed}
+    before_text = {path: read_text(cwd / path) for path in allowed}
     before_links = {
         path: os.readlink(cwd / path) if (cwd / path).is_symlink() else None for path in allowed
     }
@@ -111,7 +113,7 @@ def run_turn(
         if (cwd / path).is_symlink() and before_links[path] != os.readlink(cwd / path):
             # Reading through a new link would copy another file's text into the plan.
             raise LeadError(f"{who} replaced {path} with a symbolic link; it may only edit it")
-        old, new = before_text[path], _read(cwd / path)
+        old, new = before_text[path], read_text(cwd / path)
         if old == new:
             continue
         if new is None or not new.strip():
@@ -176,10 +178,3 @@ def _decision(finding: str, action: LeadAction, reason: str, changed: str) -> De
     text = f"{reason} (changed: {changed})" if changed.strip() else reason
     kind = DecisionAction.ACCEPT if action is LeadAction.ACCEPT else DecisionAction.RESCOPE
     return Decision(finding=finding, action=kind, reason=text)
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_bytes().decode("utf-8", "replace")
-    except FileNotFoundError:
-        return None

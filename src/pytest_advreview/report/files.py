@@ -10,13 +10,11 @@ plan has a heading of that name.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from .. import atomic
 from ..models import Finding, ItemRecord
 from ..parse.markdown import code_mask
 
@@ -27,23 +25,12 @@ _REPORT_MODE = 0o644
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` (UTF-8, ``\\n`` line ends) in one rename.
+    """Replace the report ``path`` with ``text`` in one rename, creating missing folders.
 
-    :param path: the report file; missing parent folders are created.
-    :param text: the whole content.
     :raises OSError: the folder cannot be created or written, or ``path`` is a folder.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8"))
-        os.chmod(tmp, _REPORT_MODE)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    atomic.write_atomic(path, text, mode=_REPORT_MODE)
 
 
 def find_repo_root(start: Path) -> Path:

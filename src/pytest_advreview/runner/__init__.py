@@ -7,8 +7,9 @@ The loop (``loop.py``) decides what to dispatch; a backend only runs it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 from pydantic import Field
 
@@ -22,11 +23,23 @@ from ..models import (
     WireModel,
 )
 
-__all__ = ["STREAM_FILE", "DispatchRequest", "DispatchResult", "Reviewer"]
+__all__ = [
+    "CANCELLED",
+    "STREAM_FILE",
+    "DispatchRequest",
+    "DispatchResult",
+    "Reviewer",
+    "retry_once",
+]
 
 #: The file in a request's ``work_dir`` that a backend streams its events to while it
 #: runs (Codex's ``--json`` JSONL); the progress display reads it as it grows.
 STREAM_FILE = "stdout.jsonl"
+#: The error of an attempt stopped because pytest is stopping; never retried.
+CANCELLED = (
+    "the review was stopped because pytest is stopping (-x, --maxfail or Ctrl-C); its "
+    "process group was killed"
+)
 
 
 class DispatchRequest(WireModel):
@@ -86,3 +99,16 @@ class Reviewer(Protocol):
     def can_resume(self, session_id: str) -> bool:
         """Whether the thread ``session_id`` can be resumed on this machine."""
         ...
+
+
+_A = TypeVar("_A")
+
+
+def retry_once(attempt: Callable[[], _A], retry: Callable[[_A], bool]) -> tuple[_A, int]:
+    """R5: run ``attempt``, and exactly once more when ``retry`` says its failure may pass.
+
+    Every call of ``attempt`` launches with a fresh attempt id and session marker.
+    Returns the last attempt and how many were made.
+    """
+    first = attempt()
+    return (attempt(), 2) if retry(first) else (first, 1)

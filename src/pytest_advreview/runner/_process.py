@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..constants import MAX_ERROR_CHARS
+from . import environment
 
 #: Seconds between SIGTERM to the process group and SIGKILL.
 KILL_GRACE_S = 3.0
@@ -60,6 +61,39 @@ def launch(
         if rc is None:
             kill_group(proc)
         return rc
+
+
+def run_piped(
+    argv: Sequence[str],
+    *,
+    prompt: str,
+    work: Path,
+    names: tuple[str, str, str],
+    cwd: Path,
+    timeout: float,
+    env: Mapping[str, str] | None = None,
+    cancel: threading.Event | None = None,
+) -> int | None:
+    """:func:`launch` a CLI that reads ``prompt`` on stdin, its files ``names`` in ``work``.
+
+    ``names`` are the prompt, stdout and stderr files; a stale stdout is deleted first.
+    The environment is ours plus ``env``, minus what no reviewer or lead may see (the
+    state-signing key: one that read it could sign forged verdicts).
+    """
+    prompt_file, out, err = (work / name for name in names)
+    prompt_file.write_text(prompt, encoding="utf-8")
+    out.unlink(missing_ok=True)
+    merged = environment.reviewer_process_env({**os.environ, **(env or {})})
+    return launch(
+        argv,
+        cwd=cwd,
+        stdin_file=prompt_file,
+        stdout_file=out,
+        stderr_file=err,
+        env=merged,
+        timeout=timeout,
+        cancel=cancel,
+    )
 
 
 def _wait(

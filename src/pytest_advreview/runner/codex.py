@@ -44,8 +44,17 @@ from ..models import (
     Verdict,
     WireModel,
 )
+from ..options import default
 from ..prompts import with_marker
-from . import STREAM_FILE, DispatchRequest, DispatchResult, environment, native
+from . import (
+    CANCELLED,
+    STREAM_FILE,
+    DispatchRequest,
+    DispatchResult,
+    environment,
+    native,
+    retry_once,
+)
 from ._process import clip, launch, read_text, tail
 
 __all__ = [
@@ -56,8 +65,8 @@ __all__ = [
     "sandbox_args",
 ]
 
-Sandbox = Literal["read-only", "workspace-write", "danger-full-access", "inherit"]
-Approvals = Literal["auto_review", "user", "never"]
+#: A ``--advreview-sandbox`` value, one of ``options.CHOICES["sandbox"]``.
+Sandbox = str
 
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _ROLLOUT_ID = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$")
@@ -82,40 +91,30 @@ class CodexCapabilities(WireModel):
     rollout_glob: str = "sessions/*/*/*/rollout-*-{thread_id}.jsonl"
 
     @classmethod
-    def from_observed(
-        cls,
-        *,
-        resume_needs_sandbox: bool | None = None,
-        stale_output_file: bool | None = None,
-        resume_may_start_new_thread: bool | None = None,
-        rollout_glob: str | None = None,
-    ) -> CodexCapabilities:
+    def from_observed(cls, **observed: bool | str | None) -> CodexCapabilities:
         """The defaults, overridden by every fact that was observed (``None``: not seen).
 
         ``pytest --advreview-doctor`` fills this from its checks
         (``DoctorReport.capabilities``).
         """
-        observed = {
-            "resume_needs_sandbox": resume_needs_sandbox,
-            "stale_output_file": stale_output_file,
-            "resume_may_start_new_thread": resume_may_start_new_thread,
-            "rollout_glob": rollout_glob,
-        }
         return cls.model_validate({k: v for k, v in observed.items() if v is not None})
 
 
 class CodexOptions(WireModel):
-    """How to launch Codex: executable, model settings and the user's ``-c`` pairs."""
+    """How to launch Codex: executable, model settings and the user's ``-c`` pairs.
 
-    executable: str = "codex"
-    model: str = "gpt-5.5"
-    reasoning: str = "high"
-    sandbox: Sandbox = "workspace-write"
-    approvals: Approvals = "auto_review"
+    The defaults and allowed values are the options' (:data:`..options.SPECS`).
+    """
+
+    executable: str = default("codex")
+    model: str = default("model")
+    reasoning: str = default("reasoning")
+    sandbox: Sandbox = default("sandbox")
+    approvals: str = default("approvals")
     #: ``KEY=VALUE`` pairs passed as ``-c`` to every exec *and* resume.
     config: tuple[str, ...] = ()
     #: Wall-clock seconds per attempt.
-    timeout: float = 600.0
+    timeout: float = default("timeout")
     #: Extra environment for the Codex process (on top of ``os.environ``).
     env: Mapping[str, str] = Field(default_factory=dict)
     #: Globs of variable names the reviewer's tool shell may see although they look like
@@ -136,7 +135,7 @@ def sandbox_args(sandbox: Sandbox) -> list[str]:
     return [] if sandbox == "inherit" else ["-s", sandbox]
 
 
-def approval_args(approvals: Approvals) -> list[str]:
+def approval_args(approvals: str) -> list[str]:
     """The refresh design's approval mapping, as ``-c`` overrides (TOML-quoted values)."""
     if approvals == "never":
         return ["-c", 'approval_policy="never"']
@@ -155,10 +154,8 @@ class _Attempt(WireModel):
     terminal: bool = False
     errors: str | None = None
     user_warning: str | None = None
-    verdict: Verdict | None = None
     session_id: str | None = None
-    review_text: str | None = None
-    #: ``review_text`` parsed (once: the drift check and the result both need it).
+    #: The review file parsed (once: the drift check and the result both need it).
     review: Review | None = None
     quality: ReviewQuality = ReviewQuality.UNKNOWN
     triage: Triage = Field(default_factory=Triage)
@@ -258,12 +255,10 @@ class CodexReviewer:
                     "--advreview-sandbox=read-only",
                 )
                 return self._result(request, attempt, 0, started)
-        attempt = self._attempt(request)
-        attempts = 1
-        if attempt.status is not RunnerStatus.SUCCESS and not attempt.terminal:
-            # R5: exactly one retry, with a fresh attempt id and a fresh marker.
-            attempt = self._attempt(request)
-            attempts = 2
+        attempt, attempts = retry_once(
+            lambda: self._attempt(request),
+            lambda failed: failed.status is not RunnerStatus.SUCCESS and not failed.terminal,
+        )
         if attempt.status is not RunnerStatus.SUCCESS and request.operation is Operation.RESUME:
             attempt = self._archive_failed_resume(request, attempt)
         return self._result(request, attempt, attempts, started)
@@ -443,6 +438,12 @@ class CodexReviewer:
         stdout_file = work / STREAM_FILE
         stderr_file = work / "stderr.txt"
         marker_body = with_marker(request.prompt_body, request.review_id, attempt_id)
+        attempt = _Attempt(attempt_id=attempt_id)
+
+        def fail(status: RunnerStatus, errors: str, *, terminal: bool = False) -> _Attempt:
+            update = {"status": status, "errors": clip(errors), "terminal": terminal}
+            return attempt.model_copy(update=update)
+
         try:
             prompt_file.write_text(marker_body, encoding="utf-8")
             # Codex keeps stale -o content after a failed turn: an old review must never
@@ -453,16 +454,12 @@ class CodexReviewer:
                 schema_file = work / "review-schema.json"
                 schema_file.write_text(json.dumps(parse.review_schema()), encoding="utf-8")
         except OSError as exc:
-            return _Attempt(
-                attempt_id=attempt_id,
-                status=RunnerStatus.INFRA_ERROR,
-                terminal=True,
-                errors=f"cannot write review files in {work}: {exc}",
-            )
+            why = f"cannot write review files in {work}: {exc}"
+            return fail(RunnerStatus.INFRA_ERROR, why, terminal=True)
         anchor = prompt_file.stat().st_mtime
         argv, env = self.launch_command(self.argv(request, output_file, schema_file))
         if self._cancel.is_set():
-            return _cancelled(attempt_id)
+            return fail(RunnerStatus.INFRA_ERROR, CANCELLED, terminal=True)
         try:
             rc = launch(
                 argv,
@@ -475,31 +472,20 @@ class CodexReviewer:
                 cancel=self._cancel,
             )
         except FileNotFoundError:
-            return _Attempt(
-                attempt_id=attempt_id,
-                status=RunnerStatus.LAUNCH_FAILURE,
-                terminal=True,
-                errors=f"Codex executable not found: {self.options.executable!r}; install it "
-                "with `npm install -g @openai/codex` or set --advreview-codex=PATH",
+            why = (
+                f"Codex executable not found: {self.options.executable!r}; install it "
+                "with `npm install -g @openai/codex` or set --advreview-codex=PATH"
             )
+            return fail(RunnerStatus.LAUNCH_FAILURE, why, terminal=True)
         except OSError as exc:
-            return _Attempt(
-                attempt_id=attempt_id,
-                status=RunnerStatus.LAUNCH_FAILURE,
-                terminal=True,
-                errors=f"cannot start Codex: {exc}",
-            )
+            return fail(RunnerStatus.LAUNCH_FAILURE, f"cannot start Codex: {exc}", terminal=True)
 
         if rc is None and self._cancel.is_set():
-            return _cancelled(attempt_id)
+            return fail(RunnerStatus.INFRA_ERROR, CANCELLED, terminal=True)
         stream = _read_stream(stdout_file)
         stderr = read_text(stderr_file)
-        base = _Attempt(attempt_id=attempt_id, thread_usage=stream.usage, writes=stream.writes)
-
-        def fail(status: RunnerStatus, errors: str, *, terminal: bool = False) -> _Attempt:
-            return base.model_copy(
-                update={"status": status, "errors": clip(errors), "terminal": terminal}
-            )
+        # fail() copies this one from here on: the usage and writes are known.
+        attempt = attempt.model_copy(update={"thread_usage": stream.usage, "writes": stream.writes})
 
         # R4.1 exit code.  124 is what `timeout` returns: a wrapper script around codex
         # (--advreview-codex=my-wrapper) that enforces its own limit is a timeout too.
@@ -533,16 +519,14 @@ class CodexReviewer:
         verdict = analysis.review.verdict
         # R4.4 session id, two tiers.
         session_id, warning, problem, terminal = self._session_id(
-            request, stream.first_thread_id, request.review_id, attempt_id, anchor, verdict
+            request, stream.first_thread_id, attempt_id, anchor, verdict
         )
         if problem is not None:
             return fail(RunnerStatus.LAUNCH_FAILURE, problem, terminal=terminal)
-        return base.model_copy(
+        return attempt.model_copy(
             update=dict(
-                verdict=verdict,
                 session_id=session_id,
                 user_warning=warning,
-                review_text=text,
                 review=analysis.review,
                 quality=analysis.quality,
                 triage=analysis.triage,
@@ -557,7 +541,6 @@ class CodexReviewer:
         self,
         request: DispatchRequest,
         first_thread_id: str | None,
-        review_id: str,
         attempt_id: str,
         anchor: float,
         verdict: Verdict | None,
@@ -565,48 +548,29 @@ class CodexReviewer:
         """Return ``(session_id, user_warning, problem, terminal)``."""
         found = first_thread_id
         if found is None:
-            marker = f"ADVERSARIAL-REVIEW-SESSION: {review_id}-{attempt_id}"
+            marker = f"ADVERSARIAL-REVIEW-SESSION: {request.review_id}-{attempt_id}"
             matches = self._rollouts_with(marker, anchor)
             if len(matches) > 1:
-                return (
-                    None,
-                    None,
-                    (
-                        "multiple rollouts matched marker — aborting to avoid wrong-session bind: "
-                        + ", ".join(str(m) for m in matches[:3])
-                    ),
-                    True,
-                )
+                shown = ", ".join(str(m) for m in matches[:3])
+                why = "multiple rollouts matched marker — aborting to avoid wrong-session bind"
+                return None, None, f"{why}: {shown}", True
             if matches:
                 m = _ROLLOUT_ID.search(matches[0].name)
                 found = m.group(1) if m else None
         if request.operation is Operation.RESUME:
             if found is not None and found != request.session_id:
                 # resume <id> can silently start a new thread; that is not a re-review.
-                return (
-                    None,
-                    None,
-                    (f"resume asked for thread {request.session_id} but Codex ran thread {found}"),
-                    False,
-                )
+                why = f"resume asked for thread {request.session_id} but Codex ran thread {found}"
+                return None, None, why, False
             if found is None:
-                return (
-                    request.session_id,
-                    (
-                        "session-id refresh on resume: both tiers empty, continuing with the "
-                        "previous thread id"
-                    ),
-                    None,
-                    False,
+                warning = (
+                    "session-id refresh on resume: both tiers empty, continuing with the "
+                    "previous thread id"
                 )
-            return found, None, None, False
-        if found is None and verdict is Verdict.REVISE:
-            return (
-                None,
-                None,
-                ("session-id capture failed: both tiers empty on initial/fresh-exec"),
-                False,
-            )
+                return request.session_id, warning, None, False
+        elif found is None and verdict is Verdict.REVISE:
+            why = "session-id capture failed: both tiers empty on initial/fresh-exec"
+            return None, None, why, False
         return found, None, None, False
 
     def _rollouts_with(self, marker: str, anchor: float) -> list[Path]:
@@ -642,10 +606,11 @@ class CodexReviewer:
     ) -> DispatchResult:
         review_file = request.work_dir / "review.md"
         success = attempt.status is RunnerStatus.SUCCESS
+        review = attempt.review if success else None
         runner = RunnerResult(
             result=attempt.status,
-            verdict=attempt.verdict if success else None,
-            review_file=str(review_file) if success and attempt.review_text else None,
+            verdict=review.verdict if review else None,
+            review_file=str(review_file) if review else None,
             codex_session_id=attempt.session_id if success else None,
             attempt_id=attempt.attempt_id,
             errors=clip(attempt.errors) if attempt.errors else None,
@@ -655,7 +620,6 @@ class CodexReviewer:
             review_quality=attempt.quality if success else ReviewQuality.UNKNOWN,
             triage=attempt.triage if success else Triage(status="skipped"),
         )
-        review = attempt.review if success and attempt.review_text is not None else None
         thread_usage = attempt.thread_usage or request.prior_usage
         if request.operation is Operation.RESUME:
             usage = thread_usage.minus(request.prior_usage)
@@ -674,17 +638,6 @@ class CodexReviewer:
 
 
 # -- helpers ---------------------------------------------------------------------------
-
-
-def _cancelled(attempt_id: str) -> _Attempt:
-    """An attempt stopped because pytest is stopping: an error, never retried."""
-    return _Attempt(
-        attempt_id=attempt_id,
-        status=RunnerStatus.INFRA_ERROR,
-        terminal=True,
-        errors="the review was stopped because pytest is stopping (-x, --maxfail or "
-        "Ctrl-C); its process group was killed",
-    )
 
 
 def _file_contains(path: Path, needle: str) -> bool:

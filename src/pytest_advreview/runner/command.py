@@ -9,26 +9,18 @@ severity, APPROVED with a finding at or above fail-on → one retry).
 
 from __future__ import annotations
 
-import os
 import secrets
 import shlex
 import threading
 import time
-from collections.abc import Mapping, Sequence
 
 from .. import parse
-from ..models import ReviewQuality, RunnerResult, RunnerStatus, Triage
+from ..models import Review, ReviewQuality, RunnerResult, RunnerStatus, Triage
 from ..prompts import with_marker
-from . import DispatchRequest, DispatchResult, environment
-from ._process import clip, launch, read_text, tail
+from . import CANCELLED, DispatchRequest, DispatchResult, retry_once
+from ._process import clip, read_text, run_piped, tail
 
 __all__ = ["CommandReviewer"]
-
-
-_CANCELLED = (
-    "the review was stopped because pytest is stopping (-x, --maxfail or Ctrl-C); its "
-    "process group was killed"
-)
 
 
 class CommandReviewer:
@@ -37,18 +29,9 @@ class CommandReviewer:
     name = "command"
     supports_resume = False
 
-    def __init__(
-        self,
-        command: str | Sequence[str],
-        *,
-        timeout: float = 600.0,
-        env: Mapping[str, str] | None = None,
-    ) -> None:
-        self.argv = shlex.split(command) if isinstance(command, str) else list(command)
-        if not self.argv:
-            raise ValueError("the review command is empty")
+    def __init__(self, command: str, *, timeout: float) -> None:
+        self.argv = shlex.split(command)  # never empty: the option's parser rejects that
         self.timeout = timeout
-        self.env = dict(env or {})
         self._cancel = threading.Event()
 
     def cancel(self) -> None:
@@ -63,16 +46,11 @@ class CommandReviewer:
         """Run the command (one retry on failure) and check the review it printed."""
         started = time.monotonic()
         request.work_dir.mkdir(parents=True, exist_ok=True)
-        result: RunnerResult | None = None
-        text: str | None = None
-        attempts = 0
-        for attempts in (1, 2):  # noqa: B007 - the last value is the attempt count
-            result, text = self._attempt(request)
-            if result.result is RunnerStatus.SUCCESS or self._cancel.is_set():
-                break
-        assert result is not None
-        review = (
-            parse.analyse(text, request.output_format, request.fail_on).review if text else None
+        (result, review), attempts = retry_once(
+            lambda: self._attempt(request),
+            lambda failed: (
+                failed[0].result is not RunnerStatus.SUCCESS and not self._cancel.is_set()
+            ),
         )
         return DispatchResult(
             runner=result,
@@ -82,61 +60,52 @@ class CommandReviewer:
             duration_s=time.monotonic() - started,
         )
 
-    def _attempt(self, request: DispatchRequest) -> tuple[RunnerResult, str | None]:
+    def _attempt(self, request: DispatchRequest) -> tuple[RunnerResult, Review | None]:
         attempt_id = f"{secrets.randbelow(1_000_000):06d}"
-        work = request.work_dir
-        prompt = work / "prompt.md"
-        out = work / "review.md"
-        err = work / "stderr.txt"
-        prompt.write_text(
-            with_marker(request.prompt_body, request.review_id, attempt_id), encoding="utf-8"
-        )
-        out.unlink(missing_ok=True)
+        out = request.work_dir / "review.md"
+
+        def failed(status: RunnerStatus, errors: str) -> tuple[RunnerResult, None]:
+            triage = Triage(status="skipped")
+            return RunnerResult(
+                result=status, attempt_id=attempt_id, errors=clip(errors), triage=triage
+            ), None
+
+        if self._cancel.is_set():
+            return failed(RunnerStatus.INFRA_ERROR, CANCELLED)
         # The command authenticates itself (e.g. ANTHROPIC_API_KEY for `claude -p`), so its
         # environment stays whole, except what no reviewer needs: the state-signing key.
-        env = environment.reviewer_process_env({**os.environ, **self.env})
-        if self._cancel.is_set():
-            return self._failed(attempt_id, RunnerStatus.INFRA_ERROR, _CANCELLED), None
         try:
-            rc = launch(
+            rc = run_piped(
                 self.argv,
+                prompt=with_marker(request.prompt_body, request.review_id, attempt_id),
+                work=request.work_dir,
+                names=("prompt.md", out.name, "stderr.txt"),
                 cwd=request.repo_root,
-                stdin_file=prompt,
-                stdout_file=out,
-                stderr_file=err,
-                env=env,
                 timeout=self.timeout,
                 cancel=self._cancel,
             )
         except OSError as exc:
-            return self._failed(
-                attempt_id,
-                RunnerStatus.LAUNCH_FAILURE,
-                f"cannot run review command {self.argv[0]!r}: {exc}",
-            ), None
+            return failed(
+                RunnerStatus.LAUNCH_FAILURE, f"cannot run review command {self.argv[0]!r}: {exc}"
+            )
         if rc is None and self._cancel.is_set():
-            return self._failed(attempt_id, RunnerStatus.INFRA_ERROR, _CANCELLED), None
+            return failed(RunnerStatus.INFRA_ERROR, CANCELLED)
         if rc is None:
-            return self._failed(
-                attempt_id,
-                RunnerStatus.TIMEOUT,
-                f"review command did not finish within {self.timeout:g}s",
-            ), None
+            return failed(
+                RunnerStatus.TIMEOUT, f"review command did not finish within {self.timeout:g}s"
+            )
         if rc != 0:
-            return self._failed(
-                attempt_id,
-                RunnerStatus.LAUNCH_FAILURE,
-                f"review command exited {rc}: {tail(read_text(err))}",
-            ), None
+            stderr = read_text(request.work_dir / "stderr.txt")
+            return failed(
+                RunnerStatus.LAUNCH_FAILURE, f"review command exited {rc}: {tail(stderr)}"
+            )
         text = read_text(out) or ""
         analysis = parse.analyse(text, request.output_format, request.fail_on)
         if not text.strip() or (
             analysis.drift and analysis.quality is not ReviewQuality.DEGRADED_ENVIRONMENTAL
         ):
             reason = analysis.drift or "empty review"
-            return self._failed(
-                attempt_id, RunnerStatus.LAUNCH_FAILURE, f"reviewer format drift: {reason}"
-            ), None
+            return failed(RunnerStatus.LAUNCH_FAILURE, f"reviewer format drift: {reason}")
         return RunnerResult(
             result=RunnerStatus.SUCCESS,
             verdict=analysis.review.verdict,
@@ -144,13 +113,4 @@ class CommandReviewer:
             attempt_id=attempt_id,
             review_quality=analysis.quality,
             triage=analysis.triage,
-        ), text
-
-    @staticmethod
-    def _failed(attempt_id: str, status: RunnerStatus, errors: str) -> RunnerResult:
-        return RunnerResult(
-            result=status,
-            attempt_id=attempt_id,
-            errors=clip(errors),
-            triage=Triage(status="skipped"),
-        )
+        ), analysis.review

@@ -39,7 +39,6 @@ from ..statekey import STATE_KEY_ENV
 __all__ = [
     "CREDENTIAL_PATTERNS",
     "NEVER_PASSED",
-    "hidden_names",
     "looks_like_credential",
     "reviewer_process_env",
     "tool_shell_args",
@@ -126,12 +125,6 @@ def _tool_shell_names(
     }
     names.discard(_ALWAYS)
     return (_ALWAYS, *sorted(names))
-
-
-def hidden_names(env: Mapping[str, str], allow: Iterable[str] = ()) -> list[str]:
-    """The variables of ``env`` that the tool shell does not see, sorted."""
-    shown = set(tool_shell_names(env, allow))
-    return sorted(name for name in env if name not in shown)
 
 
 def tool_shell_args(env: Mapping[str, str], allow: Iterable[str] = ()) -> list[str]:

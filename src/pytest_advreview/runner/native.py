@@ -45,10 +45,8 @@ MANAGED_BY_VARS = (
 
 
 class NativeCodex(WireModel):
-    """How to start the native binary the npm wrapper ``wrapper`` would start."""
+    """How to start the native binary that an npm wrapper would start."""
 
-    #: The wrapper as given (``codex`` on PATH, or a path).
-    wrapper: str
     #: The platform binary, an absolute path.
     binary: str
     #: Variables to set on top of the launch environment (the wrapper's additions).
@@ -91,7 +89,6 @@ def resolve(executable: str, env: Mapping[str, str]) -> NativeCodex | None:
         return None
     manager = _package_manager(package_root, Path(os.path.abspath(found)).parent, script, env)
     return NativeCodex(
-        wrapper=executable,
         binary=str(binary),
         set_env={"CODEX_MANAGED_PACKAGE_ROOT": str(package_root), manager: "1"},
         unset_env=tuple(v for v in MANAGED_BY_VARS if v != manager),
