@@ -26,6 +26,7 @@ from pytest_advreview.models import (
     TokenUsage,
     Verdict,
 )
+from pytest_advreview.prompts import plan_diff
 from pytest_advreview.state import (
     STATE_SCHEMA,
     NextStep,
@@ -33,7 +34,6 @@ from pytest_advreview.state import (
     StateStore,
     StateWarning,
     decide_next,
-    plan_diff,
     state_key,
 )
 

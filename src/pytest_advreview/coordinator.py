@@ -13,7 +13,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import tempfile
 import threading
 import warnings
 from collections.abc import Sequence
@@ -22,13 +21,15 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from .atomic import write_atomic
 from .cachekey import cache_key, reviewer_identity
 from .decisions import DecisionsError, DecisionsFile, check_known, check_targets, load_decisions
 from .loop import FixFailed, LoopResult
 from .models import Decision, Review, ReviewStatus, RoundRecord
 from .outcome import Outcome
+from .prompts import applied_text
 from .review import ReviewInputError, ReviewRun
-from .state import ReviewState, StateStore, StateWarning, decide_next, plan_diff
+from .state import ReviewState, StateStore, StateWarning, decide_next
 
 if TYPE_CHECKING:
     from .settings import Settings
@@ -56,10 +57,7 @@ class TokenLedger:
         with self._lock:
             self._spent += tokens
             self.directory.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tokens-")
-            with os.fdopen(fd, "w") as fh:
-                json.dump({"tokens": self._spent}, fh)
-            os.replace(tmp, self._mine)
+            write_atomic(self._mine, json.dumps({"tokens": self._spent}))
 
     def total(self) -> int:
         """Tokens used so far by every process of the run."""
@@ -215,7 +213,13 @@ class Coordinator:
             )
         applied = None
         if step.action == "continue" and state is not None:
-            applied = self._applied(run, state)
+            applied = (
+                None
+                if state.last_content is None
+                else applied_text(
+                    run.spec.kind, run.spec.key, state.last_content, run.material().content
+                )
+            )
         return self._run(run, step.history, step.decisions, applied)
 
     def _run(
@@ -274,17 +278,6 @@ class Coordinator:
         if decisions is None:
             return None
         return self._run(run, state.rounds, decisions, run.lead_applied)
-
-    def _applied(self, run: ReviewRun, state: ReviewState) -> str | None:
-        """The "Applied" text: what changed since the content of the last round."""
-        content = run.material().content
-        if state.last_content is None or state.last_content == content:
-            return None
-        if run.spec.kind == "plan":
-            return "Changes to the plan since your last review:\n\n" + plan_diff(
-                state.last_content, content, path=run.spec.key
-            )
-        return "The code change was updated since your last review. Now:\n" + content
 
 
 def _load_decisions(path: Path) -> DecisionsFile | None:

@@ -44,6 +44,7 @@ from typing import Any, Literal, NamedTuple, TextIO
 
 import pytest
 
+from .atomic import write_atomic
 from .constants import PINNED_CODEX_VERSION
 from .models import Operation, WireModel
 from .parse import review_schema
@@ -250,24 +251,11 @@ def run_and_report(codex: str, *, json_path: str | None = None, out: TextIO) -> 
     )
     out.write(f"advreview doctor: {summary} in {report.duration_s:.1f}s\n")
     if json_path:
-        _write_atomic(Path(json_path), report.model_dump_json(indent=2) + "\n")
+        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(Path(json_path), report.model_dump_json(indent=2) + "\n")
         out.write(f"advreview doctor: wrote {json_path}\n")
     out.flush()
     return 0 if report.ok else 1
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temp file and a rename (never half a file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 # -- running -----------------------------------------------------------------------------

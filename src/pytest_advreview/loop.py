@@ -45,7 +45,13 @@ from .models import (
     Verdict,
     WireModel,
 )
-from .prompts import PreviousRound, fresh_exec_prompt, rereview_prompt
+from .prompts import (
+    PreviousRound,
+    decision_item,
+    fresh_exec_prompt,
+    render_decisions,
+    rereview_prompt,
+)
 from .runner import DispatchRequest, DispatchResult, Reviewer
 
 __all__ = [
@@ -53,7 +59,6 @@ __all__ = [
     "LoopHooks",
     "LoopResult",
     "ReviewTarget",
-    "render_decisions",
     "run_loop",
 ]
 
@@ -165,33 +170,6 @@ class LoopResult(WireModel):
     failed_by: Literal["reviewer", "lead"] = "reviewer"
 
 
-def render_decisions(decisions: Sequence[Decision], review: Review | None = None) -> str:
-    """Decisions as one bullet each, the form the fresh-exec history shows.
-
-    With ``review`` the finding's title follows its id, so the reviewer need not
-    match bare ids against an earlier round's text.
-    """
-    if not decisions:
-        return "(no decisions recorded)"
-    return "\n".join(
-        f"- {_label(d.finding, review)}: {d.action.value}" + (f" — {d.reason}" if d.reason else "")
-        for d in decisions
-    )
-
-
-def _label(finding_id: str, review: Review | None) -> str:
-    if review is not None:
-        for f in review.findings:
-            if f.id == finding_id:
-                return f"{finding_id} ({f.title})"
-    return finding_id
-
-
-def _item(d: Decision, review: Review | None) -> str:
-    label = _label(d.finding, review)
-    return f"{label}: {d.reason}" if d.reason else label
-
-
 def _runner_error(runner: RunnerResult, default: str) -> str:
     """The error text of a failed dispatch: the runner's ``errors`` and ``user_warning``."""
     parts = [p for p in (runner.errors, runner.user_warning) if p]
@@ -264,14 +242,18 @@ class _Run:
 
     def resume_prompt(self, decisions: Sequence[Decision]) -> str:
         review = self.last_review()
-        applied = [_item(d, review) for d in decisions if d.action is DecisionAction.ACCEPT]
+        applied = [decision_item(d, review) for d in decisions if d.action is DecisionAction.ACCEPT]
         summary = self.hooks.applied_summary()
         if summary:
             applied.insert(0, summary)
         body = rereview_prompt(
             applied=applied,
-            rescoped=[_item(d, review) for d in decisions if d.action is DecisionAction.RESCOPE],
-            rejected=[_item(d, review) for d in decisions if d.action is DecisionAction.REJECT],
+            rescoped=[
+                decision_item(d, review) for d in decisions if d.action is DecisionAction.RESCOPE
+            ],
+            rejected=[
+                decision_item(d, review) for d in decisions if d.action is DecisionAction.REJECT
+            ],
             language=self.target.language,
             output_format=self.target.output_format,
         )

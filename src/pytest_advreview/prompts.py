@@ -16,20 +16,26 @@ be tied to the exact wording that produced it.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from .constants import SESSION_MARKER, VERDICT_APPROVED, VERDICT_REVISE
-from .models import ChangeSet, OutputFormat
+from .models import ChangeSet, Decision, OutputFormat, Review
 
 __all__ = [
     "MAX_LISTED_FILES",
     "PROMPT_VERSION",
     "PreviousRound",
+    "applied_text",
     "code_prompt",
+    "decision_item",
     "fresh_exec_prompt",
+    "lead_applied_text",
+    "plan_diff",
     "plan_prompt",
+    "render_decisions",
     "rereview_prompt",
     "untrusted_head",
     "with_marker",
@@ -553,3 +559,107 @@ def with_marker(body: str, review_id: str, attempt_id: str) -> str:
     """
     marker = SESSION_MARKER.format(review_id=review_id, attempt_id=attempt_id)
     return f"{marker}\n{body}"
+
+
+# --------------------------------------------------------------------------------------
+# What changed and what was decided since the last round.  This text frames data the
+# templates above carry; it is kept out of PROMPT_VERSION, as it always was, so moving it
+# here changed no cache key.
+
+
+def render_decisions(decisions: Sequence[Decision], review: Review | None = None) -> str:
+    """Decisions as one bullet each, the form the fresh-exec history shows.
+
+    With ``review`` the finding's title follows its id, so the reviewer need not
+    match bare ids against an earlier round's text.
+    """
+    if not decisions:
+        return "(no decisions recorded)"
+    return "\n".join(
+        f"- {_label(d.finding, review)}: {d.action.value}" + (f" — {d.reason}" if d.reason else "")
+        for d in decisions
+    )
+
+
+def _label(finding_id: str, review: Review | None) -> str:
+    if review is not None:
+        for f in review.findings:
+            if f.id == finding_id:
+                return f"{finding_id} ({f.title})"
+    return finding_id
+
+
+def decision_item(d: Decision, review: Review | None) -> str:
+    """One decision for the re-review's lists: the finding (with its title) and the reason."""
+    label = _label(d.finding, review)
+    return f"{label}: {d.reason}" if d.reason else label
+
+
+def plan_diff(
+    old: str, new: str, *, path: str, max_lines: int = 200, max_chars: int = 20_000
+) -> str:
+    """A unified diff of a plan from ``old`` to ``new``, for the re-review's "Applied" section.
+
+    Long diffs are cut after ``max_lines`` lines or ``max_chars`` characters, whichever
+    comes first, at a line boundary; a last line says how many lines were left out and
+    how many lines were added and removed in total, and that the full file is at
+    ``path``.  Returns ``""`` when the texts are equal.
+
+    :param old: the text the reviewer saw last.
+    :param new: the current text.
+    :param path: repo-relative path, used in the ``---``/``+++`` headers.
+    :param max_lines: most diff lines shown.
+    :param max_chars: most characters shown.
+    """
+    if old == new:
+        return ""
+    lines: list[str] = []
+    for line in difflib.unified_diff(
+        old.splitlines(keepends=True),
+        new.splitlines(keepends=True),
+        fromfile=f"a/{path}",
+        tofile=f"b/{path}",
+    ):
+        if line.endswith("\n"):
+            lines.append(line[:-1])
+        else:
+            # The last line of a file without a final newline: say so like git does, or
+            # a diff that only adds the newline would look empty.
+            lines.append(line)
+            lines.append("\\ No newline at end of file")
+    added = sum(1 for ln in lines[2:] if ln.startswith("+"))
+    removed = sum(1 for ln in lines[2:] if ln.startswith("-"))
+    shown: list[str] = []
+    size = 0
+    for line in lines:
+        if len(shown) >= max_lines or size + len(line) + 1 > max_chars:
+            break
+        shown.append(line)
+        size += len(line) + 1
+    if len(shown) < len(lines):
+        cut = len(lines) - len(shown)
+        shown.append(
+            f"[diff truncated: {cut} of {len(lines)} lines not shown; "
+            f"+{added} -{removed} lines in total; read {path} for the full text]"
+        )
+    return "\n".join(shown)
+
+
+def applied_text(kind: str, path: str, last: str, content: str) -> str | None:
+    """The "Applied" text of a re-review: what changed since the content of the last round.
+
+    A plan shows as a diff against what the reviewer saw (:func:`plan_diff`); a code change
+    is shown whole, as it has no earlier text the reviewer could diff against.
+    """
+    if last == content:
+        return None
+    if kind == "plan":
+        return "Changes to the plan since your last review:\n\n" + plan_diff(
+            last, content, path=path
+        )
+    return "The code change was updated since your last review. Now:\n" + content
+
+
+def lead_applied_text(diff: str) -> str | None:
+    """The "Applied" text after a lead turn: the diff of what the lead edited."""
+    return f"Changes made by the lead since your last review:\n\n{diff}" if diff else None

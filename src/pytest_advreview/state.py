@@ -25,13 +25,11 @@ to the xdist workers): while a reviewer runs, :meth:`StateStore.snapshot` and
 :meth:`StateStore.foreign_changes` tell the entries other workers of this run wrote from
 anything else that changed, which is that review's workspace mutation (and is discarded).
 
-:func:`decide_next` turns the stored state into what this run does with a target, and
-:func:`plan_diff` renders the "Applied" section of a plan re-review.
+:func:`decide_next` turns the stored state into what this run does with a target.
 """
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import hmac
 import json
@@ -75,7 +73,6 @@ __all__ = [
     "StateWarning",
     "StoredEntry",
     "decide_next",
-    "plan_diff",
     "state_key",
 ]
 
@@ -609,56 +606,6 @@ def _first_error(exc: ValidationError) -> str:
 
 
 # -- the "Applied" diff ----------------------------------------------------------------------
-
-
-def plan_diff(
-    old: str, new: str, *, path: str, max_lines: int = 200, max_chars: int = 20_000
-) -> str:
-    """A unified diff of a plan from ``old`` to ``new``, for the re-review's "Applied" section.
-
-    Long diffs are cut after ``max_lines`` lines or ``max_chars`` characters, whichever
-    comes first, at a line boundary; a last line says how many lines were left out and
-    how many lines were added and removed in total, and that the full file is at
-    ``path``.  Returns ``""`` when the texts are equal.
-
-    :param old: the text the reviewer saw last.
-    :param new: the current text.
-    :param path: repo-relative path, used in the ``---``/``+++`` headers.
-    :param max_lines: most diff lines shown.
-    :param max_chars: most characters shown.
-    """
-    if old == new:
-        return ""
-    lines: list[str] = []
-    for line in difflib.unified_diff(
-        old.splitlines(keepends=True),
-        new.splitlines(keepends=True),
-        fromfile=f"a/{path}",
-        tofile=f"b/{path}",
-    ):
-        if line.endswith("\n"):
-            lines.append(line[:-1])
-        else:
-            # The last line of a file without a final newline: say so like git does, or
-            # a diff that only adds the newline would look empty.
-            lines.append(line)
-            lines.append("\\ No newline at end of file")
-    added = sum(1 for ln in lines[2:] if ln.startswith("+"))
-    removed = sum(1 for ln in lines[2:] if ln.startswith("-"))
-    shown: list[str] = []
-    size = 0
-    for line in lines:
-        if len(shown) >= max_lines or size + len(line) + 1 > max_chars:
-            break
-        shown.append(line)
-        size += len(line) + 1
-    if len(shown) < len(lines):
-        cut = len(lines) - len(shown)
-        shown.append(
-            f"[diff truncated: {cut} of {len(lines)} lines not shown; "
-            f"+{added} -{removed} lines in total; read {path} for the full text]"
-        )
-    return "\n".join(shown)
 
 
 # -- what to do next ---------------------------------------------------------------------------

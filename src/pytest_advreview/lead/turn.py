@@ -27,6 +27,7 @@ from ..models import (
     LeadRecord,
     Review,
 )
+from ..prompts import lead_applied_text
 from ..runner._process import read_text
 from . import LeadRequest
 from ._attempt import CliLead
@@ -160,7 +161,7 @@ def run_turn(
         duration_s=time.monotonic() - started,
         tokens=reply.usage,
     )
-    applied = f"Changes made by the lead since your last review:\n\n{diff}" if diff else None
+    applied = lead_applied_text(diff)
     needs = tuple(d.finding for d in answer.decisions if d.action is LeadAction.NEEDS_OPERATOR)
     return TurnResult(decisions=decisions, record=record, applied=applied, needs_operator=needs)
 
