@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import settled, sleeper_running
-from pytest_advreview.doctor import CHECKS, SANDBOX_REMEDY, DoctorReport, _tagged_pids
+from pytest_advreview.doctor import CHECKS, SANDBOX_REMEDY, DoctorReport, DoctorRow, _tagged_pids
 from pytest_advreview.runner.codex import CodexCapabilities, CodexOptions
 from pytest_advreview.testing import Behaviour
 from test_native_launch import platform_package, wrapper_copy
@@ -59,8 +59,13 @@ def doctor(pytester: pytest.Pytester, codex: Path | str, *args: str):
     report = DoctorReport.model_validate_json((pytester.path / "doctor.json").read_text())
     # Nothing the doctor started may still run (the tag survives fork, exec and setsid).
     assert _tagged_pids(f"{report.run_id}:") == []
-    assert report.row("cleanup").status == "PASS"
+    assert row(report, "cleanup").status == "PASS"
     return result, report
+
+
+def row(report: DoctorReport, name: str) -> DoctorRow:
+    (found,) = [r for r in report.rows if r.name == name]
+    return found
 
 
 def failed(report: DoctorReport) -> set[str]:
@@ -90,7 +95,7 @@ def test_real_codex_passes_every_required_row(pytester, isolated, codex_executab
     result.stdout.fnmatch_lines(["advreview doctor: all required checks passed in *s"])
     assert report.ok
     assert report.version == "0.171.0"
-    assert all(report.row(name).status == "PASS" for name in REQUIRED)
+    assert all(row(report, name).status == "PASS" for name in REQUIRED)
     # The measured facts of 0.171 are exactly the runner's defaults.
     assert report.capabilities == CodexCapabilities()
     assert report.observed.resume_needs_sandbox is True
@@ -98,7 +103,7 @@ def test_real_codex_passes_every_required_row(pytester, isolated, codex_executab
     assert report.observed.resume_may_start_new_thread is True
     assert report.duration_s < 30
     # The rows ran against what reviews launch: the binary behind the npm wrapper.
-    assert "/vendor/" in report.row("native-launch").observed
+    assert "/vendor/" in row(report, "native-launch").observed
 
 
 @pytest.mark.real_codex
@@ -113,9 +118,9 @@ def test_unresolved_platform_binary_is_a_warning_and_the_wrapper_runs(
     (elsewhere / platform_dir.name).symlink_to(platform_dir)
     monkeypatch.setenv("NODE_PATH", str(elsewhere.parent))
     result, report = doctor(pytester, install)
-    row = report.row("native-launch")
-    assert row.status == "WARN"
-    assert f"reviews launch the npm wrapper {install}" in row.observed
+    native_row = row(report, "native-launch")
+    assert native_row.status == "WARN"
+    assert f"reviews launch the npm wrapper {install}" in native_row.observed
     assert report.ok, result.stdout.str()
 
 
@@ -146,7 +151,7 @@ if "resume" in args:
     )
     assert failed(report) == {"resume-sandbox"}
     # The host sandbox itself is fine, so the AppArmor remedy is not printed.
-    assert report.row("sandbox").status == "PASS"
+    assert row(report, "sandbox").status == "PASS"
     assert "apparmor_parser" not in result.stdout.str()
 
 
@@ -166,7 +171,7 @@ def test_broken_sandbox_prints_the_remedy_without_applying_it(
             "*sudo apparmor_parser -r /etc/apparmor.d/bwrap-userns-restrict*",
         ]
     )
-    assert report.row("sandbox").remedy == SANDBOX_REMEDY
+    assert row(report, "sandbox").remedy == SANDBOX_REMEDY
     assert failed(report) == {"sandbox", "resume-sandbox"}
 
 
@@ -230,8 +235,8 @@ def test_missing_thread_started_fails_exec_json(pytester, isolated, fake_codex):
     result.stdout.fnmatch_lines(
         ["FAIL exec-json — first event is 'turn.started', not thread.started (rc 0 after *s)"]
     )
-    assert report.row("exec-json").failed
-    assert report.row("resume-thread").observed.startswith("not run: the first exec gave no")
+    assert row(report, "exec-json").failed
+    assert row(report, "resume-thread").observed.startswith("not run: the first exec gave no")
 
 
 def test_every_exec_is_the_command_line_a_review_launches(pytester, isolated, fake_codex):
@@ -260,7 +265,7 @@ def test_bad_uuid_that_exits_0_fails_its_row(pytester, isolated, fake_codex):
             "(expected rc 1 with 'thread/resume failed')"
         ]
     )
-    assert report.row("resume-bad-uuid").failed
+    assert row(report, "resume-bad-uuid").failed
     resumed = [c for c in fake.calls() if c["parsed"]["resume"]]
     assert resumed, "the doctor never tried a resume"
 
@@ -270,7 +275,7 @@ def test_output_file_never_written_fails_its_row(pytester, isolated, fake_codex)
     result, report = doctor(pytester, fake.path)
     assert result.ret == 1
     result.stdout.fnmatch_lines(["FAIL output-file — -o was never created"])
-    assert report.row("output-file").failed
+    assert row(report, "output-file").failed
 
 
 def test_hang_is_killed_and_fails_the_rows(pytester, isolated, fake_codex):
@@ -299,7 +304,7 @@ def test_missing_codex_fails_fast(pytester, isolated, tmp_path):
     result.stdout.fnmatch_lines(
         ["FAIL version — '*no-such-codex' not found (not on PATH, not a file)"]
     )
-    assert report.row("exec-json").observed.startswith("not run:")
+    assert row(report, "exec-json").observed.startswith("not run:")
     assert report.duration_s < 5
 
 
@@ -309,7 +314,7 @@ def test_other_version_is_a_warning_not_a_failure(pytester, isolated, fake_codex
     result.stdout.fnmatch_lines(
         ["WARN version — codex-cli 0.172.0 (the plugin was verified against 0.171.0; *"]
     )
-    assert not report.row("version").failed
+    assert not row(report, "version").failed
     assert report.version == "0.172.0"
 
 

@@ -203,13 +203,6 @@ class DoctorReport(WireModel):
     #: the doctor observed.
     capabilities: CodexCapabilities
 
-    def row(self, name: str) -> DoctorRow:
-        """The row called ``name``."""
-        for row in self.rows:
-            if row.name == name:
-                return row
-        raise KeyError(name)
-
     def table(self) -> str:
         """The rows as printed, one per line."""
         return "\n".join(row.line() for row in self.rows)
