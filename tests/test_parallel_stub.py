@@ -52,3 +52,34 @@ def test_an_item_skipped_before_its_setup_drops_the_review_started_for_it(
         "advreview_plan_scope=all",
     )
     result.assert_outcomes(passed=2, skipped=1)
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_skip_mark_on_a_review_item_skips_it_with_its_plan_as_location(
+    plans: pytest.Pytester, jobs: str
+) -> None:
+    # A conftest may mark review items like any other (here: skip one plan). pytest reads
+    # the skip's location from reportinfo(), which must give a line number for that.
+    _stub_conftest(plans, approved_review())
+    with open(plans.path / "conftest.py", "a") as fh:
+        fh.write(
+            "\nimport pytest\n\n"
+            "def pytest_collection_modifyitems(items):\n"
+            "    for item in items:\n"
+            "        if 'b.md' in item.nodeid:\n"
+            "            item.add_marker(pytest.mark.skip(reason='plan b is on hold'))\n"
+        )
+    result = plans.runpytest(
+        "--adversarial-review",
+        "--advreview-diff=none",
+        "--advreview-reviewer=stub",
+        f"--advreview-jobs={jobs}",
+        "-p",
+        "no:randomly",
+        "-rs",
+        "-o",
+        "advreview_plan_scope=all",
+    )
+    result.assert_outcomes(passed=2, skipped=1)
+    result.stdout.fnmatch_lines(["SKIPPED [[]1[]] docs/plans/b.md*: plan b is on hold"])
+    assert len(list((plans.path / "prompts").glob("*.txt"))) == 2  # b was never reviewed

@@ -186,13 +186,15 @@ class ReviewItem(pytest.Item):
         first = str(exc).strip().splitlines()
         return first[0] if first else type(exc).__name__
 
-    def reportinfo(self) -> tuple[Path, int | None, str]:
+    def reportinfo(self) -> tuple[Path, int, str]:
         """Point at the plan file (or the repository root for the change set).
 
         The node's path: the plan file, or under ``--advreview-head`` REF's path named in
-        the rootdir (never the private checkout, which is gone after the run).
+        the rootdir (never the private checkout, which is gone after the run).  Line 0, as
+        pytest's own non-Python example gives: a skip mark's report needs a line number,
+        and ``None`` crashes pytest there.
         """
-        return self.path, None, f"[advreview] {self.spec.key}"
+        return self.path, 0, f"[advreview] {self.spec.key}"
 
 
 def _run(config: pytest.Config) -> RunStash:

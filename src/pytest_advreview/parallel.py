@@ -12,7 +12,8 @@ thread.
 
 * Only items pytest will run are started: ``-k``, ``-m``, ``--lf``, ``--advreview-shard``
   and any other deselection happen before the run loop, and the pool walks
-  ``session.items``.
+  ``session.items``.  An item marked ``skip`` is passed over too (a ``skipif`` is
+  decided only in its setup, so its review may start and is then dropped).
 * At most N reviews are in flight: the N-th next is started when an earlier one's item
   has taken its result.
 * The token budget is checked when a review starts (in its thread), so it is overshot
@@ -101,6 +102,8 @@ class ReviewPool:
             key = id(upcoming)
             if key in self._started or not self._is_review(upcoming):
                 continue
+            if upcoming.get_closest_marker("skip") is not None:
+                continue  # skipped in its setup for sure: never spend a review on it
             self._started.add(key)
             run = self._new_run(upcoming)
             self._ahead[key] = (run, self._executor.submit(self._review, run))
