@@ -834,7 +834,7 @@ def test_fake_runs_with_the_bare_standard_library(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert out.read_text() == "R"
-    assert fake.path.read_text().startswith(f"#!{sys.executable}\n")
+    assert fake.path.read_text().startswith(f"#!{sys.executable} -S\n")
 
 
 def test_behaviour_rejects_unknown_fields(tmp_path: Path) -> None:
