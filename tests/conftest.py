@@ -2,72 +2,39 @@
 
 from __future__ import annotations
 
-pytest_plugins = ["pytest_advreview.testing.fixtures"]
+import importlib
+import os
+import pkgutil
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
-import importlib  # noqa: E402
-import pkgutil  # noqa: E402
+import pytest
 
-import pytest_advreview  # noqa: E402
-
-# pytester's in-process runs restore sys.modules afterwards, but a package keeps the
-# attribute of a submodule first imported during a run: a later run's `from .. import
-# parse` then finds that stale module, whose pydantic classes are not the current ones
-# ("Input should be a valid dictionary or instance of Triage").  Importing every module
-# once, here, keeps them all out of the snapshots.
-for _module in pkgutil.walk_packages(pytest_advreview.__path__, "pytest_advreview."):
-    if not _module.name.endswith("__main__"):
-        importlib.import_module(_module.name)
-
-
-def _import_the_whole_package() -> None:
-    """Import every module of the plugin once, before any in-process pytester run.
-
-    ``pytester.runpytest`` drops the modules a run imported from ``sys.modules``, but not
-    the package attributes pointing at them: in the next run ``from .. import parse``
-    returns the first run's module while ``from ..models import Triage`` imports a new
-    one, and pydantic rejects the first run's ``Triage`` (seen with ``-n 0`` whenever no
-    unit-test module had imported the models first).  Modules loaded here are in every
-    run's snapshot, so all runs share them.
-    """
-    import importlib
-    import pkgutil
-
-    import pytest_advreview
-
-    for module in pkgutil.walk_packages(pytest_advreview.__path__, "pytest_advreview."):
-        if not module.name.endswith("__main__"):
-            importlib.import_module(module.name)
-
-
-_import_the_whole_package()
-
-
-# -- end-to-end helpers: a git repository under pytester, reviewed by the real Codex ----
-
-import os  # noqa: E402
-import subprocess  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Callable, Sequence  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
-
-import pytest  # noqa: E402
-
-# pytester's in-process runs drop the modules a run imported first, but the package keeps
-# them as attributes: a later run's ``from . import parse`` then finds the old module
-# while ``from .models import Triage`` loads a new one, and pydantic refuses "Triage" for
-# Triage (any test file run alone, with two reviewing runs, failed so).  Importing the
-# machinery here keeps every in-process run on one set of modules.
-import pytest_advreview.report.publish  # noqa: E402
-import pytest_advreview.runner.codex  # noqa: E402
-import pytest_advreview.runner.command  # noqa: E402
-import pytest_advreview.session  # noqa: E402
-from pytest_advreview.testing import (  # noqa: E402
+import pytest_advreview
+from pytest_advreview.testing import (
     FAKE_KEY_ENV,
     FAKE_KEY_VALUE,
     ScriptedServer,
     codex_provider_args,
 )
+
+pytest_plugins = ["pytest_advreview.testing.fixtures"]
+
+# pytester's in-process runs drop the modules a run imported from sys.modules, but not the
+# package attributes pointing at them: a later run's `from .. import parse` then finds the
+# first run's module while `from ..models import Triage` loads a new one, and pydantic
+# rejects the old Triage ("Input should be a valid dictionary or instance of Triage"; any
+# test file run alone with two reviewing runs failed so).  Modules imported here, before
+# any run, are in every run's snapshot, so all runs share them.
+for _module in pkgutil.walk_packages(pytest_advreview.__path__, "pytest_advreview."):
+    if not _module.name.endswith("__main__"):
+        importlib.import_module(_module.name)
+
+
+# -- end-to-end helpers: a git repository under pytester, reviewed by the real Codex ----
 
 
 def settled(probe: Callable[[], list[Any]], within: float = 5.0) -> list[Any]:
@@ -121,6 +88,39 @@ def git(repo: Path, *args: str) -> str:
     return os.fsdecode(proc.stdout)
 
 
+def init_repo(path: Path, branch: str = "main") -> Path:
+    """An empty git repository at ``path`` on ``branch``: a committer, no signing."""
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q", "-b", branch)
+    git(path, "config", "user.name", "Test")
+    git(path, "config", "user.email", "test@example.invalid")
+    git(path, "config", "commit.gpgsign", "false")
+    return path
+
+
+def write(root: Path, rel: str, text: str | bytes = "x\n") -> Path:
+    """Write ``text`` to ``root/rel``, creating the folders on the way."""
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def commit(root: Path, message: str = "commit") -> None:
+    """Commit everything in ``root``'s work tree."""
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", message)
+
+
+def saved_prompts(root: Path) -> list[str]:
+    """The prompts a test's reviewer saved as ``root/prompts/0.txt``, ``1.txt``, …, in order."""
+    folder = root / "prompts"
+    return [(folder / f"{n}.txt").read_text() for n in range(len(list(folder.glob("*.txt"))))]
+
+
 @pytest.fixture
 def hermetic_git(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
     """Git that sees neither the user's config nor a repository above the temp dirs."""
@@ -142,13 +142,7 @@ class ReviewRepo:
         self.rules: list[dict[str, Any]] = []
 
     def write(self, relpath: str, text: str | bytes) -> Path:
-        target = self.path / relpath
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(text, bytes):
-            target.write_bytes(text)
-        else:
-            target.write_text(text, encoding="utf-8")
-        return target
+        return write(self.path, relpath, text)
 
     def plan(self, name: str, text: str = "# Plan\n\n1. Do the thing.\n") -> Path:
         return self.write(f"docs/plans/{name}", text)
@@ -163,8 +157,7 @@ class ReviewRepo:
         self.server.set_script({"rules": self.rules, "default": {"http_status": 404}})
 
     def commit(self, message: str = "work") -> None:
-        git(self.path, "add", "-A")
-        git(self.path, "commit", "-qm", message)
+        commit(self.path, message)
 
     def args(self, *extra: str) -> list[str]:
         return [
@@ -176,6 +169,10 @@ class ReviewRepo:
             *[f"--advreview-codex-config={v}" for v in codex_provider_args(self.server.url)],
             *extra,
         ]
+
+    def tool_outputs(self) -> list[str]:
+        """The output of every tool call the reviewers made, as Codex sent it back."""
+        return [o["output"] for r in self.server.response_requests for o in r.function_call_outputs]
 
     def run(self, *extra: str) -> pytest.RunResult:
         return self.pytester.runpytest(*self.args(*extra))
@@ -200,19 +197,14 @@ def review_repo(
     # CI too: the suite runs under CI=true, where --advreview-diff=auto means the branch.
     for name in ("OPENAI_API_KEY", "CODEX_API_KEY", "CI", "GITHUB_ACTIONS", "GITHUB_BASE_REF"):
         monkeypatch.delenv(name, raising=False)
-    repo = pytester.path
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.name", "Test")
-    git(repo, "config", "user.email", "test@example.invalid")
-    git(repo, "config", "commit.gpgsign", "false")
+    repo = init_repo(pytester.path)
     # runpytest_subprocess writes its output to ./stdout and ./stderr during the run.
     # and its --basetemp under ./runpytest-*.
     (repo / ".gitignore").write_text(
         ".pytest_cache/\n__pycache__/\n/stdout\n/stderr\n/runpytest-*\n"
     )
     (repo / "README.md").write_text("# project\n")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "initial")
+    commit(repo, "initial")
     return ReviewRepo(pytester, advreview_server, codex_executable)
 
 

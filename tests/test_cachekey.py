@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from conftest import git
+from conftest import commit, git, init_repo, write
 from pytest_advreview.cachekey import (
     IDENTITY_SETTINGS,
     NOT_IDENTITY_SETTINGS,
@@ -140,14 +140,8 @@ def test_a_plan_is_keyed_by_its_bytes_and_its_prompt(tmp_path: Path) -> None:
 
 
 def _repo(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    git(path, "init", "-q", "-b", "main")
-    git(path, "config", "user.name", "T")
-    git(path, "config", "user.email", "t@example.invalid")
-    git(path, "config", "commit.gpgsign", "false")
-    (path / "README.md").write_text("# r\n")
-    git(path, "add", "-A")
-    git(path, "commit", "-qm", "init")
+    write(init_repo(path), "README.md", "# r\n")
+    commit(path, "init")
     return path
 
 

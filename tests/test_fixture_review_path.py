@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from conftest import git
+from conftest import commit, init_repo, saved_prompts
 from pytest_advreview.testing import FindingSpec, approved_review, review_text
 
 HIGH = FindingSpec("high", "Rollback restores a stale backup", section="Rollback")
@@ -52,24 +52,16 @@ def _stub_conftest(pytester: pytest.Pytester, answer: str, tokens: int = 0) -> N
     )
 
 
-def _prompts(pytester: pytest.Pytester) -> list[str]:
-    folder = pytester.path / "prompts"
-    return [(folder / f"{n}.txt").read_text() for n in range(len(list(folder.glob("*.txt"))))]
-
-
 @pytest.fixture
 def repo(pytester: pytest.Pytester) -> pytest.Pytester:
-    git(pytester.path, "init", "-q", "-b", "main")
-    git(pytester.path, "config", "user.name", "T")
-    git(pytester.path, "config", "user.email", "t@example.invalid")
+    init_repo(pytester.path)
     (pytester.path / ".gitignore").write_text(
         ".pytest_cache/\n__pycache__/\n/conftest.py\n/prompts/\n/test_*.py\n/outcome*.json\n"
     )
     (pytester.path / "notes").mkdir()
     (pytester.path / "notes" / "a.md").write_text("# Plan A\n\n1. Step.\n")
     (pytester.path / "notes" / "b.md").write_text("# Plan B\n\n1. Step.\n")
-    git(pytester.path, "add", "-A")
-    git(pytester.path, "commit", "-qm", "init")
+    commit(pytester.path, "init")
     pytester.makepyfile(
         test_review="""
         import json, pathlib
@@ -99,9 +91,9 @@ def test_fixture_passes_from_a_stored_approval_without_calling_the_reviewer(
     _stub_conftest(repo, approved_review())
     args = (*flag, "--advreview-reviewer=stub")
     repo.runpytest(*args, "-k", "test_review").assert_outcomes(passed=1)
-    assert len(_prompts(repo)) == 1
+    assert len(saved_prompts(repo.path)) == 1
     repo.runpytest(*args, "-k", "test_review").assert_outcomes(passed=1)
-    assert len(_prompts(repo)) == 1, "the stored approval stands: no second reviewer call"
+    assert len(saved_prompts(repo.path)) == 1, "the stored approval stands: no second reviewer call"
     assert _outcome(repo)["status"] == "cached"
 
 
@@ -114,7 +106,7 @@ def test_fixture_fails_from_a_stored_revise_and_sends_the_decisions_with_the_nex
     (finding,) = _outcome(repo)["ids"]  # type: ignore[misc]
     # Unchanged plan, no new decision: failed from the stored verdict, no reviewer call.
     repo.runpytest(*args).assert_outcomes(failed=1)
-    assert len(_prompts(repo)) == 1
+    assert len(saved_prompts(repo.path)) == 1
     assert _outcome(repo)["status"] == "cached"
     decisions = repo.path / ".advreview" / "decisions.toml"
     decisions.parent.mkdir()
@@ -126,7 +118,7 @@ def test_fixture_fails_from_a_stored_revise_and_sends_the_decisions_with_the_nex
         'reason = "The backup is taken inside the same transaction."\n'
     )
     repo.runpytest(*args).assert_outcomes(failed=1)
-    prompts = _prompts(repo)
+    prompts = saved_prompts(repo.path)
     assert len(prompts) == 2, "a new decision is the next round"
     assert "The backup is taken inside the same transaction." in prompts[1]
 
@@ -145,7 +137,7 @@ def test_fixture_refuses_a_decision_on_a_finding_the_target_never_had(
     result = repo.runpytest(*args)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*AR-000000*"])
-    assert len(_prompts(repo)) == 1, "a wrong decision is never sent to the reviewer"
+    assert len(saved_prompts(repo.path)) == 1, "a wrong decision is never sent to the reviewer"
 
 
 def test_fixture_reviews_stop_at_the_run_token_budget(repo: pytest.Pytester) -> None:
@@ -162,4 +154,4 @@ def test_fixture_reviews_stop_at_the_run_token_budget(repo: pytest.Pytester) -> 
     )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*--advreview-budget-tokens=100 before this review started*"])
-    assert len(_prompts(repo)) == 1, "the second review never reached the reviewer"
+    assert len(saved_prompts(repo.path)) == 1, "the second review never reached the reviewer"

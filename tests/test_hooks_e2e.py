@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from conftest import git
+from conftest import commit, init_repo, saved_prompts
 from pytest_advreview.testing import FindingSpec, approved_review, review_text, revise_review
 
 HIGH = FindingSpec("high", "Rollback restores a stale backup", section="Rollback")
@@ -15,15 +15,12 @@ HIGH = FindingSpec("high", "Rollback restores a stale backup", section="Rollback
 
 @pytest.fixture
 def repo(pytester: pytest.Pytester) -> pytest.Pytester:
-    git(pytester.path, "init", "-q", "-b", "main")
-    git(pytester.path, "config", "user.name", "T")
-    git(pytester.path, "config", "user.email", "t@example.invalid")
+    init_repo(pytester.path)
     (pytester.path / ".gitignore").write_text(
         ".pytest_cache/\n__pycache__/\n/stdout\n/stderr\n/runpytest-*\n/reviewer.py\n"
         "/conftest.py\n/prompts/\n"
     )
-    git(pytester.path, "add", "-A")
-    git(pytester.path, "commit", "-qm", "init")
+    commit(pytester.path, "init")
     (pytester.path / "docs" / "plans").mkdir(parents=True)
     (pytester.path / "docs" / "plans" / "x.md").write_text("# Plan\n\n1. Step.\n")
     return pytester
@@ -48,11 +45,6 @@ def _command_reviewer(pytester: pytest.Pytester, *answers: str) -> str:
     return f"{sys.executable} {script}"
 
 
-def _prompts(pytester: pytest.Pytester) -> list[str]:
-    folder = pytester.path / "prompts"
-    return [(folder / f"{n}.txt").read_text() for n in range(len(list(folder.glob("*.txt"))))]
-
-
 def test_command_backend_reviews_through_stdin_and_stdout(repo: pytest.Pytester) -> None:
     command = _command_reviewer(repo, approved_review())
     result = repo.runpytest(
@@ -62,7 +54,7 @@ def test_command_backend_reviews_through_stdin_and_stdout(repo: pytest.Pytester)
         "--advreview-diff=none",
     )
     result.assert_outcomes(passed=1)
-    (prompt,) = _prompts(repo)
+    (prompt,) = saved_prompts(repo.path)
     assert prompt.startswith("<!-- ADVERSARIAL-REVIEW-SESSION: ")
     assert "docs/plans/x.md" in prompt
 
@@ -85,7 +77,7 @@ def test_command_backend_later_rounds_are_fresh_runs_with_history(repo: pytest.P
         "--advreview-diff=none",
     )
     result.assert_outcomes(passed=1)
-    _, second = _prompts(repo)
+    _, second = saved_prompts(repo.path)
     assert "## Previous review rounds" in second
     assert "Rollback restores a stale backup" in second
 
@@ -173,7 +165,7 @@ def test_command_backend_retries_a_contradictory_review_then_errors(
         "--advreview-fail-on=medium",
     )
     result.assert_outcomes(errors=1)
-    assert len(_prompts(repo)) == 2  # one retry
+    assert len(saved_prompts(repo.path)) == 2  # one retry
     result.stdout.fnmatch_lines(
         ["*reviewer format drift: contradictory: VERDICT: APPROVED with 1 finding at or above*"]
     )

@@ -210,9 +210,7 @@ def test_the_leads_tool_shell_sees_no_credential_and_no_lead_gets_the_state_key(
     review_repo.answer(REREVIEW, {"message": approved_review()})
     review_repo.answer("x.md", {"message": revise_review(CRITICAL)})
     review_repo.run(NO_CODE, "--advreview-lead=codex")
-    outputs = [
-        o["output"] for r in review_repo.server.response_requests for o in r.function_call_outputs
-    ]
+    outputs = review_repo.tool_outputs()
     assert any("PATH=" in text for text in outputs)  # the lead's tool call really ran `env`
     bodies = [json.dumps(r.body) for r in review_repo.server.response_requests]
     for value in secrets_.values():

@@ -1,6 +1,7 @@
 """The package's import graph, read with ``ast`` from ``src/``: no cycle, the testing kit
-imported by no product module but the doctor, and no part finding another by the name it
-is registered under (the run's parts meet in ``config.stash``, see ``runstash.py``)."""
+imported by no product module but the doctor, no part finding another by the name it is
+registered under (the run's parts meet in ``config.stash``, see ``runstash.py``) and no
+product function that only tests call."""
 
 from __future__ import annotations
 
@@ -140,3 +141,133 @@ def test_no_part_looks_another_up_by_its_registered_plugin_name() -> None:
         for line in _own_plugin_lookups(path.read_text(encoding="utf-8"))
     ]
     assert lookups == []
+
+
+# -- no function that only tests call ----------------------------------------------------
+
+#: Decorators under which something other than the package's own code calls a function:
+#: pytest and pluggy (hooks, fixtures) and pydantic (validators, serializers).
+CALLED_BY_FRAMEWORK = {
+    "hookimpl",
+    "hookspec",
+    "fixture",
+    "field_validator",
+    "model_validator",
+    "field_serializer",
+    "model_serializer",
+}
+#: Methods called by name on a subclass: pytest's ``Item``/``Collector`` and
+#: ``TerminalRepr`` protocol, and the standard library's (``http.server`` handlers,
+#: ``json.JSONEncoder``, ``logging.Handler``).
+CALLED_BY_PROTOCOL = {
+    "runtest",
+    "setup",
+    "teardown",
+    "repr_failure",
+    "reportinfo",
+    "collect",
+    "toterminal",
+    "do_GET",
+    "do_POST",
+    "log_message",
+    "handle_error",
+    "default",
+    "emit",
+}
+#: The users' API: what a project's own tests call on the ``adversarial_review`` fixture's
+#: outcome (README "The `adversarial_review` fixture").
+CALLED_BY_USERS = {"assert_approved"}
+
+
+def _decorator_names(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    names = set()
+    for decorator in node.decorator_list:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if isinstance(target, ast.Attribute):
+            names.add(target.attr)
+        elif isinstance(target, ast.Name):
+            names.add(target.id)
+    return names
+
+
+def _referenced(node: ast.AST) -> list[str]:
+    """Every name ``node`` uses: variables, attributes, imported names, and strings that
+    are identifiers (``getattr(entry, kind)`` over a table of names), but not the names a
+    module lists in ``__all__``: exporting a function is no use of it."""
+    exported = {
+        id(const)
+        for sub in ast.walk(node)
+        if isinstance(sub, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == "__all__" for t in sub.targets)
+        for const in ast.walk(sub.value)
+    }
+    found: list[str] = []
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name):
+            found.append(sub.id)
+        elif isinstance(sub, ast.Attribute):
+            found.append(sub.attr)
+        elif isinstance(sub, ast.ImportFrom):
+            found.extend(alias.name for alias in sub.names)
+        elif (
+            isinstance(sub, ast.Constant)
+            and isinstance(sub.value, str)
+            and sub.value.isidentifier()
+            and id(sub) not in exported
+        ):
+            found.append(sub.value)
+    return found
+
+
+def _definitions(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The module's top-level functions and the methods of its top-level classes."""
+    functions = (ast.FunctionDef, ast.AsyncFunctionDef)
+    found = [node for node in tree.body if isinstance(node, functions)]
+    for cls in (node for node in tree.body if isinstance(node, ast.ClassDef)):
+        found += [node for node in cls.body if isinstance(node, functions)]
+    return found
+
+
+def _test_only_functions(sources: dict[str, str]) -> list[str]:
+    """``module:function`` of each function of the product (``sources``: module name to
+    text, the testing kit left out) that nothing in ``sources`` but its own body uses."""
+    trees = {name: ast.parse(text) for name, text in sources.items()}
+    uses: dict[str, int] = {}
+    for tree in trees.values():
+        for name in _referenced(tree):
+            uses[name] = uses.get(name, 0) + 1
+    unused = []
+    for module, tree in trees.items():
+        for node in _definitions(tree):
+            name = node.name
+            if (
+                (name.startswith("__") and name.endswith("__"))
+                or name.startswith("pytest_")
+                or name in CALLED_BY_PROTOCOL | CALLED_BY_USERS
+                or _decorator_names(node) & CALLED_BY_FRAMEWORK
+            ):
+                continue
+            if uses.get(name, 0) - _referenced(node).count(name) <= 0:
+                unused.append(f"{module}:{name}")
+    return sorted(unused)
+
+
+def test_the_test_only_finder_finds_an_unused_function() -> None:
+    sources = {
+        "a": "def used():\n    return helper()\n\ndef helper():\n    return helper()\n",
+        "b": "from a import used\n\ndef pytest_configure(config):\n    used()\n",
+        "c": "class C:\n    def __repr__(self):\n        return ''\n\n    def orphan(self):\n"
+        "        return self.orphan()\n\n    def by_name(self):\n        return 1\n",
+        "d": "def pytest_unconfigure(c):\n    return getattr(c, 'by_name')()\n",
+    }
+    assert _test_only_functions(sources) == ["c:orphan"]
+
+
+def test_no_function_of_the_product_is_only_called_by_tests() -> None:
+    sources = {
+        name: path.read_text(encoding="utf-8")
+        for name, path in _modules().items()
+        if not _is_kit(name)
+    }
+    found = {entry.split(":")[1] for entry in _test_only_functions(sources)}
+    assert found == set(), sorted(_test_only_functions(sources))

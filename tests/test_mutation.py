@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git
+from conftest import commit, git, init_repo, write
 from pytest_advreview.git import STATUS_V2_ARGS, StatusEntry, parse_status_v2_z
 from pytest_advreview.mutation import (
     Mutation,
@@ -50,26 +50,14 @@ def parse_status_z(data: bytes) -> list[StatusEntry]:
     return entries
 
 
-def write(root: Path, rel: str, text: str = "x\n") -> Path:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """A committed repository with a few tracked files, one of them with an odd name."""
-    root = tmp_path / "repo"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.name", "Test")
-    git(root, "config", "user.email", "test@example.com")
+    root = init_repo(tmp_path / "repo")
     write(root, "src/app.py", "v1\n")
     write(root, "docs/plans/p.md", "plan\n")
     write(root, WEIRD, "odd\n")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "initial")
+    commit(root, "initial")
     return root.resolve()
 
 

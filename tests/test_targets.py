@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git
+from conftest import commit, git, write
+from conftest import init_repo as make_repo
 from pytest_advreview import targets
 from pytest_advreview.cachekey import change_set_hash, plan_hash
 from pytest_advreview.models import ChangeSet
@@ -31,26 +32,6 @@ from pytest_advreview.targets import (
 WEIRD = 'we ird "q" $HOME.md'
 
 pytestmark = pytest.mark.usefixtures("hermetic_git")
-
-
-def make_repo(path: Path, branch: str = "main") -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    git(path, "init", "-q", "-b", branch)
-    git(path, "config", "user.name", "Test")
-    git(path, "config", "user.email", "test@example.com")
-    return path
-
-
-def write(root: Path, rel: str, text: str = "x\n") -> Path:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
-
-
-def commit(root: Path, message: str = "commit") -> None:
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", message)
 
 
 @pytest.fixture

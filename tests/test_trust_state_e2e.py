@@ -59,6 +59,16 @@ def entry(repo: ReviewRepo, key: str) -> Path:
     return repo.path / ".pytest_cache" / "d" / "advreview" / "state" / f"{state_key(key)}.json"
 
 
+def stored_revise(repo: ReviewRepo, name: str) -> Path:
+    """The stored state entry of plan ``name`` after a run that reviewed it: REVISE."""
+    repo.plan(name, PLAN)
+    repo.answer(name, {"message": revise_review(HIGH)})
+    repo.run(NO_CODE).assert_outcomes(failed=1)
+    stored = entry(repo, f"docs/plans/{name}")
+    assert stored.is_file()
+    return stored
+
+
 def forge_command(repo: ReviewRepo, target: Path) -> str:
     script = repo.path.parent / "forge.py"
     script.write_text(FORGE, encoding="utf-8")
@@ -76,11 +86,7 @@ def forge(repo: ReviewRepo, target: Path) -> None:
 def test_a_reviewer_that_rewrites_another_plans_verdict_errors_and_that_plan_is_reviewed_again(
     review_repo: ReviewRepo,
 ) -> None:
-    review_repo.plan("bravo.md", PLAN)
-    review_repo.answer("bravo.md", {"message": revise_review(HIGH)})
-    review_repo.run(NO_CODE).assert_outcomes(failed=1)
-    victim = entry(review_repo, "docs/plans/bravo.md")
-    assert victim.is_file()
+    victim = stored_revise(review_repo, "bravo.md")
 
     # A new plan's reviewer runs a tool call that approves bravo's stored review.
     review_repo.plan("alpha.md", PLAN)
@@ -91,9 +97,7 @@ def test_a_reviewer_that_rewrites_another_plans_verdict_errors_and_that_plan_is_
     )
     second = review_repo.run(NO_CODE)
     second.assert_outcomes(passed=1, failed=1, errors=1)
-    outputs = [
-        o["output"] for r in review_repo.server.response_requests for o in r.function_call_outputs
-    ]
+    outputs = review_repo.tool_outputs()
     assert any("forged" in text for text in outputs)  # the tool call really ran
     out = second.stdout.str()
     section = out.split("ERROR at teardown of [advreview] docs/plans/alpha.md", 1)[1]
@@ -116,11 +120,7 @@ def test_a_fixture_reviewer_that_rewrites_a_stored_verdict_fails_and_the_entry_i
 ) -> None:
     # The adversarial_review fixture runs reviewers too: the stored verdicts are watched
     # while they run, as they are for review items.
-    review_repo.plan("bravo.md", PLAN)
-    review_repo.answer("bravo.md", {"message": revise_review(HIGH)})
-    review_repo.run(NO_CODE).assert_outcomes(failed=1)
-    victim = entry(review_repo, "docs/plans/bravo.md")
-    assert victim.is_file()
+    victim = stored_revise(review_repo, "bravo.md")
 
     review_repo.plan("alpha.md", PLAN)
     review_repo.answer(
@@ -140,9 +140,7 @@ def test_a_fixture_reviewer_that_rewrites_a_stored_verdict_fails_and_the_entry_i
         *[a for a in review_repo.args() if a.startswith("--advreview-codex-config=")],
     )
     result.assert_outcomes(failed=1)
-    outputs = [
-        o["output"] for r in review_repo.server.response_requests for o in r.function_call_outputs
-    ]
+    outputs = review_repo.tool_outputs()
     assert any("forged" in text for text in outputs)  # the tool call really ran
     relative = victim.relative_to(review_repo.path).as_posix()
     assert f"{relative} (review state of docs/plans/bravo.md changed" in result.stdout.str()
@@ -186,9 +184,7 @@ def test_the_ci_secret_never_reaches_the_reviewers_tools(
     review_repo.plan("x.md", PLAN)
     review_repo.answer("x.md", shell_step("env; echo env-done"), {"message": approved_review()})
     review_repo.run(NO_CODE).assert_outcomes(passed=1)
-    outputs = [
-        o["output"] for r in review_repo.server.response_requests for o in r.function_call_outputs
-    ]
+    outputs = review_repo.tool_outputs()
     assert any("env-done" in text for text in outputs)
     assert not any(SECRET in text for text in outputs)
     assert not any(SECRET in json.dumps(r.body) for r in review_repo.server.requests)
@@ -215,10 +211,7 @@ def test_entries_other_workers_write_during_a_review_are_not_mutations(
 def test_under_xdist_a_forged_entry_errors_every_overlapping_review_and_is_discarded(
     review_repo: ReviewRepo,
 ) -> None:
-    review_repo.plan("victim.md", PLAN)
-    review_repo.answer("victim.md", {"message": revise_review(HIGH)})
-    review_repo.run(NO_CODE).assert_outcomes(failed=1)
-    victim = entry(review_repo, "docs/plans/victim.md")
+    victim = stored_revise(review_repo, "victim.md")
 
     review_repo.plan("writer.md", PLAN + "writer\n")
     review_repo.plan("slow.md", PLAN + "slow\n")

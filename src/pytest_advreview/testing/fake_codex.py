@@ -1,9 +1,9 @@
 """A fake ``codex`` executable, for fault injection the real CLI produces only sometimes.
 
 :func:`install_fake_codex` writes ``directory/codex``: a copy of **this module** with a
-shebang naming the current interpreter.  The module imports only the standard library, so
-the copy runs as a standalone program, even outside the project's virtualenv.  Its
-configuration lives next to it:
+shebang naming the current interpreter with ``-S``.  The module imports only the standard
+library, so the copy runs as a standalone program, even outside the project's virtualenv.
+Its configuration lives next to it:
 
 ``fake-codex.json``
     ``{"version": "0.171.0", "behaviours": [BEHAVIOUR, ...]}``; invocation *n* uses
@@ -301,7 +301,10 @@ def install_fake_codex(
     directory.mkdir(parents=True, exist_ok=True)
     source = Path(__file__).read_text(encoding="utf-8")
     script = directory / "codex"
-    script.write_text(f"#!{sys.executable}\n{source}", encoding="utf-8")
+    # -S: no site-packages, which the fake does not need, and no .pth start-up hook either
+    # (coverage's subprocess measurement would otherwise start in every fake invocation,
+    # for a copy outside src/ it cannot count).
+    script.write_text(f"#!{sys.executable} -S\n{source}", encoding="utf-8")
     script.chmod(0o755)
     fake = FakeCodex(directory)
     fake.set_behaviours(list(behaviours), version=version)

@@ -33,18 +33,15 @@ Only the standard library is used.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import socket
-import threading
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, cast
 
-from .server import _send_json, _start_sse
+from ._http import LoopbackServer, json_object, send_event, send_json, start_sse
 
 __all__ = ["MessagesRequest", "ScriptedMessagesServer", "claude_offline_env"]
 
@@ -140,91 +137,25 @@ def _validate(script: Mapping[str, Any]) -> None:
             )
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    owner: ScriptedMessagesServer
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that went away mid-answer (killed by a timeout) is normal."""
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-    timeout = 30
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet: every request is in ``requests``."""
-
-    def do_POST(self) -> None:
-        """Answer a Messages request from the script."""
-        self.server.owner._handle(self)
-
-    def do_GET(self) -> None:
-        """Probes (``HEAD /api/hello`` without the hermetic env) get an empty 404."""
-        _send_json(self, 404, {})
-
-    do_HEAD = do_GET
-
-
-class ScriptedMessagesServer:
+class ScriptedMessagesServer(LoopbackServer):
     """A scripted Messages-API server bound to 127.0.0.1; see the module docstring.
 
     ``url`` (``http://127.0.0.1:<port>``) is what ``ANTHROPIC_BASE_URL`` takes.
     """
 
+    _name = "advreview messages server"
+
     def __init__(self, script: Mapping[str, Any] | None = None) -> None:
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
+        super().__init__()
         self._script: dict[str, Any] = {"rules": []}
         self._requests: list[MessagesRequest] = []
-        self._connections: set[socket.socket] = set()
-        self._httpd: _Server | None = None
-        self._thread: threading.Thread | None = None
         if script is not None:
             self.set_script(script)
-
-    def start(self) -> ScriptedMessagesServer:
-        """Bind a free loopback port and serve in a background thread."""
-        httpd = _Server(("127.0.0.1", 0), _Handler)
-        httpd.owner = self
-        self._httpd = httpd
-        self._stop.clear()
-        self._thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Wake hanging answers, close every connection, stop serving."""
-        httpd = self._httpd
-        if httpd is None:
-            return
-        self._stop.set()
-        with self._lock:
-            connections = list(self._connections)
-        for conn in connections:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
-        httpd.shutdown()
-        httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(5)
-        self._httpd = None
-
-    def __enter__(self) -> ScriptedMessagesServer:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
 
     @property
     def url(self) -> str:
         """``http://127.0.0.1:<port>`` (Claude Code appends ``/v1/messages``)."""
-        if self._httpd is None:
-            raise RuntimeError("advreview messages server: not started")
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        return self._origin()
 
     def set_script(self, script: Mapping[str, Any]) -> None:
         """Replace the script; :raises ValueError: when its shape is wrong."""
@@ -241,35 +172,22 @@ class ScriptedMessagesServer:
 
     # -- handler side ------------------------------------------------------------------
 
-    def _handle(self, handler: BaseHTTPRequestHandler) -> None:
+    def _respond(self, handler: BaseHTTPRequestHandler, raw: bytes) -> None:
+        if handler.command != "POST" or not handler.path.split("?")[0].endswith("/v1/messages"):
+            # Probes (``HEAD /api/hello`` without the hermetic env) get an empty 404.
+            send_json(handler, 404, {})
+            return
+        text = raw.decode("utf-8", "replace")
+        body = json_object(text)
+        headers = {k.lower(): v for k, v in handler.headers.items()}
+        probe = MessagesRequest(0, handler.path, headers, body, text)
         with self._lock:
-            self._connections.add(handler.connection)
-        try:
-            length = int(handler.headers.get("content-length") or 0)
-            raw = handler.rfile.read(length) if length > 0 else b""
-            if not handler.path.split("?")[0].endswith("/v1/messages"):
-                _send_json(handler, 404, {})
-                return
-            text = raw.decode("utf-8", "replace")
-            try:
-                parsed = json.loads(text) if text else {}
-            except ValueError:
-                parsed = {}
-            body: dict[str, Any] = parsed if isinstance(parsed, dict) else {}
-            headers = {k.lower(): v for k, v in handler.headers.items()}
-            probe = MessagesRequest(0, handler.path, headers, body, text)
-            with self._lock:
-                rule, index, step = self._choose(probe)
-                request = MessagesRequest(
-                    len(self._requests), handler.path, headers, body, text, rule, index
-                )
-                self._requests.append(request)
-            self._answer(handler, request, step)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client was killed mid-answer
-        finally:
-            with self._lock:
-                self._connections.discard(handler.connection)
+            rule, index, step = self._choose(probe)
+            request = MessagesRequest(
+                len(self._requests), handler.path, headers, body, text, rule, index
+            )
+            self._requests.append(request)
+        self._answer(handler, request, step)
 
     def _choose(self, request: MessagesRequest) -> tuple[int | None, int, dict[str, Any]]:
         steps: list[dict[str, Any]] | None = None
@@ -291,10 +209,10 @@ class ScriptedMessagesServer:
                 "type": "error",
                 "error": {"type": "api_error", "message": "scripted error"},
             }
-            _send_json(handler, int(step["http_status"]), body)
+            send_json(handler, int(step["http_status"]), body)
             return
         if "hang" in step:
-            self._stop.wait(float(step["hang"]))
+            self._stop_event.wait(float(step["hang"]))
             return
         blocks = _blocks(step)
         stop_reason = "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"
@@ -305,7 +223,7 @@ class ScriptedMessagesServer:
         }
         message_id = f"msg_{uuid.uuid4().hex[:20]}"
         if not request.stream:
-            _send_json(
+            send_json(
                 handler,
                 200,
                 {
@@ -320,7 +238,7 @@ class ScriptedMessagesServer:
                 },
             )
             return
-        _start_sse(handler)
+        start_sse(handler)
         start: dict[str, Any] = {
             "id": message_id,
             "type": "message",
@@ -331,7 +249,7 @@ class ScriptedMessagesServer:
             "stop_sequence": None,
             "usage": {"input_tokens": usage["input_tokens"], "output_tokens": 1},
         }
-        _event(handler, "message_start", {"type": "message_start", "message": start})
+        send_event(handler, "message_start", {"type": "message_start", "message": start})
         for index, block in enumerate(blocks):
             if block["type"] == "text":
                 opening: dict[str, Any] = {"type": "text", "text": ""}
@@ -339,18 +257,20 @@ class ScriptedMessagesServer:
             else:
                 opening = {**block, "input": {}}
                 delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
-            _event(
+            send_event(
                 handler,
                 "content_block_start",
                 {"type": "content_block_start", "index": index, "content_block": opening},
             )
-            _event(
+            send_event(
                 handler,
                 "content_block_delta",
                 {"type": "content_block_delta", "index": index, "delta": delta},
             )
-            _event(handler, "content_block_stop", {"type": "content_block_stop", "index": index})
-        _event(
+            send_event(
+                handler, "content_block_stop", {"type": "content_block_stop", "index": index}
+            )
+        send_event(
             handler,
             "message_delta",
             {
@@ -359,7 +279,7 @@ class ScriptedMessagesServer:
                 "usage": {"output_tokens": usage["output_tokens"]},
             },
         )
-        _event(handler, "message_stop", {"type": "message_stop"})
+        send_event(handler, "message_stop", {"type": "message_stop"})
 
 
 def _blocks(step: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -380,8 +300,3 @@ def _tool(name: str, arguments: Any) -> dict[str, Any]:
         "name": name,
         "input": arguments,
     }
-
-
-def _event(handler: BaseHTTPRequestHandler, event: str, data: Mapping[str, Any]) -> None:
-    handler.wfile.write(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
-    handler.wfile.flush()

@@ -54,17 +54,15 @@ Only the standard library is used, so the server runs wherever the tests run.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import socket
-import threading
-import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, cast
+
+from ._http import LoopbackServer, json_object, send_event, send_json, start_sse
 
 __all__ = [
     "FAKE_KEY_ENV",
@@ -264,41 +262,7 @@ def _validate_script(script: Mapping[str, Any]) -> None:
             _validate_step(step, f"default step {index}")
 
 
-class _Server(ThreadingHTTPServer):
-    """The HTTP server object; carries a back reference to its :class:`ScriptedServer`."""
-
-    daemon_threads = True
-    # ScriptedServer.stop() joins the handler threads itself, with a deadline.
-    block_on_close = False
-    owner: ScriptedServer
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """Stay quiet about clients that went away (codex killed mid-stream is normal)."""
-        self.owner._note_error()
-
-
-class _Handler(BaseHTTPRequestHandler):
-    """Answers one request (HTTP/1.0: one request per connection, closed at the end)."""
-
-    server: _Server
-    # A stalled client must not pin a handler thread for long.
-    timeout = 30
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Keep test output clean; every request is in ``ScriptedServer.requests``."""
-
-    def do_GET(self) -> None:
-        """Answer probes such as ``GET /v1/models`` with a harmless empty 404."""
-        self.server.owner._handle_other(self)
-
-    def do_POST(self) -> None:
-        """Answer a Responses request from the script."""
-        self.server.owner._handle_post(self)
-
-    do_PUT = do_DELETE = do_PATCH = do_GET
-
-
-class ScriptedServer:
+class ScriptedServer(LoopbackServer):
     """A scripted Responses-API server bound to loopback; see the module docstring.
 
     Use it as a context manager or call :meth:`start` and :meth:`stop`.  ``url`` is the base
@@ -320,87 +284,28 @@ class ScriptedServer:
         log_dir: Path | None = None,
         latency: float = 0.0,
     ) -> None:
-        self.host = host
-        self.port = port
+        super().__init__(host, port)
         self.log_dir = log_dir
         #: Seconds to wait before every answer; may be changed at any time.
         self.latency = latency
-        self._lock = threading.Lock()
         #: Responses requests being answered right now (see LoggedRequest.answering).
         self._answering = 0
-        self._stop_event = threading.Event()
         self._script: dict[str, Any] = {"rules": []}
         self._counters: dict[tuple[int | None, str | None], int] = {}
         self._requests: list[LoggedRequest] = []
-        self._errors = 0
-        self._httpd: _Server | None = None
-        self._thread: threading.Thread | None = None
-        self._handlers: set[threading.Thread] = set()
-        self._connections: set[socket.socket] = set()
         if script is not None:
             self.set_script(script)
 
-    # -- lifecycle ---------------------------------------------------------------------
-
     def start(self) -> ScriptedServer:
         """Bind and serve in a background thread; returns ``self``."""
-        if self._httpd is not None:
-            raise RuntimeError("advreview scripted server: already started")
-        self._stop_event.clear()
-        httpd = _Server((self.host, self.port), _Handler)
-        httpd.owner = self
-        self._httpd = httpd
-        self.port = httpd.server_address[1]
         if self.log_dir is not None:
             self.log_dir.mkdir(parents=True, exist_ok=True)
-        self._thread = threading.Thread(
-            target=httpd.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name=f"advreview-scripted-server-{self.port}",
-            daemon=True,
-        )
-        self._thread.start()
-        return self
-
-    def stop(self, timeout: float = 5.0) -> None:
-        """Stop serving, wake hanging handlers, close every socket and join the threads.
-
-        :param timeout: how long to wait for handler threads in total.
-        """
-        httpd = self._httpd
-        if httpd is None:
-            return
-        # Wake every `hang` first, then cut idle connections so no handler blocks on a read.
-        self._stop_event.set()
-        with self._lock:
-            connections = list(self._connections)
-        for conn in connections:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
-        httpd.shutdown()
-        httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout)
-        deadline = time.monotonic() + timeout
-        with self._lock:
-            handlers = list(self._handlers)
-        for thread in handlers:
-            thread.join(max(0.0, deadline - time.monotonic()))
-        self._httpd = None
-        self._thread = None
-
-    def __enter__(self) -> ScriptedServer:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
+        return super().start()
 
     @property
     def url(self) -> str:
         """Base URL of the API, ``http://127.0.0.1:<port>/v1``."""
-        if self._httpd is None:
-            raise RuntimeError("advreview scripted server: not started")
-        return f"http://{self.host}:{self.port}/v1"
+        return f"{self._origin()}/v1"
 
     def codex_args(self, **kwargs: Any) -> list[str]:
         """:func:`codex_provider_args` for this server's ``url`` (same keyword arguments)."""
@@ -439,31 +344,7 @@ class ScriptedServer:
         with self._lock:
             self._requests.clear()
 
-    @property
-    def errors(self) -> int:
-        """How many handler errors occurred (mostly clients that hung up mid-answer)."""
-        with self._lock:
-            return self._errors
-
     # -- handler side ------------------------------------------------------------------
-
-    def _note_error(self) -> None:
-        with self._lock:
-            self._errors += 1
-
-    def _register(self, handler: BaseHTTPRequestHandler) -> None:
-        with self._lock:
-            self._handlers.add(threading.current_thread())
-            self._connections.add(handler.connection)
-
-    def _unregister(self, handler: BaseHTTPRequestHandler) -> None:
-        with self._lock:
-            self._handlers.discard(threading.current_thread())
-            self._connections.discard(handler.connection)
-
-    def _read_body(self, handler: BaseHTTPRequestHandler) -> bytes:
-        length = int(handler.headers.get("content-length") or 0)
-        return handler.rfile.read(length) if length > 0 else b""
 
     def _log(
         self,
@@ -472,11 +353,7 @@ class ScriptedServer:
         choose: bool,
     ) -> tuple[LoggedRequest, dict[str, Any]]:
         """Log the request and (for a POST) pick its step, both under one lock."""
-        try:
-            parsed = json.loads(raw) if raw else {}
-        except ValueError:
-            parsed = {}
-        body: dict[str, Any] = parsed if isinstance(parsed, dict) else {}
+        body = json_object(raw)
         headers = {name.lower(): value for name, value in handler.headers.items()}
         probe = LoggedRequest(0, handler.command, handler.path, headers, body, len(raw))
         rule_index: int | None = None
@@ -544,37 +421,21 @@ class ScriptedServer:
         index = min(count, len(steps) - 1)
         return rule_index, index, steps[index]
 
-    def _handle_other(self, handler: BaseHTTPRequestHandler) -> None:
-        self._register(handler)
-        try:
-            raw = self._read_body(handler)
+    def _respond(self, handler: BaseHTTPRequestHandler, raw: bytes) -> None:
+        if handler.command != "POST" or not handler.path.split("?")[0].endswith("/responses"):
+            # Probes such as ``GET /v1/models`` get a harmless empty 404.
             self._log(handler, raw, choose=False)
-            _send_json(handler, 404, {})
-        finally:
-            self._unregister(handler)
-
-    def _handle_post(self, handler: BaseHTTPRequestHandler) -> None:
-        self._register(handler)
+            send_json(handler, 404, {})
+            return
+        _, step = self._log(handler, raw, choose=True)
         try:
-            raw = self._read_body(handler)
-            if not handler.path.split("?")[0].endswith("/responses"):
-                self._log(handler, raw, choose=False)
-                _send_json(handler, 404, {})
+            wait = float(step.get("latency", 0.0)) + float(self.latency)
+            if wait > 0 and self._stop_event.wait(wait):
                 return
-            _, step = self._log(handler, raw, choose=True)
-            try:
-                wait = float(step.get("latency", 0.0)) + float(self.latency)
-                if wait > 0 and self._stop_event.wait(wait):
-                    return
-                self._answer(handler, step, len(raw))
-            finally:
-                with self._lock:
-                    self._answering -= 1
-        except (BrokenPipeError, ConnectionResetError):
-            # codex gave up (killed by a timeout test, or its own idle timeout): expected.
-            self._note_error()
+            self._answer(handler, step, len(raw))
         finally:
-            self._unregister(handler)
+            with self._lock:
+                self._answering -= 1
 
     def _answer(self, handler: BaseHTTPRequestHandler, step: Mapping[str, Any], size: int) -> None:
         """Send the answer one step describes."""
@@ -582,14 +443,14 @@ class ScriptedServer:
             body = step.get("body")
             if body is None:
                 body = {"error": {"message": "scripted error", "type": "server_error"}}
-            _send_json(handler, int(step["http_status"]), body, step.get("headers") or {})
+            send_json(handler, int(step["http_status"]), body, step.get("headers") or {})
             return
         if "hang" in step:
             self._stop_event.wait(float(step["hang"]))
             return
         response_id = f"resp_{uuid.uuid4().hex[:16]}"
-        _start_sse(handler)
-        _send_event(
+        start_sse(handler)
+        send_event(
             handler,
             "response.created",
             {"type": "response.created", "response": {"id": response_id}},
@@ -601,7 +462,7 @@ class ScriptedServer:
             return
         if "failed" in step:
             error = step["failed"] or {"code": "server_error", "message": "scripted failure"}
-            _send_event(
+            send_event(
                 handler,
                 "response.failed",
                 {
@@ -612,7 +473,7 @@ class ScriptedServer:
             return
         items = _step_items(step)
         for index, item in enumerate(items):
-            _send_event(
+            send_event(
                 handler,
                 "response.output_item.done",
                 {"type": "response.output_item.done", "output_index": index, "item": item},
@@ -629,7 +490,7 @@ class ScriptedServer:
         usage.update(step.get("usage") or {})
         if "total_tokens" not in usage:
             usage["total_tokens"] = int(usage["input_tokens"]) + int(usage["output_tokens"])
-        _send_event(
+        send_event(
             handler,
             "response.completed",
             {
@@ -675,34 +536,3 @@ def _step_items(step: Mapping[str, Any]) -> list[dict[str, Any]]:
             "content": [{"type": "output_text", "text": str(step["message"]), "annotations": []}],
         }
     ]
-
-
-def _send_json(
-    handler: BaseHTTPRequestHandler,
-    status: int,
-    body: Any,
-    headers: Mapping[str, Any] | None = None,
-) -> None:
-    data = json.dumps(body).encode()
-    handler.send_response(status)
-    handler.send_header("Content-Type", "application/json")
-    handler.send_header("Content-Length", str(len(data)))
-    for name, value in (headers or {}).items():
-        handler.send_header(name, str(value))
-    handler.end_headers()
-    handler.wfile.write(data)
-    handler.wfile.flush()
-
-
-def _start_sse(handler: BaseHTTPRequestHandler) -> None:
-    handler.send_response(200)
-    handler.send_header("Content-Type", "text/event-stream")
-    handler.send_header("Cache-Control", "no-cache")
-    # HTTP/1.0 without a length: the stream ends when the connection closes.
-    handler.end_headers()
-    handler.wfile.flush()
-
-
-def _send_event(handler: BaseHTTPRequestHandler, event: str, data: Mapping[str, Any]) -> None:
-    handler.wfile.write(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
-    handler.wfile.flush()
