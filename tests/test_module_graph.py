@@ -6,6 +6,7 @@ product function that only tests call."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = "pytest_advreview"
@@ -271,3 +272,24 @@ def test_no_function_of_the_product_is_only_called_by_tests() -> None:
     }
     found = {entry.split(":")[1] for entry in _test_only_functions(sources)}
     assert found == set(), sorted(_test_only_functions(sources))
+
+
+def test_the_readme_module_map_names_every_module_and_package() -> None:
+    # README "Where things are" is the map the next engineer reads first: a module added,
+    # renamed or deleted without its row makes the map untrue.
+    readme = (SRC.parents[1] / "README.md").read_text(encoding="utf-8")
+    table = readme.split("### Where things are", 1)[1].split("\n## ", 1)[0]
+    named = {
+        token
+        for line in table.splitlines()
+        if line.startswith("| `")
+        for token in re.findall(r"`(\w+(?:\.py|/))`", line.split("|")[1])
+    }
+    expected = {
+        f"{path.name}/" if path.is_dir() else path.name
+        for path in SRC.glob("*")
+        if path.suffix == ".py" or (path / "__init__.py").is_file()
+    }
+    expected.discard("__init__.py")
+    assert sorted(expected - named) == []
+    assert sorted(named - expected) == []
