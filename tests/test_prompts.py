@@ -17,6 +17,7 @@ from pytest_advreview.prompts import (
     PreviousRound,
     code_prompt,
     fresh_exec_prompt,
+    plan_diff,
     plan_prompt,
     rereview_prompt,
     with_marker,
@@ -365,3 +366,57 @@ def test_the_verdict_rule_asks_for_revise_whenever_a_finding_is_listed(fmt: Outp
     assert verdict["description"] == (
         "APPROVED only if findings is empty; REVISE if it lists any finding"
     )
+
+
+PLAN_PATH = "docs/plans/x.md"  # where the diff headers say the plan is
+
+
+# -- plan_diff -------------------------------------------------------------------------------
+
+
+def test_plan_diff_is_a_unified_diff() -> None:
+    diff = plan_diff("a\nb\nc\n", "a\nB\nc\n", path=PLAN_PATH)
+    assert diff.splitlines() == [
+        f"--- a/{PLAN_PATH}",
+        f"+++ b/{PLAN_PATH}",
+        "@@ -1,3 +1,3 @@",
+        " a",
+        "-b",
+        "+B",
+        " c",
+    ]
+
+
+def test_plan_diff_of_equal_texts_is_empty() -> None:
+    assert plan_diff("same\n", "same\n", path=PLAN_PATH) == ""
+
+
+def test_plan_diff_shows_a_missing_final_newline() -> None:
+    diff = plan_diff("a", "a\n", path=PLAN_PATH)
+    assert "\\ No newline at end of file" in diff
+    assert "-a" in diff and "+a" in diff
+
+
+def test_plan_diff_truncates_by_lines() -> None:
+    old = "".join(f"line {i}\n" for i in range(500))
+    new = "".join(f"LINE {i}\n" for i in range(500))
+    diff = plan_diff(old, new, path=PLAN_PATH, max_lines=50)
+    lines = diff.splitlines()
+    assert len(lines) == 51
+    total = 3 + 1000  # headers, hunk header, 500 removed, 500 added
+    assert lines[-1] == (
+        f"[diff truncated: {total - 50} of {total} lines not shown; "
+        f"+500 -500 lines in total; read {PLAN_PATH} for the full text]"
+    )
+
+
+def test_plan_diff_truncates_by_characters() -> None:
+    new = "x" * 5000 + "\n" + "y" * 5000 + "\n"
+    diff = plan_diff("short\n", new, path=PLAN_PATH, max_chars=7000)
+    assert "y" * 100 not in diff
+    assert diff.endswith(f"read {PLAN_PATH} for the full text]")
+    assert "+2 -1 lines in total" in diff
+
+
+def test_plan_diff_not_truncated_when_it_fits() -> None:
+    assert "truncated" not in plan_diff("a\n", "b\n", path=PLAN_PATH, max_lines=7)

@@ -26,7 +26,6 @@ from pytest_advreview.models import (
     TokenUsage,
     Verdict,
 )
-from pytest_advreview.prompts import plan_diff
 from pytest_advreview.state import (
     STATE_SCHEMA,
     NextStep,
@@ -493,56 +492,6 @@ def test_round_hash_wins_over_last_content_hash() -> None:
     s = APPROVED.model_copy(update={"last_content_hash": "h2"})
     assert decide(s, content="h2").action == "continue"
     assert decide(s, content="h1").action == "cached_approved"
-
-
-# -- plan_diff -------------------------------------------------------------------------------
-
-
-def test_plan_diff_is_a_unified_diff() -> None:
-    diff = plan_diff("a\nb\nc\n", "a\nB\nc\n", path=PLAN)
-    assert diff.splitlines() == [
-        f"--- a/{PLAN}",
-        f"+++ b/{PLAN}",
-        "@@ -1,3 +1,3 @@",
-        " a",
-        "-b",
-        "+B",
-        " c",
-    ]
-
-
-def test_plan_diff_of_equal_texts_is_empty() -> None:
-    assert plan_diff("same\n", "same\n", path=PLAN) == ""
-
-
-def test_plan_diff_shows_a_missing_final_newline() -> None:
-    diff = plan_diff("a", "a\n", path=PLAN)
-    assert "\\ No newline at end of file" in diff
-    assert "-a" in diff and "+a" in diff
-
-
-def test_plan_diff_truncates_by_lines() -> None:
-    old = "".join(f"line {i}\n" for i in range(500))
-    new = "".join(f"LINE {i}\n" for i in range(500))
-    diff = plan_diff(old, new, path=PLAN, max_lines=50)
-    lines = diff.splitlines()
-    assert len(lines) == 51
-    total = 3 + 1000  # headers, hunk header, 500 removed, 500 added
-    assert lines[-1] == (
-        f"[diff truncated: {total - 50} of {total} lines not shown; "
-        f"+500 -500 lines in total; read {PLAN} for the full text]"
-    )
-
-
-def test_plan_diff_truncates_by_characters() -> None:
-    diff = plan_diff("short\n", "x" * 5000 + "\n" + "y" * 5000 + "\n", path=PLAN, max_chars=7000)
-    assert "y" * 100 not in diff
-    assert diff.endswith(f"read {PLAN} for the full text]")
-    assert "+2 -1 lines in total" in diff
-
-
-def test_plan_diff_not_truncated_when_it_fits() -> None:
-    assert "truncated" not in plan_diff("a\n", "b\n", path=PLAN, max_lines=7)
 
 
 # -- authenticity ------------------------------------------------------------------------------
