@@ -22,12 +22,15 @@ def _stub_conftest(pytester: pytest.Pytester, answer: str, tokens: int = 0) -> N
     pytester.makeconftest(
         f"""
         import pathlib
+        import threading
         from pytest_advreview.models import (
             RunnerResult, RunnerStatus, ReviewQuality, TokenUsage)
         from pytest_advreview.parse import analyse
         from pytest_advreview.runner import DispatchResult
 
         FOLDER = pathlib.Path(__file__).parent / "prompts"
+        # --advreview-jobs calls dispatch from several threads: number the files in turn.
+        LOCK = threading.Lock()
 
         class Stub:
             name = "stub"
@@ -35,9 +38,10 @@ def _stub_conftest(pytester: pytest.Pytester, answer: str, tokens: int = 0) -> N
             def can_resume(self, session_id):
                 return False
             def dispatch(self, request):
-                FOLDER.mkdir(exist_ok=True)
-                n = len(list(FOLDER.glob("*.txt")))
-                (FOLDER / f"{{n}}.txt").write_text(request.prompt_body)
+                with LOCK:
+                    FOLDER.mkdir(exist_ok=True)
+                    n = len(list(FOLDER.glob("*.txt")))
+                    (FOLDER / f"{{n}}.txt").write_text(request.prompt_body)
                 analysis = analyse({answer!r})
                 runner = RunnerResult(result=RunnerStatus.SUCCESS,
                                       verdict=analysis.review.verdict,
