@@ -169,7 +169,8 @@ def test_platform_package_missing_uses_the_wrappers_vendor_folder(
     tree = _tree_while_waiting(
         reviewer(wrapper, advreview_server, codex_env, timeout=4.0), git_repo, work
     )
-    assert tree == [str((vendor / triple / "bin" / "codex").resolve())]
+    # No Node: only the binary (it can show twice while Codex forks a helper of itself).
+    assert set(tree) == {str((vendor / triple / "bin" / "codex").resolve())}
 
 
 def test_unresolvable_platform_package_falls_back_to_the_wrapper(
