@@ -38,6 +38,7 @@ import secrets
 import stat
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Final, Literal
@@ -613,7 +614,8 @@ def _first_error(exc: ValidationError) -> str:
 NextAction = Literal["review", "cached_approved", "cached_revise", "continue", "max_rounds"]
 
 
-class NextStep(WireModel):
+@dataclass(frozen=True)
+class NextStep:
     """What this run does with a target, decided from its stored state."""
 
     #: ``review``: initial review, no history; ``cached_approved`` / ``cached_revise``:
