@@ -29,8 +29,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
-
 from .. import parse
 from ..constants import MAX_ERROR_CHARS
 from ..models import (
@@ -101,7 +99,8 @@ class CodexCapabilities(WireModel):
         return cls.model_validate({k: v for k, v in observed.items() if v is not None})
 
 
-class CodexOptions(WireModel):
+@dataclass(frozen=True)
+class CodexOptions:
     """How to launch Codex: executable, model settings and the user's ``-c`` pairs.
 
     The defaults and allowed values are the options' (:data:`..options.SPECS`).
@@ -110,14 +109,14 @@ class CodexOptions(WireModel):
     executable: str = default("codex")
     model: str = default("model")
     reasoning: str = default("reasoning")
-    sandbox: Sandbox = default("sandbox")
+    sandbox: str = default("sandbox")
     approvals: str = default("approvals")
     #: ``KEY=VALUE`` pairs passed as ``-c`` to every exec *and* resume.
     config: tuple[str, ...] = ()
     #: Wall-clock seconds per attempt.
     timeout: float = default("timeout")
     #: Extra environment for the Codex process (on top of ``os.environ``).
-    env: Mapping[str, str] = Field(default_factory=dict)
+    env: Mapping[str, str] = field(default_factory=dict)
     #: Globs of variable names the reviewer's tool shell may see although they look like
     #: credentials (ini ``advreview_env_allow``; see :mod:`.environment`).
     env_allow: tuple[str, ...] = ()
@@ -128,7 +127,7 @@ class CodexOptions(WireModel):
     #: run (the xdist workers): the first one probes, the others read its answer.
     #: ``None``: every reviewer probes for itself.
     preflight_file: str | None = None
-    capabilities: CodexCapabilities = Field(default_factory=CodexCapabilities)
+    capabilities: CodexCapabilities = field(default_factory=CodexCapabilities)
 
 
 def sandbox_args(sandbox: Sandbox) -> list[str]:
