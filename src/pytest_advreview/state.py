@@ -97,7 +97,7 @@ class StateWarning(pytest.PytestWarning):
 
 
 class ReviewState(WireModel):
-    """Everything remembered about one target between runs."""
+    """Everything remembered about one target between runs (inside a state entry file)."""
 
     #: ``docs/plans/x.md`` or ``code-review``.
     key: str
@@ -185,7 +185,7 @@ def state_key(key: str) -> str:
 
 
 class StoredEntry(WireModel):
-    """One entry file: the state, its MAC under the state key and this run's tag."""
+    """One entry file on disk: the state, its MAC under the state key and this run's tag."""
 
     schema_version: Literal[2] = STATE_SCHEMA
     #: HMAC-SHA256 of :func:`_canonical` of ``state`` under the state key.

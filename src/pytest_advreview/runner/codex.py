@@ -77,7 +77,8 @@ class CodexCapabilities(WireModel):
     """Facts about the installed Codex CLI that the runner depends on, in one place.
 
     The defaults are the measured behaviour of Codex 0.171.0.  A CLI upgrade that
-    changes one of them is one edit here (and a failing row in the doctor).
+    changes one of them is one edit here (and a failing row in the doctor).  A wire
+    model: the doctor writes it into its JSON report (``DoctorReport.capabilities``).
     """
 
     #: The sandbox must be passed again on ``exec resume`` (not persisted in the thread).
