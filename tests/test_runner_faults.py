@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -51,9 +52,7 @@ def run(
     timeout: float = 30.0,
     session_id: str | None = None,
 ) -> DispatchResult:
-    options = CodexOptions.model_validate(
-        {"executable": str(fake.path), "sandbox": sandbox, "timeout": timeout, "env": env}
-    )
+    options = CodexOptions(executable=str(fake.path), sandbox=sandbox, timeout=timeout, env=env)
     req = DispatchRequest(
         review_id="1700000000-00000001",
         repo_root=repo,
@@ -274,9 +273,7 @@ def test_usage_is_a_per_round_delta_on_resume(fake_codex, git_repo, tmp_path, en
             usage={"input_tokens": 30, "output_tokens": 9},
         )
     )
-    options = CodexOptions.model_validate(
-        {"executable": str(fake.path), "sandbox": "read-only", "env": env}
-    )
+    options = CodexOptions(executable=str(fake.path), sandbox="read-only", env=env)
     from pytest_advreview.models import TokenUsage
 
     req = DispatchRequest(
@@ -327,9 +324,7 @@ def _broken_sandbox_codex(fake: FakeCodex, tmp_path: Path) -> Path:
 def test_broken_sandbox_preflight_is_degraded_environmental(fake_codex, git_repo, tmp_path, env):
     fake = fake_codex(Behaviour(review=approved_review()))
     wrapper = _broken_sandbox_codex(fake, tmp_path)
-    options = CodexOptions.model_validate(
-        {"executable": str(wrapper), "sandbox": "workspace-write", "env": env}
-    )
+    options = CodexOptions(executable=str(wrapper), sandbox="workspace-write", env=env)
     req = DispatchRequest(
         review_id="1-2",
         repo_root=git_repo,
@@ -518,20 +513,18 @@ def test_sandbox_preflight_is_shared_through_the_preflight_file(
     fake = fake_codex(Behaviour(review=approved_review()))
     wrapper = _broken_sandbox_codex(fake, tmp_path)
     shared = tmp_path / "preflight.json"
-    options = CodexOptions.model_validate(
-        {
-            "executable": str(wrapper),
-            "sandbox": "workspace-write",
-            "env": env,
-            "preflight_file": str(shared),
-        }
+    options = CodexOptions(
+        executable=str(wrapper),
+        sandbox="workspace-write",
+        env=env,
+        preflight_file=str(shared),
     )
     first = CodexReviewer(options).sandbox_preflight(tmp_path)
     assert first is not None and "uid map" in first
     assert "uid map" in shared.read_text()
     # A second reviewer (another worker) with a working sandbox still gets the answer
     # of the run's one probe, without probing again.
-    working = options.model_copy(update={"executable": str(fake.path)})
+    working = replace(options, executable=str(fake.path))
     assert CodexReviewer(working).sandbox_preflight(tmp_path) == first
     shared.write_text('{"problem": null}')
     assert CodexReviewer(options).sandbox_preflight(tmp_path) is None
@@ -570,9 +563,7 @@ def test_warm_up_probes_once_in_the_background_and_dispatch_waits_for_it(
         f'echo probe >> "{log}"\nsleep 1\necho "bwrap: setting up uid map: Permission denied" >&2'
         "\nexit 1",
     )
-    options = CodexOptions.model_validate(
-        {"executable": str(wrapper), "sandbox": "workspace-write", "env": env}
-    )
+    options = CodexOptions(executable=str(wrapper), sandbox="workspace-write", env=env)
     reviewer = CodexReviewer(options)
     started = time.monotonic()
     reviewer.warm_up(tmp_path / "scratch")
@@ -604,13 +595,11 @@ def test_close_stops_a_hanging_warm_up_without_leaving_an_answer_or_a_process(
         f'echo $$ > "{pidfile}"\nexec "{sys.executable}" -c "import time; time.sleep(60)"',
     )
     shared = tmp_path / "preflight.json"
-    options = CodexOptions.model_validate(
-        {
-            "executable": str(wrapper),
-            "sandbox": "workspace-write",
-            "env": env,
-            "preflight_file": str(shared),
-        }
+    options = CodexOptions(
+        executable=str(wrapper),
+        sandbox="workspace-write",
+        env=env,
+        preflight_file=str(shared),
     )
     reviewer = CodexReviewer(options)
     reviewer.warm_up(tmp_path / "scratch")

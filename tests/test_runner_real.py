@@ -53,7 +53,7 @@ def reviewer(
         "env": env,
         **kw,
     }
-    return CodexReviewer(CodexOptions.model_validate(opts))
+    return CodexReviewer(CodexOptions(**opts))
 
 
 def request(

@@ -27,11 +27,12 @@ import json
 import os
 import stat
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from .git import STATUS_V2_ARGS, GitError, commit, literal_pathspec, parse_status_v2_z, run_git
-from .models import ChangeSet, Decision, WireModel
+from .models import ChangeSet, Decision
 from .prompts import PROMPT_VERSION
 
 if TYPE_CHECKING:
@@ -153,7 +154,8 @@ def reviewer_identity(
     return identity
 
 
-class CacheKey(WireModel):
+@dataclass(frozen=True)
+class CacheKey:
     """The key a stored verdict is checked against (see the module docstring)."""
 
     #: Component -> digest of the reviewer's identity (:func:`reviewer_identity`).

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -130,7 +131,8 @@ class DecisionEntry(WireModel):
         return Decision(finding=self.finding, action=self.action, reason=self.reason)
 
 
-class DecisionsFile(WireModel):
+@dataclass(frozen=True)
+class DecisionsFile:
     """A parsed decisions file: its entries in file order."""
 
     path: Path

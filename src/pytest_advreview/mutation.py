@@ -19,14 +19,12 @@ import hashlib
 import os
 import stat
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
-
 from .cachekey import plan_hash
 from .git import STATUS_V2_ARGS, GitError, parse_status_v2_z, run_git
-from .models import WireModel
 from .targets import compile_glob, match_any
 
 __all__ = [
@@ -49,7 +47,8 @@ class MutationError(Exception):
     """The workspace could not be snapshotted (git failed); the message says where."""
 
 
-class Snapshot(WireModel):
+@dataclass(frozen=True)
+class Snapshot:
     """The watched state of the workspace at one moment.
 
     :param root: the work tree's top level, ``None`` outside git.
@@ -62,12 +61,13 @@ class Snapshot(WireModel):
 
     root: str | None = None
     head: str | None = None
-    status: dict[str, str] = Field(default_factory=dict)
-    status_hashes: dict[str, str] = Field(default_factory=dict)
-    inputs: dict[str, str] = Field(default_factory=dict)
+    status: dict[str, str] = field(default_factory=dict)
+    status_hashes: dict[str, str] = field(default_factory=dict)
+    inputs: dict[str, str] = field(default_factory=dict)
 
 
-class Mutation(WireModel):
+@dataclass(frozen=True)
+class Mutation:
     """One change the reviewer made: which path, what kind, and a human detail."""
 
     path: str

@@ -38,6 +38,7 @@ import secrets
 import stat
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Final, Literal
@@ -96,7 +97,7 @@ class StateWarning(pytest.PytestWarning):
 
 
 class ReviewState(WireModel):
-    """Everything remembered about one target between runs."""
+    """Everything remembered about one target between runs (inside a state entry file)."""
 
     #: ``docs/plans/x.md`` or ``code-review``.
     key: str
@@ -184,7 +185,7 @@ def state_key(key: str) -> str:
 
 
 class StoredEntry(WireModel):
-    """One entry file: the state, its MAC under the state key and this run's tag."""
+    """One entry file on disk: the state, its MAC under the state key and this run's tag."""
 
     schema_version: Literal[2] = STATE_SCHEMA
     #: HMAC-SHA256 of :func:`_canonical` of ``state`` under the state key.
@@ -613,7 +614,8 @@ def _first_error(exc: ValidationError) -> str:
 NextAction = Literal["review", "cached_approved", "cached_revise", "continue", "max_rounds"]
 
 
-class NextStep(WireModel):
+@dataclass(frozen=True)
+class NextStep:
     """What this run does with a target, decided from its stored state."""
 
     #: ``review``: initial review, no history; ``cached_approved`` / ``cached_revise``:

@@ -10,17 +10,17 @@ turn and checks what the lead changed; the backends only launch a CLI, and
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import Field
-
-from ..models import TokenUsage, WireModel
+from ..models import TokenUsage
 from .contract import LeadAnswer, LeadError
 
 __all__ = ["LeadError", "LeadReply", "LeadRequest"]
 
 
-class LeadRequest(WireModel):
+@dataclass(frozen=True)
+class LeadRequest:
     """One turn of the lead: the prompt, where it runs, and what it may edit."""
 
     prompt: str
@@ -32,8 +32,9 @@ class LeadRequest(WireModel):
     allowed: tuple[str, ...]
 
 
-class LeadReply(WireModel):
+@dataclass(frozen=True)
+class LeadReply:
     """What one turn returned: the decisions, and the tokens the lead's model used."""
 
     answer: LeadAnswer
-    usage: TokenUsage = Field(default_factory=TokenUsage)
+    usage: TokenUsage = field(default_factory=TokenUsage)

@@ -48,7 +48,7 @@ class LeadError(Exception):
 
 
 class LeadDecision(WireModel):
-    """One decision of the lead on one finding."""
+    """One decision of the lead on one finding, validated from the lead's JSON answer."""
 
     finding: str = Field(description="The finding id, e.g. AR-1a2b3c")
     action: LeadAction

@@ -45,6 +45,11 @@ CANCELLED = (
 class DispatchRequest(WireModel):
     """The runner contract's input block, typed.
 
+    Pydantic although it stays in the process: third-party backends
+    (``pytest_advreview_make_reviewer``) build and read it, and keyword validation
+    keeps a plugin's mistake from reaching the loop.  The same holds for
+    :class:`DispatchResult`, which every backend builds.
+
     ``prompt_body`` is the body *without* the session marker: the runner prepends a fresh
     marker for every attempt.  ``work_dir`` is private to one review (one item), so
     reviews running side by side under xdist never share a file.

@@ -25,10 +25,9 @@ import secrets
 import threading
 import time
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
-
-from pydantic import Field
 
 from .. import parse
 from ..constants import MAX_ERROR_CHARS
@@ -78,7 +77,8 @@ class CodexCapabilities(WireModel):
     """Facts about the installed Codex CLI that the runner depends on, in one place.
 
     The defaults are the measured behaviour of Codex 0.171.0.  A CLI upgrade that
-    changes one of them is one edit here (and a failing row in the doctor).
+    changes one of them is one edit here (and a failing row in the doctor).  A wire
+    model: the doctor writes it into its JSON report (``DoctorReport.capabilities``).
     """
 
     #: The sandbox must be passed again on ``exec resume`` (not persisted in the thread).
@@ -100,7 +100,8 @@ class CodexCapabilities(WireModel):
         return cls.model_validate({k: v for k, v in observed.items() if v is not None})
 
 
-class CodexOptions(WireModel):
+@dataclass(frozen=True)
+class CodexOptions:
     """How to launch Codex: executable, model settings and the user's ``-c`` pairs.
 
     The defaults and allowed values are the options' (:data:`..options.SPECS`).
@@ -109,14 +110,14 @@ class CodexOptions(WireModel):
     executable: str = default("codex")
     model: str = default("model")
     reasoning: str = default("reasoning")
-    sandbox: Sandbox = default("sandbox")
+    sandbox: str = default("sandbox")
     approvals: str = default("approvals")
     #: ``KEY=VALUE`` pairs passed as ``-c`` to every exec *and* resume.
     config: tuple[str, ...] = ()
     #: Wall-clock seconds per attempt.
     timeout: float = default("timeout")
     #: Extra environment for the Codex process (on top of ``os.environ``).
-    env: Mapping[str, str] = Field(default_factory=dict)
+    env: Mapping[str, str] = field(default_factory=dict)
     #: Globs of variable names the reviewer's tool shell may see although they look like
     #: credentials (ini ``advreview_env_allow``; see :mod:`.environment`).
     env_allow: tuple[str, ...] = ()
@@ -127,7 +128,7 @@ class CodexOptions(WireModel):
     #: run (the xdist workers): the first one probes, the others read its answer.
     #: ``None``: every reviewer probes for itself.
     preflight_file: str | None = None
-    capabilities: CodexCapabilities = Field(default_factory=CodexCapabilities)
+    capabilities: CodexCapabilities = field(default_factory=CodexCapabilities)
 
 
 def sandbox_args(sandbox: Sandbox) -> list[str]:
@@ -145,7 +146,8 @@ def approval_args(approvals: str) -> list[str]:
     return args
 
 
-class _Attempt(WireModel):
+@dataclass(frozen=True)
+class _Attempt:
     """What one launch produced, before it becomes a :class:`RunnerResult`."""
 
     attempt_id: str
@@ -158,14 +160,15 @@ class _Attempt(WireModel):
     #: The review file parsed (once: the drift check and the result both need it).
     review: Review | None = None
     quality: ReviewQuality = ReviewQuality.UNKNOWN
-    triage: Triage = Field(default_factory=Triage)
+    triage: Triage = field(default_factory=Triage)
     thread_usage: TokenUsage | None = None
     writes: tuple[str, ...] = ()
     archived_stdout: str | None = None
     archived_stderr: str | None = None
 
 
-class _Stream(WireModel):
+@dataclass(frozen=True)
+class _Stream:
     """What the runner keeps from the JSONL event stream (read line by line)."""
 
     first_thread_id: str | None = None
@@ -441,8 +444,7 @@ class CodexReviewer:
         attempt = _Attempt(attempt_id=attempt_id)
 
         def fail(status: RunnerStatus, errors: str, *, terminal: bool = False) -> _Attempt:
-            update = {"status": status, "errors": clip(errors), "terminal": terminal}
-            return attempt.model_copy(update=update)
+            return replace(attempt, status=status, errors=clip(errors), terminal=terminal)
 
         try:
             prompt_file.write_text(marker_body, encoding="utf-8")
@@ -485,7 +487,7 @@ class CodexReviewer:
         stream = _read_stream(stdout_file)
         stderr = read_text(stderr_file)
         # fail() copies this one from here on: the usage and writes are known.
-        attempt = attempt.model_copy(update={"thread_usage": stream.usage, "writes": stream.writes})
+        attempt = replace(attempt, thread_usage=stream.usage, writes=stream.writes)
 
         # R4.1 exit code.  124 is what `timeout` returns: a wrapper script around codex
         # (--advreview-codex=my-wrapper) that enforces its own limit is a timeout too.
@@ -523,14 +525,13 @@ class CodexReviewer:
         )
         if problem is not None:
             return fail(RunnerStatus.LAUNCH_FAILURE, problem, terminal=terminal)
-        return attempt.model_copy(
-            update=dict(
-                session_id=session_id,
-                user_warning=warning,
-                review=analysis.review,
-                quality=analysis.quality,
-                triage=analysis.triage,
-            )
+        return replace(
+            attempt,
+            session_id=session_id,
+            user_warning=warning,
+            review=analysis.review,
+            quality=analysis.quality,
+            triage=analysis.triage,
         )
 
     def _env(self) -> dict[str, str]:
@@ -589,17 +590,20 @@ class CodexReviewer:
 
     def _archive_failed_resume(self, request: DispatchRequest, attempt: _Attempt) -> _Attempt:
         """Keep a failed resume's stdout/stderr for diagnosis (the fallback reuses paths)."""
-        archived: dict[str, str | None] = {"archived_stdout": None, "archived_stderr": None}
-        for key, name, target in (
-            ("archived_stdout", "stdout.jsonl", "stdout-failed-resume.jsonl"),
-            ("archived_stderr", "stderr.txt", "stderr-failed-resume.txt"),
-        ):
+
+        def archive(name: str, target: str) -> str | None:
             src = request.work_dir / name
-            if src.exists():
-                dst = request.work_dir / target
-                src.replace(dst)
-                archived[key] = str(dst)
-        return attempt.model_copy(update=archived)
+            if not src.exists():
+                return None
+            dst = request.work_dir / target
+            src.replace(dst)
+            return str(dst)
+
+        return replace(
+            attempt,
+            archived_stdout=archive("stdout.jsonl", "stdout-failed-resume.jsonl"),
+            archived_stderr=archive("stderr.txt", "stderr-failed-resume.txt"),
+        )
 
     def _result(
         self, request: DispatchRequest, attempt: _Attempt, attempts: int, started: float

@@ -21,9 +21,8 @@ import os
 import platform
 import shutil
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-
-from ..models import WireModel
 
 __all__ = ["MANAGED_BY_VARS", "NativeCodex", "resolve"]
 
@@ -44,7 +43,8 @@ MANAGED_BY_VARS = (
 )
 
 
-class NativeCodex(WireModel):
+@dataclass(frozen=True)
+class NativeCodex:
     """How to start the native binary that an npm wrapper would start."""
 
     #: The platform binary, an absolute path.
