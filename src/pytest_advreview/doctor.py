@@ -166,6 +166,7 @@ ASSUMED: Mapping[str, tuple[bool, str, str]] = {
     ),
 }
 
+_ROLLOUT_GLOB = CodexCapabilities().rollout_glob
 _VERSION = re.compile(r"^codex-cli (\d+\.\d+\.\d+\S*)$")
 _SHOW = 160
 _WRITE_PROBE = "Write the probe file."
@@ -243,10 +244,8 @@ def run_and_report(codex: str, *, json_path: str | None = None, out: TextIO) -> 
     out.flush()
     report = _Doctor(codex).run()
     out.writelines(f"{row.status} {row.name} — {row.observed}\n" for row in report.rows)
-    remedies = dict.fromkeys(row.remedy for row in report.rows if row.remedy and row.failed)
-    for remedy in remedies:
-        assert remedy is not None
-        out.write("\n" + remedy + "\n")
+    for remedy in dict.fromkeys(row.remedy for row in report.rows if row.remedy and row.failed):
+        out.write(f"\n{remedy}\n")
     failed = [row.name for row in report.rows if row.failed]
     warned = [row.name for row in report.rows if row.status == "WARN"]
     summary = (
@@ -333,7 +332,6 @@ class _Doctor:
         self.lock = threading.Lock()
         self.cancel = threading.Event()
         self.sandbox: dict[str, _Probe] = {}
-        self.defaults = CodexCapabilities()
         self.executable: str | None = None
         self.version: str | None = None
         #: The native binary every launch starts instead of the npm wrapper, as the
@@ -406,10 +404,8 @@ class _Doctor:
             ("tool-env", "TOOL-ENV", self._tool_env, {"text": "Run the probe.", "env": True}),
         ):
             groups[row] = functools.partial(self._check, row, kind, judge, **how)
-        groups["sandbox-ro"] = functools.partial(self._check_sandbox, "SANDBOX-RO", "read-only")
-        groups["sandbox-ww"] = functools.partial(
-            self._check_sandbox, "SANDBOX-WW", "workspace-write"
-        )
+        for kind, mode in (("SANDBOX-RO", "read-only"), ("SANDBOX-WW", "workspace-write")):
+            groups[kind] = functools.partial(self._check_sandbox, kind, mode)
         # One Codex start costs about 0.8 CPU-seconds: more launches at once than CPUs only
         # stretch each of them towards LAUNCH_TIMEOUT_S (8 at once on a busy 2-core CI
         # runner all timed out), while the total stays bound by the CPUs either way.
@@ -833,7 +829,7 @@ class _Doctor:
 
     def _rollouts(self, tid: str) -> tuple[str, list[Path]]:
         """Where the runner looks for the rollout of thread ``tid``, and what is there."""
-        pattern = self.defaults.rollout_glob.format(thread_id=tid)
+        pattern = _ROLLOUT_GLOB.format(thread_id=tid)
         return pattern, sorted(self.home.glob(pattern))
 
     def _rollout(self, tid: str | None) -> _Row:
@@ -851,7 +847,7 @@ class _Doctor:
         marker = f"ADVERSARIAL-REVIEW-SESSION: {self.review_id}-000001"
         if marker not in found[0].read_text(encoding="utf-8", errors="replace"):
             return "FAIL", f"{rel} does not hold the attempt marker"
-        self.observed["rollout_glob"] = self.defaults.rollout_glob
+        self.observed["rollout_glob"] = _ROLLOUT_GLOB
         return "PASS", f"$CODEX_HOME/{rel} holds the attempt marker"
 
     def _resume_thread(self, launch: _Launch, tid: str) -> _Row:
