@@ -331,7 +331,6 @@ class _Doctor:
         self.observed: dict[str, Any] = {}
         self.lock = threading.Lock()
         self.cancel = threading.Event()
-        self.sandbox: dict[str, _Probe] = {}
         self.executable: str | None = None
         self.version: str | None = None
         #: The native binary every launch starts instead of the npm wrapper, as the
@@ -380,10 +379,8 @@ class _Doctor:
         try:
             self._git_repo()
         except (OSError, subprocess.SubprocessError) as exc:
-            problem = f"not run: cannot create the throw-away git repository: {_clip(str(exc))}"
-            for name in CHECKS:
-                if name not in ("version", "cleanup"):
-                    self._add(name, "FAIL", problem)
+            problem = f"cannot create the throw-away git repository: {_clip(str(exc))}"
+            self._skip_rest([n for n in CHECKS if n not in ("version", "cleanup")], problem)
             return
         (self.user_home / ".bash_profile").write_text(
             f"export {PLANTED_PROFILE_ENV}={self.profile}\n", encoding="utf-8"
@@ -404,8 +401,7 @@ class _Doctor:
             ("tool-env", "TOOL-ENV", self._tool_env, {"text": "Run the probe.", "env": True}),
         ):
             groups[row] = functools.partial(self._check, row, kind, judge, **how)
-        for kind, mode in (("SANDBOX-RO", "read-only"), ("SANDBOX-WW", "workspace-write")):
-            groups[kind] = functools.partial(self._check_sandbox, kind, mode)
+        groups["sandbox"] = self._check_sandbox
         # One Codex start costs about 0.8 CPU-seconds: more launches at once than CPUs only
         # stretch each of them towards LAUNCH_TIMEOUT_S (8 at once on a busy 2-core CI
         # runner all timed out), while the total stays bound by the CPUs either way.
@@ -422,7 +418,6 @@ class _Doctor:
                 # Ctrl-C: make every launch kill its process group now.
                 self.cancel.set()
                 raise
-        self._row_sandbox()
 
     def _guard(self, label: str, check: Callable[[], None]) -> None:
         """Run one group of checks; a doctor bug becomes a FAIL row, not a crash."""
@@ -473,7 +468,6 @@ class _Doctor:
             self._add(name, "FAIL", missing)  # only where no check made the row
         rows = [self.rows[name] for name in CHECKS]
         rows += [row for name, row in self.rows.items() if name not in CHECKS]
-        observed = Observed(**self.observed)
         # Only the facts the runner reads: the others are the doctor's own (ASSUMED).
         seen = {k: v for k, v in self.observed.items() if k in CodexCapabilities.model_fields}
         return DoctorReport(
@@ -485,7 +479,7 @@ class _Doctor:
             duration_s=round(time.monotonic() - self.started, 2),
             ok=not any(row.failed for row in rows),
             rows=tuple(rows),
-            observed=observed,
+            observed=Observed(**self.observed),
             capabilities=CodexCapabilities.from_observed(**seen),
         )
 
@@ -1023,19 +1017,15 @@ class _Doctor:
             f"neither ({len(names)} variables, PATH among them)"
         )
 
-    def _check_sandbox(self, kind: str, mode: Sandbox) -> None:
-        """One half of the sandbox row (the row is made by :meth:`_row_sandbox`)."""
-        launch = self._exec(kind, ["sandbox"], sandbox=mode, text=_WRITE_PROBE)
-        if launch is not None:
-            probe = self._probe(kind, launch)
-            with self.lock:
-                self.sandbox[mode] = probe
-
-    def _row_sandbox(self) -> None:
+    def _check_sandbox(self) -> None:
         """Read-only must block a write, workspace-write must allow it (a real probe)."""
-        ro, ww = self.sandbox.get("read-only"), self.sandbox.get("workspace-write")
-        if ro is None or ww is None:
-            return  # a half was skipped and said so
+        probes: list[_Probe] = []
+        for kind, mode in (("SANDBOX-RO", "read-only"), ("SANDBOX-WW", "workspace-write")):
+            launch = self._exec(kind, ["sandbox"], sandbox=mode, text=_WRITE_PROBE)
+            if launch is None:
+                return  # the budget is spent, and the row says so
+            probes.append(self._probe(kind, launch))
+        ro, ww = probes
         problems: list[str] = []
         if not ro.ran:
             problems.append(f"read-only: {ro.detail}")
