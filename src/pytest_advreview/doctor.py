@@ -340,17 +340,14 @@ class _Doctor:
     # -- orchestration -------------------------------------------------------------------
 
     def run(self) -> DoctorReport:
-        date = _dt.date.today().isoformat()
         root = Path(tempfile.mkdtemp(prefix="advreview-doctor-"))
         server: ScriptedServer | None = None
         try:
             self.root = root
-            self.home = root / "codex-home"
-            self.user_home = root / "home"
-            self.tmp = root / "tmp"
-            self.repo = root / "repo"
-            for path in (self.home, self.user_home, self.tmp, self.repo):
+            dirs = [root / name for name in ("codex-home", "home", "tmp", "repo")]
+            for path in dirs:
                 path.mkdir()
+            self.home, self.user_home, self.tmp, self.repo = dirs
             self.env = offline_env(
                 CODEX_HOME=str(self.home),
                 # Codex must never see the user's home (~/.codex, shell rc files, git
@@ -373,7 +370,7 @@ class _Doctor:
             if server is not None:
                 server.stop()
             self._cleanup(root)
-        return self._report(date)
+        return self._report()
 
     def _parallel(self) -> None:
         try:
@@ -458,7 +455,7 @@ class _Doctor:
             return "PASS", f"{seen} (capabilities.{field}={value}, as assumed{assumed})"
         return "WARN", f"{seen} (capabilities.{field}={value}, differs from the default; {differs})"
 
-    def _report(self, date: str) -> DoctorReport:
+    def _report(self) -> DoctorReport:
         missing = (
             "not run: codex is not runnable (see the version row)"
             if self.version is None
@@ -471,7 +468,7 @@ class _Doctor:
         # Only the facts the runner reads: the others are the doctor's own (ASSUMED).
         seen = {k: v for k, v in self.observed.items() if k in CodexCapabilities.model_fields}
         return DoctorReport(
-            date=date,
+            date=_dt.date.today().isoformat(),
             run_id=self.token,
             codex=self.codex,
             executable=self.executable,
