@@ -356,11 +356,3 @@ def test_python_m_doctor(fake_codex, tmp_path, isolated):
     assert data["ok"] is False
     assert [row["name"] for row in data["rows"]] == list(CHECKS)
     assert list(out.parent.iterdir()) == [out], "the atomic write left a temp file"
-
-
-def test_capabilities_from_observed_keeps_defaults_for_unseen_facts():
-    caps = CodexCapabilities.from_observed(resume_needs_sandbox=False, stale_output_file=None)
-    assert caps.resume_needs_sandbox is False
-    assert caps.stale_output_file is True
-    assert caps == CodexCapabilities(resume_needs_sandbox=False)
-    assert CodexCapabilities.from_observed() == CodexCapabilities()

@@ -10,9 +10,8 @@ kit's :class:`~pytest_advreview.testing.ScriptedServer` on 127.0.0.1, with a thr
 
 Required rows that fail make the exit status non-zero; ``WARN`` rows never do.  Rows
 that observe a fact the runner depends on (sandbox on resume, stale ``-o``, resume of a
-non-uuid) are compared with the defaults of
-:class:`~pytest_advreview.runner.codex.CodexCapabilities`, and
-:attr:`DoctorReport.capabilities` is what this Codex actually does.
+non-uuid) are compared with what the runner assumes (:data:`ASSUMED`), and
+:attr:`DoctorReport.capabilities` is what the runner should assume for this Codex.
 
 Nothing leaves the machine (loopback only, a dummy key, retries off), every launch has
 a wall-clock timeout and is killed as a process group, independent checks run side by
@@ -69,7 +68,6 @@ __all__ = [
     "DoctorReport",
     "DoctorRow",
     "main",
-    "run",
     "run_and_report",
 ]
 
@@ -146,6 +144,29 @@ Then verify with the bwrap probe above and re-run `pytest --advreview-doctor`.  
 then, --advreview-sandbox=read-only keeps reviews working (no tests or builds by the
 reviewer).  See https://developers.openai.com/codex/concepts/sandboxing"""
 
+#: What the runner assumes of each fact a capability row observes: the text of a PASS row
+#: (how the runner relies on it) and of a WARN row (why a difference stays safe).  Only
+#: ``resume_needs_sandbox`` is a :class:`CodexCapabilities` field the runner reads; it
+#: deletes ``-o`` before every attempt and compares thread ids whatever Codex does.
+ASSUMED: Mapping[str, tuple[bool, str, str]] = {
+    "resume_needs_sandbox": (
+        CodexCapabilities().resume_needs_sandbox,
+        "",
+        "the runner keeps passing -s, which stays safe",
+    ),
+    "stale_output_file": (
+        True,
+        ": the runner deletes -o before every attempt",
+        "the runner still deletes -o first, which stays safe",
+    ),
+    "resume_may_start_new_thread": (
+        True,
+        ": the runner compares thread ids",
+        "comparing thread ids stays safe",
+    ),
+}
+
+_ROLLOUT_GLOB = CodexCapabilities().rollout_glob
 _VERSION = re.compile(r"^codex-cli (\d+\.\d+\.\d+\S*)$")
 _SHOW = 160
 _WRITE_PROBE = "Write the probe file."
@@ -168,10 +189,6 @@ class DoctorRow(WireModel):
     def failed(self) -> bool:
         """True when this row makes the doctor fail (a required row that did not pass)."""
         return self.required and self.status == "FAIL"
-
-    def line(self) -> str:
-        """The row as printed."""
-        return f"{self.status} {self.name} — {self.observed}"
 
 
 class Observed(WireModel):
@@ -203,10 +220,6 @@ class DoctorReport(WireModel):
     #: the doctor observed.
     capabilities: CodexCapabilities
 
-    def table(self) -> str:
-        """The rows as printed, one per line."""
-        return "\n".join(row.line() for row in self.rows)
-
 
 # -- pytest wiring -----------------------------------------------------------------------
 
@@ -229,12 +242,10 @@ def run_and_report(codex: str, *, json_path: str | None = None, out: TextIO) -> 
     """
     out.write(f"advreview doctor: checking {codex} (offline, scripted server on 127.0.0.1)\n")
     out.flush()
-    report = run(codex)
-    out.write(report.table() + "\n")
-    remedies = dict.fromkeys(row.remedy for row in report.rows if row.remedy and row.failed)
-    for remedy in remedies:
-        assert remedy is not None
-        out.write("\n" + remedy + "\n")
+    report = _Doctor(codex).run()
+    out.writelines(f"{row.status} {row.name} — {row.observed}\n" for row in report.rows)
+    for remedy in dict.fromkeys(row.remedy for row in report.rows if row.remedy and row.failed):
+        out.write(f"\n{remedy}\n")
     failed = [row.name for row in report.rows if row.failed]
     warned = [row.name for row in report.rows if row.status == "WARN"]
     summary = (
@@ -254,11 +265,6 @@ def run_and_report(codex: str, *, json_path: str | None = None, out: TextIO) -> 
 # -- running -----------------------------------------------------------------------------
 
 
-def run(codex: str) -> DoctorReport:
-    """Run every check against ``codex`` (a name on ``PATH`` or a path); print nothing."""
-    return _Doctor(codex).run()
-
-
 @dataclass(frozen=True)
 class _Launch:
     """What one launch of Codex did."""
@@ -274,15 +280,6 @@ class _Launch:
     timeout: float
     #: Processes of this launch still alive after the kill (should be none).
     left: tuple[int, ...] = ()
-
-    @property
-    def first_event(self) -> dict[str, Any]:
-        """The event on the first stdout line (empty when it is not a JSON object)."""
-        with contextlib.suppress(ValueError):
-            event = json.loads(self.stdout.split("\n", 1)[0])
-            if isinstance(event, dict):
-                return event
-        return {}
 
     def how(self) -> str:
         """How the launch ended, for an observed value: ``rc 1 after 0.4 s`` etc."""
@@ -334,8 +331,6 @@ class _Doctor:
         self.observed: dict[str, Any] = {}
         self.lock = threading.Lock()
         self.cancel = threading.Event()
-        self.sandbox: dict[str, _Probe] = {}
-        self.defaults = CodexCapabilities()
         self.executable: str | None = None
         self.version: str | None = None
         #: The native binary every launch starts instead of the npm wrapper, as the
@@ -345,17 +340,14 @@ class _Doctor:
     # -- orchestration -------------------------------------------------------------------
 
     def run(self) -> DoctorReport:
-        date = _dt.date.today().isoformat()
         root = Path(tempfile.mkdtemp(prefix="advreview-doctor-"))
         server: ScriptedServer | None = None
         try:
             self.root = root
-            self.home = root / "codex-home"
-            self.user_home = root / "home"
-            self.tmp = root / "tmp"
-            self.repo = root / "repo"
-            for path in (self.home, self.user_home, self.tmp, self.repo):
+            dirs = [root / name for name in ("codex-home", "home", "tmp", "repo")]
+            for path in dirs:
                 path.mkdir()
+            self.home, self.user_home, self.tmp, self.repo = dirs
             self.env = offline_env(
                 CODEX_HOME=str(self.home),
                 # Codex must never see the user's home (~/.codex, shell rc files, git
@@ -378,16 +370,14 @@ class _Doctor:
             if server is not None:
                 server.stop()
             self._cleanup(root)
-        return self._report(date)
+        return self._report()
 
     def _parallel(self) -> None:
         try:
             self._git_repo()
         except (OSError, subprocess.SubprocessError) as exc:
-            problem = f"not run: cannot create the throw-away git repository: {_clip(str(exc))}"
-            for name in CHECKS:
-                if name not in ("version", "cleanup"):
-                    self._add(name, "FAIL", problem)
+            problem = f"cannot create the throw-away git repository: {_clip(str(exc))}"
+            self._skip_rest([n for n in CHECKS if n not in ("version", "cleanup")], problem)
             return
         (self.user_home / ".bash_profile").write_text(
             f"export {PLANTED_PROFILE_ENV}={self.profile}\n", encoding="utf-8"
@@ -408,14 +398,14 @@ class _Doctor:
             ("tool-env", "TOOL-ENV", self._tool_env, {"text": "Run the probe.", "env": True}),
         ):
             groups[row] = functools.partial(self._check, row, kind, judge, **how)
-        groups["sandbox-ro"] = functools.partial(self._check_sandbox, "SANDBOX-RO", "read-only")
-        groups["sandbox-ww"] = functools.partial(
-            self._check_sandbox, "SANDBOX-WW", "workspace-write"
-        )
+        groups["sandbox"] = self._check_sandbox
         # One Codex start costs about 0.8 CPU-seconds: more launches at once than CPUs only
         # stretch each of them towards LAUNCH_TIMEOUT_S (8 at once on a busy 2-core CI
         # runner all timed out), while the total stays bound by the CPUs either way.
-        workers = min(len(groups), max(2, _cpus()))
+        # The affinity mask, as in a container, where there is one.
+        affinity = getattr(os, "sched_getaffinity", None)
+        cpus = len(affinity(0)) if affinity else os.cpu_count() or 2
+        workers = min(len(groups), max(2, cpus))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="doctor") as pool:
             futures = [pool.submit(self._guard, *group) for group in groups.items()]
             try:
@@ -425,7 +415,6 @@ class _Doctor:
                 # Ctrl-C: make every launch kill its process group now.
                 self.cancel.set()
                 raise
-        self._row_sandbox()
 
     def _guard(self, label: str, check: Callable[[], None]) -> None:
         """Run one group of checks; a doctor bug becomes a FAIL row, not a crash."""
@@ -450,22 +439,23 @@ class _Doctor:
         with self.lock:
             self.rows.setdefault(name, row)
 
-    def _skip_rest(self, names: Sequence[str], why: str) -> None:
-        """``not run`` rows (``not observed`` for a capability row) for ``names``."""
+    def _skip_rest(self, names: Sequence[str], why: str, said: str = "not run") -> None:
+        """``said`` rows (``not observed`` for a capability row) for ``names``."""
         for name in names:
-            self._add(name, "FAIL", f"{'not run' if CHECKS[name][1] else 'not observed'}: {why}")
+            self._add(name, "FAIL", f"{said if CHECKS[name][1] else 'not observed'}: {why}")
 
-    def _capability(self, field: str, value: bool, seen: str, assumed: str, differs: str) -> _Row:
+    def _capability(self, field: str, value: bool, seen: str) -> _Row:
         """A row that observes a runner capability: PASS as assumed, WARN when it differs.
 
         A difference is never a failure: the runner's default assumption is the safe one.
         """
         self.observed[field] = value
-        if value == getattr(self.defaults, field):
+        default, assumed, differs = ASSUMED[field]
+        if value == default:
             return "PASS", f"{seen} (capabilities.{field}={value}, as assumed{assumed})"
         return "WARN", f"{seen} (capabilities.{field}={value}, differs from the default; {differs})"
 
-    def _report(self, date: str) -> DoctorReport:
+    def _report(self) -> DoctorReport:
         missing = (
             "not run: codex is not runnable (see the version row)"
             if self.version is None
@@ -475,9 +465,10 @@ class _Doctor:
             self._add(name, "FAIL", missing)  # only where no check made the row
         rows = [self.rows[name] for name in CHECKS]
         rows += [row for name, row in self.rows.items() if name not in CHECKS]
-        observed = Observed(**self.observed)
+        # Only the facts the runner reads: the others are the doctor's own (ASSUMED).
+        seen = {k: v for k, v in self.observed.items() if k in CodexCapabilities.model_fields}
         return DoctorReport(
-            date=date,
+            date=_dt.date.today().isoformat(),
             run_id=self.token,
             codex=self.codex,
             executable=self.executable,
@@ -485,8 +476,8 @@ class _Doctor:
             duration_s=round(time.monotonic() - self.started, 2),
             ok=not any(row.failed for row in rows),
             rows=tuple(rows),
-            observed=observed,
-            capabilities=CodexCapabilities.from_observed(**observed.model_dump()),
+            observed=Observed(**self.observed),
+            capabilities=CodexCapabilities.from_observed(**seen),
         )
 
     # -- plumbing ------------------------------------------------------------------------
@@ -624,7 +615,7 @@ class _Doctor:
             output=work / "review.md",
             seconds=seconds,
             timeout=limit,
-            left=tuple(_survivors(f"{self.token}:{name}")) if rc is None else (),
+            left=tuple(_tagged_pids(f"{self.token}:{name}", grace=5.0)) if rc is None else (),
         )
 
     def _requests(self, kind: str) -> list[Any]:
@@ -743,14 +734,10 @@ class _Doctor:
 
     def _git_repo(self) -> None:
         (self.repo / "README.md").write_text("# advreview doctor\n", encoding="utf-8")
-        for args in (
-            ["init", "-q"],
-            ["config", "user.name", "advreview doctor"],
-            ["config", "user.email", "advreview-doctor@example.invalid"],
-            ["config", "commit.gpgsign", "false"],
-            ["add", "README.md"],
-            ["commit", "-q", "-m", "doctor"],
-        ):
+        # HOME is the doctor's own (no global git config): the commit names its identity.
+        me = ["-c", "user.name=doctor", "-c", "user.email=doctor@example.invalid"]
+        commit = [*me, "-c", "commit.gpgsign=false", "commit", "-qm", "doctor"]
+        for args in (["init", "-q"], ["add", "."], commit):
             subprocess.run(
                 ["git", *args],
                 cwd=self.repo,
@@ -768,9 +755,14 @@ class _Doctor:
         if first is None:
             return
         tid = first.stream.first_thread_id
-        self._add("exec-json", *self._exec_json(first))
-        self._add("output-file", *self._output_file(first))
-        self._add("stderr", *self._stderr(first))
+        if first.rc != 0:
+            self._add("exec-json", "FAIL", f"exec failed: {first.how()}: {first.why()}")
+            failed = f"exec failed ({first.how()})"
+            self._skip_rest(["output-file", "stderr"], failed, "not checked")
+        else:
+            self._add("exec-json", *self._exec_json(first))
+            self._add("output-file", *self._output_file(first))
+            self._add("stderr", *self._stderr(first))
         self._add("rollout", *self._rollout(tid))
         if tid is None or first.rc != 0:
             self._skip_rest(resumes, "the first exec gave no thread id to resume")
@@ -792,11 +784,13 @@ class _Doctor:
             self._add("resume-sandbox-inherit", *inherit)
 
     def _exec_json(self, launch: _Launch) -> _Row:
-        tid, kind = launch.stream.first_thread_id, launch.first_event.get("type")
-        if launch.rc != 0:
-            return "FAIL", f"exec failed: {launch.how()}: {launch.why()}"
+        event: dict[str, Any] = {}
+        with contextlib.suppress(ValueError):
+            first = json.loads(launch.stdout.split("\n", 1)[0])
+            event = first if isinstance(first, dict) else {}
+        tid, kind = launch.stream.first_thread_id, event.get("type")
         if kind == "thread.started" and tid is None:
-            got = launch.first_event.get("thread_id")
+            got = event.get("thread_id")
             return "FAIL", f"thread.started with a non-UUID id {got!r}"
         if tid is None:
             seen = f"first event is {kind!r}" if kind else "stdout has no JSON event"
@@ -805,8 +799,6 @@ class _Doctor:
 
     def _output_file(self, launch: _Launch) -> _Row:
         text = read_text(launch.output)
-        if launch.rc != 0:
-            return "FAIL", f"not checked: exec failed ({launch.how()})"
         if text is None:
             return "FAIL", "-o was never created"
         if text == self.answer1:
@@ -819,8 +811,6 @@ class _Doctor:
     def _stderr(self, launch: _Launch) -> _Row:
         lines = [line for line in launch.stderr.splitlines() if line.strip()]
         failure = next((line for line in lines if _STDERR_FAILURE.search(line)), None)
-        if launch.rc != 0:
-            return "FAIL", f"not checked: exec failed ({launch.how()})"
         if failure is not None:
             return (
                 "FAIL",
@@ -830,7 +820,7 @@ class _Doctor:
 
     def _rollouts(self, tid: str) -> tuple[str, list[Path]]:
         """Where the runner looks for the rollout of thread ``tid``, and what is there."""
-        pattern = self.defaults.rollout_glob.format(thread_id=tid)
+        pattern = _ROLLOUT_GLOB.format(thread_id=tid)
         return pattern, sorted(self.home.glob(pattern))
 
     def _rollout(self, tid: str | None) -> _Row:
@@ -848,7 +838,7 @@ class _Doctor:
         marker = f"ADVERSARIAL-REVIEW-SESSION: {self.review_id}-000001"
         if marker not in found[0].read_text(encoding="utf-8", errors="replace"):
             return "FAIL", f"{rel} does not hold the attempt marker"
-        self.observed["rollout_glob"] = self.defaults.rollout_glob
+        self.observed["rollout_glob"] = _ROLLOUT_GLOB
         return "PASS", f"$CODEX_HOME/{rel} holds the attempt marker"
 
     def _resume_thread(self, launch: _Launch, tid: str) -> _Row:
@@ -905,8 +895,7 @@ class _Doctor:
             seen = "inherited: a resume without -s could still write"
         else:
             seen = f"not inherited: a resume without -s ran read-only ({probe.detail})"
-        safe = "the runner keeps passing -s, which stays safe"
-        return self._capability("resume_needs_sandbox", not probe.wrote, seen, "", safe)
+        return self._capability("resume_needs_sandbox", not probe.wrote, seen)
 
     def _check_http_error(self) -> None:
         """A 500 with retries off: exit 1 at once; -o written earlier stays stale."""
@@ -935,14 +924,7 @@ class _Doctor:
             seen = "-o kept its stale content after the failed turn"
         else:
             seen = f"-o was rewritten to {_clip(text)!r} by the failed turn"
-        row = self._capability(
-            "stale_output_file",
-            text == stale,
-            seen,
-            ": the runner deletes -o before every attempt",
-            "the runner still deletes -o first, which stays safe",
-        )
-        self._add("stale-output-file", *row)
+        self._add("stale-output-file", *self._capability("stale_output_file", text == stale, seen))
 
     def _timeout_kill(self, launch: _Launch) -> _Row:
         """A server that never answers: the doctor's timeout kills the whole group."""
@@ -980,13 +962,7 @@ class _Doctor:
         else:
             got = "" if launch.rc is None else " without thread.started"
             return "WARN", f"not observed: {launch.how()}{got}"
-        return self._capability(
-            "resume_may_start_new_thread",
-            new,
-            seen,
-            ": the runner compares thread ids",
-            "comparing thread ids stays safe",
-        )
+        return self._capability("resume_may_start_new_thread", new, seen)
 
     def _output_schema(self, launch: _Launch) -> _Row:
         """``--output-schema``: the file goes out verbatim as a strict ``text.format``."""
@@ -1038,19 +1014,15 @@ class _Doctor:
             f"neither ({len(names)} variables, PATH among them)"
         )
 
-    def _check_sandbox(self, kind: str, mode: Sandbox) -> None:
-        """One half of the sandbox row (the row is made by :meth:`_row_sandbox`)."""
-        launch = self._exec(kind, ["sandbox"], sandbox=mode, text=_WRITE_PROBE)
-        if launch is not None:
-            probe = self._probe(kind, launch)
-            with self.lock:
-                self.sandbox[mode] = probe
-
-    def _row_sandbox(self) -> None:
+    def _check_sandbox(self) -> None:
         """Read-only must block a write, workspace-write must allow it (a real probe)."""
-        ro, ww = self.sandbox.get("read-only"), self.sandbox.get("workspace-write")
-        if ro is None or ww is None:
-            return  # a half was skipped and said so
+        probes: list[_Probe] = []
+        for kind, mode in (("SANDBOX-RO", "read-only"), ("SANDBOX-WW", "workspace-write")):
+            launch = self._exec(kind, ["sandbox"], sandbox=mode, text=_WRITE_PROBE)
+            if launch is None:
+                return  # the budget is spent, and the row says so
+            probes.append(self._probe(kind, launch))
+        ro, ww = probes
         problems: list[str] = []
         if not ro.ran:
             problems.append(f"read-only: {ro.detail}")
@@ -1073,7 +1045,7 @@ class _Doctor:
 
     def _cleanup(self, root: Path) -> None:
         """Kill whatever the doctor started that is still alive, remove the temp dir."""
-        left = _survivors(f"{self.token}:")
+        left = _tagged_pids(f"{self.token}:", grace=5.0)
         for pid in left:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
@@ -1092,47 +1064,33 @@ class _Doctor:
 # -- helpers -----------------------------------------------------------------------------
 
 
-def _tagged_pids(tag: str) -> list[int]:
+def _tagged_pids(tag: str, grace: float = 0.0) -> list[int]:
     """Pids of live processes whose environment has ``ADVREVIEW_DOCTOR_RUN=<tag>…``.
 
     The tag survives fork/exec and even ``setsid``, so it finds what a process-group kill
     would miss.  Linux only (``/proc``); elsewhere the group kill is all there is.
+    SIGKILL is delivered asynchronously: for a moment after the group kill, a member can
+    still show its environment in ``/proc``, so processes are looked for again for up to
+    ``grace`` seconds until none is left.
     """
     needle = f"{RUN_TAG_ENV}={tag}".encode()
-    found: list[int] = []
-    try:
-        entries = [int(name) for name in os.listdir("/proc") if name.isdigit()]
-    except OSError:  # pragma: no cover - not Linux
-        return found
-    for pid in entries:
-        try:
-            environ = Path(f"/proc/{pid}/environ").read_bytes()
-        except OSError:
-            continue  # gone, or not ours
-        if pid != os.getpid() and any(var.startswith(needle) for var in environ.split(b"\0")):
-            found.append(pid)
-    return found
-
-
-def _survivors(tag: str, grace: float = 5.0) -> list[int]:
-    """:func:`_tagged_pids` after up to ``grace`` seconds for killed processes to die.
-
-    SIGKILL is delivered asynchronously: for a moment after the group kill, a member
-    can still show its environment in ``/proc``.
-    """
     deadline = time.monotonic() + grace
     while True:
-        left = _tagged_pids(tag)
-        if not left or time.monotonic() >= deadline:
-            return left
+        found: list[int] = []
+        try:
+            entries = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+        except OSError:  # pragma: no cover - not Linux
+            return found
+        for pid in entries:
+            try:
+                environ = Path(f"/proc/{pid}/environ").read_bytes()
+            except OSError:
+                continue  # gone, or not ours
+            if pid != os.getpid() and any(v.startswith(needle) for v in environ.split(b"\0")):
+                found.append(pid)
+        if not found or time.monotonic() >= deadline:
+            return found
         time.sleep(0.05)
-
-
-def _cpus() -> int:
-    """CPUs this process may run on (the affinity mask, as in a container)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 2
 
 
 def _clip(text: str, limit: int = _SHOW) -> str:
