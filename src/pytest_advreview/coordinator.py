@@ -277,7 +277,7 @@ class Coordinator:
             )
         if decisions is None:
             return None
-        return self._run(run, state.rounds, decisions, run.lead_applied)
+        return self._run(run, state.rounds, decisions, run.applied)
 
 
 def _load_decisions(path: Path) -> DecisionsFile | None:

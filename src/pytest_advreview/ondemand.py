@@ -32,8 +32,7 @@ from .outcome import (
     error_report,
     failure_report,
 )
-from .review import ReviewRun, TargetSpec
-from .runner import Reviewer
+from .review import ReviewRun, TargetSpec, make_reviewer
 
 __all__ = ["AdversarialReview", "ReviewOutcome"]
 
@@ -161,26 +160,9 @@ class AdversarialReview:
             self.config.stash[_OWN_COORDINATOR] = own
         return own
 
-    def _reviewer(self, settings: settings_mod.Settings) -> Reviewer:
+    def _run(self, spec: TargetSpec, settings: settings_mod.Settings) -> ReviewOutcome:
         from .runner.factory import BuiltinReviewers
 
-        made: Reviewer | None = self.config.hook.pytest_advreview_make_reviewer(
-            config=self.config, name=settings.reviewer
-        )
-        if made is None or made.name in ("codex", "command"):
-            # The run's built-in reviewers carry the run's settings; rebuild them with the
-            # overrides of this call.
-            builtin = BuiltinReviewers(settings).pytest_advreview_make_reviewer(
-                self.config, settings.reviewer
-            )
-            made = builtin or made
-        if made is None:
-            raise pytest.UsageError(
-                f"pytest-advreview: no reviewer backend is called {settings.reviewer!r}"
-            )
-        return made
-
-    def _run(self, spec: TargetSpec, settings: settings_mod.Settings) -> ReviewOutcome:
         __tracebackhide__ = True
         coordinator = self._coordinator().for_settings(settings)
         run = ReviewRun(
@@ -188,7 +170,9 @@ class AdversarialReview:
             settings,
             spec,
             repo_root=self.root,
-            reviewer=self._reviewer(settings),
+            reviewer=make_reviewer(
+                self.config, settings, BuiltinReviewers(settings).pytest_advreview_make_reviewer
+            ),
             item=self.node,
             in_git=self.repo is not None,
             store=coordinator.store,

@@ -314,40 +314,25 @@ class ProgressPlugin:
         self.progress = progress
         self.terminal = terminal
 
-    @contextlib.contextmanager
-    def _pytest_writes(self) -> Iterator[None]:
-        with self.progress.held():
-            yield
-            # pytest's writer buffers; what it wrote must be out before the block is drawn.
-            self.terminal.flush()
-
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_logstart(self) -> Generator[None, None, None]:
-        """Erase the block while pytest writes the item's name."""
-        with self._pytest_writes():
-            return (yield)
+        """Erase the block while pytest writes the item's name, a phase's result or its
+        progress percentage (the same wrapper serves the three hooks)."""
+        with self.progress.held():
+            result = yield
+            # pytest's writer buffers; what it wrote must be out before the block is drawn.
+            self.terminal.flush()
+        return result
 
-    @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_runtest_logreport(self) -> Generator[None, None, None]:
-        """Erase the block while pytest writes a phase's result."""
-        with self._pytest_writes():
-            return (yield)
-
-    @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_runtest_logfinish(self) -> Generator[None, None, None]:
-        """Erase the block while pytest writes its progress percentage."""
-        with self._pytest_writes():
-            return (yield)
+    pytest_runtest_logreport = pytest_runtest_logfinish = pytest_runtest_logstart
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self) -> None:
-        """Gone before pytest's summary."""
+        """Gone before pytest's summary; also at unconfigure, after an internal error or
+        Ctrl-C that skipped the session's finish."""
         self.progress.stop()
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_unconfigure(self) -> None:
-        """Also after an internal error or Ctrl-C that skipped the session's finish."""
-        self.progress.stop()
+    pytest_unconfigure = pytest_sessionfinish
 
 
 def progress_plugin(config: pytest.Config, interval: int) -> ProgressPlugin | None:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Literal
 import pytest
 
 from . import cachekey, mutation, prompts, targets
+from .constants import BUILTIN_REVIEWERS
 from .isolation import IsolationError, Worktree
 from .lead import LeadError
 from .lead.factory import make_lead
@@ -52,6 +53,7 @@ __all__ = [
     "ReviewRun",
     "SharedLookups",
     "TargetSpec",
+    "make_reviewer",
 ]
 
 
@@ -96,6 +98,30 @@ def read_plan(path: Path) -> str:
             f"plan file {path} is empty; write the plan or remove it from advreview_plans"
         )
     return text
+
+
+def make_reviewer(
+    config: pytest.Config,
+    settings: Settings,
+    builtin: Callable[[pytest.Config, str], Reviewer | None] | None = None,
+) -> Reviewer:
+    """The backend ``settings`` name, built through ``pytest_advreview_make_reviewer``.
+
+    :param builtin: builds a built-in backend (codex, command) from ``settings``
+        instead: the registered ones carry the run's settings, not a fixture call's
+        overrides, and a run without ``--adversarial-review`` registers none.
+    """
+    made: Reviewer | None = config.hook.pytest_advreview_make_reviewer(
+        config=config, name=settings.reviewer
+    )
+    if builtin is not None and (made is None or made.name in BUILTIN_REVIEWERS):
+        made = builtin(config, settings.reviewer) or made
+    if made is None:
+        raise pytest.UsageError(
+            f"pytest-advreview: no reviewer backend is called {settings.reviewer!r}; use "
+            "codex, command, or install the plugin that provides it"
+        )
+    return made
 
 
 def _read_text(path: Path) -> str | None:
@@ -224,14 +250,14 @@ class ReviewRun(LoopHooks):
         #: Top levels and resolved paths; a session shares one between all its reviews,
         #: so later snapshots skip ``git rev-parse --show-toplevel``.
         self._shared = shared if shared is not None else SharedLookups()
-        #: Every turn of the built-in lead in this run, and the last turn's diff.
+        #: Every turn of the built-in lead in this run.
         self.lead_records: list[LeadRecord] = []
-        self.lead_applied: str | None = None
         #: Each file the lead may edit, as it was before the lead's first turn.
         self._lead_originals: dict[str, str | None] = {}
         #: Findings the lead left for the operator (structural fixes).
         self.needs_operator: list[str] = []
-        #: The "Applied" text of the next re-review (what changed since the last round).
+        #: The "Applied" text of the next re-review (what changed since the last round):
+        #: the coordinator's diff of the stored text, or the lead's last turn.
         self.applied: str | None = None
 
     # -- the loop's hooks --------------------------------------------------------------
@@ -260,11 +286,7 @@ class ReviewRun(LoopHooks):
         hook = self.config.hook.pytest_advreview_fix
         if not hook.get_hookimpls():
             # No plugin fixes: the built-in lead does, when one was asked for.
-            lead_decisions = self.lead_turn(review, record.number)
-            if lead_decisions is not None:
-                # "Applied" of the next re-review: the lead's diff, not an older one.
-                self.applied = self.lead_applied
-            return lead_decisions
+            return self.lead_turn(review, record.number)
         decisions: Sequence[Decision] | None = hook(item=self.item, review=review)
         if decisions is not None:
             # The fixer changed the workspace on purpose: that is the new baseline.
@@ -304,9 +326,9 @@ class ReviewRun(LoopHooks):
     def lead_turn(self, review: Review, round_no: int) -> tuple[Decision, ...] | None:
         """Run the built-in lead on ``review``; its decisions, ``None``: no lead here.
 
-        Sets :attr:`lead_applied` (the diff for the "Applied" section).  The lead's own
-        edits are the new baseline of the mutation watch; anything else it changed is a
-        mutation of this item.
+        Sets :attr:`applied` to the lead's diff (the next re-review's "Applied").  The
+        lead's own edits are the new baseline of the mutation watch; anything else it
+        changed is a mutation of this item.
 
         :raises FixFailed: the lead could not run, timed out, answered invalid decisions
             or changed a file it must not touch.
@@ -343,7 +365,7 @@ class ReviewRun(LoopHooks):
                 (self.repo_root / edit.path).write_bytes(source.read_bytes())
         self._material = None  # the next fresh exec and the stored state see the new text
         self.lead_records.append(turn.record)
-        self.lead_applied = turn.applied
+        self.applied = turn.applied
         self.needs_operator.extend(f for f in turn.needs_operator if f not in self.needs_operator)
         return turn.decisions
 

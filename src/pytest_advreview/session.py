@@ -30,7 +30,7 @@ from .parallel import ReviewPool
 from .progress import Progress, progress_plugin
 from .report.collect import ResultsCollector
 from .report.terminal import write_summary
-from .review import ReviewRun, SharedLookups, TargetSpec
+from .review import ReviewRun, SharedLookups, TargetSpec, make_reviewer
 from .runner import Reviewer
 from .statekey import STATE_KEY_ENV
 
@@ -544,16 +544,7 @@ class ReviewSession:
     def reviewer(self) -> Reviewer:
         """The backend named by the settings, built once per run through the hook."""
         if self._reviewer is None:
-            made = self.config.hook.pytest_advreview_make_reviewer(
-                config=self.config, name=self.settings.reviewer
-            )
-            if made is None:
-                raise pytest.UsageError(
-                    f"pytest-advreview: no reviewer backend is called "
-                    f"{self.settings.reviewer!r}; use codex, command, or install the plugin "
-                    "that provides it"
-                )
-            self._reviewer = made
+            self._reviewer = make_reviewer(self.config, self.settings)
         return self._reviewer
 
     def new_run(self, item: pytest.Item) -> ReviewRun:
@@ -591,14 +582,13 @@ class ReviewSession:
         return self._review_now(run)
 
     def _review_now(self, run: ReviewRun) -> tuple[LoopResult, Outcome]:
-        key = run.item.nodeid if run.item is not None else None
-        if self.progress is None or key is None:
+        if self.progress is None or run.item is None:
             return self.coordinator.review(run)
-        self.progress.begin(key)
+        self.progress.begin(run.item.nodeid)
         try:
             return self.coordinator.review(run)
         finally:
-            self.progress.end(key)
+            self.progress.end(run.item.nodeid)
 
     # -- reporting ---------------------------------------------------------------------
 
