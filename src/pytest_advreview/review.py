@@ -530,13 +530,11 @@ class ReviewRun(LoopHooks):
         *,
         history: Sequence[RoundRecord] = (),
         decisions: Sequence[Decision] = (),
-        applied: str | None = None,
     ) -> tuple[LoopResult, Outcome]:
-        """Run the loop and decide the outcome.
+        """Run the loop and decide the outcome (with :attr:`applied` as the "Applied" text).
 
         :param history: counted rounds of earlier runs (rounds across CI runs).
         :param decisions: decisions to send with the re-review.
-        :param applied: what changed since the last reviewed content ("Applied").
         :raises ReviewInputError: unusable material, or no review worktree could be built.
         """
         material = self.material()
@@ -560,7 +558,6 @@ class ReviewRun(LoopHooks):
             in_git=self.in_git,
             fail_on=self.settings.fail_on,
         )
-        self.applied = applied
         self.rebaseline()
         result = run_loop(
             target,
