@@ -96,6 +96,7 @@ class ReviewSession:
         # repository, a base that is not a commit or a failing git command is the user's
         # to fix: a usage error with the reason, never an internal error.
         try:
+            self.repo = targets.repo_info(self.rootdir)
             if settings.head is not None:
                 self._find_head_targets(settings.head)
             else:
@@ -164,7 +165,6 @@ class ReviewSession:
     # -- what to review ----------------------------------------------------------------
 
     def _find_targets(self) -> None:
-        self.repo = targets.repo_info(self.rootdir)
         if self.repo is None:
             self.repo_note = (
                 f"{self.rootdir} is not inside a git repository: plan items only, no code review"
@@ -223,7 +223,6 @@ class ReviewSession:
         The controller materialises REF once and removes it at the end; xdist workers get
         the same checkout (and the commits it was resolved to) through ``workerinput``.
         """
-        self.repo = targets.repo_info(self.rootdir)
         if self.repo is None:
             raise head.HeadError(
                 f"pytest-advreview: --advreview-head={ref} needs the base checkout to be a "
@@ -502,32 +501,31 @@ class ReviewSession:
         try:
             if self._explicit_plans():
                 note = "plans named on the command line: no code review"
-            elif self.head is not None:
-                if self.settings.diff != "none":
-                    # BASE...REF: REF is HEAD of the private checkout, so the diff commands
-                    # the prompt names work there as written.
-                    change = targets.change_set(
-                        Path(self.head.path), "branch", self.head.base_sha, self.selection.keys
-                    )
-                    if change is not None:
-                        change = change.model_copy(update={"description": self.head.description})
             elif self.settings.diff != "none" and self.base_error is None:
-                # A plan reviewed as a plan item is not reviewed again as code.
+                # Under --advreview-head: BASE...REF, REF being HEAD of the private checkout
+                # (repo_root), so the diff commands the prompt names work there as written.
+                mode = self.settings.diff if self.head is None else "branch"
                 try:
                     change = targets.change_set(
-                        self.repo.root,
-                        self.settings.diff,
+                        self.repo_root,
+                        mode,
                         self.base,
-                        self.selection.keys,  # repo-relative: no path arithmetic per plan
+                        # A plan reviewed as a plan item is not reviewed again as code;
+                        # repo-relative keys: no path arithmetic per plan.
+                        self.selection.keys,
                         resolver=self._shared.resolve,
                         ci=ci,
                     )
                 except targets.BaseRefError as exc:
+                    if self.head is not None:
+                        raise  # REF's own base: a usage error, as any git failure of a head
                     self.base_error = str(exc)
+                if change is not None and self.head is not None:
+                    change = change.model_copy(update={"description": self.head.description})
             if self.base_error is not None and note is None:
                 note = "not reviewed: the base cannot be used (the code item says why)"
             info = targets.change_set_info(
-                Path(self.head.path) if self.head is not None else self.repo.root,
+                self.repo_root,
                 change,
                 self.settings.diff,
                 self.base,
