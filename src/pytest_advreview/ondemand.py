@@ -32,7 +32,7 @@ from .outcome import (
     error_report,
     failure_report,
 )
-from .review import ReviewRun, TargetSpec, make_reviewer
+from .review import ReviewRun, TargetSpec, make_reviewer, repo_relative
 
 __all__ = ["AdversarialReview", "ReviewOutcome"]
 
@@ -195,11 +195,8 @@ class AdversarialReview:
         """Review one plan file (relative paths are taken from rootdir)."""
         settings = self._settings(overrides)
         plan = self.rootdir / path  # an absolute path stays as it is
-        try:
-            key = plan.resolve().relative_to(self.root.resolve()).as_posix()
-        except ValueError:
-            key = str(plan)
-        return self._run(TargetSpec(kind="plan", key=key, path=plan), settings)
+        spec = TargetSpec(kind="plan", key=repo_relative(plan, self.root), path=plan)
+        return self._run(spec, settings)
 
     def code(
         self,

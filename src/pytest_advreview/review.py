@@ -54,6 +54,7 @@ __all__ = [
     "SharedLookups",
     "TargetSpec",
     "make_reviewer",
+    "repo_relative",
 ]
 
 
@@ -131,7 +132,8 @@ def _read_text(path: Path) -> str | None:
         return None
 
 
-def _relative(path: Path, root: Path, resolve: Callable[[Path], Path] = Path.resolve) -> str:
+def repo_relative(path: Path, root: Path, resolve: Callable[[Path], Path] = Path.resolve) -> str:
+    """``path`` relative to ``root`` (posix), or as given when it is outside ``root``."""
     try:
         return resolve(path).relative_to(resolve(root)).as_posix()
     except ValueError:
@@ -168,9 +170,7 @@ class SharedLookups:
 class _WatchedReviewer:
     """Wraps the backend to remember what the reviewer itself reported writing."""
 
-    def __init__(
-        self, inner: Reviewer, on_dispatch: Callable[[DispatchRequest], None] | None = None
-    ) -> None:
+    def __init__(self, inner: Reviewer, on_dispatch: Callable[[DispatchRequest], None]) -> None:
         self.inner = inner
         self.name = inner.name
         self.supports_resume = inner.supports_resume
@@ -185,8 +185,7 @@ class _WatchedReviewer:
     def dispatch(self, request: DispatchRequest) -> DispatchResult:
         self.last = None
         self.dispatches += 1
-        if self._on_dispatch is not None:
-            self._on_dispatch(request)
+        self._on_dispatch(request)
         self.last = self.inner.dispatch(request)
         return self.last
 
@@ -223,7 +222,7 @@ class ReviewRun(LoopHooks):
         self.settings = settings
         self.spec = spec
         self.repo_root = repo_root
-        self.reviewer = _WatchedReviewer(reviewer, self._dispatching if progress else None)
+        self.reviewer = _WatchedReviewer(reviewer, self._dispatching)
         self.item = item
         #: The seed's ``{unix_ts}-{8 digits}`` review id.
         self.review_id = f"{int(time.time())}-{secrets.randbelow(100_000_000):08d}"
@@ -312,7 +311,7 @@ class ReviewRun(LoopHooks):
         otherwise edit the user's working tree while other reviews run in it).
         """
         if self.spec.kind == "plan" and self.spec.path is not None:
-            return (_relative(self.spec.path, self.repo_root, self._shared.resolve),)
+            return (self._relative(self.spec.path),)
         if (
             self.spec.change is not None
             # Only an uncommitted change set contains the lead's working-tree edits; a
@@ -378,6 +377,9 @@ class ReviewRun(LoopHooks):
 
     # -- inputs ------------------------------------------------------------------------
 
+    def _relative(self, path: Path) -> str:
+        return repo_relative(path, self.repo_root, self._shared.resolve)
+
     def _inputs(self) -> list[Path]:
         paths = [p for p in (self.spec.path, self.spec.against_plan) if p is not None]
         if self.worktree is not None:
@@ -421,7 +423,7 @@ class ReviewRun(LoopHooks):
             text = read_plan(self.spec.path)
             body = self._framed(
                 prompts.plan_prompt(
-                    _relative(self.spec.path, self.repo_root, self._shared.resolve),
+                    self._relative(self.spec.path),
                     language=settings.language,
                     output_format=fmt,
                 )
@@ -434,7 +436,7 @@ class ReviewRun(LoopHooks):
             plan_text = ""
             if self.spec.against_plan is not None:
                 plan_text = read_plan(self.spec.against_plan)
-                plan_rel = _relative(self.spec.against_plan, self.repo_root, self._shared.resolve)
+                plan_rel = self._relative(self.spec.against_plan)
             body = self._framed(
                 prompts.code_prompt(
                     self.spec.change,
@@ -510,7 +512,7 @@ class ReviewRun(LoopHooks):
         self._state_before = after
         found: list[str] = []
         for path in foreign:
-            shown = _relative(Path(path), self.repo_root, self._shared.resolve)
+            shown = self._relative(Path(path))
             if shown not in self._seen:
                 self._seen.add(shown)
                 target = targets_of[path]
@@ -638,7 +640,7 @@ class ReviewRun(LoopHooks):
             nodeid=nodeid,
             key=self.spec.key,
             kind=self.spec.kind,
-            path=_relative(path, self.repo_root, self._shared.resolve) if path else None,
+            path=self._relative(path) if path else None,
             status=ReviewStatus.ABORTED,
             outcome="error",
             fail_on=self.settings.fail_on,

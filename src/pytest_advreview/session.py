@@ -30,7 +30,7 @@ from .parallel import ReviewPool
 from .progress import Progress, progress_plugin
 from .report.collect import ResultsCollector
 from .report.terminal import write_summary
-from .review import ReviewRun, SharedLookups, TargetSpec, make_reviewer
+from .review import ReviewRun, SharedLookups, TargetSpec, make_reviewer, repo_relative
 from .runner import Reviewer
 from .statekey import STATE_KEY_ENV
 
@@ -74,7 +74,6 @@ class ReviewSession:
         #: path (REF's path, named under the rootdir) -> the file in that checkout.
         self.head: head.HeadCheckout | None = None
         self._sources: dict[Path, Path] = {}
-        self._root_resolved: Path | None = None
         #: Shared by the run's reviews: git top levels and resolved paths.
         self._shared = SharedLookups()
         #: ``--advreview-only``: collect the review items, import no test module.
@@ -296,19 +295,8 @@ class ReviewSession:
 
     def relpath(self, path: Path) -> str:
         """A repo-relative posix path, the key of a plan in state and decisions."""
-        key = self._keys.get(path)
-        if key is not None:
-            return key
-        resolved = self._shared.resolve(path)
-        key = self._keys.get(resolved)
-        if key is not None:
-            return key
-        if self._root_resolved is None:
-            self._root_resolved = self.repo_root.resolve()
-        try:
-            return resolved.relative_to(self._root_resolved).as_posix()
-        except ValueError:
-            return str(path)
+        key = self._keys.get(path) or self._keys.get(self._shared.resolve(path))
+        return key or repo_relative(path, self.repo_root, self._shared.resolve)
 
     def _explicit_plans(self) -> list[Path]:
         """``.md`` files named on the command line: always reviewed (looked up once)."""
@@ -430,12 +418,7 @@ class ReviewSession:
         for path in self._keys:  # the selected plans, in order (REF's, named in rootdir)
             if path in self._collected:
                 continue
-            node_id = self._node_id(path)
-            plan = (
-                PlanFile.from_parent(session, path=path)
-                if node_id is None
-                else PlanFile.from_parent(session, path=path, nodeid=node_id)
-            )
+            plan = PlanFile.from_parent(session, path=path, nodeid=self._node_id(path))
             added.extend(plan.collect())
         spec = self._code_spec()
         if spec is not None:
