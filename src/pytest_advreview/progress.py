@@ -34,7 +34,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -123,7 +123,6 @@ class _Entry:
     stream: Path | None = None
     offset: int = 0
     next_line: float = 0.0
-    printed: bool = field(default=False)
 
     def follow(self) -> None:
         """Read the stream from where the last look stopped; keep the latest activity."""
@@ -191,11 +190,16 @@ class Progress:
     # -- feeding -----------------------------------------------------------------------
 
     def begin(self, key: str) -> None:
-        """A review of ``key`` (a node id) starts."""
+        """A review of ``key`` (a node id) starts; the first starts the display's thread,
+        which redraws (terminal) or prints lines (log)."""
         now = self._clock()
         with self._lock:
             self._entries[key] = _Entry(started=now, next_line=now + self.interval)
-        self.start()
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._main, name="advreview-progress", daemon=True
+                )
+                self._thread.start()
 
     def dispatch(self, key: str, round_no: int, stream: Path | None) -> None:
         """The reviewer is launched for round ``round_no``; its events go to ``stream``."""
@@ -215,14 +219,6 @@ class Progress:
                 self._draw()
 
     # -- the display -------------------------------------------------------------------
-
-    def start(self) -> None:
-        """Start the thread that redraws (terminal) or prints lines (log)."""
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._main, name="advreview-progress", daemon=True
-            )
-            self._thread.start()
 
     def stop(self) -> None:
         """Stop the thread and erase the block; the file descriptor is closed."""
