@@ -25,7 +25,7 @@ from .atomic import write_atomic
 from .cachekey import cache_key, reviewer_identity
 from .decisions import DecisionsError, DecisionsFile, check_known, check_targets, load_decisions
 from .loop import FixFailed, LoopResult
-from .models import Decision, Review, ReviewStatus, RoundRecord
+from .models import Decision, Review, ReviewStatus
 from .outcome import Outcome
 from .prompts import applied_text
 from .review import ReviewInputError, ReviewRun
@@ -198,39 +198,27 @@ class Coordinator:
                 return resumed
         if step.action in ("cached_approved", "cached_revise", "max_rounds"):
             assert state is not None
-            status = (
-                ReviewStatus.MAX_ROUNDS if step.action == "max_rounds" else (ReviewStatus.CACHED)
-            )
             run.history = state.rounds
             return run.judge(
                 LoopResult(
-                    status=status,
+                    status=ReviewStatus.MAX_ROUNDS
+                    if step.action == "max_rounds"
+                    else ReviewStatus.CACHED,
                     review=step.review,
                     session_id=state.session_id,
                     last_round=state.rounds_used,
                     warnings=(step.reason,),
                 )
             )
-        applied = None
-        if step.action == "continue" and state is not None:
-            applied = (
-                None
-                if state.last_content is None
-                else applied_text(
-                    run.spec.kind, run.spec.key, state.last_content, run.material().content
-                )
+        if step.action == "continue" and state is not None and state.last_content is not None:
+            run.applied = applied_text(
+                run.spec.kind, run.spec.key, state.last_content, run.material().content
             )
-        return self._run(run, step.history, step.decisions, applied)
+        return self._run(run, step.decisions)
 
-    def _run(
-        self,
-        run: ReviewRun,
-        history: Sequence[RoundRecord],
-        decisions: Sequence[Decision],
-        applied: str | None,
-    ) -> tuple[LoopResult, Outcome]:
-        """Run the rounds that are due, count their tokens and store the result."""
-        result, outcome = run.run(history=history, decisions=decisions, applied=applied)
+    def _run(self, run: ReviewRun, decisions: Sequence[Decision]) -> tuple[LoopResult, Outcome]:
+        """Run the rounds due after ``run.history``, count their tokens, store the result."""
+        result, outcome = run.run(history=run.history, decisions=decisions)
         self.ledger.add(result.usage.total)
         # Findings left for the operator, or lead edits that are not in the commit under
         # review, are not stored as a verdict: it must not pass from cache next time.
@@ -240,7 +228,7 @@ class Coordinator:
             state = ReviewState(
                 key=run.spec.key,
                 reviewer=self.identity,
-                rounds=(*history, *result.rounds),
+                rounds=(*run.history, *result.rounds),
                 session_id=result.session_id,
                 last_content_hash=material.content_hash,
                 last_content=material.content,
@@ -277,7 +265,7 @@ class Coordinator:
             )
         if decisions is None:
             return None
-        return self._run(run, state.rounds, decisions, run.lead_applied)
+        return self._run(run, decisions)
 
 
 def _load_decisions(path: Path) -> DecisionsFile | None:

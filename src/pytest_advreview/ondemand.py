@@ -32,8 +32,7 @@ from .outcome import (
     error_report,
     failure_report,
 )
-from .review import ReviewRun, TargetSpec
-from .runner import Reviewer
+from .review import ReviewRun, TargetSpec, make_reviewer, repo_relative
 
 __all__ = ["AdversarialReview", "ReviewOutcome"]
 
@@ -161,26 +160,9 @@ class AdversarialReview:
             self.config.stash[_OWN_COORDINATOR] = own
         return own
 
-    def _reviewer(self, settings: settings_mod.Settings) -> Reviewer:
+    def _run(self, spec: TargetSpec, settings: settings_mod.Settings) -> ReviewOutcome:
         from .runner.factory import BuiltinReviewers
 
-        made: Reviewer | None = self.config.hook.pytest_advreview_make_reviewer(
-            config=self.config, name=settings.reviewer
-        )
-        if made is None or made.name in ("codex", "command"):
-            # The run's built-in reviewers carry the run's settings; rebuild them with the
-            # overrides of this call.
-            builtin = BuiltinReviewers(settings).pytest_advreview_make_reviewer(
-                self.config, settings.reviewer
-            )
-            made = builtin or made
-        if made is None:
-            raise pytest.UsageError(
-                f"pytest-advreview: no reviewer backend is called {settings.reviewer!r}"
-            )
-        return made
-
-    def _run(self, spec: TargetSpec, settings: settings_mod.Settings) -> ReviewOutcome:
         __tracebackhide__ = True
         coordinator = self._coordinator().for_settings(settings)
         run = ReviewRun(
@@ -188,7 +170,9 @@ class AdversarialReview:
             settings,
             spec,
             repo_root=self.root,
-            reviewer=self._reviewer(settings),
+            reviewer=make_reviewer(
+                self.config, settings, BuiltinReviewers(settings).pytest_advreview_make_reviewer
+            ),
             item=self.node,
             in_git=self.repo is not None,
             store=coordinator.store,
@@ -211,11 +195,8 @@ class AdversarialReview:
         """Review one plan file (relative paths are taken from rootdir)."""
         settings = self._settings(overrides)
         plan = self.rootdir / path  # an absolute path stays as it is
-        try:
-            key = plan.resolve().relative_to(self.root.resolve()).as_posix()
-        except ValueError:
-            key = str(plan)
-        return self._run(TargetSpec(kind="plan", key=key, path=plan), settings)
+        spec = TargetSpec(kind="plan", key=repo_relative(plan, self.root), path=plan)
+        return self._run(spec, settings)
 
     def code(
         self,

@@ -34,7 +34,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -123,7 +123,6 @@ class _Entry:
     stream: Path | None = None
     offset: int = 0
     next_line: float = 0.0
-    printed: bool = field(default=False)
 
     def follow(self) -> None:
         """Read the stream from where the last look stopped; keep the latest activity."""
@@ -191,11 +190,16 @@ class Progress:
     # -- feeding -----------------------------------------------------------------------
 
     def begin(self, key: str) -> None:
-        """A review of ``key`` (a node id) starts."""
+        """A review of ``key`` (a node id) starts; the first starts the display's thread,
+        which redraws (terminal) or prints lines (log)."""
         now = self._clock()
         with self._lock:
             self._entries[key] = _Entry(started=now, next_line=now + self.interval)
-        self.start()
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._main, name="advreview-progress", daemon=True
+                )
+                self._thread.start()
 
     def dispatch(self, key: str, round_no: int, stream: Path | None) -> None:
         """The reviewer is launched for round ``round_no``; its events go to ``stream``."""
@@ -215,14 +219,6 @@ class Progress:
                 self._draw()
 
     # -- the display -------------------------------------------------------------------
-
-    def start(self) -> None:
-        """Start the thread that redraws (terminal) or prints lines (log)."""
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._main, name="advreview-progress", daemon=True
-            )
-            self._thread.start()
 
     def stop(self) -> None:
         """Stop the thread and erase the block; the file descriptor is closed."""
@@ -314,40 +310,25 @@ class ProgressPlugin:
         self.progress = progress
         self.terminal = terminal
 
-    @contextlib.contextmanager
-    def _pytest_writes(self) -> Iterator[None]:
-        with self.progress.held():
-            yield
-            # pytest's writer buffers; what it wrote must be out before the block is drawn.
-            self.terminal.flush()
-
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_logstart(self) -> Generator[None, None, None]:
-        """Erase the block while pytest writes the item's name."""
-        with self._pytest_writes():
-            return (yield)
+        """Erase the block while pytest writes the item's name, a phase's result or its
+        progress percentage (the same wrapper serves the three hooks)."""
+        with self.progress.held():
+            result = yield
+            # pytest's writer buffers; what it wrote must be out before the block is drawn.
+            self.terminal.flush()
+        return result
 
-    @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_runtest_logreport(self) -> Generator[None, None, None]:
-        """Erase the block while pytest writes a phase's result."""
-        with self._pytest_writes():
-            return (yield)
-
-    @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_runtest_logfinish(self) -> Generator[None, None, None]:
-        """Erase the block while pytest writes its progress percentage."""
-        with self._pytest_writes():
-            return (yield)
+    pytest_runtest_logreport = pytest_runtest_logfinish = pytest_runtest_logstart
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self) -> None:
-        """Gone before pytest's summary."""
+        """Gone before pytest's summary; also at unconfigure, after an internal error or
+        Ctrl-C that skipped the session's finish."""
         self.progress.stop()
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_unconfigure(self) -> None:
-        """Also after an internal error or Ctrl-C that skipped the session's finish."""
-        self.progress.stop()
+    pytest_unconfigure = pytest_sessionfinish
 
 
 def progress_plugin(config: pytest.Config, interval: int) -> ProgressPlugin | None:

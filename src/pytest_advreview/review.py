@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Literal
 import pytest
 
 from . import cachekey, mutation, prompts, targets
+from .constants import BUILTIN_REVIEWERS
 from .isolation import IsolationError, Worktree
 from .lead import LeadError
 from .lead.factory import make_lead
@@ -52,6 +53,8 @@ __all__ = [
     "ReviewRun",
     "SharedLookups",
     "TargetSpec",
+    "make_reviewer",
+    "repo_relative",
 ]
 
 
@@ -98,6 +101,30 @@ def read_plan(path: Path) -> str:
     return text
 
 
+def make_reviewer(
+    config: pytest.Config,
+    settings: Settings,
+    builtin: Callable[[pytest.Config, str], Reviewer | None] | None = None,
+) -> Reviewer:
+    """The backend ``settings`` name, built through ``pytest_advreview_make_reviewer``.
+
+    :param builtin: builds a built-in backend (codex, command) from ``settings``
+        instead: the registered ones carry the run's settings, not a fixture call's
+        overrides, and a run without ``--adversarial-review`` registers none.
+    """
+    made: Reviewer | None = config.hook.pytest_advreview_make_reviewer(
+        config=config, name=settings.reviewer
+    )
+    if builtin is not None and (made is None or made.name in BUILTIN_REVIEWERS):
+        made = builtin(config, settings.reviewer) or made
+    if made is None:
+        raise pytest.UsageError(
+            f"pytest-advreview: no reviewer backend is called {settings.reviewer!r}; use "
+            "codex, command, or install the plugin that provides it"
+        )
+    return made
+
+
 def _read_text(path: Path) -> str | None:
     try:
         return path.read_bytes().decode("utf-8", "replace")
@@ -105,7 +132,8 @@ def _read_text(path: Path) -> str | None:
         return None
 
 
-def _relative(path: Path, root: Path, resolve: Callable[[Path], Path] = Path.resolve) -> str:
+def repo_relative(path: Path, root: Path, resolve: Callable[[Path], Path] = Path.resolve) -> str:
+    """``path`` relative to ``root`` (posix), or as given when it is outside ``root``."""
     try:
         return resolve(path).relative_to(resolve(root)).as_posix()
     except ValueError:
@@ -142,9 +170,7 @@ class SharedLookups:
 class _WatchedReviewer:
     """Wraps the backend to remember what the reviewer itself reported writing."""
 
-    def __init__(
-        self, inner: Reviewer, on_dispatch: Callable[[DispatchRequest], None] | None = None
-    ) -> None:
+    def __init__(self, inner: Reviewer, on_dispatch: Callable[[DispatchRequest], None]) -> None:
         self.inner = inner
         self.name = inner.name
         self.supports_resume = inner.supports_resume
@@ -159,8 +185,7 @@ class _WatchedReviewer:
     def dispatch(self, request: DispatchRequest) -> DispatchResult:
         self.last = None
         self.dispatches += 1
-        if self._on_dispatch is not None:
-            self._on_dispatch(request)
+        self._on_dispatch(request)
         self.last = self.inner.dispatch(request)
         return self.last
 
@@ -197,7 +222,7 @@ class ReviewRun(LoopHooks):
         self.settings = settings
         self.spec = spec
         self.repo_root = repo_root
-        self.reviewer = _WatchedReviewer(reviewer, self._dispatching if progress else None)
+        self.reviewer = _WatchedReviewer(reviewer, self._dispatching)
         self.item = item
         #: The seed's ``{unix_ts}-{8 digits}`` review id.
         self.review_id = f"{int(time.time())}-{secrets.randbelow(100_000_000):08d}"
@@ -224,14 +249,14 @@ class ReviewRun(LoopHooks):
         #: Top levels and resolved paths; a session shares one between all its reviews,
         #: so later snapshots skip ``git rev-parse --show-toplevel``.
         self._shared = shared if shared is not None else SharedLookups()
-        #: Every turn of the built-in lead in this run, and the last turn's diff.
+        #: Every turn of the built-in lead in this run.
         self.lead_records: list[LeadRecord] = []
-        self.lead_applied: str | None = None
         #: Each file the lead may edit, as it was before the lead's first turn.
         self._lead_originals: dict[str, str | None] = {}
         #: Findings the lead left for the operator (structural fixes).
         self.needs_operator: list[str] = []
-        #: The "Applied" text of the next re-review (what changed since the last round).
+        #: The "Applied" text of the next re-review (what changed since the last round):
+        #: the coordinator's diff of the stored text, or the lead's last turn.
         self.applied: str | None = None
 
     # -- the loop's hooks --------------------------------------------------------------
@@ -260,11 +285,7 @@ class ReviewRun(LoopHooks):
         hook = self.config.hook.pytest_advreview_fix
         if not hook.get_hookimpls():
             # No plugin fixes: the built-in lead does, when one was asked for.
-            lead_decisions = self.lead_turn(review, record.number)
-            if lead_decisions is not None:
-                # "Applied" of the next re-review: the lead's diff, not an older one.
-                self.applied = self.lead_applied
-            return lead_decisions
+            return self.lead_turn(review, record.number)
         decisions: Sequence[Decision] | None = hook(item=self.item, review=review)
         if decisions is not None:
             # The fixer changed the workspace on purpose: that is the new baseline.
@@ -290,7 +311,7 @@ class ReviewRun(LoopHooks):
         otherwise edit the user's working tree while other reviews run in it).
         """
         if self.spec.kind == "plan" and self.spec.path is not None:
-            return (_relative(self.spec.path, self.repo_root, self._shared.resolve),)
+            return (self._relative(self.spec.path),)
         if (
             self.spec.change is not None
             # Only an uncommitted change set contains the lead's working-tree edits; a
@@ -304,9 +325,9 @@ class ReviewRun(LoopHooks):
     def lead_turn(self, review: Review, round_no: int) -> tuple[Decision, ...] | None:
         """Run the built-in lead on ``review``; its decisions, ``None``: no lead here.
 
-        Sets :attr:`lead_applied` (the diff for the "Applied" section).  The lead's own
-        edits are the new baseline of the mutation watch; anything else it changed is a
-        mutation of this item.
+        Sets :attr:`applied` to the lead's diff (the next re-review's "Applied").  The
+        lead's own edits are the new baseline of the mutation watch; anything else it
+        changed is a mutation of this item.
 
         :raises FixFailed: the lead could not run, timed out, answered invalid decisions
             or changed a file it must not touch.
@@ -343,7 +364,7 @@ class ReviewRun(LoopHooks):
                 (self.repo_root / edit.path).write_bytes(source.read_bytes())
         self._material = None  # the next fresh exec and the stored state see the new text
         self.lead_records.append(turn.record)
-        self.lead_applied = turn.applied
+        self.applied = turn.applied
         self.needs_operator.extend(f for f in turn.needs_operator if f not in self.needs_operator)
         return turn.decisions
 
@@ -355,6 +376,9 @@ class ReviewRun(LoopHooks):
         self.progress.dispatch(self.item.nodeid, last + 1, request.work_dir / STREAM_FILE)
 
     # -- inputs ------------------------------------------------------------------------
+
+    def _relative(self, path: Path) -> str:
+        return repo_relative(path, self.repo_root, self._shared.resolve)
 
     def _inputs(self) -> list[Path]:
         paths = [p for p in (self.spec.path, self.spec.against_plan) if p is not None]
@@ -399,7 +423,7 @@ class ReviewRun(LoopHooks):
             text = read_plan(self.spec.path)
             body = self._framed(
                 prompts.plan_prompt(
-                    _relative(self.spec.path, self.repo_root, self._shared.resolve),
+                    self._relative(self.spec.path),
                     language=settings.language,
                     output_format=fmt,
                 )
@@ -412,7 +436,7 @@ class ReviewRun(LoopHooks):
             plan_text = ""
             if self.spec.against_plan is not None:
                 plan_text = read_plan(self.spec.against_plan)
-                plan_rel = _relative(self.spec.against_plan, self.repo_root, self._shared.resolve)
+                plan_rel = self._relative(self.spec.against_plan)
             body = self._framed(
                 prompts.code_prompt(
                     self.spec.change,
@@ -488,7 +512,7 @@ class ReviewRun(LoopHooks):
         self._state_before = after
         found: list[str] = []
         for path in foreign:
-            shown = _relative(Path(path), self.repo_root, self._shared.resolve)
+            shown = self._relative(Path(path))
             if shown not in self._seen:
                 self._seen.add(shown)
                 target = targets_of[path]
@@ -508,13 +532,11 @@ class ReviewRun(LoopHooks):
         *,
         history: Sequence[RoundRecord] = (),
         decisions: Sequence[Decision] = (),
-        applied: str | None = None,
     ) -> tuple[LoopResult, Outcome]:
-        """Run the loop and decide the outcome.
+        """Run the loop and decide the outcome (with :attr:`applied` as the "Applied" text).
 
         :param history: counted rounds of earlier runs (rounds across CI runs).
         :param decisions: decisions to send with the re-review.
-        :param applied: what changed since the last reviewed content ("Applied").
         :raises ReviewInputError: unusable material, or no review worktree could be built.
         """
         material = self.material()
@@ -538,7 +560,6 @@ class ReviewRun(LoopHooks):
             in_git=self.in_git,
             fail_on=self.settings.fail_on,
         )
-        self.applied = applied
         self.rebaseline()
         result = run_loop(
             target,
@@ -619,7 +640,7 @@ class ReviewRun(LoopHooks):
             nodeid=nodeid,
             key=self.spec.key,
             kind=self.spec.kind,
-            path=_relative(path, self.repo_root, self._shared.resolve) if path else None,
+            path=self._relative(path) if path else None,
             status=ReviewStatus.ABORTED,
             outcome="error",
             fail_on=self.settings.fail_on,

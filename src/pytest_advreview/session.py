@@ -30,7 +30,7 @@ from .parallel import ReviewPool
 from .progress import Progress, progress_plugin
 from .report.collect import ResultsCollector
 from .report.terminal import write_summary
-from .review import ReviewRun, SharedLookups, TargetSpec
+from .review import ReviewRun, SharedLookups, TargetSpec, make_reviewer, repo_relative
 from .runner import Reviewer
 from .statekey import STATE_KEY_ENV
 
@@ -74,7 +74,6 @@ class ReviewSession:
         #: path (REF's path, named under the rootdir) -> the file in that checkout.
         self.head: head.HeadCheckout | None = None
         self._sources: dict[Path, Path] = {}
-        self._root_resolved: Path | None = None
         #: Shared by the run's reviews: git top levels and resolved paths.
         self._shared = SharedLookups()
         #: ``--advreview-only``: collect the review items, import no test module.
@@ -96,6 +95,7 @@ class ReviewSession:
         # repository, a base that is not a commit or a failing git command is the user's
         # to fix: a usage error with the reason, never an internal error.
         try:
+            self.repo = targets.repo_info(self.rootdir)
             if settings.head is not None:
                 self._find_head_targets(settings.head)
             else:
@@ -164,7 +164,6 @@ class ReviewSession:
     # -- what to review ----------------------------------------------------------------
 
     def _find_targets(self) -> None:
-        self.repo = targets.repo_info(self.rootdir)
         if self.repo is None:
             self.repo_note = (
                 f"{self.rootdir} is not inside a git repository: plan items only, no code review"
@@ -223,7 +222,6 @@ class ReviewSession:
         The controller materialises REF once and removes it at the end; xdist workers get
         the same checkout (and the commits it was resolved to) through ``workerinput``.
         """
-        self.repo = targets.repo_info(self.rootdir)
         if self.repo is None:
             raise head.HeadError(
                 f"pytest-advreview: --advreview-head={ref} needs the base checkout to be a "
@@ -297,19 +295,8 @@ class ReviewSession:
 
     def relpath(self, path: Path) -> str:
         """A repo-relative posix path, the key of a plan in state and decisions."""
-        key = self._keys.get(path)
-        if key is not None:
-            return key
-        resolved = self._shared.resolve(path)
-        key = self._keys.get(resolved)
-        if key is not None:
-            return key
-        if self._root_resolved is None:
-            self._root_resolved = self.repo_root.resolve()
-        try:
-            return resolved.relative_to(self._root_resolved).as_posix()
-        except ValueError:
-            return str(path)
+        key = self._keys.get(path) or self._keys.get(self._shared.resolve(path))
+        return key or repo_relative(path, self.repo_root, self._shared.resolve)
 
     def _explicit_plans(self) -> list[Path]:
         """``.md`` files named on the command line: always reviewed (looked up once)."""
@@ -431,12 +418,7 @@ class ReviewSession:
         for path in self._keys:  # the selected plans, in order (REF's, named in rootdir)
             if path in self._collected:
                 continue
-            node_id = self._node_id(path)
-            plan = (
-                PlanFile.from_parent(session, path=path)
-                if node_id is None
-                else PlanFile.from_parent(session, path=path, nodeid=node_id)
-            )
+            plan = PlanFile.from_parent(session, path=path, nodeid=self._node_id(path))
             added.extend(plan.collect())
         spec = self._code_spec()
         if spec is not None:
@@ -502,32 +484,31 @@ class ReviewSession:
         try:
             if self._explicit_plans():
                 note = "plans named on the command line: no code review"
-            elif self.head is not None:
-                if self.settings.diff != "none":
-                    # BASE...REF: REF is HEAD of the private checkout, so the diff commands
-                    # the prompt names work there as written.
-                    change = targets.change_set(
-                        Path(self.head.path), "branch", self.head.base_sha, self.selection.keys
-                    )
-                    if change is not None:
-                        change = change.model_copy(update={"description": self.head.description})
             elif self.settings.diff != "none" and self.base_error is None:
-                # A plan reviewed as a plan item is not reviewed again as code.
+                # Under --advreview-head: BASE...REF, REF being HEAD of the private checkout
+                # (repo_root), so the diff commands the prompt names work there as written.
+                mode = self.settings.diff if self.head is None else "branch"
                 try:
                     change = targets.change_set(
-                        self.repo.root,
-                        self.settings.diff,
+                        self.repo_root,
+                        mode,
                         self.base,
-                        self.selection.keys,  # repo-relative: no path arithmetic per plan
+                        # A plan reviewed as a plan item is not reviewed again as code;
+                        # repo-relative keys: no path arithmetic per plan.
+                        self.selection.keys,
                         resolver=self._shared.resolve,
                         ci=ci,
                     )
                 except targets.BaseRefError as exc:
+                    if self.head is not None:
+                        raise  # REF's own base: a usage error, as any git failure of a head
                     self.base_error = str(exc)
+                if change is not None and self.head is not None:
+                    change = change.model_copy(update={"description": self.head.description})
             if self.base_error is not None and note is None:
                 note = "not reviewed: the base cannot be used (the code item says why)"
             info = targets.change_set_info(
-                Path(self.head.path) if self.head is not None else self.repo.root,
+                self.repo_root,
                 change,
                 self.settings.diff,
                 self.base,
@@ -544,16 +525,7 @@ class ReviewSession:
     def reviewer(self) -> Reviewer:
         """The backend named by the settings, built once per run through the hook."""
         if self._reviewer is None:
-            made = self.config.hook.pytest_advreview_make_reviewer(
-                config=self.config, name=self.settings.reviewer
-            )
-            if made is None:
-                raise pytest.UsageError(
-                    f"pytest-advreview: no reviewer backend is called "
-                    f"{self.settings.reviewer!r}; use codex, command, or install the plugin "
-                    "that provides it"
-                )
-            self._reviewer = made
+            self._reviewer = make_reviewer(self.config, self.settings)
         return self._reviewer
 
     def new_run(self, item: pytest.Item) -> ReviewRun:
@@ -591,14 +563,13 @@ class ReviewSession:
         return self._review_now(run)
 
     def _review_now(self, run: ReviewRun) -> tuple[LoopResult, Outcome]:
-        key = run.item.nodeid if run.item is not None else None
-        if self.progress is None or key is None:
+        if self.progress is None or run.item is None:
             return self.coordinator.review(run)
-        self.progress.begin(key)
+        self.progress.begin(run.item.nodeid)
         try:
             return self.coordinator.review(run)
         finally:
-            self.progress.end(key)
+            self.progress.end(run.item.nodeid)
 
     # -- reporting ---------------------------------------------------------------------
 
