@@ -24,10 +24,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
-
-from pydantic import Field
 
 from .models import (
     Decision,
@@ -139,8 +138,9 @@ class LoopHooks:
         return None
 
 
-class LoopResult(WireModel):
-    """What one run of the loop ended with."""
+@dataclass(frozen=True)
+class LoopResult:
+    """What one run of the loop ended with (in-process: the item's record is the wire form)."""
 
     #: approved | revise | max rounds | not verified | aborted.
     status: ReviewStatus
@@ -156,7 +156,7 @@ class LoopResult(WireModel):
     mutations: tuple[str, ...] = ()
     #: Tokens of every dispatch of this run, failed ones included (the caller adds the
     #: built-in lead's).
-    usage: TokenUsage = Field(default_factory=TokenUsage)
+    usage: TokenUsage = field(default_factory=TokenUsage)
     #: The thread to resume next time.
     session_id: str | None = None
     #: Number of the last counted round, history included (0: none yet).

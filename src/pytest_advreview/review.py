@@ -14,7 +14,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -37,7 +37,6 @@ from .models import (
     ReviewStatus,
     RoundRecord,
     TokenUsage,
-    WireModel,
 )
 from .outcome import Outcome, OutcomeKind, WorkspaceMutated, decide
 from .runner import STREAM_FILE, DispatchRequest, DispatchResult, Reviewer
@@ -62,8 +61,9 @@ class ReviewInputError(Exception):
     """The material to review is unusable (not UTF-8, empty, missing): the user must fix it."""
 
 
-class TargetSpec(WireModel):
-    """What one item reviews; plain data, so it survives xdist and the cache."""
+@dataclass(frozen=True)
+class TargetSpec:
+    """What one item reviews (never leaves the process: each worker collects its own)."""
 
     kind: Literal["plan", "code"]
     #: ``docs/plans/x.md`` (repo-relative) or ``code-review``.
@@ -570,16 +570,16 @@ class ReviewRun(LoopHooks):
             decisions=decisions,
         )
         if self.needs_operator:
-            result = result.model_copy(update={"needs_operator": tuple(self.needs_operator)})
+            result = replace(result, needs_operator=tuple(self.needs_operator))
         edited = sorted({e.path for t in self.lead_records for e in t.edits})
         if edited and targets.in_ci(os.environ):
             # Under CI the gate judges the commit; the lead's edits live only in this
             # checkout, so an approval of the edited text is not an approval of the commit.
-            result = result.model_copy(update={"uncommitted_edits": tuple(edited)})
+            result = replace(result, uncommitted_edits=tuple(edited))
         if self.lead_records:
             # The lead's tokens count like the reviewer's: in the summary and the budget.
             lead_usage = sum((t.tokens for t in self.lead_records), TokenUsage())
-            result = result.model_copy(update={"usage": result.usage + lead_usage})
+            result = replace(result, usage=result.usage + lead_usage)
         return self.judge(result)
 
     def judge(self, result: LoopResult) -> tuple[LoopResult, Outcome]:

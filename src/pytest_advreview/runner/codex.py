@@ -79,14 +79,13 @@ class CodexCapabilities(WireModel):
     The defaults are the measured behaviour of Codex 0.171.0.  A CLI upgrade that
     changes one of them is one edit here (and a failing row in the doctor).  A wire
     model: the doctor writes it into its JSON report (``DoctorReport.capabilities``).
+    Behaviours the runner guards against unconditionally (stale ``-o`` content, a resume
+    that starts a new thread) are not here: the doctor observes them against its own
+    expectations (``doctor.ASSUMED``).
     """
 
     #: The sandbox must be passed again on ``exec resume`` (not persisted in the thread).
     resume_needs_sandbox: bool = True
-    #: ``-o`` keeps stale content after a failed turn, so it is deleted before an attempt.
-    stale_output_file: bool = True
-    #: ``resume <id>`` may silently start a new thread; compare the thread ids.
-    resume_may_start_new_thread: bool = True
     #: Rollouts live at ``$CODEX_HOME/sessions/*/*/*/rollout-*-<id>.jsonl``.
     rollout_glob: str = "sessions/*/*/*/rollout-*-{thread_id}.jsonl"
 
