@@ -27,29 +27,35 @@ def plans(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
-def test_an_item_skipped_before_its_setup_drops_the_review_started_for_it(
-    plans: pytest.Pytester,
-) -> None:
+def _run(plans: pytest.Pytester, hook: str, *args: str) -> pytest.RunResult:
+    """Three approved plans reviewed by the stub, with ``hook`` added to the conftest."""
     _stub_conftest(plans, approved_review())
-    # The first item's review is started ahead with the second's; a skip before its
-    # setup means its review is never taken: the run still ends whole, in order.
     with open(plans.path / "conftest.py", "a") as fh:
-        fh.write(
-            "\nimport pytest\n\n"
-            "@pytest.hookimpl(tryfirst=True)\n"
-            "def pytest_runtest_setup(item):\n"
-            "    if 'a.md' in item.nodeid:\n"
-            "        pytest.skip('not this one')\n"
-        )
-    result = plans.runpytest(
+        fh.write("\nimport pytest\n\n" + hook)
+    return plans.runpytest(
         "--adversarial-review",
         "--advreview-diff=none",
         "--advreview-reviewer=stub",
-        "--advreview-jobs=2",
         "-p",
         "no:randomly",
         "-o",
         "advreview_plan_scope=all",
+        *args,
+    )
+
+
+def test_an_item_skipped_before_its_setup_drops_the_review_started_for_it(
+    plans: pytest.Pytester,
+) -> None:
+    # The first item's review is started ahead with the second's; a skip before its
+    # setup means its review is never taken: the run still ends whole, in order.
+    result = _run(
+        plans,
+        "@pytest.hookimpl(tryfirst=True)\n"
+        "def pytest_runtest_setup(item):\n"
+        "    if 'a.md' in item.nodeid:\n"
+        "        pytest.skip('not this one')\n",
+        "--advreview-jobs=2",
     )
     result.assert_outcomes(passed=2, skipped=1)
 
@@ -60,25 +66,14 @@ def test_a_skip_mark_on_a_review_item_skips_it_with_its_plan_as_location(
 ) -> None:
     # A conftest may mark review items like any other (here: skip one plan). pytest reads
     # the skip's location from reportinfo(), which must give a line number for that.
-    _stub_conftest(plans, approved_review())
-    with open(plans.path / "conftest.py", "a") as fh:
-        fh.write(
-            "\nimport pytest\n\n"
-            "def pytest_collection_modifyitems(items):\n"
-            "    for item in items:\n"
-            "        if 'b.md' in item.nodeid:\n"
-            "            item.add_marker(pytest.mark.skip(reason='plan b is on hold'))\n"
-        )
-    result = plans.runpytest(
-        "--adversarial-review",
-        "--advreview-diff=none",
-        "--advreview-reviewer=stub",
+    result = _run(
+        plans,
+        "def pytest_collection_modifyitems(items):\n"
+        "    for item in items:\n"
+        "        if 'b.md' in item.nodeid:\n"
+        "            item.add_marker(pytest.mark.skip(reason='plan b is on hold'))\n",
         f"--advreview-jobs={jobs}",
-        "-p",
-        "no:randomly",
         "-rs",
-        "-o",
-        "advreview_plan_scope=all",
     )
     result.assert_outcomes(passed=2, skipped=1)
     result.stdout.fnmatch_lines(["SKIPPED [[]1[]] docs/plans/b.md*: plan b is on hold"])
