@@ -66,6 +66,29 @@ def sleeper_running(pid: int) -> bool:
     return state not in ("Z", "X") and b"time.sleep" in cmdline
 
 
+def live_processes(needle: str | bytes) -> list[tuple[int, list[bytes], str | None]]:
+    """``(pid, argv, real path of the executable)`` of every live process whose argv holds
+    ``needle``; a zombie waiting for its reaper does not count (its work is over)."""
+    wanted = os.fsencode(needle)
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rsplit(")", 1)[-1].split()[0]
+        except OSError:
+            continue
+        if state in ("Z", "X") or not any(wanted in arg for arg in argv):
+            continue
+        try:
+            exe: str | None = os.readlink(entry / "exe")
+        except OSError:
+            exe = None
+        found.append((int(entry.name), argv, exe))
+    return found
+
+
 @pytest.fixture(autouse=True)
 def private_state_key(
     monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory

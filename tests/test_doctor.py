@@ -21,7 +21,7 @@ from conftest import settled, sleeper_running
 from pytest_advreview.doctor import CHECKS, SANDBOX_REMEDY, DoctorReport, DoctorRow, _tagged_pids
 from pytest_advreview.runner.codex import CodexCapabilities, CodexOptions
 from pytest_advreview.testing import Behaviour
-from test_native_launch import platform_package, wrapper_copy
+from test_native_launch import unresolvable_layout
 
 REQUIRED = [name for name, (_, required) in CHECKS.items() if required]
 
@@ -111,12 +111,8 @@ def test_unresolved_platform_binary_is_a_warning_and_the_wrapper_runs(
     pytester, isolated, codex_executable, monkeypatch, tmp_path
 ):
     """A layout the resolver does not follow: every row runs through the wrapper."""
-    install = wrapper_copy(codex_executable, tmp_path / "install")
-    elsewhere = tmp_path / "elsewhere" / "node_modules" / "@openai"
-    elsewhere.mkdir(parents=True)
-    platform_dir = platform_package(codex_executable)
-    (elsewhere / platform_dir.name).symlink_to(platform_dir)
-    monkeypatch.setenv("NODE_PATH", str(elsewhere.parent))
+    install, node_path = unresolvable_layout(codex_executable, tmp_path)
+    monkeypatch.setenv("NODE_PATH", node_path)
     result, report = doctor(pytester, install)
     native_row = row(report, "native-launch")
     assert native_row.status == "WARN"

@@ -7,7 +7,6 @@ there as requests that arrive while another is still being answered
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import subprocess
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ReviewRepo, settled
+from conftest import ReviewRepo, live_processes, settled
 from pytest_advreview.testing import approved_review, revise_review
 
 pytestmark = pytest.mark.real_codex
@@ -26,18 +25,7 @@ NO_CODE = "--advreview-diff=none"
 
 def _codex_of(repo: Path) -> list[str]:
     """Processes still running whose argv names the repository or a file in it."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-            state = (entry / "stat").read_text().rsplit(")", 1)[-1].split()[0]
-        except OSError:
-            continue
-        if state not in ("Z", "X") and any(os.fsencode(repo) in arg for arg in argv):
-            found.append(f"{entry.name}: {b' '.join(argv)[:200]!r}")
-    return found
+    return [f"{pid}: {b' '.join(argv)[:200]!r}" for pid, argv, _exe in live_processes(str(repo))]
 
 
 def _outcome_lines(text: str) -> list[str]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import settled
+from conftest import live_processes, settled
 from pytest_advreview.models import RunnerStatus, Verdict
 from pytest_advreview.runner import native
 from pytest_advreview.runner.codex import CodexReviewer
@@ -44,18 +44,7 @@ def platform_package(codex: Path) -> Path:
 
 def _processes_with(needle: str) -> list[tuple[int, str]]:
     """``(pid, real path of the executable)`` of every process whose argv holds ``needle``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-            exe = os.readlink(entry / "exe")
-        except OSError:
-            continue
-        if any(needle.encode() in arg for arg in argv):
-            found.append((int(entry.name), exe))
-    return found
+    return [(pid, exe) for pid, _argv, exe in live_processes(needle) if exe is not None]
 
 
 def _tree_while_waiting(codex_reviewer: CodexReviewer, repo: Path, work: Path) -> list[str]:
@@ -152,6 +141,17 @@ def wrapper_copy(codex: Path, where: Path) -> Path:
     return link
 
 
+def unresolvable_layout(codex: Path, where: Path) -> tuple[Path, str]:
+    """A wrapper copy whose platform package only ``NODE_PATH`` finds, a layout the
+    resolver does not follow: ``(its bin link, the NODE_PATH value)``."""
+    wrapper = wrapper_copy(codex, where / "install")
+    elsewhere = where / "elsewhere" / "node_modules" / "@openai"
+    elsewhere.mkdir(parents=True)
+    platform_dir = platform_package(codex)
+    (elsewhere / platform_dir.name).symlink_to(platform_dir)
+    return wrapper, str(elsewhere.parent)
+
+
 def test_platform_package_missing_uses_the_wrappers_vendor_folder(
     codex_executable, advreview_server, codex_env, git_repo, tmp_path
 ):
@@ -177,12 +177,8 @@ def test_unresolvable_platform_package_falls_back_to_the_wrapper(
     codex_executable, advreview_server, codex_env, git_repo, tmp_path
 ):
     """A layout the resolver does not follow (``NODE_PATH``): the wrapper is launched."""
-    wrapper = wrapper_copy(codex_executable, tmp_path / "install")
-    elsewhere = tmp_path / "elsewhere" / "node_modules" / "@openai"
-    elsewhere.mkdir(parents=True)
-    platform_dir = platform_package(codex_executable)
-    (elsewhere / platform_dir.name).symlink_to(platform_dir)
-    env = {**codex_env, "NODE_PATH": str(elsewhere.parent)}
+    wrapper, node_path = unresolvable_layout(codex_executable, tmp_path)
+    env = {**codex_env, "NODE_PATH": node_path}
     assert native.resolve(str(wrapper), env) is None
     advreview_server.set_script({"rules": [], "default": {"message": approved_review()}})
     result = reviewer(wrapper, advreview_server, env).dispatch(request(git_repo, tmp_path / "w"))
