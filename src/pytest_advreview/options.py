@@ -264,6 +264,9 @@ _CONFIG_KEY = re.compile(r"[^\s=]+\Z")
 RESERVED_CODEX_KEYS = frozenset(
     {
         "shell_environment_policy",
+        "shell_environment_policy.inherit",
+        "shell_environment_policy.ignore_default_excludes",
+        "shell_environment_policy.exclude",
         "shell_environment_policy.include_only",
         "shell_environment_policy.filters",
         "shell_environment_policy.experimental_use_profile",
@@ -403,8 +406,8 @@ _DECISIONS_DESC = (
 )
 _ENV_ALLOW_DESC = (
     "Globs of environment variable names (case-insensitive) that the reviewer's tool shell "
-    "may see although they look like credentials (*KEY*, *TOKEN*, *SECRET*, *PASSWORD*, "
-    "...), one per line (default: none)"
+    "may see besides HOME, LOGNAME, PATH, SHELL, USER, TMPDIR, TEMP and TMP, one per line "
+    "(default: none; the header names what they pass)"
 )
 _ALLOW_UNTRACKED_DESC = (
     "Globs of new untracked files that are not a workspace mutation, one per line "
@@ -445,9 +448,29 @@ _budget = _whole(1, MAX_BUDGET_TOKENS, "tokens", ({"off", "none"}, None))
 _progress = _whole(0, MAX_PROGRESS_S, "seconds", ({"off"}, 0))
 
 
-def _globs(field: str, desc: str, default: tuple[str, ...] = ()) -> Spec:
+def _globs(field: str, desc: str, default: tuple[str, ...] = (), parse: _Parser = _GLOB) -> Spec:
     """An ini key of globs, one per line."""
-    return Spec(field, desc, _GLOB, cli=None, ini="linelist", env=False, default=default)
+    return Spec(field, desc, parse, cli=None, ini="linelist", env=False, default=default)
+
+
+def _env_glob(raw: object) -> object:
+    """One ``advreview_env_allow`` glob: it must name variables, not all of them."""
+    value = _text(raw).strip()
+    if not value:
+        raise Invalid("expected a glob of variable names, not an empty value")
+    if not value.strip("*?"):
+        # The tool shell's environment is an allow-list; a glob that matches every
+        # name would turn it back into "everything", credentials included.
+        raise Invalid(
+            f"{value!r} matches every variable, credentials included; list the names "
+            "the reviewer's tests need (e.g. NPM_TOKEN, MY_APP_*)"
+        )
+    if "=" in value or any(c.isspace() or not c.isprintable() for c in value):
+        raise Invalid(
+            f"{value!r} cannot match a variable name (no '=', space or control "
+            "character); give the name only, e.g. NPM_TOKEN"
+        )
+    return value
 
 
 SPECS: tuple[Spec, ...] = (
@@ -498,7 +521,7 @@ SPECS: tuple[Spec, ...] = (
     _pick("plan_scope", "Which matching plans are reviewed.", cli=None, env=False),
     Spec("decisions", _DECISIONS_DESC, _PATH, cli=None, env=False, default=DEFAULT_DECISIONS),
     _globs("allow_untracked", _ALLOW_UNTRACKED_DESC, DEFAULT_ALLOW_UNTRACKED),
-    _globs("env_allow", _ENV_ALLOW_DESC),
+    _globs("env_allow", _ENV_ALLOW_DESC, parse=_env_glob),
     Spec("only", _ONLY_DESC, _bool, cli="flag", ini=None, env=False, setting=False),
     Spec("doctor", _DOCTOR_DESC, _bool, cli="flag", ini=None, env=False, setting=False),
     Spec("doctor_json", _DOCTOR_JSON_DESC, _PATH, "PATH", ini=None, env=False, setting=False),

@@ -595,6 +595,12 @@ class ReviewSession:
                 else f"advreview: {self.repo_note}"
             )
         lines.extend(f"advreview: {hint}" for hint in runtime_hints(self.settings))
+        if "codex" in (self.settings.reviewer, self.settings.lead):
+            # The tool shell's allow-list, as the user widened it (names, never values).
+            from .runner.environment import allow_warnings, reviewer_process_env
+
+            env = reviewer_process_env(os.environ)
+            lines.extend(f"advreview: {w}" for w in allow_warnings(env, self.settings.env_allow))
         if (
             os.environ.get("CI", "").strip().lower() == "true"
             and not os.environ.get(STATE_KEY_ENV, "").strip()
