@@ -172,8 +172,23 @@ def test_broken_sandbox_prints_the_remedy_without_applying_it(
 
 
 @pytest.mark.real_codex
+def _include_only(value: str) -> str:
+    """A wrapper body that replaces the runner's include_only with ``value``."""
+    return f"""
+args = [
+    {value!r}
+    if arg.startswith("shell_environment_policy.include_only=")
+    else arg
+    for arg in args
+]
+"""
+
+
+_CORE_ONLY = json.dumps(["HOME", "LOGNAME", "PATH", "SHELL", "USER", "TMPDIR", "TEMP", "TMP"])
+
+
 @pytest.mark.parametrize(
-    ("body", "seen"),
+    ("body", "line"),
     [
         (
             # A wrapper (or a Codex) that drops the runner's environment policy.
@@ -189,34 +204,46 @@ for arg in it:
         kept.append(arg)
 args = kept
 """,
-            "ADVREVIEW_DOCTOR_PLANTED_TOKEN (from Codex's environment) and "
-            "ADVREVIEW_DOCTOR_PROFILE_SECRET (exported by ~/.bash_profile)",
+            "the tool shell saw ADVREVIEW_DOCTOR_PLANTED_TOKEN (from Codex's environment) and "
+            "* and ADVREVIEW_DOCTOR_PROFILE_SECRET (exported by ~/.bash_profile), and its "
+            "value went to the model; *",
         ),
         (
             # One that widens the list to every variable (an empty list means no filter).
-            """
-args = [
-    "shell_environment_policy.include_only=[]"
-    if arg.startswith("shell_environment_policy.include_only=")
-    else arg
-    for arg in args
-]
-""",
-            "ADVREVIEW_DOCTOR_PLANTED_TOKEN (from Codex's environment)",
+            _include_only("shell_environment_policy.include_only=[]"),
+            "the tool shell saw ADVREVIEW_DOCTOR_PLANTED_TOKEN (from Codex's environment) *",
+        ),
+        (
+            # A deny-list by name (Codex's own *KEY*/*SECRET*/*TOKEN*): the planted token
+            # is held back, the credentials named otherwise are not.
+            _include_only("shell_environment_policy.include_only=[]")
+            + 'args += ["-c", "shell_environment_policy.ignore_default_excludes=false"]\n',
+            "the tool shell saw ADVREVIEW_DOCTOR_DEPLOY_PAT (from Codex's environment) and *"
+            "GIT_CONFIG_VALUE_0 (from Codex's environment), and its value went to the model; *",
+        ),
+        (
+            # One that holds back the allowed variable too.
+            _include_only(f"shell_environment_policy.include_only={_CORE_ONLY}"),
+            "the allowed ADVREVIEW_DOCTOR_ALLOWED did not reach the tool shell *",
+        ),
+        (
+            # One that lets one more, harmless-looking, variable through.
+            _include_only(
+                "shell_environment_policy.include_only="
+                + json.dumps([*json.loads(_CORE_ONLY), "ADVREVIEW_DOCTOR_A*", "*RUN"])
+            ),
+            "the tool shell saw ADVREVIEW_DOCTOR_RUN besides the allow-list; *",
         ),
     ],
-    ids=["policy-dropped", "include-only-emptied"],
+    ids=["policy-dropped", "include-only-emptied", "deny-list-by-name", "allowed-dropped", "extra"],
 )
-def test_a_codex_that_lets_the_planted_variable_through_fails_tool_env(
-    pytester, isolated, codex_executable, tmp_path, body, seen
+def test_a_codex_that_passes_other_than_the_allow_list_fails_tool_env(
+    pytester, isolated, codex_executable, tmp_path, body, line
 ):
     result, report = doctor(pytester, wrapper(tmp_path, codex_executable, body))
     assert result.ret == 1
     result.stdout.fnmatch_lines(
-        [
-            f"FAIL tool-env — the tool shell saw {seen}, and its value went to the model; *",
-            "advreview doctor: FAILED: tool-env in *s",
-        ]
+        [f"FAIL tool-env — {line}", "advreview doctor: FAILED: tool-env in *s"]
     )
     assert failed(report) == {"tool-env"}
 

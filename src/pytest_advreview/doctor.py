@@ -59,6 +59,7 @@ from .runner.codex import (
     _read_stream,
     _Stream,
 )
+from .runner.environment import CORE_NAMES
 from .testing.fixtures import offline_env
 from .testing.server import ScriptedServer, shell_step
 
@@ -86,6 +87,33 @@ RUN_TAG_ENV = "ADVREVIEW_DOCTOR_RUN"
 #: The credential-looking variable the tool-env check plants in Codex's environment; its
 #: value (a fresh random string) must never come back from the reviewer's tool shell.
 PLANTED_ENV = "ADVREVIEW_DOCTOR_PLANTED_TOKEN"
+#: Every other shape of credential the tool-env check plants: names that no guess by name
+#: finds, and values that carry a credential inside.  ``{v}`` is a fresh random marker;
+#: none of them may come back from the tool shell.
+PLANTED_SHAPES: Mapping[str, str] = {
+    PLANTED_ENV: "{v}",
+    "ADVREVIEW_DOCTOR_DEPLOY_PAT": "github_pat_{v}",
+    "ADVREVIEW_DOCTOR_HOOK_URL": "https://hooks.invalid/services/T0/B0/{v}",
+    "ADVREVIEW_DOCTOR_SERVICE_URL": "https://api.invalid/v1?user=ci&password={v}",
+    "ADVREVIEW_DOCTOR_MIRRORS": "https://a.invalid/simple https://ci:{v}@b.invalid/simple",
+    "ADVREVIEW_DOCTOR_JAVA_OPTS": "-Xmx1g -Dserver.password={v}",
+    "ADVREVIEW_DOCTOR_SIGNING": "-----BEGIN PRIVATE KEY-----\n{v}\n-----END PRIVATE KEY-----",
+    "ADVREVIEW_DOCTOR_ID": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJkb2N0b3IifQ.{v}",
+    "ADVREVIEW_DOCTOR_WALLET": "abandon ability able about above absent absorb {v}",
+    "GIT_CONFIG_VALUE_0": "AUTHORIZATION: basic {v}",
+}
+#: The variable the tool-env check allows (through ``advreview_env_allow``, as a glob): it
+#: must come through, as must Codex's core names.
+ALLOWED_ENV = "ADVREVIEW_DOCTOR_ALLOWED"
+#: How the check allows it: a glob, as a user writes one.
+ALLOW_GLOB = "ADVREVIEW_DOCTOR_ALLOW*"
+#: Names the tool shell has that do not come from Codex's environment: Codex 0.171 sets
+#: them itself after the policy (its ids, and constants such as ``TERM=dumb``), bash sets
+#: the rest.  A value equal to ours there is a coincidence, not a leak.
+_SET_BY_CODEX_OR_BASH = frozenset(
+    {"COLORTERM", "GH_PAGER", "GIT_PAGER", "LANG", "LC_ALL", "LC_CTYPE", "NO_COLOR"}
+    | {"PAGER", "TERM", "PWD", "OLDPWD", "SHLVL", "_"}
+)
 #: The one a login shell would export from ``~/.bash_profile`` (the doctor's own HOME).
 PLANTED_PROFILE_ENV = "ADVREVIEW_DOCTOR_PROFILE_SECRET"
 
@@ -119,7 +147,10 @@ CHECKS: Mapping[str, tuple[str, bool]] = {
     ),
     "output-schema": ("--output-schema is forwarded strictly and unchanged", True),
     "sandbox": ("read-only blocks a write, workspace-write allows it", True),
-    "tool-env": ("the tool shell sees no credential-looking variable (planted)", True),
+    "tool-env": (
+        "the tool shell sees only the core names and the allowed variable (planted)",
+        True,
+    ),
     "cleanup": ("no process and no temp directory left behind", True),
 }
 
@@ -323,9 +354,15 @@ class _Doctor:
         self.review_id = f"doctor-{self.token}"
         self.answer1 = f"doctor answer {self.token}\nVERDICT: APPROVED"
         self.bad_uuid = str(uuid.uuid4())
-        #: What the tool-env check plants in Codex's environment and in ~/.bash_profile.
-        self.planted = f"planted-{secrets.token_hex(8)}"
+        #: What the tool-env check plants in Codex's environment (name → marker, value)
+        #: and in ~/.bash_profile, and the value of the variable it allows.
+        self.planted = {
+            name: (marker, shape.format(v=marker))
+            for name, shape in PLANTED_SHAPES.items()
+            for marker in [f"planted-{secrets.token_hex(8)}"]
+        }
         self.profile = f"profile-{secrets.token_hex(8)}"
+        self.allowed = f"allowed-{secrets.token_hex(8)}"
         self.started = time.monotonic()
         self.rows: dict[str, DoctorRow] = {}
         self.observed: dict[str, Any] = {}
@@ -531,20 +568,22 @@ class _Doctor:
 
         The command line is the runner's own (:meth:`CodexReviewer.argv`), with approvals
         pinned to ``never``: a tool call must never wait for one.  ``schema`` passes the
-        review schema, ``env`` plants :data:`PLANTED_ENV`.  ``None`` when the budget is
+        review schema, ``env`` plants :data:`PLANTED_SHAPES` and allows :data:`ALLOWED_ENV`.
+        ``None`` when the budget is
         spent; ``rows`` then say so.
         """
         work = self._work(kind.lower())
         schema_file = work / "schema.json" if schema else None
         if schema_file is not None:
             schema_file.write_text(json.dumps(review_schema()), encoding="utf-8")
-        launch_env = dict(self.env, **{PLANTED_ENV: self.planted}) if env else self.env
+        launch_env = dict(self.env, **self._planted_env()) if env else self.env
         options = CodexOptions(
             executable=self.codex,
             sandbox=sandbox,
             approvals="never",
             config=self.provider,
             env=launch_env,
+            env_allow=(ALLOW_GLOB,) if env else (),
         )
         request = DispatchRequest(
             review_id=self.review_id,
@@ -561,6 +600,13 @@ class _Doctor:
         except _Skip as skip:
             self._skip_rest(rows, str(skip))
             return None
+
+    def _planted_env(self) -> dict[str, str]:
+        """What the tool-env launch adds to Codex's environment."""
+        env = {name: value for name, (_, value) in self.planted.items()}
+        env |= {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "http.https://doctor.invalid/"}
+        env[ALLOWED_ENV] = self.allowed
+        return env
 
     def _work(self, name: str) -> Path:
         work = self.root / "runs" / name
@@ -982,23 +1028,22 @@ class _Doctor:
         return "PASS", "text.format json_schema, strict: true, schema forwarded unchanged"
 
     def _tool_env(self, launch: _Launch) -> _Row:
-        """A planted credential must not reach the tool shell under the runner's arguments.
+        """Exactly the allow-list reaches the tool shell under the runner's arguments.
 
-        The runner passes ``shell_environment_policy.include_only`` and
-        ``allow_login_shell=false`` (:mod:`.runner.environment`); Codex's own default
-        hands its whole environment, and a login shell's profile, to every tool call.
+        The runner gives the tool shell Codex's core names and the allowed variables
+        (:mod:`.runner.environment`); Codex's own default hands its whole environment, and
+        a login shell's profile, to every tool call.  Planted: credentials of every shape
+        that a guess by name misses (:data:`PLANTED_SHAPES`), a ``~/.bash_profile``
+        export, and one allowed variable.
         """
         output = self._tool_output("TOOL-ENV")
         sent = "\n".join(json.dumps(r.body) for r in self._requests("TOOL-ENV"))
-        seen = [
-            label
-            for label, value in (
-                (f"{PLANTED_ENV} (from Codex's environment)", self.planted),
-                (f"{PLANTED_PROFILE_ENV} (exported by ~/.bash_profile)", self.profile),
-            )
-            if value in sent
+        planted = [
+            (f"{name} (from Codex's environment)", marker)
+            for name, (marker, _) in self.planted.items()
         ]
-        names = [line.split("=", 1)[0] for line in (output or "").splitlines() if "=" in line]
+        planted.append((f"{PLANTED_PROFILE_ENV} (exported by ~/.bash_profile)", self.profile))
+        seen = [label for label, marker in planted if marker in sent]
         if output is None or f"RAN-TOOL-ENV-{self.token}" not in output:
             return "FAIL", f"the env probe never ran (no tool output came back; {launch.how()})"
         if seen:
@@ -1007,11 +1052,37 @@ class _Doctor:
                 "Codex no longer honours shell_environment_policy.include_only or "
                 "allow_login_shell=false"
             )
-        if "PATH" not in names:
+        printed = dict(line.split("=", 1) for line in output.splitlines() if "=" in line)
+        if printed.get(ALLOWED_ENV) != self.allowed:
+            return "FAIL", (
+                f"the allowed {ALLOWED_ENV} did not reach the tool shell (advreview_env_allow "
+                f"would not work): {_clip(output)}"
+            )
+        if "PATH" not in printed:
             return "FAIL", f"env printed no PATH: {_clip(output)}"
+        # Exactly the allow-list: any other variable of Codex's environment that came
+        # through with its value is one the policy should have held back.
+        ours = {**os.environ, **self.env, **self._planted_env()}
+        ours[RUN_TAG_ENV] = f"{self.token}:tool-env"
+        extra = sorted(
+            name
+            for name, value in printed.items()
+            if ours.get(name) == value
+            and name not in CORE_NAMES
+            and name != ALLOWED_ENV
+            and name not in _SET_BY_CODEX_OR_BASH
+            and not name.startswith("CODEX_")
+        )
+        if extra:
+            return "FAIL", (
+                f"the tool shell saw {', '.join(extra[:8])} besides the allow-list; Codex "
+                "no longer applies shell_environment_policy.include_only as measured"
+            )
+        core = [name for name in CORE_NAMES if name in printed]
         return "PASS", (
-            f"planted {PLANTED_ENV} and a ~/.bash_profile export; the tool shell saw "
-            f"neither ({len(names)} variables, PATH among them)"
+            f"planted {len(self.planted)} credentials (PAT, webhook, URL query, URL list, "
+            "option string, PEM, JWT, mnemonic, GIT_CONFIG_VALUE_0) and a ~/.bash_profile "
+            f"export: none came through; {ALLOWED_ENV} and {', '.join(core)} did"
         )
 
     def _check_sandbox(self) -> None:
