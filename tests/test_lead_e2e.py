@@ -189,12 +189,16 @@ def test_codex_lead_edits_the_plan_on_its_own_thread_and_round_two_approves(
 def test_the_leads_tool_shell_sees_no_credential_and_no_lead_gets_the_state_key(
     review_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The lead runs tools with write access: it gets the reviewer's environment policy,
-    # and never the key that signs stored verdicts.
+    # The lead runs tools with write access: it gets the reviewer's environment policy
+    # (the allow-list), and never the key that signs stored verdicts.
     secrets_ = {
         "GITHUB_TOKEN": "ghp-planted-lead-0001",
         "DB_PASSWORD": "planted-lead-password-0002",
         "ADVREVIEW_STATE_KEY": "planted-lead-state-key-" + "0123456789abcdef" * 2,
+        # Named like nothing secret: only an allow-list holds them back.
+        "SLACK_WEBHOOK_URL": "https://hooks.invalid/services/planted-lead-hook-0003",
+        "MAVEN_OPTS": "-Dserver.password=planted-lead-opt-0004",
+        "GIT_CONFIG_VALUE_0": "AUTHORIZATION: basic planted-lead-gitcfg-0005",
     }
     for name, value in secrets_.items():
         monkeypatch.setenv(name, value)

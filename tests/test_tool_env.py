@@ -194,11 +194,12 @@ def test_a_case_variant_of_a_core_name_never_reaches_codex() -> None:
     # Codex matches include_only (and its own core set) ignoring case: "Path" would pass
     # as PATH does.  The plugin removes it from the Codex process instead.
     environ = {"PATH": "/b", "Path": "s1", "home": "s2", "tmp": "s3", "NPM_TOKEN": "n"}
+    environ["\u017fHELL"] = "s4"  # a long s: "SHELL" to a Unicode-aware matcher
     env = reviewer_process_env(environ)
     assert env == {"PATH": "/b", "NPM_TOKEN": "n"}
     assert tool_shell_names(env, ["*_TOKEN"]) == ["NPM_TOKEN", "PATH"]
     # tool_shell_names tells the truth about an environment that was not cleaned.
-    assert tool_shell_names(environ) == ["PATH", "Path", "home", "tmp"]
+    assert tool_shell_names(environ) == ["PATH", "Path", "home", "tmp", "\u017fHELL"]
 
 
 def test_an_allowed_glob_passes_every_case_of_its_names_and_nothing_with_glob_chars() -> None:

@@ -118,7 +118,9 @@ _CREDENTIAL_VALUE = re.compile(
 #: Only plain names are listed: Codex matches ``include_only`` entries as globs, so a
 #: name with ``*``, ``?`` or ``[`` in it would let other variables through.
 _PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_CORE_UPPER = frozenset(CORE_NAMES)
+#: Names compared as Codex might, and then some: ``casefold`` also equates the Kelvin
+#: sign with ``k`` and the long s with ``s``, which a Unicode-aware matcher may do.
+_CORE_FOLDED = frozenset(name.casefold() for name in CORE_NAMES)
 
 
 def _matches(name: str, patterns: Iterable[str]) -> bool:
@@ -145,7 +147,7 @@ def reviewer_process_env(environ: Mapping[str, str]) -> dict[str, str]:
     return {
         k: v
         for k, v in environ.items()
-        if k.upper() not in NEVER_PASSED and (k.upper() not in _CORE_UPPER or k in _CORE_UPPER)
+        if k.upper() not in NEVER_PASSED and (k.casefold() not in _CORE_FOLDED or k in CORE_NAMES)
     }
 
 
@@ -157,7 +159,7 @@ def _include_only(env: Mapping[str, str], allow: Iterable[str]) -> list[str]:
         for name in env
         if _PLAIN_NAME.match(name)
         and name.upper() not in NEVER_PASSED
-        and name.upper() not in _CORE_UPPER
+        and name.casefold() not in _CORE_FOLDED
         and _matches(name, patterns)
     }
     return [*CORE_NAMES, *sorted(allowed)]
@@ -166,15 +168,16 @@ def _include_only(env: Mapping[str, str], allow: Iterable[str]) -> list[str]:
 def tool_shell_names(env: Mapping[str, str], allow: Iterable[str] = ()) -> list[str]:
     """The variables of ``env`` whose values the tool shell sees, sorted.
 
-    Exactly what Codex keeps of ``env`` under :func:`tool_shell_args`: the names that
-    equal an ``include_only`` entry ignoring case, as Codex matches them.  Output
-    redaction may treat every other variable's value as something the tools never saw.
+    What Codex keeps of ``env`` under :func:`tool_shell_args`: the names that equal an
+    ``include_only`` entry ignoring case, as Codex matches them (case-folded, so it errs
+    on the side of naming one more).  Output redaction may treat every other variable's
+    value as something the tools never saw.
 
     :param env: the environment of the Codex process (after :func:`reviewer_process_env`).
     :param allow: the user's ``advreview_env_allow`` globs (case-insensitive).
     """
-    entries = {entry.upper() for entry in _include_only(env, allow)}
-    return sorted(name for name in env if name.upper() in entries)
+    entries = {entry.casefold() for entry in _include_only(env, allow)}
+    return sorted(name for name in env if name.casefold() in entries)
 
 
 def allow_warnings(env: Mapping[str, str], allow: Iterable[str]) -> list[str]:
