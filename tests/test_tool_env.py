@@ -23,11 +23,9 @@ import pytest
 
 from conftest import ReviewRepo
 from pytest_advreview.models import Operation, RunnerStatus, Verdict
-from pytest_advreview.runner import DispatchRequest
+from pytest_advreview.runner import DispatchRequest, environment
 from pytest_advreview.runner.codex import CodexOptions, CodexReviewer
 from pytest_advreview.runner.environment import (
-    CORE_NAMES,
-    allow_warnings,
     looks_like_credential,
     reviewer_process_env,
     tool_shell_args,
@@ -178,16 +176,25 @@ def test_include_only_is_the_core_names_and_the_allowed_ones() -> None:
         "shell_environment_policy.inherit": '"all"',
         "shell_environment_policy.ignore_default_excludes": "true",
         "shell_environment_policy.exclude": "[]",
-        "shell_environment_policy.include_only": json.dumps([*CORE_NAMES, "NPM_TOKEN"]),
+        "shell_environment_policy.include_only": json.dumps([*environment.CORE_NAMES, "NPM_TOKEN"]),
         "allow_login_shell": "false",
     }
     # Never empty (Codex reads [] as "no filter"), even with nothing to pass.
     [only] = [a for a in tool_shell_args({})[1::2] if "include_only" in a]
-    assert json.loads(only.split("=", 1)[1]) == list(CORE_NAMES)
+    assert json.loads(only.split("=", 1)[1]) == list(environment.CORE_NAMES)
 
 
 def test_codex_core_set_as_measured_on_0_171() -> None:
-    assert CORE_NAMES == ("HOME", "LOGNAME", "PATH", "SHELL", "USER", "TMPDIR", "TEMP", "TMP")
+    assert environment.CORE_NAMES == (
+        "HOME",
+        "LOGNAME",
+        "PATH",
+        "SHELL",
+        "USER",
+        "TMPDIR",
+        "TEMP",
+        "TMP",
+    )
 
 
 def test_a_case_variant_of_a_core_name_never_reaches_codex() -> None:
@@ -213,7 +220,7 @@ def test_an_allowed_glob_passes_every_case_of_its_names_and_nothing_with_glob_ch
 
 def test_the_header_names_what_the_allow_list_passes_and_warns_of_credentials() -> None:
     env = {"NPM_TOKEN": "n", "MY_APP_MODE": "x", "MY_APP_URL": "https://u:pw@h.invalid/"}
-    lines = allow_warnings(env, ["npm_token", "MY_APP_*"])
+    lines = environment.allow_warnings(env, ["npm_token", "MY_APP_*"])
     assert lines[0] == (
         "the reviewer's tool shell also sees (advreview_env_allow): "
         "MY_APP_MODE, MY_APP_URL, NPM_TOKEN"
@@ -222,8 +229,8 @@ def test_the_header_names_what_the_allow_list_passes_and_warns_of_credentials() 
     assert "MY_APP_URL, NPM_TOKEN" in lines[1]
     assert "MY_APP_MODE" not in lines[1]
     assert "pw" not in " ".join(lines)  # names only, never a value
-    assert allow_warnings(env, []) == []
-    assert allow_warnings(env, ["NOPE_*"]) == [
+    assert environment.allow_warnings(env, []) == []
+    assert environment.allow_warnings(env, ["NOPE_*"]) == [
         "advreview_env_allow passes no variable of this environment (NOPE_*)"
     ]
 
