@@ -37,9 +37,13 @@ NO_PLUGIN = ("-p", "no:advreview")
 
 @pytest.fixture
 def pyt(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    """A pytester dir with the settings conftest and no ``ADVREVIEW_*`` from the outer env."""
+    """A pytester dir with the settings conftest and no ``ADVREVIEW_*`` from the outer env.
+
+    Not under CI either (the suite itself runs under ``CI=true`` there): CI changes
+    defaults (approvals ``never``), which the CI tests set on purpose.
+    """
     for name in list(os.environ):
-        if name.startswith("ADVREVIEW_") or name == "GITHUB_BASE_REF":
+        if name.startswith("ADVREVIEW_") or name in ("GITHUB_BASE_REF", "CI", "GITHUB_ACTIONS"):
             monkeypatch.delenv(name)
     pytester.makeconftest(CONFTEST)
     return pytester

@@ -540,6 +540,10 @@ def pytest_argv(
         f"--advreview-base={base}",
         f"--advreview-codex={codex}",
         "--advreview-strict-exit",
+        # The verdict gates the pull request: a command that asks to leave the sandbox is
+        # refused, never left to Codex's auto-reviewer (the pytest-args input may say
+        # otherwise, explicitly).
+        "--advreview-approvals=never",
         f"--advreview-json={paths.json}",
         f"--advreview-report={paths.report}",
         f"--advreview-sarif={paths.sarif}",

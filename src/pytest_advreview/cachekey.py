@@ -73,6 +73,7 @@ NOT_IDENTITY_SETTINGS: Final[Mapping[str, str]] = {
     # purpose; a wrapper script that adds its own -c values is not visible here.)
     "codex": "the executable's path: what it reviews with is keyed",
     "sandbox_explicit": "only decides whether the sandbox hint is printed",
+    "approvals_why": "only explains the approvals in the header (approvals itself is keyed)",
     "timeout": "an attempt that runs out is an error, never a verdict",
     "max_rounds": "applied to the stored rounds on every run",
     "fail_on": "the stored review is judged again under this run's threshold",

@@ -275,12 +275,36 @@ RESERVED_CODEX_KEYS = frozenset(
 )
 
 
+#: Codex settings the runner sets itself so that the reviewer writes only its workspace
+#: and a private temporary folder (``runner/codex.py``, ``containment_args``): a ``-c``
+#: that changed them would give the reviewer ``/tmp``, ``$TMPDIR`` or other folders back.
+CONTAINMENT_CODEX_KEYS = frozenset(
+    {
+        "sandbox_workspace_write",
+        "sandbox_workspace_write.exclude_slash_tmp",
+        "sandbox_workspace_write.exclude_tmpdir_env_var",
+        "sandbox_workspace_write.writable_roots",
+    }
+)
+
+
+def _refuse_containment_key(bare: str) -> None:
+    if bare in CONTAINMENT_CODEX_KEYS or bare.startswith("sandbox_workspace_write.writable_roots."):
+        raise Invalid(
+            f"{bare} is set by pytest-advreview so that the reviewer can write only the "
+            "workspace and a private temporary folder (never /tmp, $TMPDIR or the folders "
+            "of the gate's own code); drop this -c pair (a reviewer that needs more room "
+            "runs in a disposable environment with --advreview-sandbox=danger-full-access)"
+        )
+
+
 def _codex_config_item(raw: object) -> object:
     value = _text(raw).strip()
     key, sep, _ = value.partition("=")
     if not sep or not _CONFIG_KEY.match(key.strip()):
         raise Invalid("expected KEY=VALUE with a non-empty key, e.g. model_provider=azure")
     bare = key.strip().replace('"', "").replace("'", "")
+    _refuse_containment_key(bare)
     if bare in RESERVED_CODEX_KEYS or bare.startswith("shell_environment_policy.filters."):
         raise Invalid(
             f"{bare} is set by pytest-advreview so that no credential reaches the "

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Literal
 
 import pytest
 
-from . import cachekey, mutation, prompts, targets
+from . import cachekey, containment, mutation, prompts, targets
 from .constants import BUILTIN_REVIEWERS
 from .isolation import IsolationError, Worktree
 from .lead import LeadError
@@ -112,6 +112,9 @@ def make_reviewer(
         instead: the registered ones carry the run's settings, not a fixture call's
         overrides, and a run without ``--adversarial-review`` registers none.
     """
+    # Before any review: what runs after one is then in memory, whatever a reviewer
+    # writes to the plugin's files meanwhile.
+    containment.preload()
     made: Reviewer | None = config.hook.pytest_advreview_make_reviewer(
         config=config, name=settings.reviewer
     )

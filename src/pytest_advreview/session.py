@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import head, runstash, targets
+from . import containment, head, runstash, targets
 from .constants import BUILTIN_REVIEWERS, CODE_ITEM_NAME, RECORD_ATTR
 from .coordinator import Coordinator
 from .items import PlanFile, ReviewItem, ReviewRepr
@@ -107,6 +107,10 @@ class ReviewSession:
             # repository's, found from a subdirectory as from the top.
             decisions = os.fspath(self.plan_root / DEFAULT_DECISIONS)
             self.settings = settings = settings.model_copy(update={"decisions": decisions})
+        #: Warnings of the containment check for the header (the controller's).
+        self.containment_warnings: list[str] = []
+        if self._from_controller is None:
+            self._check_containment()
         self.coordinator = Coordinator(config, settings, self.run_dir, run_secret=self.run_secret)
         #: What the reviews in flight are doing, on the terminal (None: not shown).
         self.progress: Progress | None = None
@@ -160,6 +164,14 @@ class ReviewSession:
             if callable(close):
                 # Registered after the run directory's removal, so it runs before it.
                 self.config.add_cleanup(close)
+
+    def _check_containment(self) -> None:
+        """Refuse (where the verdict gates) or warn when the gate's own code lies where
+        the reviewer may write (:mod:`.containment`); once, on the controller."""
+        gated = targets.in_ci(os.environ) or self.settings.strict_exit
+        self.containment_warnings = containment.check(
+            self.settings, self.repo_root, os.environ, gated=gated
+        )
 
     # -- what to review ----------------------------------------------------------------
 
@@ -601,6 +613,7 @@ class ReviewSession:
 
             env = reviewer_process_env(os.environ)
             lines.extend(f"advreview: {w}" for w in allow_warnings(env, self.settings.env_allow))
+        lines.extend(f"advreview: {warning}" for warning in self.containment_warnings)
         if (
             os.environ.get("CI", "").strip().lower() == "true"
             and not os.environ.get(STATE_KEY_ENV, "").strip()

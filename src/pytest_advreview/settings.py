@@ -26,6 +26,7 @@ from pydantic import model_validator
 
 from .models import OutputFormat, Severity, WireModel
 from .options import BY_FIELD, CHOICES, PREFIX, SPECS, Invalid, Spec, add_options, default
+from .targets import in_ci
 
 __all__ = ["Settings", "add_options", "from_config", "header_lines", "resolve", "runtime_hints"]
 
@@ -50,6 +51,9 @@ class Settings(WireModel):
     #: True when sandbox came from the CLI, the environment or the ini file.
     sandbox_explicit: bool = False
     approvals: str = default("approvals")
+    #: Why ``approvals`` is not what the options and ini say (``gate default``, ``head
+    #: default``); ``None``: it is.  Shown in the header.
+    approvals_why: str | None = None
     language: str = default("language")
     codex: str = default("codex")
     codex_config: tuple[str, ...] = default("codex_config")
@@ -184,6 +188,22 @@ def _absolute(base: Path, value: str) -> str:
     return str(base / Path(value).expanduser())
 
 
+def _approvals_never(values: dict[str, object], found: dict[str, _Found | None], why: str) -> None:
+    """Approvals ``never`` unless this run's own option or environment chose otherwise.
+
+    Measured on 0.171: with ``auto_review``, a command that asks for escalated
+    permissions runs outside the sandbox once Codex's auto-reviewer (a model, reading the
+    same injected text) allows it; one read every process's environment, the state key
+    and the API key with it.  Where a verdict gates something (a fork's head, CI, strict
+    exit), escalation requests are refused instead.  An ini line does not count: the
+    repository under review writes it.
+    """
+    approvals_from = found["approvals"]
+    if approvals_from is None or approvals_from.origin == "ini":
+        values["approvals"] = "never"
+        values["approvals_why"] = why
+
+
 def resolve(config: pytest.Config, environ: Mapping[str, str] | None = None) -> Settings:
     """Resolve every setting in the order CLI > ``ADVREVIEW_*`` env > ini > default.
 
@@ -224,13 +244,7 @@ def resolve(config: pytest.Config, environ: Mapping[str, str] | None = None) -> 
             # (often just to silence the workspace-write hint) must not apply to a fork.
             values["sandbox"] = "read-only"
             values["sandbox_explicit"] = False
-        approvals_from = found["approvals"]
-        if approvals_from is None or approvals_from.origin == "ini":
-            # Measured on 0.171: under read-only with approvals=auto_review, a command that
-            # asks for escalated permissions runs outside the sandbox once the auto-reviewer
-            # (a model, reading the same injected text) allows it.  A fork's head gets
-            # "never": escalation requests are refused.
-            values["approvals"] = "never"
+        _approvals_never(values, found, "head default")
         if values.get("lead", "none") != "none":
             raise pytest.UsageError(
                 f"{PREFIX}: --advreview-lead edits what it reviews, but with "
@@ -243,6 +257,8 @@ def resolve(config: pytest.Config, environ: Mapping[str, str] | None = None) -> 
                 "uncommitted changes, but with --advreview-head the change under review is "
                 "BASE...REF; pass --advreview-diff=branch (or auto), or drop --advreview-head"
             )
+    elif in_ci(resolver.environ) or values.get("strict_exit") is True:
+        _approvals_never(values, found, "gate default")
     codex = values.get("codex")
     if isinstance(codex, str) and ("/" in codex or os.sep in codex):
         # subprocess resolves a relative executable against the child's cwd (the repo),
@@ -273,7 +289,8 @@ def resolve(config: pytest.Config, environ: Mapping[str, str] | None = None) -> 
 #: Not on the header's second line: on the first one, on a line of their own (head), or
 #: rootdir-relative defaults not worth the room (decisions, allow_untracked).
 _NOT_LISTED = {
-    *("reviewer", "command", "model", "reasoning", "sandbox", "approvals", "timeout"),
+    *("reviewer", "command", "model", "reasoning", "sandbox", "approvals", "approvals_why"),
+    "timeout",
     *("max_rounds", "fail_on", "output_format", "head", "lead_code", "decisions"),
     "allow_untracked",
 }
@@ -291,7 +308,8 @@ def header_lines(settings: Settings) -> list[str]:
         parts.append(f"command={q(settings.command or '')}")
     else:
         parts.append(f"model={q(settings.model)} reasoning={settings.reasoning}")
-        parts.append(f"sandbox={settings.sandbox} approvals={settings.approvals}")
+        why = f" ({settings.approvals_why})" if settings.approvals_why else ""
+        parts.append(f"sandbox={settings.sandbox} approvals={settings.approvals}{why}")
     parts.append(
         f"rounds<={settings.max_rounds} fail-on>={settings.fail_on.value} "
         f"format={settings.output_format.value} timeout={settings.timeout:g}s"

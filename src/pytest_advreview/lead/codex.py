@@ -9,9 +9,16 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 from ..runner._process import read_text
-from ..runner.codex import approval_args, stream_usage
+from ..runner.codex import (
+    approval_args,
+    containment_args,
+    private_tool_tmp,
+    remove_tool_tmp,
+    stream_usage,
+)
 from ..runner.environment import reviewer_process_env, tool_shell_args
 from . import LeadReply, LeadRequest
 from ._attempt import CliLead
@@ -25,8 +32,11 @@ class CodexLead(CliLead):
 
     name = "codex"
 
-    def argv(self, request: LeadRequest) -> list[str]:
-        """``codex exec`` for one lead turn (an argv list, never a shell)."""
+    def argv(self, request: LeadRequest, tool_tmp: Path | None = None) -> list[str]:
+        """``codex exec`` for one lead turn (an argv list, never a shell).
+
+        :param tool_tmp: the turn's private temporary folder (``private_tool_tmp``).
+        """
         s = self.settings
         argv = [
             s.codex,
@@ -44,7 +54,13 @@ class CodexLead(CliLead):
             argv += ["-c", pair]
         # The lead's tool shell sees no credential either (after the user's pairs, so
         # they cannot undo it), exactly as the reviewer's.
-        argv += tool_shell_args(reviewer_process_env(os.environ), s.env_allow)
+        env = reviewer_process_env(os.environ)
+        if tool_tmp is not None:
+            env = {"TMPDIR": "", **env}  # a name the tool shell may see: it is set below
+        argv += tool_shell_args(env, s.env_allow)
+        # It writes as the reviewer may: its workspace and a private temporary folder,
+        # never /tmp or $TMPDIR, where the gate's code may live.
+        argv += containment_args(tool_tmp)
         argv += [
             "-C",
             str(request.cwd),
@@ -65,7 +81,14 @@ class CodexLead(CliLead):
         (request.work_dir / "lead-schema.json").write_text(
             json.dumps(answer_schema()), encoding="utf-8"
         )
-        out = self.launch(self.argv(request), request)
+        try:
+            tool_tmp = private_tool_tmp()
+        except OSError as exc:
+            raise LeadError(f"cannot create {self.who}'s private temporary folder: {exc}") from None
+        try:
+            out = self.launch(self.argv(request, tool_tmp), request)
+        finally:
+            remove_tool_tmp(tool_tmp)
         text = read_text(answer)
         if text is None:
             raise LeadError(f"{self.who} finished without an answer (no {answer.name})")

@@ -22,9 +22,13 @@ import json
 import os
 import re
 import secrets
+import shutil
+import stat
+import sys
+import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -57,10 +61,14 @@ from . import (
 from ._process import clip, launch, read_text, tail
 
 __all__ = [
+    "TOOL_TMP_PREFIX",
     "CodexCapabilities",
     "CodexOptions",
     "CodexReviewer",
     "approval_args",
+    "containment_args",
+    "private_tool_tmp",
+    "remove_tool_tmp",
     "sandbox_args",
 ]
 
@@ -143,6 +151,72 @@ def approval_args(approvals: str) -> list[str]:
     if approvals == "auto_review":
         args += ["-c", 'approvals_reviewer="auto_review"']
     return args
+
+
+#: Prefix of the private temporary folder each dispatch hands the reviewer's tools.
+TOOL_TMP_PREFIX = "advreview-tool-tmp-"
+
+
+def containment_args(tool_tmp: Path | None) -> list[str]:
+    """The ``-c`` pairs that leave the reviewer only its workspace and ``tool_tmp`` to write.
+
+    Codex's ``workspace-write`` also makes ``/tmp`` and ``$TMPDIR`` writable, and there
+    lie the gate's own code (a venv under ``/tmp``, as in CI recipes), the Codex home of
+    a temporary runner, the run's state: a reviewer rewrote the plugin there and the run
+    passed.  Both are excluded, and no other writable root is kept (a ``writable_roots``
+    of the user's Codex config included).  ``tool_tmp`` (the dispatch's own folder,
+    :func:`private_tool_tmp`) becomes the one extra root and the tool shell's
+    ``TMPDIR``; the Codex process keeps its own ``TMPDIR``.
+
+    Measured on 0.171: the keys are not kept in the thread, so every ``exec`` and
+    ``resume`` passes them, after the user's pairs so they win (a pair that names them is
+    refused as a usage error, ``options.CONTAINMENT_CODEX_KEYS``).  Under read-only they
+    change nothing; under danger-full-access nothing is contained.
+    """
+    roots = [os.fspath(tool_tmp)] if tool_tmp is not None else []
+    # A JSON array of strings (and a JSON string) is also valid TOML.
+    args = [
+        "-c",
+        "sandbox_workspace_write.exclude_slash_tmp=true",
+        "-c",
+        "sandbox_workspace_write.exclude_tmpdir_env_var=true",
+        "-c",
+        "sandbox_workspace_write.writable_roots=" + json.dumps(roots),
+    ]
+    if tool_tmp is not None:
+        args += ["-c", "shell_environment_policy.set.TMPDIR=" + json.dumps(os.fspath(tool_tmp))]
+    return args
+
+
+def private_tool_tmp() -> Path:
+    """A fresh folder for the reviewer's temporary files; :func:`remove_tool_tmp` removes it.
+
+    Created by this process (mode 0700, a name nobody can guess) in this process's
+    temporary folder, which the reviewer itself cannot write.
+
+    :raises OSError: the folder cannot be created.
+    """
+    return Path(tempfile.mkdtemp(prefix=TOOL_TMP_PREFIX)).resolve()
+
+
+def remove_tool_tmp(folder: Path) -> None:
+    """Remove a :func:`private_tool_tmp` with all the reviewer left in it, read-only
+    folders included."""
+
+    def retry(function: Callable[..., object], path: str, _exc: object) -> None:
+        # A read-only folder blocks deleting its entries: make it (never what a link
+        # planted there points at) writable and try again.
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(path), stat.S_IRWXU)
+            if not os.path.islink(path) and os.path.isdir(path):
+                os.chmod(path, stat.S_IRWXU)
+            function(path)
+
+    with contextlib.suppress(OSError):
+        if sys.version_info >= (3, 12):
+            shutil.rmtree(folder, onexc=retry)
+        else:
+            shutil.rmtree(folder, onerror=retry)
 
 
 @dataclass(frozen=True)
@@ -257,10 +331,19 @@ class CodexReviewer:
                     "--advreview-sandbox=read-only",
                 )
                 return self._result(request, attempt, 0, started)
-        attempt, attempts = retry_once(
-            lambda: self._attempt(request),
-            lambda failed: failed.status is not RunnerStatus.SUCCESS and not failed.terminal,
-        )
+        try:
+            tool_tmp = private_tool_tmp()
+        except OSError as exc:
+            why = f"cannot create the reviewer's private temporary folder: {exc}"
+            attempt = _Attempt(attempt_id="000000", status=RunnerStatus.INFRA_ERROR, errors=why)
+            return self._result(request, attempt, 0, started)
+        try:
+            attempt, attempts = retry_once(
+                lambda: self._attempt(request, tool_tmp),
+                lambda failed: failed.status is not RunnerStatus.SUCCESS and not failed.terminal,
+            )
+        finally:
+            remove_tool_tmp(tool_tmp)
         if attempt.status is not RunnerStatus.SUCCESS and request.operation is Operation.RESUME:
             attempt = self._archive_failed_resume(request, attempt)
         return self._result(request, attempt, attempts, started)
@@ -352,6 +435,8 @@ class CodexReviewer:
             "sandbox",
             "-c",
             "sandbox_mode=workspace-write",
+            # The sandbox the reviews get: without /tmp and $TMPDIR (containment_args).
+            *containment_args(None),
             "--",
             "true",
         ]
@@ -384,9 +469,17 @@ class CodexReviewer:
         return f"sandbox preflight failed: `codex sandbox -- true` exited {rc}: {tail_text}"
 
     def argv(
-        self, request: DispatchRequest, output_file: Path, schema_file: Path | None
+        self,
+        request: DispatchRequest,
+        output_file: Path,
+        schema_file: Path | None,
+        tool_tmp: Path | None = None,
     ) -> list[str]:
-        """The launch command of the refresh design, as an argv list (never a shell)."""
+        """The launch command of the refresh design, as an argv list (never a shell).
+
+        :param tool_tmp: the reviewer's private temporary folder (:func:`private_tool_tmp`);
+            ``None``: its tools get no writable temporary folder at all.
+        """
         opts = self.options
         argv = [
             opts.executable,
@@ -407,7 +500,13 @@ class CodexReviewer:
         # After the user's pairs, so they win: no credential of this process reaches the
         # shell of the reviewer's tool calls (and from there the model).  Measured on
         # 0.171: not kept in the thread, so resume needs them again like the rest.
-        argv += environment.tool_shell_args(self._env(), opts.env_allow)
+        env = self._env()
+        if tool_tmp is not None:
+            # The tool shell's TMPDIR is set below; it must also be a name it may see.
+            env = {"TMPDIR": "", **env}
+        argv += environment.tool_shell_args(env, opts.env_allow)
+        # Also after the user's pairs: what the reviewer may write (containment_args).
+        argv += containment_args(tool_tmp)
         if not request.in_git:
             argv.append("--skip-git-repo-check")
         argv += ["-C", str(request.repo_root)]
@@ -431,7 +530,7 @@ class CodexReviewer:
             return "resume needs the session id of the thread to continue"
         return None
 
-    def _attempt(self, request: DispatchRequest) -> _Attempt:
+    def _attempt(self, request: DispatchRequest, tool_tmp: Path | None = None) -> _Attempt:
         attempt_id = f"{secrets.randbelow(1_000_000):06d}"
         work = request.work_dir
         kind = "resume-prompt" if request.operation is Operation.RESUME else "prompt"
@@ -458,7 +557,7 @@ class CodexReviewer:
             why = f"cannot write review files in {work}: {exc}"
             return fail(RunnerStatus.INFRA_ERROR, why, terminal=True)
         anchor = prompt_file.stat().st_mtime
-        argv, env = self.launch_command(self.argv(request, output_file, schema_file))
+        argv, env = self.launch_command(self.argv(request, output_file, schema_file, tool_tmp))
         if self._cancel.is_set():
             return fail(RunnerStatus.INFRA_ERROR, CANCELLED, terminal=True)
         try:

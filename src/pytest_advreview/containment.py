@@ -1,0 +1,153 @@
+"""The gate's own code, kept out of the reviewer's reach.
+
+A reviewer that can write where the gate's code lives can change what decides its own
+verdict: one appended code to the installed plugin (a venv under ``/tmp``, writable under
+Codex's ``workspace-write``), answered REVISE, and the run passed, because the changed
+module was imported only at session finish.  Three things keep that out:
+
+* the sandbox (``runner/codex.py``, ``containment_args``): the reviewer writes only its
+  workspace and a private temporary folder, never ``/tmp`` or ``$TMPDIR``;
+* :func:`preload`: every module of the plugin that a run may use is imported before the
+  first review starts, so a file rewritten on disk afterwards changes nothing that runs;
+* :func:`exposed` / :func:`check`: the plugin's package, the Python environment running
+  pytest and ``CODEX_HOME`` must not lie inside the workspace the reviewer (or the lead)
+  may write.  Where the verdict gates something (under CI, with
+  ``--advreview-strict-exit``) that is a usage error; elsewhere (a laptop with ``.venv``
+  in the repository is common) a warning in the header.
+
+What this cannot do: code imported after the reviews from outside the plugin (a lazily
+imported module of pydantic, pytest or the standard library) is read from disk then; it
+is safe only while it lies outside the reviewer's reach, which is what :func:`check`
+verifies for the Python environment.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pkgutil
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+import pytest_advreview
+
+if TYPE_CHECKING:
+    from .settings import Settings
+
+__all__ = ["Exposure", "check", "exposed", "preload", "writable_workspace"]
+
+PACKAGE = pytest_advreview.__name__
+#: Modules a review run never uses: the testing kit (its servers), the doctor (a run of
+#: its own) and the ``python -m`` entry point.
+_NOT_PRELOADED = (f"{PACKAGE}.testing", f"{PACKAGE}.doctor", f"{PACKAGE}.__main__")
+
+
+_preloaded: list[str] = []
+
+
+def preload() -> list[str]:
+    """Import every module of the plugin a review run may use; return their names.
+
+    Called when a reviewer is built (``review.make_reviewer``), so before the first
+    review of every process (xdist workers and the fixture's reviews included): the
+    report writers, the lead backends and everything else a run imports late are then
+    in memory, and a reviewer that rewrites their files afterwards changes nothing this
+    run executes.  Done once per process.
+    """
+    if not _preloaded:
+        for module in pkgutil.walk_packages(pytest_advreview.__path__, f"{PACKAGE}."):
+            if not module.name.startswith(_NOT_PRELOADED):
+                importlib.import_module(module.name)
+                _preloaded.append(module.name)
+    return list(_preloaded)
+
+
+def writable_workspace(settings: Settings, review_root: Path) -> Path | None:
+    """The folder a reviewer or lead of this run may write, ``None`` when there is none.
+
+    The Codex reviewer writes its workspace (``-C``, the repository root or the head's
+    checkout) unless the sandbox is read-only (``inherit`` may be anything, so it counts
+    as writable); a lead edits there whatever the sandbox.  With
+    ``--advreview-isolation=worktree`` both work in a private worktree, which holds no
+    ignored file (no venv, no Codex home) of the repository.
+    """
+    reviewer_writes = settings.reviewer == "codex" and settings.sandbox != "read-only"
+    lead_writes = settings.lead != "none"
+    if not (reviewer_writes or lead_writes) or settings.isolation == "worktree":
+        return None
+    return review_root
+
+
+@dataclass(frozen=True)
+class Exposure:
+    """A part of the gate found inside the folder the reviewer may write."""
+
+    what: str
+    path: Path
+
+
+def _codex_home(environ: Mapping[str, str]) -> Path:
+    home = environ.get("CODEX_HOME", "").strip()
+    return Path(home) if home else Path.home() / ".codex"
+
+
+def _inside(path: Path, folder: str) -> bool:
+    real = os.path.realpath(path)
+    return real == folder or real.startswith(os.path.join(folder, ""))
+
+
+def exposed(workspace: Path, environ: Mapping[str, str]) -> list[Exposure]:
+    """The parts of the gate that lie inside ``workspace`` (links resolved)."""
+    candidates = [
+        ("the pytest-advreview package", Path(pytest_advreview.__file__).parent),
+        ("the Python environment running pytest (sys.prefix)", Path(sys.prefix)),
+        ("the Python installation (sys.base_prefix)", Path(sys.base_prefix)),
+        ("CODEX_HOME (Codex's configuration and sessions)", _codex_home(environ)),
+    ]
+    folder = os.path.realpath(workspace)
+    found: list[Exposure] = []
+    seen: set[str] = set()
+    for what, path in candidates:
+        real = os.path.realpath(path)
+        if real not in seen and _inside(path, folder):
+            found.append(Exposure(what, path))
+        seen.add(real)
+    return found
+
+
+def check(
+    settings: Settings, review_root: Path, environ: Mapping[str, str], *, gated: bool
+) -> list[str]:
+    """Warnings for the header; raises a usage error instead when the verdict gates.
+
+    :param gated: the verdict decides something (under CI, or ``--advreview-strict-exit``).
+    :raises pytest.UsageError: ``gated`` and a part of the gate lies inside the folder
+        the reviewer may write.
+    """
+    workspace = writable_workspace(settings, review_root)
+    if workspace is None:
+        return []
+    found = exposed(workspace, environ)
+    if not found:
+        return []
+    who = f"sandbox={settings.sandbox}" if settings.lead == "none" else f"lead={settings.lead}"
+    listed = "; ".join(f"{item.what} at {item.path}" for item in found)
+    problem = (
+        f"the reviewer may write {workspace} ({who}), and the gate's own code lies inside "
+        f"it: {listed}. A reviewer could change what decides its verdict"
+    )
+    fix = (
+        "move the virtual environment (and CODEX_HOME) out of the repository, pass "
+        "--advreview-sandbox=read-only, or pass --advreview-isolation=worktree"
+    )
+    if gated:
+        raise pytest.UsageError(
+            f"pytest-advreview: {problem}; under CI or --advreview-strict-exit this is "
+            f"refused: {fix}"
+        )
+    return [f"WARNING: {problem}; {fix}"]

@@ -1,0 +1,120 @@
+"""Containment of the reviewer, the parts that need no Codex: which folder the reviewer
+may write, what of the gate lies in it, what is imported before a review, and the
+approvals a gate gets (the end-to-end tests are in test_containment_e2e.py)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+import pytest_advreview
+from pytest_advreview import containment
+from pytest_advreview.runner.codex import (
+    TOOL_TMP_PREFIX,
+    containment_args,
+    private_tool_tmp,
+    remove_tool_tmp,
+)
+from pytest_advreview.settings import Settings
+
+
+def test_the_python_environment_and_the_package_are_found_inside_a_workspace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    venv = tmp_path / "repo" / ".venv"
+    venv.mkdir(parents=True)
+    monkeypatch.setattr(sys, "prefix", str(venv))
+    elsewhere = {"CODEX_HOME": str(tmp_path / "home")}
+    found = containment.exposed(tmp_path / "repo", elsewhere)
+    assert [(item.what, item.path) for item in found] == [
+        ("the Python environment running pytest (sys.prefix)", venv)
+    ]
+    package = Path(pytest_advreview.__file__).parent
+    assert [item.path for item in containment.exposed(package.parent, elsewhere)] == [package]
+    # A link into the workspace is followed: the folder is where the files are.
+    (tmp_path / "link").symlink_to(tmp_path / "repo")
+    assert containment.exposed(tmp_path / "link", elsewhere) != []
+    assert containment.exposed(tmp_path / "other", elsewhere) == []
+
+
+def test_which_folder_the_reviewer_may_write() -> None:
+    root = Path("/r")
+    ws = containment.writable_workspace
+    assert ws(Settings(), root) == root  # workspace-write
+    assert ws(Settings(sandbox="inherit"), root) == root  # unknown: writable
+    assert ws(Settings(sandbox="read-only"), root) is None
+    assert ws(Settings(isolation="worktree"), root) is None
+    assert ws(Settings(sandbox="read-only", lead="codex"), root) == root
+    assert ws(Settings(reviewer="command", command="x"), root) is None  # no Codex sandbox
+
+
+def test_every_module_a_run_uses_is_imported_before_a_review() -> None:
+    names = containment.preload()
+    assert "pytest_advreview.report.publish" in names
+    assert "pytest_advreview.report.sarif" in names
+    assert "pytest_advreview.lead.claude" in names
+    assert not any(name.startswith("pytest_advreview.testing") for name in names)
+    assert all(name in sys.modules for name in names)
+
+
+def test_the_action_refuses_escalations_in_every_mode() -> None:
+    from pytest_advreview.action import Paths, pytest_argv
+
+    for head in ("HEAD", "a" * 40):
+        argv = pytest_argv(
+            "python",
+            Path("/w"),
+            Paths(Path("/g")),
+            {},
+            base="origin/main",
+            head=head,
+            codex="codex",
+        )
+        assert "--advreview-approvals=never" in argv
+        # pytest-args (the workflow's own) come after it and may still say otherwise.
+        assert argv.index("--advreview-approvals=never") < argv.index("/w")
+
+
+def test_the_approvals_reason_is_kept_out_of_the_cache_key_but_approvals_is_in() -> None:
+    from pytest_advreview.cachekey import IDENTITY_SETTINGS, NOT_IDENTITY_SETTINGS
+
+    assert "approvals" in IDENTITY_SETTINGS["codex"]
+    assert "approvals_why" in NOT_IDENTITY_SETTINGS
+    # What travels to xdist workers keeps the reason for their header-free runs too.
+    settings = Settings(approvals="never", approvals_why="gate default")
+    assert json.loads(settings.model_dump_json())["approvals_why"] == "gate default"
+
+
+def test_the_containment_args_exclude_tmp_and_name_only_the_private_folder(tmp_path: Path) -> None:
+    args = containment_args(tmp_path / "t")
+    pairs = dict(a.split("=", 1) for a in args[1::2])
+    assert args[0::2] == ["-c"] * 4
+    assert pairs["sandbox_workspace_write.exclude_slash_tmp"] == "true"
+    assert pairs["sandbox_workspace_write.exclude_tmpdir_env_var"] == "true"
+    assert json.loads(pairs["sandbox_workspace_write.writable_roots"]) == [str(tmp_path / "t")]
+    assert json.loads(pairs["shell_environment_policy.set.TMPDIR"]) == str(tmp_path / "t")
+    # Without a folder (the doctor, the preflight): no extra root at all, not even the
+    # user's own writable_roots.
+    bare = dict(a.split("=", 1) for a in containment_args(None)[1::2])
+    assert bare["sandbox_workspace_write.writable_roots"] == "[]"
+    assert "shell_environment_policy.set.TMPDIR" not in bare
+
+
+def test_the_private_folder_is_removed_with_what_the_reviewer_left(tmp_path: Path) -> None:
+    folder = private_tool_tmp()
+    assert folder.name.startswith(TOOL_TMP_PREFIX)
+    assert folder.stat().st_mode & 0o777 == 0o700
+    (folder / "locked").mkdir()
+    (folder / "locked" / "f").write_text("x")
+    (folder / "locked").chmod(0o500)
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    victim.chmod(0o400)
+    (folder / "link").symlink_to(victim)
+    remove_tool_tmp(folder)
+    assert not folder.exists()
+    assert victim.read_text() == "keep"
+    assert victim.stat().st_mode & 0o777 == 0o400  # a link is removed, never followed
