@@ -132,6 +132,16 @@ Run {commands} to see changed files and full diffs.
 
 _AGAINST_PLAN = " against the implementation plan in {plan_path}"
 
+# Inside <task>, after the diff commands, when the change adds, edits or deletes a
+# .gitattributes file: attributes can make a plain `git diff` hide a file's text.
+_ATTRIBUTES_CHANGED = """\
+WARNING: this change adds, edits or deletes git attributes ({paths}).
+Attributes can make a plain `git diff` hide or rewrite a file's text ("Binary files
+differ", textconv filters, external diff drivers). The diff commands above ignore them
+and show the bytes git stores: use those commands, not a plain `git diff`, and review
+the attribute change itself as part of the change.
+"""
+
 _CODE_ATTACK_SURFACE = """\
 <attack_surface>
 Check each area. Skip if not applicable to this change:
@@ -335,6 +345,7 @@ _TEMPLATES: tuple[str, ...] = (
     _CODE_TASK_LISTED,
     _CODE_TASK_UNLISTED,
     _AGAINST_PLAN,
+    _ATTRIBUTES_CHANGED,
     _CODE_ATTACK_SURFACE,
     _PLAN_ATTACK_ITEMS,
     _CODE_TAIL,
@@ -443,7 +454,9 @@ def code_prompt(
 
     The changed files are listed one per line when there are 1 to
     :data:`MAX_LISTED_FILES`; otherwise the reviewer is told to list them with the diff
-    commands.  Without diff commands the reviewer is told to run ``git diff``.
+    commands.  Without diff commands the reviewer is told to run ``git diff``.  A change
+    to ``.gitattributes`` (``change.attributes``) adds a warning to the task: attributes
+    can hide a file's text from a plain ``git diff``, the given commands ignore them.
 
     :param change: the files, the human description and the exact diff commands.
     :param against_plan: the plan's path for a code-vs-plan review, inserted literally.
@@ -460,6 +473,9 @@ def code_prompt(
         task = _CODE_TASK_LISTED.format(files="\n".join(change.files), **fields)
     else:
         task = _CODE_TASK_UNLISTED.format(**fields)
+    if change.attributes:
+        warning = _ATTRIBUTES_CHANGED.format(paths=", ".join(change.attributes))
+        task = task.replace("</task>\n", warning + "</task>\n")
     items = _PLAN_ATTACK_ITEMS if against_plan is not None else ""
     return _blocks(
         _CODE_ROLE,
