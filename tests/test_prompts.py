@@ -134,6 +134,13 @@ def test_a_changed_attributes_file_is_named_in_the_task_after_the_commands(count
     assert "review\nthe attribute change itself" in warning
 
 
+def test_files_git_rewrites_are_named_with_the_advice_to_read_them() -> None:
+    changed = change().model_copy(update={"converted": ("src/mod_0.py",)})
+    task = block(code_prompt(changed), "task")
+    assert "\nWARNING: git rewrites these files when it reads them from the working tree" in task
+    assert task.endswith("not the bytes that run: src/mod_0.py. Read each of these files itself.")
+
+
 def test_a_change_without_attributes_has_no_attributes_warning() -> None:
     body = code_prompt(change())
     assert "WARNING" not in body and "attributes" not in body

@@ -672,6 +672,33 @@ def test_a_submodule_the_branch_marks_ignored_is_listed_shown_and_hashed(
     assert change_set_hash(repo, found) != before
 
 
+def test_files_git_rewrites_from_the_work_tree_are_named_and_hashed_by_their_bytes(
+    repo: Path,
+) -> None:
+    write(repo, ".gitattributes", "*.py ident\n*.cfg filter=\n")
+    write(repo, "src/app.py", "x = 1\n")
+    write(repo, "src/plain.txt", "text\n")
+    commit(repo, "attributes")
+    write(repo, "src/app.py", 'x = "$Id: import os; os.system(evil) $"\n')
+    write(repo, "src/plain.txt", "changed\n")
+    # The attack: ident shows "$Id$" in the diff, whatever the file holds between.
+    assert "evil" not in git(repo, "diff")
+    found = change_set(repo, "uncommitted", None, ())
+    assert found is not None
+    if any(g.startswith("--attr-source=") for g in plain_diff_globals(repo)):
+        # git 2.40+: the diff command reads no attributes and shows the bytes.
+        assert found.converted == ()
+        assert "evil" in _run_commands(repo, found.diff_commands)
+    else:
+        assert found.converted == ("src/app.py",)
+        info = change_set_info(repo, found, "uncommitted", None, ci=False)
+        assert "WARNING: git rewrites src/app.py when reading the work tree" in info.summary()
+    # The cache key follows the bytes that run, not the rewritten text.
+    before = change_set_hash(repo, found)
+    write(repo, "src/app.py", 'x = "$Id: import os; os.system(worse) $"\n')
+    assert change_set_hash(repo, found) != before
+
+
 def test_the_diff_commands_ignore_attributes_with_every_git(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -300,7 +300,7 @@ def _repo_state(repo: Path, feed: _Feed, depth: int) -> None:
 
 
 def _uncommitted(repo: Path, feed: _Feed, files: Sequence[str] | None, depth: int) -> None:
-    """``git diff HEAD`` plus every untracked file and changed nested repository.
+    """``git diff HEAD``, the bytes of every changed or untracked file, changed repositories.
 
     :param files: only these top-level-relative paths (``None``: everything).
     """
@@ -325,6 +325,12 @@ def _uncommitted(repo: Path, feed: _Feed, files: Sequence[str] | None, depth: in
             # A changed submodule: the diff says only "Subproject commit …-dirty".
             feed(b"\0submodule\0" + os.fsencode(entry.path) + b"\0")
             _repo_state(path, feed, depth + 1)
+        else:
+            # The bytes that run: git diff shows the work tree's text after the clean
+            # conversions its attributes select (ident, filter, working-tree-encoding)
+            # on a git without --attr-source, and a change inside them would not move it.
+            feed(b"\0worktree\0" + os.fsencode(entry.path) + b"\0")
+            _hash_entry(path, feed, depth)
 
 
 def change_set_hash(root: Path, change: ChangeSet) -> str:
@@ -332,10 +338,10 @@ def change_set_hash(root: Path, change: ChangeSet) -> str:
 
     Branch mode (``change.base`` set): ``git diff BASE...HEAD`` of the change set's files
     (a submodule's commits name its content).  Uncommitted: ``git diff HEAD`` (the index
-    alone on an unborn branch), the name and bytes of each untracked file (a symlink's
-    target text), and the commit and uncommitted bytes of every changed submodule or
-    nested repository.  Files outside ``change.files`` (plans reviewed on their own) never
-    move the hash.
+    alone on an unborn branch), the name and bytes of each changed or untracked file (a
+    symlink's target text; git diff may show a converted text), and the commit and
+    uncommitted bytes of every changed submodule or nested repository.  Files outside
+    ``change.files`` (plans reviewed on their own) never move the hash.
 
     :raises CacheKeyError: git failed.
     """

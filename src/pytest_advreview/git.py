@@ -22,6 +22,7 @@ __all__ = [
     "StatusEntry",
     "attribute_files",
     "commit",
+    "converted_files",
     "literal_pathspec",
     "parse_status_v2_z",
     "plain_diff_globals",
@@ -287,3 +288,33 @@ def attribute_files(paths: Sequence[str]) -> tuple[str, ...]:
     return tuple(
         sorted({p for p in paths if p == ".gitattributes" or p.endswith("/.gitattributes")})
     )
+
+
+#: Attributes under which git rewrites a file's text when it reads it from the work tree,
+#: beyond line endings: ``ident`` collapses ``$Id: … $`` to ``$Id$``, a ``filter`` runs
+#: its clean command, ``working-tree-encoding`` re-encodes.  (``text``/``eol`` only turn
+#: CRLF into LF.)
+CONVERTING_ATTRIBUTES = ("ident", "filter", "working-tree-encoding")
+
+
+def converted_files(top: Path, paths: Sequence[str]) -> tuple[str, ...]:
+    """The ``paths`` (top-level-relative) that git rewrites when reading the work tree.
+
+    An uncommitted diff shows such a file's rewritten text, not the bytes that run, on a
+    git without ``--attr-source`` (:func:`plain_diff_globals`).
+
+    :raises GitError: git failed.
+    """
+    if not paths:
+        return ()
+    out = run_git(top, "check-attr", "-z", *CONVERTING_ATTRIBUTES, "--", *paths).stdout
+    # -z output: path, attribute, value, path, ...; a value may be empty (`filter=`), so
+    # the fields are not split with split_z, which drops empty ones.
+    fields = [_decode(part) for part in out.split(b"\0")]
+    found: set[str] = set()
+    for i in range(0, len(fields) - 2, 3):
+        path, name, value = fields[i : i + 3]
+        if value == "unspecified" or value == "unset" or (name == "ident" and value != "set"):
+            continue
+        found.add(path)
+    return tuple(sorted(found))

@@ -276,6 +276,10 @@ class ChangeSet(WireModel):
     diff_commands: tuple[str, ...]
     base: str | None = None
     attributes: tuple[str, ...] = ()
+    #: Unstaged files that git rewrites when it reads the work tree (``ident``, ``filter``,
+    #: ``working-tree-encoding``) where git cannot be told to skip that: their diff shows
+    #: rewritten text, and the prompt tells the reviewer to read the files themselves.
+    converted: tuple[str, ...] = ()
 
 
 class ChangeSetInfo(WireModel):
@@ -303,6 +307,8 @@ class ChangeSetInfo(WireModel):
     note: str | None = None
     #: The ``.gitattributes`` files the change adds, edits or deletes.
     attributes: tuple[str, ...] = ()
+    #: Unstaged files whose diff shows text git rewrote from the work tree's bytes.
+    converted: tuple[str, ...] = ()
 
     def summary(self) -> str:
         """One line: mode, base and head commits, number of files, and what chose it.
@@ -324,19 +330,30 @@ class ChangeSetInfo(WireModel):
                 f"branch {self.base}...HEAD: base {_short(self.base_commit)}, merge base "
                 f"{_short(self.merge_base)}, head {_short(self.head_commit)}, {files} ({chose})"
             )
-        return line + attributes_warning(self.attributes)
+        return line + attributes_warning(self.attributes, self.converted)
 
 
-def attributes_warning(paths: tuple[str, ...]) -> str:
-    """``"; WARNING: …"`` naming changed ``.gitattributes`` files ("" when there are none)."""
-    if not paths:
-        return ""
-    shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
-    return (
-        f"; WARNING: the change edits git attributes ({shown}), which can hide code from "
-        "`git diff`; the reviewer's diff commands ignore attributes and show the bytes "
-        "git stores"
-    )
+def _some(paths: tuple[str, ...]) -> str:
+    return ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+
+
+def attributes_warning(attributes: tuple[str, ...], converted: tuple[str, ...] = ()) -> str:
+    """``"; WARNING: …"`` naming changed ``.gitattributes`` files and files git rewrites
+    from the work tree (:attr:`ChangeSet.converted`); "" when there are none."""
+    text = ""
+    if attributes:
+        text += (
+            f"; WARNING: the change edits git attributes ({_some(attributes)}), which can "
+            "hide code from `git diff`; the reviewer's diff commands ignore attributes and "
+            "show the bytes git stores"
+        )
+    if converted:
+        text += (
+            f"; WARNING: git rewrites {_some(converted)} when reading the work tree (ident, "
+            "filter or working-tree-encoding attributes), so their diff is not their bytes; "
+            "the reviewer is told to read the files"
+        )
+    return text
 
 
 def _short(commit: str | None) -> str:

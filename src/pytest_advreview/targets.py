@@ -28,6 +28,7 @@ from .git import (
     StatusEntry,
     attribute_files,
     commit,
+    converted_files,
     literal_pathspec,
     parse_status_v2_z,
     plain_diff_globals,
@@ -639,7 +640,22 @@ def _uncommitted(root: Path, excluded: set[str]) -> ChangeSet | None:
         description=description,
         diff_commands=diff_commands,
         attributes=attribute_files([e.path for e in every]),
+        converted=_converted(root, found["unstaged"]),
     )
+
+
+def _converted(root: Path, unstaged: Sequence[str]) -> tuple[str, ...]:
+    """The unstaged files whose diff shows text git rewrote from the work tree's bytes.
+
+    Where git has ``--attr-source``, the diff commands read no attributes and show the
+    bytes themselves: nothing to name.  Only the unstaged diff reads the work tree.
+    """
+    try:
+        if any(g.startswith("--attr-source=") for g in plain_diff_globals(root)):
+            return ()
+        return converted_files(_toplevel(root), unstaged)
+    except GitError as exc:
+        raise TargetError(f"{_PREFIX}: {exc}") from None
 
 
 def _branch_names(root: Path, base: str, *options: str) -> list[str]:
@@ -787,6 +803,7 @@ def change_set_info(
             files=len(change.files),
             description=change.description,
             attributes=change.attributes,
+            converted=change.converted,
         )
     merge = _git(root, "merge-base", change.base, "HEAD", check=False)
     return ChangeSetInfo(
