@@ -69,7 +69,8 @@ def test_auto_under_ci_reviews_the_branch_and_all_outputs_name_it(
     (prompt,) = ran_prompts(review_repo.server, PROMPT)
     assert "branch changes vs main" in prompt
     assert "src/feature.py" in prompt
-    assert "git diff main...HEAD" in prompt
+    assert " diff --text --no-textconv --no-ext-diff " in prompt
+    assert "main...HEAD` to see the full diffs" in prompt
     assert "win.txt" not in prompt
     assert "artifact" not in prompt
 
@@ -99,6 +100,8 @@ def test_auto_under_ci_reviews_the_branch_and_all_outputs_name_it(
         "files": 1,
         "description": "branch changes vs main",
         "note": None,
+        # .gitattributes is main's, not the branch's: no change to warn about.
+        "attributes": [],
     }
 
     markdown = (repo / "out.md").read_text()

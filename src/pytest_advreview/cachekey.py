@@ -31,7 +31,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from .git import STATUS_V2_ARGS, GitError, commit, literal_pathspec, parse_status_v2_z, run_git
+from .git import (
+    STATUS_V2_ARGS,
+    GitError,
+    commit,
+    literal_pathspec,
+    parse_status_v2_z,
+    plain_diff_globals,
+    run_git,
+)
 from .models import ChangeSet, Decision
 from .prompts import PROMPT_VERSION
 
@@ -215,7 +223,18 @@ def code_digest(root: Path, change: ChangeSet, prompt_body: str, plan_text: str 
     return digest.hexdigest()
 
 
-_DIFF = ("diff", "--no-color", "--no-ext-diff", "--no-textconv", "--binary", "--no-renames")
+#: What the reviewer's diff commands show (targets._shown_diff), as a full binary patch:
+#: attributes, textconv, external diff drivers and a branch's ``.gitmodules`` ``ignore``
+#: never change what is hashed.
+_DIFF = (
+    "diff",
+    "--no-color",
+    "--no-ext-diff",
+    "--no-textconv",
+    "--binary",
+    "--no-renames",
+    "--ignore-submodules=none",
+)
 #: Nested repositories inside nested repositories are followed this deep.
 _MAX_DEPTH = 8
 
@@ -225,6 +244,15 @@ def _git(cwd: Path, *args: str, check: bool = True) -> bytes:
         return run_git(cwd, *args, check=check).stdout
     except GitError as exc:
         raise CacheKeyError(f"pytest-advreview: cannot read the change to review: {exc}") from None
+
+
+def _diff(cwd: Path, *args: str) -> bytes:
+    """``git diff`` with the global options of the reviewer's diff commands."""
+    try:
+        globals_ = plain_diff_globals(cwd)
+    except GitError as exc:
+        raise CacheKeyError(f"pytest-advreview: cannot read the change to review: {exc}") from None
+    return _git(cwd, *globals_, *_DIFF, *args)
 
 
 def _is_repo(path: Path) -> bool:
@@ -273,17 +301,17 @@ def _repo_state(repo: Path, feed: _Feed, depth: int) -> None:
 
 
 def _uncommitted(repo: Path, feed: _Feed, files: Sequence[str] | None, depth: int) -> None:
-    """``git diff HEAD`` plus every untracked file and changed nested repository.
+    """``git diff HEAD``, the bytes of every changed or untracked file, changed repositories.
 
     :param files: only these top-level-relative paths (``None``: everything).
     """
     specs = ["--", *(literal_pathspec(p) for p in files)] if files is not None else ["--"]
     if commit(repo, "HEAD") is not None:
-        feed(_git(repo, *_DIFF, "HEAD", *specs))
+        feed(_diff(repo, "HEAD", *specs))
     else:  # unborn branch: no HEAD to diff against, so index and work tree separately
-        feed(_git(repo, *_DIFF, "--cached", *specs))
+        feed(_diff(repo, "--cached", *specs))
         feed(b"\0worktree\0")
-        feed(_git(repo, *_DIFF, *specs))
+        feed(_diff(repo, *specs))
     top = Path(os.fsdecode(_git(repo, "rev-parse", "--show-toplevel").rstrip(b"\n")))
     _head, entries = parse_status_v2_z(_git(repo, *STATUS_V2_ARGS))
     wanted = None if files is None else set(files)
@@ -298,6 +326,12 @@ def _uncommitted(repo: Path, feed: _Feed, files: Sequence[str] | None, depth: in
             # A changed submodule: the diff says only "Subproject commit …-dirty".
             feed(b"\0submodule\0" + os.fsencode(entry.path) + b"\0")
             _repo_state(path, feed, depth + 1)
+        else:
+            # The bytes that run: git diff shows the work tree's text after the clean
+            # conversions its attributes select (ident, filter, working-tree-encoding)
+            # on a git without --attr-source, and a change inside them would not move it.
+            feed(b"\0worktree\0" + os.fsencode(entry.path) + b"\0")
+            _hash_entry(path, feed, depth)
 
 
 def change_set_hash(root: Path, change: ChangeSet) -> str:
@@ -305,17 +339,17 @@ def change_set_hash(root: Path, change: ChangeSet) -> str:
 
     Branch mode (``change.base`` set): ``git diff BASE...HEAD`` of the change set's files
     (a submodule's commits name its content).  Uncommitted: ``git diff HEAD`` (the index
-    alone on an unborn branch), the name and bytes of each untracked file (a symlink's
-    target text), and the commit and uncommitted bytes of every changed submodule or
-    nested repository.  Files outside ``change.files`` (plans reviewed on their own) never
-    move the hash.
+    alone on an unborn branch), the name and bytes of each changed or untracked file (a
+    symlink's target text; git diff may show a converted text), and the commit and
+    uncommitted bytes of every changed submodule or nested repository.  Files outside
+    ``change.files`` (plans reviewed on their own) never move the hash.
 
     :raises CacheKeyError: git failed.
     """
     digest = hashlib.sha256()
     if change.base is not None:
         specs = [literal_pathspec(p) for p in change.files]
-        digest.update(_git(root, *_DIFF, f"{change.base}...HEAD", "--", *specs))
+        digest.update(_diff(root, f"{change.base}...HEAD", "--", *specs))
         return digest.hexdigest()
     _uncommitted(root, digest.update, list(change.files), 0)
     return digest.hexdigest()

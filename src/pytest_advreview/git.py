@@ -16,12 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
+    "SHOWN_DIFF_OPTIONS",
     "STATUS_V2_ARGS",
     "GitError",
     "StatusEntry",
+    "attribute_files",
     "commit",
+    "converted_files",
     "literal_pathspec",
     "parse_status_v2_z",
+    "plain_diff_globals",
     "redirected",
     "run_git",
     "split_z",
@@ -164,6 +168,9 @@ STATUS_V2_ARGS = (
     "--no-ahead-behind",
     "--untracked-files=all",
     "--no-renames",
+    # A branch's .gitmodules can say `ignore = all` for a submodule: git status (and git
+    # diff) would then not list the submodule's new commit at all.
+    "--ignore-submodules=none",
 )
 
 #: Number of space-separated fields before the path, per porcelain v2 record type.
@@ -218,3 +225,96 @@ def literal_pathspec(path: str, *, exclude: bool = False) -> str:
     """
     magic = "exclude,literal,top" if exclude else "literal,top"
     return f":({magic}){path}"
+
+
+# -- the diff the reviewer is shown ---------------------------------------------------------
+
+#: ``git diff`` options that print what git stores, whatever the repository asks for.
+#: A branch controls its own ``.gitattributes`` and ``.gitmodules``: ``-diff`` or
+#: ``binary`` turns a file's diff into "Binary files … differ" (``--text``), ``diff=<driver>``
+#: selects a textconv filter or an external diff command configured on the machine that
+#: may drop lines (``--no-textconv``, ``--no-ext-diff``, which also ignores
+#: ``GIT_EXTERNAL_DIFF`` and ``diff.external``), and ``submodule.<name>.ignore = all``
+#: hides a submodule's new commit (``--ignore-submodules=none``).  ``--no-renames`` shows a
+#: renamed file whole, as the cache key hashes it; ``--no-color`` keeps escape codes from
+#: a ``color.ui = always`` configuration out of the text.
+SHOWN_DIFF_OPTIONS = (
+    "--text",
+    "--no-textconv",
+    "--no-ext-diff",
+    "--no-color",
+    "--no-renames",
+    "--ignore-submodules=none",
+)
+
+#: Global options before ``diff`` on every git version: no pager (a reviewer's shell with
+#: a terminal would wait in ``less``), and no attributes file of the user's configuration
+#: (``core.attributesFile``).
+_BASE_GLOBALS = ("--no-pager", "-c", f"core.attributesFile={os.devnull}")
+
+_globals_cache: dict[str, tuple[str, ...]] = {}
+
+
+def plain_diff_globals(cwd: Path) -> tuple[str, ...]:
+    """git's global options for a diff that ignores the repository's attributes.
+
+    Always :data:`_BASE_GLOBALS`.  Where git supports ``--attr-source`` (2.40 and later)
+    also ``--attr-source=<empty tree>``: git then reads no ``.gitattributes`` at all, so
+    neither the diff drivers nor the conversions of the work tree's files (``ident``,
+    ``filter``, ``working-tree-encoding``, end of line) apply, and an uncommitted diff
+    shows the work tree's own bytes.  Older git has no way to ignore the work tree's
+    ``.gitattributes``; :data:`SHOWN_DIFF_OPTIONS` still neutralises every diff-time
+    attribute there.  Support is probed once per directory by running the option.
+
+    :raises GitError: git could not be started.
+    """
+    key = os.fspath(cwd)
+    known = _globals_cache.get(key)
+    if known is not None:
+        return known
+    found: tuple[str, ...] = _BASE_GLOBALS
+    empty = run_git(cwd, "hash-object", "-t", "tree", os.devnull, check=False)
+    tree = _decode(empty.stdout).strip()
+    if empty.returncode == 0 and tree:
+        probe = run_git(cwd, f"--attr-source={tree}", "check-attr", "diff", "--", "x", check=False)
+        if probe.returncode == 0:
+            found = (*_BASE_GLOBALS, f"--attr-source={tree}")
+    _globals_cache[key] = found
+    return found
+
+
+def attribute_files(paths: Sequence[str]) -> tuple[str, ...]:
+    """The ``.gitattributes`` files among ``paths`` (top-level-relative), sorted, each once."""
+    return tuple(
+        sorted({p for p in paths if p == ".gitattributes" or p.endswith("/.gitattributes")})
+    )
+
+
+#: Attributes under which git rewrites a file's text when it reads it from the work tree,
+#: beyond line endings: ``ident`` collapses ``$Id: … $`` to ``$Id$``, a ``filter`` runs
+#: its clean command, ``working-tree-encoding`` re-encodes.  (``text``/``eol`` only turn
+#: CRLF into LF.)
+CONVERTING_ATTRIBUTES = ("ident", "filter", "working-tree-encoding")
+
+
+def converted_files(top: Path, paths: Sequence[str]) -> tuple[str, ...]:
+    """The ``paths`` (top-level-relative) that git rewrites when reading the work tree.
+
+    An uncommitted diff shows such a file's rewritten text, not the bytes that run, on a
+    git without ``--attr-source`` (:func:`plain_diff_globals`).
+
+    :raises GitError: git failed.
+    """
+    if not paths:
+        return ()
+    out = run_git(top, "check-attr", "-z", *CONVERTING_ATTRIBUTES, "--", *paths).stdout
+    # -z output: path, attribute, value, path, ...; a value may be empty (`filter=`), so
+    # the fields are not split with split_z, which drops empty ones.
+    fields = [_decode(part) for part in out.split(b"\0")]
+    found: set[str] = set()
+    for i in range(0, len(fields) - 2, 3):
+        path, name, value = fields[i : i + 3]
+        if value == "unspecified" or value == "unset" or (name == "ident" and value != "set"):
+            continue
+        found.add(path)
+    return tuple(sorted(found))

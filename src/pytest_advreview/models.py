@@ -37,6 +37,7 @@ __all__ = [
     "TokenUsage",
     "Triage",
     "Verdict",
+    "attributes_warning",
     "finding_id",
 ]
 
@@ -266,13 +267,19 @@ class ChangeSet(WireModel):
 
     ``description`` is the human phrase of the seed prompt ("unstaged + staged changes",
     "branch changes vs main"); ``diff_commands`` are the exact git commands the reviewer
-    is told to run.
+    is told to run.  ``attributes`` names the ``.gitattributes`` files the change adds,
+    edits or deletes (plans included): the prompt and the header warn about them.
     """
 
     files: tuple[str, ...]
     description: str
     diff_commands: tuple[str, ...]
     base: str | None = None
+    attributes: tuple[str, ...] = ()
+    #: Unstaged files that git rewrites when it reads the work tree (``ident``, ``filter``,
+    #: ``working-tree-encoding``) where git cannot be told to skip that: their diff shows
+    #: rewritten text, and the prompt tells the reviewer to read the files themselves.
+    converted: tuple[str, ...] = ()
 
 
 class ChangeSetInfo(WireModel):
@@ -298,22 +305,55 @@ class ChangeSetInfo(WireModel):
     description: str | None = None
     #: Why there is no change set (``mode`` none).
     note: str | None = None
+    #: The ``.gitattributes`` files the change adds, edits or deletes.
+    attributes: tuple[str, ...] = ()
+    #: Unstaged files whose diff shows text git rewrote from the work tree's bytes.
+    converted: tuple[str, ...] = ()
 
     def summary(self) -> str:
-        """One line: mode, base and head commits, number of files, and what chose it."""
+        """One line: mode, base and head commits, number of files, and what chose it.
+
+        A change to ``.gitattributes`` is named at the end: it can hide code from a plain
+        ``git diff``, so whoever reads the header or the report should know.
+        """
         chose = f"--advreview-diff={self.requested}" + (" under CI" if self.ci else "")
         if self.mode == "none":
             return f"none ({self.note or chose})"
         files = f"{self.files} file" + ("" if self.files == 1 else "s")
         if self.mode == "uncommitted":
-            return (
+            line = (
                 f"uncommitted: {self.description} against HEAD {_short(self.base_commit)}, "
                 f"{files} ({chose})"
             )
-        return (
-            f"branch {self.base}...HEAD: base {_short(self.base_commit)}, merge base "
-            f"{_short(self.merge_base)}, head {_short(self.head_commit)}, {files} ({chose})"
+        else:
+            line = (
+                f"branch {self.base}...HEAD: base {_short(self.base_commit)}, merge base "
+                f"{_short(self.merge_base)}, head {_short(self.head_commit)}, {files} ({chose})"
+            )
+        return line + attributes_warning(self.attributes, self.converted)
+
+
+def _some(paths: tuple[str, ...]) -> str:
+    return ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+
+
+def attributes_warning(attributes: tuple[str, ...], converted: tuple[str, ...] = ()) -> str:
+    """``"; WARNING: …"`` naming changed ``.gitattributes`` files and files git rewrites
+    from the work tree (:attr:`ChangeSet.converted`); "" when there are none."""
+    text = ""
+    if attributes:
+        text += (
+            f"; WARNING: the change edits git attributes ({_some(attributes)}), which can "
+            "hide code from `git diff`; the reviewer's diff commands ignore attributes and "
+            "show the bytes git stores"
         )
+    if converted:
+        text += (
+            f"; WARNING: git rewrites {_some(converted)} when reading the work tree (ident, "
+            "filter or working-tree-encoding attributes), so their diff is not their bytes; "
+            "the reviewer is told to read the files"
+        )
+    return text
 
 
 def _short(commit: str | None) -> str:

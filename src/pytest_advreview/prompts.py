@@ -132,6 +132,24 @@ Run {commands} to see changed files and full diffs.
 
 _AGAINST_PLAN = " against the implementation plan in {plan_path}"
 
+# Inside <task>, after the diff commands, when the change adds, edits or deletes a
+# .gitattributes file: attributes can make a plain `git diff` hide a file's text.
+_ATTRIBUTES_CHANGED = """\
+WARNING: this change adds, edits or deletes git attributes ({paths}).
+Attributes can make a plain `git diff` hide or rewrite a file's text ("Binary files
+differ", textconv filters, external diff drivers). The diff commands above ignore them
+and show the bytes git stores: use those commands, not a plain `git diff`, and review
+the attribute change itself as part of the change.
+"""
+
+# Inside <task>, when git rewrites unstaged files as it reads them from the working tree
+# (ident, filter, working-tree-encoding) and cannot be told not to (git before 2.40).
+_CONVERTED_FILES = """\
+WARNING: git rewrites these files when it reads them from the working tree (ident,
+filter or working-tree-encoding attributes), so their unstaged diff shows rewritten
+text, not the bytes that run: {paths}. Read each of these files itself.
+"""
+
 _CODE_ATTACK_SURFACE = """\
 <attack_surface>
 Check each area. Skip if not applicable to this change:
@@ -335,6 +353,8 @@ _TEMPLATES: tuple[str, ...] = (
     _CODE_TASK_LISTED,
     _CODE_TASK_UNLISTED,
     _AGAINST_PLAN,
+    _ATTRIBUTES_CHANGED,
+    _CONVERTED_FILES,
     _CODE_ATTACK_SURFACE,
     _PLAN_ATTACK_ITEMS,
     _CODE_TAIL,
@@ -443,7 +463,10 @@ def code_prompt(
 
     The changed files are listed one per line when there are 1 to
     :data:`MAX_LISTED_FILES`; otherwise the reviewer is told to list them with the diff
-    commands.  Without diff commands the reviewer is told to run ``git diff``.
+    commands.  Without diff commands the reviewer is told to run ``git diff``.  A change
+    to ``.gitattributes`` (``change.attributes``) adds a warning to the task: attributes
+    can hide a file's text from a plain ``git diff``, the given commands ignore them.
+    Files git rewrites from the working tree (``change.converted``) are named too.
 
     :param change: the files, the human description and the exact diff commands.
     :param against_plan: the plan's path for a code-vs-plan review, inserted literally.
@@ -460,6 +483,12 @@ def code_prompt(
         task = _CODE_TASK_LISTED.format(files="\n".join(change.files), **fields)
     else:
         task = _CODE_TASK_UNLISTED.format(**fields)
+    warnings = ""
+    if change.attributes:
+        warnings += _ATTRIBUTES_CHANGED.format(paths=", ".join(change.attributes))
+    if change.converted:
+        warnings += _CONVERTED_FILES.format(paths=", ".join(change.converted))
+    task = task.replace("</task>\n", warnings + "</task>\n")
     items = _PLAN_ATTACK_ITEMS if against_plan is not None else ""
     return _blocks(
         _CODE_ROLE,

@@ -22,12 +22,16 @@ from pathlib import Path
 from typing import Literal
 
 from .git import (
+    SHOWN_DIFF_OPTIONS,
     STATUS_V2_ARGS,
     GitError,
     StatusEntry,
+    attribute_files,
     commit,
+    converted_files,
     literal_pathspec,
     parse_status_v2_z,
+    plain_diff_globals,
     run_git,
     split_z,
 )
@@ -563,6 +567,22 @@ def _command(base: str, excluded: Iterable[str]) -> str:
     return base + (" -- " + " ".join(specs) if specs else "")
 
 
+def _shown_diff(root: Path, *args: str) -> str:
+    """The ``git diff`` command line the reviewer is told to run, shell-quoted.
+
+    It shows the bytes git stores, not what the branch's ``.gitattributes`` or
+    ``.gitmodules`` make of them (:data:`~.git.SHOWN_DIFF_OPTIONS`,
+    :func:`~.git.plain_diff_globals`): a branch that marks its ``.py`` files ``-diff``
+    would otherwise show the reviewer "Binary files … differ" while the cache key hashes
+    the code.  The reviewer runs it at the top level, as the plugin does.
+    """
+    try:
+        globals_ = plain_diff_globals(root)
+    except GitError as exc:
+        raise TargetError(f"{_PREFIX}: {exc}") from None
+    return shlex.join(["git", *globals_, "diff", *SHOWN_DIFF_OPTIONS, *args])
+
+
 def _branch_error(root: Path, base: str, exc: GitError) -> BaseRefError:
     """Why ``BASE...HEAD`` cannot be diffed, told apart by cause, each with its own fix.
 
@@ -594,8 +614,8 @@ def _branch_error(root: Path, base: str, exc: GitError) -> BaseRefError:
 def _uncommitted(root: Path, excluded: set[str]) -> ChangeSet | None:
     every = status_entries(root)
     commands = {
-        "unstaged": "git diff",
-        "staged": "git diff --cached",
+        "unstaged": _shown_diff(root),
+        "staged": _shown_diff(root, "--cached"),
         "untracked": "git ls-files --others --exclude-standard",
     }
     found = {
@@ -615,12 +635,42 @@ def _uncommitted(root: Path, excluded: set[str]) -> ChangeSet | None:
         if found[kind]
     )
     files = sorted({path for paths in found.values() for path in paths})
-    return ChangeSet(files=tuple(files), description=description, diff_commands=diff_commands)
+    return ChangeSet(
+        files=tuple(files),
+        description=description,
+        diff_commands=diff_commands,
+        attributes=attribute_files([e.path for e in every]),
+        converted=_converted(root, found["unstaged"]),
+    )
+
+
+def _converted(root: Path, unstaged: Sequence[str]) -> tuple[str, ...]:
+    """The unstaged files whose diff shows text git rewrote from the work tree's bytes.
+
+    Where git has ``--attr-source``, the diff commands read no attributes and show the
+    bytes themselves: nothing to name.  Only the unstaged diff reads the work tree.
+    """
+    try:
+        if any(g.startswith("--attr-source=") for g in plain_diff_globals(root)):
+            return ()
+        return converted_files(_toplevel(root), unstaged)
+    except GitError as exc:
+        raise TargetError(f"{_PREFIX}: {exc}") from None
 
 
 def _branch_names(root: Path, base: str, *options: str) -> list[str]:
     """The top-level-relative paths ``git diff BASE...HEAD`` names (renames: two paths)."""
-    diff = ("diff", "--name-only", "-z", "--no-renames", *options, f"{base}...HEAD", "--")
+    diff = (
+        "diff",
+        "--name-only",
+        "-z",
+        "--no-renames",
+        # A submodule that the branch's .gitmodules marks `ignore = all` is still listed.
+        "--ignore-submodules=none",
+        *options,
+        f"{base}...HEAD",
+        "--",
+    )
     try:
         return split_z(run_git(root, *diff).stdout)
     except GitError as exc:
@@ -632,12 +682,13 @@ def _branch(root: Path, base: str, excluded: set[str]) -> ChangeSet | None:
     files = sorted({p for p in names if p not in excluded})
     if not files:
         return None
-    command = _command(f"git diff {shlex.quote(base)}...HEAD", (p for p in names if p in excluded))
+    command = _command(_shown_diff(root, f"{base}...HEAD"), (p for p in names if p in excluded))
     return ChangeSet(
         files=tuple(files),
         description=f"branch changes vs {base}",
         diff_commands=(command,),
         base=base,
+        attributes=attribute_files(names),
     )
 
 
@@ -751,6 +802,8 @@ def change_set_info(
             head_commit=None,
             files=len(change.files),
             description=change.description,
+            attributes=change.attributes,
+            converted=change.converted,
         )
     merge = _git(root, "merge-base", change.base, "HEAD", check=False)
     return ChangeSetInfo(
@@ -763,4 +816,5 @@ def change_set_info(
         head_commit=head,
         files=len(change.files),
         description=change.description,
+        attributes=change.attributes,
     )
