@@ -102,6 +102,7 @@ def test_auto_under_ci_reviews_the_branch_and_all_outputs_name_it(
         "note": None,
         # .gitattributes is main's, not the branch's: no change to warn about.
         "attributes": [],
+        "converted": [],
     }
 
     markdown = (repo / "out.md").read_text()
