@@ -13,6 +13,8 @@ reviewer is the real Codex CLI against the scripted Responses-API server.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sys
 import textwrap
 from pathlib import Path
@@ -174,6 +176,23 @@ def test_a_plan_edit_is_re_reviewed_with_the_open_finding_in_the_prompt(
     assert STILL_OPEN in review_repo.server.response_requests[-1].last_user_text
 
 
+def test_on_a_runner_without_the_thread_the_fresh_review_is_told_of_the_open_finding(
+    review_repo: ReviewRepo, lead: tuple[str, ...]
+) -> None:
+    # A CI runner that kept .pytest_cache but not $CODEX_HOME/sessions: the thread cannot
+    # be resumed, and the fresh review that replays the rounds carries the open finding.
+    left_to_the_operator(review_repo, lead)
+    shutil.rmtree(Path(os.environ["CODEX_HOME"]) / "sessions")
+    review_repo.plan("x.md", PLAN + "\n")
+    approve_everything(review_repo)
+    calls = len(review_repo.server.response_requests)
+    review_repo.run(NO_CODE).assert_outcomes(passed=1)
+    (fresh,) = review_repo.server.response_requests[calls:]
+    assert fresh.thread_id != review_repo.server.response_requests[0].thread_id
+    assert "## Previous review rounds" in fresh.last_user_text
+    assert f"{fid(HIGH)}: re-scope — {STILL_OPEN}: after round 1" in fresh.last_user_text
+
+
 def test_a_reviewer_that_deletes_the_entry_does_not_close_the_open_finding(
     review_repo: ReviewRepo, lead: tuple[str, ...]
 ) -> None:
@@ -197,6 +216,29 @@ def test_a_reviewer_that_deletes_the_entry_does_not_close_the_open_finding(
     assert victim.is_file()
     approve_everything(review_repo)
     assert_fails_naming_the_open_finding(review_repo.run(NO_CODE, "docs/plans/x.md"))
+
+
+def test_renaming_the_plan_does_not_take_the_open_finding_away(
+    review_repo: ReviewRepo, lead: tuple[str, ...]
+) -> None:
+    left_to_the_operator(review_repo, lead)
+    plan = review_repo.path / KEY
+    plan.rename(plan.with_name("renamed.md"))
+    approve_everything(review_repo)
+    calls = len(review_repo.server.response_requests)
+    refused = review_repo.run(NO_CODE)
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(
+        [
+            f"*the plan {KEY} no longer exists, but findings the lead left to the operator on "
+            f"it are still open: [[]severity: high[]] {fid(HIGH)} The CLI flag changes meaning*"
+        ]
+    )
+    assert len(review_repo.server.response_requests) == calls  # nothing was reviewed
+
+    # The operator's decision on the gone plan's finding is accepted, and the run goes on.
+    decide(review_repo, action="accept", reason="Renamed and reworked; see renamed.md.")
+    review_repo.run(NO_CODE).assert_outcomes(passed=1)
 
 
 def test_a_decision_on_a_finding_that_was_never_open_is_refused(

@@ -24,7 +24,14 @@ import pytest
 
 from .atomic import write_atomic
 from .cachekey import cache_key, reviewer_identity
-from .decisions import DecisionsError, DecisionsFile, check_known, check_targets, load_decisions
+from .decisions import (
+    CODE_TARGET,
+    DecisionsError,
+    DecisionsFile,
+    check_known,
+    check_targets,
+    load_decisions,
+)
 from .loop import FixFailed, LoopResult
 from .models import (
     Decision,
@@ -129,16 +136,48 @@ class Coordinator:
         Run once per run, before any review, so a wrong entry is a usage error naming it
         instead of an error of one item (or nothing at all, for a target nobody reviews).
 
+        Also refuses a run while a plan that is gone (deleted, renamed) still has findings
+        the lead left to the operator: renaming the plan must not re-roll them away.  The
+        decisions on them stay valid (and needed) while the plan's entry is stored.
+
         :param repo_root: the repository top level, which targets are relative to.
-        :raises DecisionsError: the first wrong entry.
+        :raises DecisionsError: the first wrong entry, or a gone plan's open findings.
         """
+        gone = {
+            key: state
+            for key, state in self.store.open_states().items()
+            if key != CODE_TARGET and not (repo_root / key).is_file()
+        }
+        if gone:
+            self._check_gone(gone)
         if self.decisions is None or not self.decisions.entries:
             return
-        check_targets(self.decisions, lambda key: (repo_root / key).is_file())
+        check_targets(self.decisions, lambda key: key in gone or (repo_root / key).is_file())
         for key in sorted(self.decisions.targets):
             state = self.stored(key)
             if state is not None:
                 check_known(self.decisions, key, state.known_finding_ids, self.decisions_path)
+
+    def _check_gone(self, gone: dict[str, ReviewState]) -> None:
+        """Refuse open findings of plans that no longer exist and nobody decided."""
+        for key in sorted(gone):
+            decided = self._decided(key)
+            still = [o for o in gone[key].operator_open if o.finding.id not in decided]
+            if not still:
+                continue
+            listed = "; ".join(
+                f"{o.finding.line()} (after round {o.round}: {o.reason or 'no reason'})"
+                for o in still
+            )
+            first = still[0].finding.id
+            raise DecisionsError(
+                self.decisions_path,
+                f"the plan {key} no longer exists, but findings the lead left to the "
+                f"operator on it are still open: {listed}. A deleted or renamed plan does "
+                "not take them along. Fix: record the operator's decision on each in this "
+                f'file ([[decision]] target = "{key}", finding = "{first}", action = '
+                '"accept", "re-scope" or "reject" with a reason)',
+            )
 
     def stored(self, key: str) -> ReviewState | None:
         """The stored state of ``key`` (``None`` with ``--advreview-fresh``)."""

@@ -426,6 +426,13 @@ class StateStore:
             self._warn(key, path, f"it could not be deleted ({problem})", verb="clearing")
         self._restore_open(key)
 
+    def open_states(self) -> dict[str, ReviewState]:
+        """Every trusted entry with findings open for the operator, by target."""
+        directory = self._directory()
+        if directory is not None:
+            self._search_open(directory)
+        return dict(self._open)
+
     def _search_open(self, directory: Path) -> None:
         """Learn the open findings of every entry this process has not read, once.
 
