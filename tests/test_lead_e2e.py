@@ -337,11 +337,13 @@ def test_structural_finding_needs_the_operator_is_not_applied_and_never_passes(
     assert plan.read_text().count(FIXED_LINE) == 1  # the accepted fix only
     second = review_repo.server.response_requests[-1].last_user_text
     assert "not applied: a structural change that needs the operator's sign-off" in second
-    # Not stored as an approval: the next run reviews again instead of passing from cache.
+    # The finding stays open for the operator: the next run fails on it from the stored
+    # state, without asking the reviewer again (tests/test_operator_e2e.py has the rest).
     calls = len(review_repo.server.response_requests)
     again = review_repo.run(NO_CODE)
     again.assert_outcomes(failed=1)
-    assert len(review_repo.server.response_requests) == calls + 1
+    again.stdout.fnmatch_lines([f"needs the operator: {fid(HIGH)} — a structural fix*"])
+    assert len(review_repo.server.response_requests) == calls
 
 
 def test_fixer_hook_wins_over_the_built_in_lead(review_repo: ReviewRepo, lead_dir: Path) -> None:

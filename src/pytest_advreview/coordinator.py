@@ -16,6 +16,7 @@ import os
 import threading
 import warnings
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,11 +24,27 @@ import pytest
 
 from .atomic import write_atomic
 from .cachekey import cache_key, reviewer_identity
-from .decisions import DecisionsError, DecisionsFile, check_known, check_targets, load_decisions
+from .decisions import (
+    CODE_TARGET,
+    DecisionsError,
+    DecisionsFile,
+    check_known,
+    check_targets,
+    load_decisions,
+)
 from .loop import FixFailed, LoopResult
-from .models import Decision, Review, ReviewStatus
+from .models import (
+    Decision,
+    Finding,
+    LeadAction,
+    OpenFinding,
+    Operation,
+    Review,
+    ReviewStatus,
+    Severity,
+)
 from .outcome import Outcome
-from .prompts import applied_text
+from .prompts import applied_text, operator_open_decision
 from .review import ReviewInputError, ReviewRun
 from .state import ReviewState, StateStore, StateWarning, decide_next
 
@@ -119,27 +136,81 @@ class Coordinator:
         Run once per run, before any review, so a wrong entry is a usage error naming it
         instead of an error of one item (or nothing at all, for a target nobody reviews).
 
+        Also refuses a run while a plan that is gone (deleted, renamed) still has findings
+        the lead left to the operator: renaming the plan must not re-roll them away.  The
+        decisions on them stay valid (and needed) while the plan's entry is stored.
+
         :param repo_root: the repository top level, which targets are relative to.
-        :raises DecisionsError: the first wrong entry.
+        :raises DecisionsError: the first wrong entry, or a gone plan's open findings.
         """
+        gone = {
+            key: state
+            for key, state in self.store.open_states().items()
+            if key != CODE_TARGET and not (repo_root / key).is_file()
+        }
+        if gone:
+            self._check_gone(gone)
         if self.decisions is None or not self.decisions.entries:
             return
-        check_targets(self.decisions, lambda key: (repo_root / key).is_file())
+        check_targets(self.decisions, lambda key: key in gone or (repo_root / key).is_file())
         for key in sorted(self.decisions.targets):
             state = self.stored(key)
             if state is not None:
                 check_known(self.decisions, key, state.known_finding_ids, self.decisions_path)
 
+    def _check_gone(self, gone: dict[str, ReviewState]) -> None:
+        """Refuse open findings of plans that no longer exist and nobody decided."""
+        for key in sorted(gone):
+            decided = self._decided(key)
+            still = [o for o in gone[key].operator_open if o.finding.id not in decided]
+            if not still:
+                continue
+            listed = "; ".join(
+                f"{o.finding.line()} (after round {o.round}: {o.reason or 'no reason'})"
+                for o in still
+            )
+            first = still[0].finding.id
+            raise DecisionsError(
+                self.decisions_path,
+                f"the plan {key} no longer exists, but findings the lead left to the "
+                f"operator on it are still open: {listed}. A deleted or renamed plan does "
+                "not take them along. Fix: record the operator's decision on each in this "
+                f'file ([[decision]] target = "{key}", finding = "{first}", action = '
+                '"accept", "re-scope" or "reject" with a reason)',
+            )
+
     def stored(self, key: str) -> ReviewState | None:
         """The stored state of ``key`` (``None`` with ``--advreview-fresh``)."""
         if self.settings.fresh:
             return None
+        return self._read(key)
+
+    def _read(self, key: str) -> ReviewState | None:
+        """The stored state of ``key``, also under ``--advreview-fresh``."""
         if key not in self._loaded:
             state, problem = self.store.read(key)
             self._loaded[key] = state
             if problem is not None:
                 self._problems[key] = problem
         return self._loaded[key]
+
+    def operator_open(self, key: str) -> tuple[OpenFinding, ...]:
+        """Findings of ``key`` left to the operator that the decisions file does not decide.
+
+        Read also under ``--advreview-fresh``: starting the reviewer's rounds over does not
+        answer a question put to a person.
+        """
+        state = self._read(key)
+        if state is None or not state.operator_open:
+            return ()
+        decided = self._decided(key)
+        return tuple(o for o in state.operator_open if o.finding.id not in decided)
+
+    def _decided(self, key: str) -> frozenset[str]:
+        """Ids the decisions file has a decision on, for target ``key``."""
+        if self.decisions is None:
+            return frozenset()
+        return frozenset(d.finding for d in self.decisions.for_target(key))
 
     def stored_severity(self, key: str) -> str | None:
         """The max severity of the last stored review when it asked for revision."""
@@ -199,7 +270,8 @@ class Coordinator:
         if step.action in ("cached_approved", "cached_revise", "max_rounds"):
             assert state is not None
             run.history = state.rounds
-            return run.judge(
+            return self._judge(
+                run,
                 LoopResult(
                     status=ReviewStatus.MAX_ROUNDS
                     if step.action == "max_rounds"
@@ -208,7 +280,8 @@ class Coordinator:
                     session_id=state.session_id,
                     last_round=state.rounds_used,
                     warnings=(step.reason,),
-                )
+                ),
+                self.operator_open(key),
             )
         if step.action == "continue" and state is not None and state.last_content is not None:
             run.applied = applied_text(
@@ -216,26 +289,85 @@ class Coordinator:
             )
         return self._run(run, step.decisions)
 
+    def _judge(
+        self, run: ReviewRun, result: LoopResult, still_open: Sequence[OpenFinding]
+    ) -> tuple[LoopResult, Outcome]:
+        """Judge ``result`` with the findings still open for the operator attached.
+
+        :func:`~.outcome.decide` fails an item with any of them, whatever the verdict.
+        """
+        if still_open:
+            result = replace(
+                result,
+                needs_operator=tuple(o.finding.id for o in still_open),
+                operator_open=tuple(still_open),
+                decisions_file=str(self.decisions_path),
+            )
+        return run.judge(result)
+
     def _run(self, run: ReviewRun, decisions: Sequence[Decision]) -> tuple[LoopResult, Outcome]:
-        """Run the rounds due after ``run.history``, count their tokens, store the result."""
-        result, outcome = run.run(history=run.history, decisions=decisions)
+        """Run the rounds due after ``run.history``, count their tokens, store the result.
+
+        Findings still open for the operator from earlier runs go into the re-review's
+        prompt (when this run re-reviews: a first round has no history to carry them);
+        each stays open unless a counted re-review of other content carried it.
+        """
+        key = run.spec.key
+        carried = self.operator_open(key)
+        told: dict[str, Decision] = {}
+        if run.history:
+            answered = {d.finding for d in decisions}
+            subject = "plan" if run.spec.kind == "plan" else "change"
+            told = {
+                o.finding.id: operator_open_decision(o, subject=subject)
+                for o in carried
+                if o.finding.id not in answered
+            }
+        result, _ = run.run(history=run.history, decisions=(*decisions, *told.values()))
         self.ledger.add(result.usage.total)
-        # Findings left for the operator, or lead edits that are not in the commit under
-        # review, are not stored as a verdict: it must not pass from cache next time.
-        if result.rounds and not (result.needs_operator or result.uncommitted_edits):
+        new = _left_open(run, result)
+        renewed = {o.finding.id for o in new}
+        settled = {o.finding.id for o in carried if _settled(o, told.get(o.finding.id), result)}
+        still_open = (
+            *(o for o in carried if o.finding.id not in renewed | settled),
+            *new,
+        )
+        result, outcome = self._judge(run, result, still_open)
+        previous = self._read(key)
+        stored_open = previous.operator_open if previous is not None else ()
+        if not result.rounds:
+            # No round counted: a decision in the file has reached no review yet, so the
+            # stored record keeps the finding until one does (the file may still change).
+            kept = (o for o in stored_open if o.finding.id not in renewed | settled)
+            still_stored = (*(o for o in kept if o not in still_open), *still_open)
+        else:
+            still_stored = still_open
+        state: ReviewState | None = None
+        # Lead edits that are not in the commit under review are not stored as a verdict:
+        # it must not pass from cache next time.  The findings open for the operator are
+        # stored whatever happened: only the operator's decision, or a re-review that was
+        # told of them, closes them.
+        if result.rounds and not result.uncommitted_edits:
             # A lead may have edited the plan: store the text the last round reviewed.
             material = run.material()
             state = ReviewState(
-                key=run.spec.key,
+                key=key,
                 reviewer=self.identity,
                 rounds=(*run.history, *result.rounds),
                 session_id=result.session_id,
                 last_content_hash=material.content_hash,
                 last_content=material.content,
                 status=result.status,
+                operator_open=still_stored,
             )
-            if self.store.save(state):
-                self._loaded[run.spec.key] = state
+        elif still_stored != stored_open:
+            state = (
+                previous.model_copy(update={"operator_open": still_stored})
+                if previous is not None
+                else ReviewState(key=key, reviewer=self.identity, operator_open=still_stored)
+            )
+        if state is not None and self.store.save(state):
+            self._loaded[key] = state
         return result, outcome
 
     def _lead_on_stored(
@@ -266,6 +398,76 @@ class Coordinator:
         if decisions is None:
             return None
         return self._run(run, decisions)
+
+
+def _left_open(run: ReviewRun, result: LoopResult) -> tuple[OpenFinding, ...]:
+    """The findings this run's lead left to the operator, as stored records.
+
+    Each keeps the reviewer's finding (its text goes into the failure and into later
+    re-review prompts), the round it came from and the lead's reason.
+    """
+    if not run.needs_operator:
+        return ()
+    rounds = (*run.history, *result.rounds)
+    content_hash = result.rounds[-1].content_hash if result.rounds else None
+    left: list[OpenFinding] = []
+    for fid in run.needs_operator:
+        finding = next(
+            (
+                f
+                for record in reversed(rounds)
+                if record.review is not None
+                for f in record.review.findings
+                if f.id == fid
+            ),
+            None,
+        )
+        row = next(
+            (
+                (turn.round, e)
+                for turn in reversed(run.lead_records)
+                for e in turn.evaluations
+                if e.finding == fid and e.action is LeadAction.NEEDS_OPERATOR
+            ),
+            None,
+        )
+        number, reason = (row[0], row[1].reason) if row is not None else (0, "")
+        if finding is None:
+            # The lead's contract admits only ids of the review it was given, so this is
+            # defensive: keep what the lead's row knew rather than lose the finding.
+            severity = row[1].severity if row is not None else None
+            title = row[1].title if row is not None else ""
+            finding = Finding(id=fid, severity=severity or Severity.HIGH, title=title or fid)
+        left.append(
+            OpenFinding(
+                finding=finding,
+                round=number,
+                reason=reason,
+                content_hash=content_hash or run.material().content_hash,
+            )
+        )
+    return tuple(left)
+
+
+def _settled(item: OpenFinding, told: Decision | None, result: LoopResult) -> bool:
+    """Whether a counted re-review of this run settled ``item`` without the operator.
+
+    Only a round whose prompt carried the finding (``told``), of other content than the
+    finding was left open on, whose review no longer lists it: the reviewer judged the
+    changed artifact knowing a person was asked.
+    """
+    if told is None:
+        return False
+    for record in result.rounds:
+        if (
+            record.operation in (Operation.RESUME, Operation.FRESH_EXEC)
+            and told in record.decisions
+            and record.content_hash != item.content_hash
+            and record.review is not None
+            and all(f.id != item.finding.id for f in record.review.findings)
+        ):
+            return True
+    return False
 
 
 def _load_decisions(path: Path) -> DecisionsFile | None:

@@ -31,6 +31,7 @@ from typing import Literal
 from .models import (
     Decision,
     DecisionAction,
+    OpenFinding,
     Operation,
     OutputFormat,
     Review,
@@ -161,8 +162,13 @@ class LoopResult:
     session_id: str | None = None
     #: Number of the last counted round, history included (0: none yet).
     last_round: int = 0
-    #: Findings the lead left for the operator (structural fixes it did not apply).
+    #: Findings the lead left for the operator (structural fixes it did not apply), in
+    #: this run or in an earlier one and not decided since: the item never passes.
     needs_operator: tuple[str, ...] = ()
+    #: The stored record of each of those findings (its text, the lead's reason).
+    operator_open: tuple[OpenFinding, ...] = ()
+    #: The decisions file where the operator's decision on them is recorded.
+    decisions_file: str | None = None
     #: Files the lead edited that the change under review does not contain (under CI the
     #: commit is reviewed, not the working tree): the approval is not of that commit.
     uncommitted_edits: tuple[str, ...] = ()

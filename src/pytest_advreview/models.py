@@ -25,6 +25,7 @@ __all__ = [
     "LeadEvaluation",
     "LeadRecord",
     "Location",
+    "OpenFinding",
     "Operation",
     "OutputFormat",
     "Review",
@@ -428,6 +429,26 @@ class LeadRecord(WireModel):
     duration_s: float = 0.0
     #: Tokens the lead's model used in this turn (none known for the ``command`` lead).
     tokens: TokenUsage = Field(default_factory=TokenUsage)
+
+
+class OpenFinding(WireModel):
+    """A finding the lead left to a person (``needs-operator``), open until one decides it.
+
+    It is stored with its target's state (keyed by the target, not by its content), so it
+    follows the target across edits and runs, and every run of the target fails until the
+    decisions file records the operator's decision on it, or the reviewer re-reviews
+    changed content with this finding in its prompt.
+    """
+
+    #: The finding as the reviewer reported it.
+    finding: Finding
+    #: The review round the finding comes from.
+    round: int
+    #: Why the lead left it to a person (its ``needs-operator`` reason).
+    reason: str = ""
+    #: Content hash of the artifact when the finding was left open: only a re-review of
+    #: other content can settle it without the operator.
+    content_hash: str | None = None
 
 
 class ReviewStatus(str, Enum):

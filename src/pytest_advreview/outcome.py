@@ -257,11 +257,32 @@ def failure_report(item_name: str, result: LoopResult, outcome: Outcome) -> str:
         ]
     if result.needs_operator:
         parts.append("")
-        parts.extend(
-            f"needs the operator: {fid} — a structural fix the lead did not apply; decide it "
-            "yourself: apply it to the plan, or reject it with a reason in the decisions file"
-            for fid in result.needs_operator
-        )
+        stored = {o.finding.id: o for o in result.operator_open}
+        where = result.decisions_file or "the decisions file"
+        for fid in result.needs_operator:
+            item = stored.get(fid)
+            if item is None:
+                parts.append(
+                    f"needs the operator: {fid} — a structural fix the lead did not apply; "
+                    "decide it yourself: apply it to the plan, or reject it with a reason in "
+                    "the decisions file"
+                )
+                continue
+            why = f": {item.reason}" if item.reason else ""
+            parts.append(
+                f"needs the operator: {fid} — a structural fix the lead did not apply "
+                f"(after round {item.round}{why})"
+            )
+            parts.append(f"  {item.finding.line()}")
+            parts.extend(
+                f"  {label}: {text}" for label, text in item.finding.answers().items() if text
+            )
+            parts.append(
+                f"  open until a person decides it: record the operator's decision for {fid} "
+                f'in {where} ([[decision]] target = "{item_name}", finding = "{fid}", '
+                'action = "accept", "re-scope" or "reject" with a reason), or change the '
+                "artifact so that the reviewer re-reviews it"
+            )
     return _with_warnings(parts, result)
 
 

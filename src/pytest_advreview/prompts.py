@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from .constants import SESSION_MARKER, VERDICT_APPROVED, VERDICT_REVISE
-from .models import ChangeSet, Decision, OutputFormat, Review
+from .models import ChangeSet, Decision, DecisionAction, OpenFinding, OutputFormat, Review
 
 __all__ = [
     "MAX_LISTED_FILES",
@@ -33,6 +33,7 @@ __all__ = [
     "decision_item",
     "fresh_exec_prompt",
     "lead_applied_text",
+    "operator_open_decision",
     "plan_diff",
     "plan_prompt",
     "render_decisions",
@@ -692,3 +693,24 @@ def applied_text(kind: str, path: str, last: str, content: str) -> str | None:
 def lead_applied_text(diff: str) -> str | None:
     """The "Applied" text after a lead turn: the diff of what the lead edited."""
     return f"Changes made by the lead since your last review:\n\n{diff}" if diff else None
+
+
+def operator_open_decision(item: OpenFinding, *, subject: str = "artifact") -> Decision:
+    """How a re-review in a later run is told of a finding still waiting for a person.
+
+    The lead left the finding to the operator (a structural fix) and nobody has decided
+    it; the reviewer gets it, with its text, among the re-scoped findings (as in the run
+    that left it open), so it judges the current ``subject`` knowing a person was asked.
+    """
+    finding = item.finding
+    answers = "; ".join(f"{label}: {text}" for label, text in finding.answers().items() if text)
+    why = f" ({item.reason})" if item.reason else ""
+    reason = (
+        f"still open, needs the operator: after round {item.round} the lead left this "
+        f"finding to a person as a structural change{why}, and no person has decided it "
+        f"yet. The finding: {finding.line()}"
+        + (f" — {answers}" if answers else "")
+        + f". Judge the current {subject} on it again: unless the {subject} now resolves "
+        "it, report it again as a finding."
+    )
+    return Decision(finding=finding.id, action=DecisionAction.RESCOPE, reason=reason)

@@ -672,7 +672,8 @@ class ReviewRun(LoopHooks):
                 warnings=result.warnings,
                 review_text=result.review.raw if result.review is not None else None,
                 lead=tuple(self.lead_records),
-                needs_operator=tuple(self.needs_operator),
+                # This run's and those still open from earlier runs (the coordinator's).
+                needs_operator=result.needs_operator,
                 lead_patch=self.lead_patch(),
             )
         )

@@ -51,6 +51,7 @@ from .cachekey import CacheKey
 from .constants import CACHE_PREFIX
 from .models import (
     Decision,
+    OpenFinding,
     Review,
     ReviewStatus,
     RoundRecord,
@@ -113,6 +114,9 @@ class ReviewState(WireModel):
     last_content: str | None = None
     #: Final status of the last run that reviewed this target.
     status: ReviewStatus | None = None
+    #: Findings the lead left to a person that nobody has decided yet: every run of the
+    #: target fails while one is open, whatever the stored or the new verdict says.
+    operator_open: tuple[OpenFinding, ...] = ()
     #: When the state was written (ISO 8601, UTC).
     updated_at: str = Field(default_factory=_now)
 
@@ -170,13 +174,14 @@ class ReviewState(WireModel):
 
     @property
     def known_finding_ids(self) -> frozenset[str]:
-        """Ids of every finding of every stored round (what a decision may refer to)."""
+        """Ids of every finding of every stored round and of every finding still open for
+        the operator (what a decision may refer to)."""
         return frozenset(
             f.id
             for record in self.rounds
             if record.review is not None
             for f in record.review.findings
-        )
+        ) | {o.finding.id for o in self.operator_open}
 
 
 def state_key(key: str) -> str:
@@ -268,6 +273,14 @@ class StateStore:
         self._run_secret = run_secret if run_secret is not None else secrets.token_bytes(32)
         #: Loaded on first use (:func:`~.statekey.load_state_key`).
         self._key: StateKey | None = None
+        #: The last trusted state (read or saved) of each target with findings open for
+        #: the operator: when its entry must go (a reviewer touched it, a late mutation),
+        #: those findings are written back, so deleting an entry never closes them.
+        self._open: dict[str, ReviewState] = {}
+        #: Entry files read so far, and whether the others were searched for open findings
+        #: (once, before the first reviewer of this process runs: see :meth:`snapshot`).
+        self._read_names: set[str] = set()
+        self._searched = False
         self._key_problem: str | None = None
         if self._cache is not None and os.environ.get(STATE_KEY_ENV, "").strip():
             # A bad ADVREVIEW_STATE_KEY is the user's to fix: a usage error before any
@@ -317,6 +330,7 @@ class StateStore:
         if listing is not None and name not in listing:
             return None, None
         path = directory / name
+        self._read_names.add(name)
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -364,6 +378,7 @@ class StateStore:
             return None, self._problem(
                 key, path, f"it belongs to another target ({entry.state.key!r})"
             )
+        self._remember(entry.state)
         return entry.state, None
 
     def save(self, state: ReviewState) -> bool:
@@ -395,16 +410,80 @@ class StateStore:
         except OSError as exc:
             self._warn(state.key, path, f"it could not be written ({_oserror(exc)})", verb="saving")
             return False
+        self._remember(state)
         return True
 
     def clear(self, key: str) -> None:
-        """Delete ``key``'s entry (nothing happens when there is none)."""
+        """Drop ``key``'s stored verdict (nothing happens when there is none).
+
+        Findings open for the operator survive: the entry is rewritten with them alone.
+        """
         path = self.path_for(key)
         if path is None:
             return
         problem = self._delete(path)
         if problem is not None:
             self._warn(key, path, f"it could not be deleted ({problem})", verb="clearing")
+        self._restore_open(key)
+
+    def open_states(self) -> dict[str, ReviewState]:
+        """Every trusted entry with findings open for the operator, by target."""
+        directory = self._directory()
+        if directory is not None:
+            self._search_open(directory)
+        return dict(self._open)
+
+    def _search_open(self, directory: Path) -> None:
+        """Learn the open findings of every entry this process has not read, once.
+
+        A reviewer may delete the entry of a target this run never collected; its open
+        findings can be written back only if they were known before that reviewer ran.
+        Entries without open findings cost one JSON parse, no check.
+        """
+        if self._searched:
+            return
+        self._searched = True
+        key = self.state_key()
+        listing = self._listing(directory)
+        if key is None or not listing:
+            return
+        for name in sorted(listing - self._read_names):
+            if not name.endswith(".json") or name.startswith("."):
+                continue
+            data = _read_json(directory / name)
+            if not isinstance(data, dict):
+                continue
+            state = data.get("state")
+            if not isinstance(state, dict) or not state.get("operator_open"):
+                continue
+            if data.get("schema_version") != STATE_SCHEMA or not key.verify(
+                _canonical(state), data.get("mac")
+            ):
+                continue  # not trusted: the item that reads it warns
+            try:
+                entry = StoredEntry.model_validate(data)
+            except ValidationError:
+                continue
+            if f"{state_key(entry.state.key)}.json" == name:
+                self._remember(entry.state)
+
+    def _remember(self, state: ReviewState) -> None:
+        if state.operator_open:
+            self._open[state.key] = state
+        else:
+            self._open.pop(state.key, None)
+
+    def _restore_open(self, key: str) -> None:
+        """Write back the findings open for the operator of ``key``, without its verdict.
+
+        What goes is the verdict a reviewer may have touched; a question put to a person
+        is not the reviewer's to withdraw, and an entry that vanished must not close it.
+        """
+        known = self._open.get(key)
+        if known is not None:
+            self.save(
+                ReviewState(key=key, reviewer=known.reviewer, operator_open=known.operator_open)
+            )
 
     def _delete(self, path: Path) -> str | None:
         """Delete an entry file; why it could not be deleted, ``None`` when it is gone."""
@@ -427,6 +506,7 @@ class StateStore:
         directory = self._directory()
         if directory is None:
             return {}
+        self._search_open(directory)
         try:
             # The folder's inode only: its times change with every entry saved.
             found = {_DIR_ENTRY: f"dir:{directory.lstat().st_ino}"}
@@ -466,8 +546,13 @@ class StateStore:
         return changed
 
     def discard(self, paths: Sequence[str]) -> None:
-        """Delete the entry files among ``paths`` (entries a reviewer touched)."""
+        """Delete the entry files among ``paths`` (entries a reviewer touched).
+
+        A target with findings open for the operator keeps them: its entry is written
+        back with those findings alone (see :meth:`clear`).
+        """
         directory = self._dir
+        by_name = {f"{state_key(key)}.json": key for key in self._open}
         for text in paths:
             path = Path(text)
             if directory is None or path.parent != directory or not path.name.endswith(".json"):
@@ -482,14 +567,22 @@ class StateStore:
                     ),
                     stacklevel=2,
                 )
+            key = by_name.get(path.name)
+            if key is not None:
+                self._restore_open(key)
 
-    @staticmethod
-    def target_of(path: str) -> str | None:
-        """The target an entry file names (for messages); ``None`` when unreadable."""
+    def target_of(self, path: str) -> str | None:
+        """The target an entry file names (for messages); ``None`` when unknown.
+
+        A deleted entry of a target with open findings is still named (from memory).
+        """
         data = _read_json(Path(path))
         state = data.get("state") if isinstance(data, dict) else None
         key = state.get("key") if isinstance(state, dict) else None
-        return key if isinstance(key, str) else None
+        if isinstance(key, str):
+            return key
+        name = Path(path).name
+        return next((k for k in self._open if f"{state_key(k)}.json" == name), None)
 
     def _run_tag(self, mac: str) -> str:
         return hmac.new(self._run_secret, mac.encode("ascii"), hashlib.sha256).hexdigest()
