@@ -184,12 +184,18 @@ def pytest_runtest_makereport(item, call):
 
 @pytest.mark.usefixtures("ci")
 @pytest.mark.parametrize(
-    "conftest", [MAKEREPORT_CONFTEST, LOGREPORT_CONFTEST], ids=["makereport", "logreport"]
+    ("where", "conftest"),
+    [("conftest.py", MAKEREPORT_CONFTEST), ("docs/plans/conftest.py", LOGREPORT_CONFTEST)],
+    ids=["makereport", "logreport"],
 )
 def test_a_conftest_that_rewrites_the_report_to_passed_fails_the_run(
-    review_repo: ReviewRepo, conftest: str
+    review_repo: ReviewRepo, where: str, conftest: str
 ) -> None:
-    _revise_critical(review_repo, conftest)
+    """A makereport hookwrapper anywhere; a tryfirst logreport registered after pytest's
+    session (a conftest next to the plans) edits the report before pytest counts it."""
+    _revise_critical(review_repo)
+    review_repo.write(where, conftest)
+    review_repo.commit("the conftest")
     result = review_repo.run("--advreview-diff=none")
     result.assert_outcomes(passed=2)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
