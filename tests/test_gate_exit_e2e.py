@@ -260,6 +260,37 @@ def test_addopts_that_deselects_the_reviews_fails_the_run(review_repo: ReviewRep
     )
 
 
+@pytest.mark.usefixtures("ci")
+def test_addopts_collect_only_fails_the_run(review_repo: ReviewRepo) -> None:
+    """Listing the review items is not running them."""
+    review_repo.pytester.makeini("[pytest]\naddopts = --collect-only\n")
+    _revise_critical(review_repo)
+    result = review_repo.run("--advreview-diff=none")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    _gate_lines(
+        result,
+        ZERO_RAN,
+        f"pytest-advreview: {NODE}: expected the review to run; pytest logged no report: it "
+        "never ran: --collect-only runs nothing; drop it (from addopts too)*",
+    )
+    assert review_repo.server.response_requests == []
+
+
+@pytest.mark.usefixtures("ci")
+def test_addopts_setup_only_fails_the_run(review_repo: ReviewRepo) -> None:
+    """The review runs in setup, but nothing judges its verdict."""
+    review_repo.pytester.makeini("[pytest]\naddopts = --setup-only\n")
+    _revise_critical(review_repo)
+    result = review_repo.run("--advreview-diff=none")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    _gate_lines(
+        result,
+        "1 of 1 review items did not count as the plugin recorded them",
+        f"pytest-advreview: {NODE}: expected the verdict (call) to run; pytest logged no call "
+        "report: pytest --setup-only/--setup-plan, or a conftest or plugin*",
+    )
+
+
 EXIT_CONFTEST = """\
 import pytest
 
@@ -335,6 +366,24 @@ def test_a_rewritten_report_fails_the_run_under_xdist(review_repo: ReviewRepo) -
     _gate_lines(
         result,
         "*",
+        f"pytest-advreview: {NODE}: expected the verdict (call) failed; pytest logged "
+        "passed: a conftest or plugin changed this review item's report*",
+    )
+
+
+@pytest.mark.usefixtures("ci")
+def test_a_rewritten_report_fails_the_run_with_jobs(review_repo: ReviewRepo) -> None:
+    """Reviews started ahead in threads still record in the item's own phases."""
+    _revise_critical(review_repo, MAKEREPORT_CONFTEST)
+    review_repo.plan("good.md")
+    review_repo.commit("a second plan")
+    review_repo.answer("good.md", {"message": approved_review()})
+    result = review_repo.run("--advreview-diff=none", "--advreview-jobs=2")
+    result.assert_outcomes(passed=3)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    _gate_lines(
+        result,
+        "1 of 2 review items did not count as the plugin recorded them",
         f"pytest-advreview: {NODE}: expected the verdict (call) failed; pytest logged "
         "passed: a conftest or plugin changed this review item's report*",
     )

@@ -301,8 +301,9 @@ def check(
     :param collected: every review item made -> how it was deselected (``SHARD``,
         ``OTHER``, ``None``: it was not).
     :param logged: node id -> phase -> the last report pytest logged for it.
-    :param stopped: why pytest stopped early, if it did (``-x``, ``--maxfail``, a
-        conftest's ``session.shouldstop``); named for the items that never ran.
+    :param stopped: why pytest ran nothing more, if it knows (``-x``, ``--maxfail``, a
+        conftest's ``session.shouldstop``, ``--collect-only``); named for the items that
+        never ran.
     """
     problems: list[Problem] = []
     for nodeid in sorted(collected):
@@ -325,7 +326,7 @@ def check(
             continue
         if not phases:
             fix = (
-                f"pytest stopped early ({stopped}) before it ran"
+                f"it never ran: {stopped}"
                 if stopped
                 else "a conftest or plugin removed it from the run (pytest_collection_"
                 "modifyitems, pytest_runtest_protocol); remove that code or keep it away "
@@ -463,7 +464,7 @@ class GateCheck:
         try:
             return (yield)
         finally:
-            if self.enforced is not None and not self.config.option.collectonly:
+            if self.enforced is not None:
                 self._decide(session)
 
     def _collected(self) -> tuple[dict[str, str | None], list[Problem]]:
@@ -487,6 +488,12 @@ class GateCheck:
             if nodeid in collected
         }
         stopped = session.shouldfail or session.shouldstop
+        if self.config.option.collectonly:
+            # Listing the review items is not running them: a gate run that only collects
+            # (an addopts = --collect-only) must not pass.
+            stopped = "--collect-only runs nothing; drop it (from addopts too): a gate runs reviews"
+        elif stopped:
+            stopped = f"pytest stopped early ({stopped})"
         problems += check(collected, logged, stopped=str(stopped) if stopped else None)
         ran = sum(1 for phases in logged.values() if _ran(phases))
         owed = sum(1 for nodeid, how in collected.items() if how != SHARD or nodeid in logged)
