@@ -349,7 +349,11 @@ def pytest_unconfigure(config):
 def test_a_conftest_cannot_lower_the_exit_status_afterwards(
     review_repo: ReviewRepo, conftest: str
 ) -> None:
-    """The review failed and pytest counted it; a conftest sets ``exitstatus = 0`` late."""
+    """The review failed and pytest counted it; a conftest sets ``exitstatus = 0`` late.
+
+    (A plain ``trylast`` one was already overruled by the report writers' own session
+    finish; a wrapper around session finish, or an unconfigure, was not.)
+    """
     _revise_critical(review_repo, conftest)
     result = review_repo.run("--advreview-diff=none")
     result.assert_outcomes(passed=1, failed=1)
