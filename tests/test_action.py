@@ -21,6 +21,7 @@ import pytest
 
 from action_kit import ActionResult, GitHubAPI, LocalRunner, clean_env
 from conftest import git
+from pytest_advreview.constants import EXIT_REVIEW_ERRORS
 from pytest_advreview.testing import (
     FindingSpec,
     ScriptedServer,
@@ -274,6 +275,39 @@ def test_nothing_to_review_succeeds_with_a_notice(scratch: Scratch) -> None:
     assert "nothing to review" in result.summary
     assert scratch.server.response_requests == []
     assert scratch.imported() == []
+
+
+def test_deselected_reviews_are_not_nothing_to_review(scratch: Scratch) -> None:
+    """pytest-args that deselect the review items: the gate did not run, it is not empty.
+
+    (pytest alone says "no tests ran", exit 5, and the JSON report has no item: before
+    the gate check the action took that for "nothing to review" and passed.)
+    """
+    scratch.write("docs/plans/x.md", PLAN)
+    scratch.commit("a plan")
+    scratch.answer(
+        [
+            {
+                "match": f"{PLAN_PROMPT} docs/plans/x.md",
+                "in": "body",
+                "steps": [{"message": revise_review(HIGH)}],
+            }
+        ]
+    )
+    args = shlex.split(scratch.inputs()["pytest-args"])
+
+    result = scratch.run(**{"pytest-args": shlex.join([*args, "-m", "not adversarial_review"])})
+
+    assert not result.ok
+    assert result.outputs["outcome"] == "error"
+    assert result.steps["review"]["exit-code"] == str(EXIT_REVIEW_ERRORS)
+    assert "pytest-advreview: GATE FAILED (CI=true" in result.log
+    assert (
+        "docs/plans/x.md::adversarial-review: expected the review to run (it was "
+        "collected); pytest logged deselected" in result.log
+    )
+    assert "nothing to review" not in result.log
+    assert scratch.server.response_requests == []
 
 
 EVIL_PLUGIN = """\

@@ -16,7 +16,7 @@ import pytest
 from _pytest._code.code import ExceptionInfo, ReprFileLocation, TerminalRepr
 from _pytest._io import TerminalWriter
 
-from . import runstash
+from . import gate, runstash
 from .constants import MARKER, PLAN_ITEM_NAME
 from .models import FailureText
 from .outcome import (
@@ -92,6 +92,9 @@ class ReviewItem(pytest.Item):
         #: The item's ItemRecord as JSON; copied onto each phase report as
         #: ``report.advreview_record`` (plain attributes travel through xdist).
         self.record_json: str | None = None
+        #: What each phase did (``gate.recorded``): the gate's record, not pytest's.
+        self.gate_phases: dict[str, str] = {}
+        gate.note_collected(self)
         severity = _run(self.config).coordinator.stored_severity(spec.key)
         if severity is not None:
             # Re-run exactly the items whose last review had open findings of this level:
@@ -100,6 +103,7 @@ class ReviewItem(pytest.Item):
 
     # -- phases ------------------------------------------------------------------------
 
+    @gate.recorded("setup")
     def setup(self) -> None:
         """Run the reviewer loop; "could not run" becomes an error of this phase."""
         reviews = _run(self.config).reviews
@@ -125,6 +129,7 @@ class ReviewItem(pytest.Item):
             kept = self.review.cleanup(keep=True)
             raise ReviewerUnavailable(text + (f"reviewer files kept in {kept}\n" if kept else ""))
 
+    @gate.recorded("call")
     def runtest(self) -> None:
         """Judge the verdict: fail at or above fail-on, warn below it."""
         assert self.review is not None and self.review.outcome is not None
@@ -146,6 +151,7 @@ class ReviewItem(pytest.Item):
                 lineno=1,
             )
 
+    @gate.recorded("teardown")
     def teardown(self) -> None:
         """Compare the workspace with the snapshot taken before the first dispatch."""
         if self.review is None:

@@ -375,7 +375,8 @@ _GITHUB_DESC = (
 _STRICT_EXIT_DESC = (
     f"Exit with status {EXIT_REVIEW_ERRORS} instead of 1 when review items errored (the "
     "reviewer could not run) and nothing failed, so CI can tell 'the gate could not run' "
-    "from 'the gate found problems'"
+    "from 'the gate found problems'; and, as always under CI, fail the run when a review "
+    "item was skipped, deselected, dropped or its report changed by anything but the plugin"
 )
 _BUDGET_DESC = (
     "Stop starting reviews once the run's token total passes this many tokens, 1 to 10^12 "

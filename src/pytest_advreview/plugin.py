@@ -7,10 +7,17 @@ installing the plugin never changes an unrelated suite.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Generator
+from typing import TYPE_CHECKING
+
 import pytest
 
 from . import hookspecs, options
 from .constants import MARKER
+
+if TYPE_CHECKING:
+    from .gate import GateCheck
 
 _SEVERITY_MARKERS = ("critical", "high", "medium")
 
@@ -39,16 +46,49 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(fixtures, "advreview-fixtures")
     if not config.getoption("advreview_enabled", default=False):
         return
-    from . import settings
+    from . import gate, settings
     from .runner.factory import BuiltinReviewers
     from .session import Controller, ReviewSession
 
     resolved = settings.from_config(config)
+    # Before any review item is made: each one notes itself with the recorder.
+    recorder = gate.GateRecorder()
+    config.stash[gate.GATE_KEY] = recorder
+    config.pluginmanager.register(recorder, "advreview-gate-recorder")
     config.pluginmanager.register(BuiltinReviewers(resolved), "advreview-builtin-reviewers")
     session = ReviewSession(config, resolved)
     config.pluginmanager.register(session, "advreview-session")
     if not hasattr(config, "workerinput"):  # an xdist worker only reviews and reports
         config.pluginmanager.register(Controller(config, session), "advreview-controller")
+        enforced = gate.enforced_by(os.environ, strict_exit=resolved.strict_exit)
+        check = gate.GateCheck(config, recorder, enforced=enforced, strict=resolved.strict_exit)
+        config.stash[_GATE_CHECK] = check
+        config.pluginmanager.register(check, "advreview-gate")
+
+
+#: The run's gate check (controller only), for the exit status pytest_cmdline_main returns.
+_GATE_CHECK: pytest.StashKey[GateCheck] = pytest.StashKey()
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True, specname="pytest_cmdline_main")
+def pytest_gate_exit_status(
+    config: pytest.Config,
+) -> Generator[None, int | pytest.ExitCode | None, int | pytest.ExitCode | None]:
+    """Hold the run's exit status to the gate's records (``gate.py``) to the very end.
+
+    (A second ``pytest_cmdline_main`` of this module, by ``specname``: pytest reads hook
+    implementations only from names that start with ``pytest_``.)
+
+    Session finish already set it; this runs after pytest's unconfigure and cleanups,
+    which a conftest could also use to lower ``session.exitstatus``.
+    """
+    status = yield
+    check = config.stash.get(_GATE_CHECK, None)
+    if status is None or check is None or check.required is None:
+        return status
+    from .gate import final_status
+
+    return final_status(int(status), check.required)
 
 
 @pytest.hookimpl(tryfirst=True)

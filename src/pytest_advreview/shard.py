@@ -16,6 +16,8 @@ import hashlib
 
 import pytest
 
+from .gate import note_own_deselection
+
 __all__ = ["keep_share", "share_of"]
 
 
@@ -42,5 +44,7 @@ def keep_share(config: pytest.Config, items: list[pytest.Item], shard: tuple[int
         else:
             kept.append(item)
     if dropped:
+        # Told to the gate first: under CI any other deselection of a review item fails.
+        note_own_deselection(config, dropped)
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
