@@ -7,6 +7,8 @@ installing the plugin never changes an unrelated suite.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from . import hookspecs, options
@@ -39,16 +41,23 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(fixtures, "advreview-fixtures")
     if not config.getoption("advreview_enabled", default=False):
         return
-    from . import settings
+    from . import outbound, settings
     from .runner.factory import BuiltinReviewers
     from .session import Controller, ReviewSession
 
     resolved = settings.from_config(config)
+    # What is secret is decided once, before anything is printed: every output of the run
+    # (and the workers', through workerinput) is redacted the same way.
+    redactor = outbound.Redactor.for_run(config, resolved.env_allow)
+    outbound.install(redactor)
+    config.add_cleanup(lambda: outbound.install(None))
     config.pluginmanager.register(BuiltinReviewers(resolved), "advreview-builtin-reviewers")
     session = ReviewSession(config, resolved)
     config.pluginmanager.register(session, "advreview-session")
     if not hasattr(config, "workerinput"):  # an xdist worker only reviews and reports
         config.pluginmanager.register(Controller(config, session), "advreview-controller")
+        guard = outbound.LogGuard(redactor, os.environ)
+        config.pluginmanager.register(guard, "advreview-log-guard")
 
 
 @pytest.hookimpl(tryfirst=True)
