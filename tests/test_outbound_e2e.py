@@ -102,10 +102,12 @@ def _hostile_review(p: Planted) -> str:
     )
 
 
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
 def test_no_output_of_a_run_carries_a_credential_the_reviewer_wrote(
     review_repo: ReviewRepo,
     monkeypatch: pytest.MonkeyPatch,
     tmp_path_factory: pytest.TempPathFactory,
+    workers: list[str],
 ) -> None:
     planted = Planted()
     for name, value in planted.env().items():
@@ -136,6 +138,7 @@ def test_no_output_of_a_run_carries_a_credential_the_reviewer_wrote(
         f"--advreview-report={out}/report.md",
         f"--advreview-sarif={out}/advreview.sarif",
         f"--junitxml={out}/junit.xml",
+        *workers,
     )
 
     result.assert_outcomes(passed=1, failed=1, warnings=1)
