@@ -77,6 +77,7 @@ __all__ = [
     "Secret",
     "annotation_data",
     "annotation_property",
+    "environment_secrets",
     "escape_controls",
     "install",
     "one_line",
@@ -516,12 +517,6 @@ def _escaped(char: str) -> str:
     return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
-def _unsafe_char(char: str) -> bool:
-    if char in _BIDI:
-        return True
-    return unicodedata.category(char) in ("Cc", "Zl", "Zp")
-
-
 @functools.lru_cache(maxsize=8)
 def _controls(keep: str) -> re.Pattern[str]:
     unsafe = [chr(c) for c in range(0xA0) if unicodedata.category(chr(c)) == "Cc"]
@@ -574,7 +569,7 @@ def annotation_property(text: str) -> str:
 
 def unsafe_name(name: str) -> bool:
     """Whether a file name has a character that would forge a log or terminal line."""
-    return any(_unsafe_char(c) or c == "\t" for c in name) or "##[" in name
+    return "##[" in name or _controls("").search(name) is not None
 
 
 def shown(name: str) -> str:
