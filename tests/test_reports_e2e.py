@@ -134,7 +134,12 @@ def repo(
 
 
 def _commands(stdout: str) -> list[str]:
-    return [line for line in stdout.splitlines() if line.startswith("::")]
+    """The workflow commands of a run, without the pause around the terminal summary
+    (``::stop-commands::TOKEN`` ... ``::TOKEN::``, the plugin's guard of its log)."""
+    lines = [line for line in stdout.splitlines() if line.startswith("::")]
+    tokens = {line.split("::")[2] for line in lines if line.startswith("::stop-commands::")}
+    pause = {f"::stop-commands::{t}" for t in tokens} | {f"::{t}::" for t in tokens}
+    return [line for line in lines if line not in pause]
 
 
 def test_a_real_run_writes_every_format_and_annotates_on_github(

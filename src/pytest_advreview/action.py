@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from . import outbound
 from ._toml import tomllib
 from .constants import ENV_PREFIX, EXIT_REVIEW_ERRORS
 from .git import commit
@@ -85,15 +86,20 @@ def _input(name: str, env: Mapping[str, str], default: str = "") -> str:
     return env.get(INPUT_PREFIX + name.upper().replace("-", "_"), default).strip() or default
 
 
-def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+# Everything the steps print or write goes through outbound: redacted (this step's
+# environment decides what is secret) and neutralised for the log.
 
 
 def _command(kind: str, text: str) -> None:
     if os.environ.get("GITHUB_ACTIONS") == "true":
-        print(f"::{kind}::{_escape_data(text)}", flush=True)
+        print(f"::{kind}::{outbound.annotation_data(text)}", flush=True)
     else:  # another CI system: a plain line
-        print(f"{kind}: {text}", flush=True)
+        print(outbound.terminal_text(f"{kind}: {text}"), flush=True)
+
+
+def _say(text: str) -> None:
+    """A plain line of the step's log."""
+    print(outbound.terminal_text(text), flush=True)
 
 
 def _write_outputs(values: Mapping[str, str], env: Mapping[str, str]) -> None:
@@ -101,12 +107,12 @@ def _write_outputs(values: Mapping[str, str], env: Mapping[str, str]) -> None:
     target = env.get("GITHUB_OUTPUT")
     if not target:
         for key, value in values.items():
-            print(f"{key}={value}")
+            _say(f"{key}={value}")
         return
     with open(target, "a", encoding="utf-8") as out:
         for key, value in values.items():
             delimiter = f"ADVREVIEW_EOF_{os.urandom(8).hex()}"
-            out.write(f"{key}<<{delimiter}\n{value}\n{delimiter}\n")
+            out.write(f"{key}<<{delimiter}\n{outbound.one_line(value)}\n{delimiter}\n")
 
 
 def _notice(text: str, env: Mapping[str, str]) -> None:
@@ -115,7 +121,7 @@ def _notice(text: str, env: Mapping[str, str]) -> None:
     target = env.get("GITHUB_STEP_SUMMARY")
     if target:
         with open(target, "a", encoding="utf-8") as out:
-            out.write(text.rstrip("\n") + "\n")
+            out.write(outbound.terminal_text(text.rstrip("\n")) + "\n")
 
 
 def _event(env: Mapping[str, str]) -> dict[str, Any]:
@@ -652,8 +658,8 @@ def review(env: Mapping[str, str]) -> int:
     python = _input("python", env) or sys.executable
     codex = _input("codex", env) or "codex"
     argv = pytest_argv(python, workspace, paths, env, base=base, head=head, codex=codex)
-    print(f"pytest-advreview: gate configuration {paths.config} (from {origin or 'defaults'})")
-    print("pytest-advreview: " + shlex.join(argv), flush=True)
+    _say(f"pytest-advreview: gate configuration {paths.config} (from {origin or 'defaults'})")
+    _say("pytest-advreview: " + shlex.join(argv))
     # From an empty folder of the action's own: nothing of the checkout is importable.
     proc = subprocess.run(argv, cwd=paths.cwd, env=pytest_env(env), check=False)
     summary = summarise(proc.returncode, paths.json)
@@ -703,7 +709,9 @@ def comment(env: Mapping[str, str]) -> int:
         f"{env.get('GITHUB_SERVER_URL', 'https://github.com')}/{repo}/actions/runs/"
         f"{env.get('GITHUB_RUN_ID', '')}"
     )
-    body = comment_body(report, run_url)
+    # The report was redacted by the review step; this step's own secrets (the token
+    # that posts it) are redacted here, before the text leaves for GitHub's API.
+    body = comment_body(outbound.redact(report), run_url)
     existing = None
     page = 1
     while existing is None:
@@ -718,10 +726,10 @@ def comment(env: Mapping[str, str]) -> int:
         page += 1
     if existing is not None:
         _api(env, "PATCH", f"/repos/{repo}/issues/comments/{existing}", {"body": body})
-        print(f"pytest-advreview: updated comment {existing} on pull request #{number}")
+        _say(f"pytest-advreview: updated comment {existing} on pull request #{number}")
     else:
         _api(env, "POST", f"/repos/{repo}/issues/{number}/comments", {"body": body})
-        print(f"pytest-advreview: commented on pull request #{number}")
+        _say(f"pytest-advreview: commented on pull request #{number}")
     return 0
 
 
@@ -760,6 +768,8 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     parser.add_argument("command", choices=sorted(_COMMANDS))
     args = parser.parse_args(argv)
     environ = dict(os.environ if env is None else env)
+    # This step's environment decides what its output must not show.
+    outbound.install(outbound.Redactor.from_environ(environ))
     try:
         return _COMMANDS[args.command](environ)
     except ActionError as exc:
@@ -767,6 +777,8 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         if args.command in ("prepare", "review"):
             _write_outputs(Summary("error").outputs(), environ)
         return 1
+    finally:
+        outbound.install(None)
 
 
 if __name__ == "__main__":  # pragma: no cover - the action's entry point

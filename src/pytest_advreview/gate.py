@@ -46,6 +46,7 @@ from typing import Any, TypeVar, cast
 import pytest
 
 from .constants import EXIT_REVIEW_ERRORS
+from .outbound import one_line
 from .targets import CI_VARIABLES, in_ci
 
 __all__ = [
@@ -521,7 +522,8 @@ class GateCheck:
         return [
             f"pytest-advreview: GATE FAILED ({self.enforced}: the exit status follows the "
             f"plugin's records): {self.headline}",
-            *(f"pytest-advreview: {problem.line()}" for problem in self.problems),
+            # Node ids and skip reasons come from conftests and plugins: printed neutralised.
+            *(f"pytest-advreview: {one_line(problem.line())}" for problem in self.problems),
         ]
 
     @pytest.hookimpl(trylast=True)

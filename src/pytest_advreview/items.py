@@ -16,7 +16,7 @@ import pytest
 from _pytest._code.code import ExceptionInfo, ReprFileLocation, TerminalRepr
 from _pytest._io import TerminalWriter
 
-from . import gate, runstash
+from . import gate, outbound, runstash
 from .constants import MARKER, PLAN_ITEM_NAME
 from .models import FailureText
 from .outcome import (
@@ -48,8 +48,10 @@ class ReviewRepr(TerminalRepr):
     """
 
     def __init__(self, text: str, summary: str, path: Path) -> None:
-        self.text = text
-        self.reprcrash = ReprFileLocation(str(path), 0, summary)
+        # Whatever built the text (a review, an error of the reviewer, a worker's report),
+        # it is redacted and neutralised here, where every failure text passes.
+        self.text = outbound.terminal_text(text)
+        self.reprcrash = ReprFileLocation(str(path), 0, outbound.one_line(summary))
 
     def toterminal(self, tw: TerminalWriter) -> None:
         """Write the text as it is, line by line (no colour needed to read it)."""
@@ -116,7 +118,8 @@ class ReviewItem(pytest.Item):
                 f"Adversarial review — {self.spec.key} — cannot review: {exc}\n"
             ) from None
         for name, value in user_properties(result, outcome):
-            self.user_properties.append((name, value))
+            # JUnit XML and report plugins write these out.
+            self.user_properties.append((name, outbound.redact_data(value)))
         self._attach()
         if outcome.max_severity is not None:
             self.add_marker(f"severity_{outcome.max_severity.value}")
@@ -169,7 +172,10 @@ class ReviewItem(pytest.Item):
     def _attach(self, *, error: str | None = None) -> None:
         """Keep the current :class:`ItemRecord` for the phase reports (see ``session``)."""
         assert self.review is not None
-        self.record_json = self.review.record(self.nodeid, error=error).model_dump_json()
+        # Redacted at the source: every report is built from this record, and report
+        # plugins (a report log) write the attribute out as it is.
+        record = outbound.redact_model(self.review.record(self.nodeid, error=error))
+        self.record_json = record.model_dump_json()
 
     @staticmethod
     def own_error(exc: BaseException) -> bool:

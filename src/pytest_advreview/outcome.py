@@ -34,6 +34,7 @@ import pytest
 
 from .loop import LoopResult
 from .models import Finding, Review, ReviewStatus, Severity, Verdict
+from .outbound import terminal_text
 
 __all__ = [
     "Outcome",
@@ -222,8 +223,10 @@ def decide(result: LoopResult, fail_on: Severity) -> Outcome:
 
 
 def warning_message(item_name: str, outcome: Outcome) -> str:
-    """The text of the :class:`ReviewWarning` for a warned outcome: one line per finding."""
-    return "\n".join([_header(item_name, outcome.summary), *(f.line() for f in outcome.below)])
+    """The text of the :class:`ReviewWarning` for a warned outcome: one line per finding
+    (redacted and neutralised: pytest prints it in the warnings summary)."""
+    lines = [_header(item_name, outcome.summary), *(f.line() for f in outcome.below)]
+    return terminal_text("\n".join(lines))
 
 
 def _header(item_name: str, tail: str) -> str:
@@ -233,15 +236,18 @@ def _header(item_name: str, tail: str) -> str:
 def _with_warnings(parts: list[str], result: LoopResult) -> str:
     if result.warnings:
         parts += ["", *(f"warning: {w}" for w in result.warnings)]
-    return "\n".join(parts) + "\n"
+    # The failure and error texts reach the terminal, JUnit and any report plugin: no
+    # secret, no control character, no line the CI would read as a command.
+    return terminal_text("\n".join(parts) + "\n")
 
 
 def failure_report(item_name: str, result: LoopResult, outcome: Outcome) -> str:
     """The failure text: header, the review verbatim, then one line per finding.
 
-    The review text is inserted unchanged (its bytes are the reviewer's), so the report
-    never disagrees with what the reviewer wrote; the finding lines after it are the
-    parsed form, failing ones first, then those below fail-on marked as such.
+    The review text is inserted as the reviewer wrote it, only redacted and neutralised
+    (:func:`~.outbound.terminal_text`), so the report never disagrees with the review; the
+    finding lines after it are the parsed form, failing ones first, then those below
+    fail-on marked as such.
     """
     parts = [_header(item_name, f"round {outcome.rounds}"), ""]
     raw = result.review.raw if result.review is not None else ""

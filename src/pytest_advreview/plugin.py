@@ -46,11 +46,16 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(fixtures, "advreview-fixtures")
     if not config.getoption("advreview_enabled", default=False):
         return
-    from . import gate, settings
+    from . import gate, outbound, settings
     from .runner.factory import BuiltinReviewers
     from .session import Controller, ReviewSession
 
     resolved = settings.from_config(config)
+    # What is secret is decided once, before anything is printed: every output of the run
+    # (and the workers', through workerinput) is redacted the same way.
+    redactor = outbound.Redactor.for_run(config, resolved.env_allow)
+    outbound.install(redactor)
+    config.add_cleanup(lambda: outbound.install(None))
     # Before any review item is made: each one notes itself with the recorder.
     recorder = gate.GateRecorder()
     config.stash[gate.GATE_KEY] = recorder
@@ -64,6 +69,8 @@ def pytest_configure(config: pytest.Config) -> None:
         check = gate.GateCheck(config, recorder, enforced=enforced, strict=resolved.strict_exit)
         config.stash[_GATE_CHECK] = check
         config.pluginmanager.register(check, "advreview-gate")
+        guard = outbound.LogGuard(redactor, os.environ)
+        config.pluginmanager.register(guard, "advreview-log-guard")
 
 
 #: The run's gate check (controller only), for the exit status pytest_cmdline_main returns.

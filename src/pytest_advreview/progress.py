@@ -40,6 +40,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .outbound import one_line
+
 if TYPE_CHECKING:
     from _pytest._io import TerminalWriter
 
@@ -104,13 +106,16 @@ def _command(raw: object) -> str:
 
 
 def printable(text: str) -> str:
-    """``text`` without control characters: nothing the reviewer ran can drive the terminal.
+    """``text`` on one line, redacted, control characters shown escaped and no workflow
+    command (:func:`~.outbound.one_line`): nothing the reviewer ran can drive the terminal
+    or the CI log.
 
     The command comes from the reviewer, which the plan under review may have talked into
     anything; an escape sequence in it (``ESC ]52`` sets the clipboard, ``ESC [2K`` erases
-    a line, a fake "PASSED") must reach the terminal as text, not as an instruction.
+    a line, a fake "PASSED") must reach the terminal as text, not as an instruction, and a
+    secret it echoes must not reach the log.
     """
-    return "".join(ch if ch.isprintable() else "?" for ch in text)
+    return one_line(text)
 
 
 @dataclass

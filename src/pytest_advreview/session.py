@@ -12,13 +12,13 @@ import os
 import secrets
 import shutil
 import tempfile
-from collections.abc import Generator
+from collections.abc import Generator, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import containment, head, runstash, targets
+from . import containment, head, outbound, runstash, targets
 from .constants import BUILTIN_REVIEWERS, CODE_ITEM_NAME, RECORD_ATTR
 from .coordinator import Coordinator
 from .items import PlanFile, ReviewItem, ReviewRepr
@@ -218,6 +218,7 @@ class ReviewSession:
             for path, key in self._keys.items()
             if key.startswith(self.selection.prefix)
         }
+        _refuse_unsafe_plans(self.selection.keys)
 
     def _select(self, base: str | None) -> targets.PlanSelection:
         return targets.plan_files(
@@ -286,6 +287,7 @@ class ReviewSession:
                 f"--advreview-head={ref}; a head's plans are read only from regular "
                 "files: ask the author to commit the plan itself"
             )
+        _refuse_unsafe_plans(key for _path, key in plans)
         for path, key in plans:
             node_path = self.rootdir / key[len(self.selection.prefix) :]
             self._keys[node_path] = key
@@ -319,6 +321,7 @@ class ReviewSession:
                 if not path.is_absolute():
                     path = Path(self.config.invocation_params.dir) / path
                 if path.suffix == ".md" and path.is_file():
+                    _refuse_unsafe_plans([arg.split("::", 1)[0]])
                     real = path.resolve()
                     self._refuse_disguised(path, real)
                     found.append(real)
@@ -467,6 +470,19 @@ class ReviewSession:
             return TargetSpec(kind="code", key=CODE_ITEM_NAME, error=self.base_error)
         if change is None:
             return None
+        unsafe = [name for name in change.files if outbound.unsafe_name(name)]
+        if unsafe:
+            # Fail closed: the name would forge a line wherever it is printed; the code
+            # item errors and says which file, escaped.
+            more = f" (and {len(unsafe) - 1} more)" if len(unsafe) > 1 else ""
+            return TargetSpec(
+                kind="code",
+                key=CODE_ITEM_NAME,
+                error="pytest-advreview: the change set has a file named "
+                f"{outbound.shown(unsafe[0])}{more}: a control "
+                "character or '##[' in a file name would forge CI log and terminal lines "
+                "wherever it is printed; rename the file",
+            )
         return TargetSpec(
             kind="code",
             key=CODE_ITEM_NAME,
@@ -627,7 +643,8 @@ class ReviewSession:
             )
         if self.only:
             lines.append("advreview: --advreview-only: review items only, no test module imported")
-        return lines
+        # Ref names, commit subjects and paths come from the repository: one safe line each.
+        return [outbound.one_line(line) for line in lines]
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
@@ -666,6 +683,19 @@ class ReviewSession:
             if rebuilt is not None:
                 report.longrepr = rebuilt
         return report
+
+
+def _refuse_unsafe_plans(names: Iterable[str]) -> None:
+    """A plan whose name would forge a CI log line or drive the terminal is refused: its
+    node id is printed at the start of lines, where the runner reads workflow commands."""
+    for name in names:
+        if outbound.unsafe_name(name) or "::" in name:
+            raise pytest.UsageError(
+                f"pytest-advreview: the plan file {outbound.shown(name)} has a control "
+                "character, '::' or '##[' in its name, which would forge CI log lines (a "
+                "workflow command) or rewrite terminal lines wherever its node id is "
+                "printed; it is not collected: rename the file"
+            )
 
 
 class Controller:

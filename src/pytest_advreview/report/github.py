@@ -10,7 +10,8 @@ and one ``::notice`` counts the ones left out.
 Escaping follows the runner's rules (``actions/toolkit`` ``command.ts``): in the message,
 ``%`` → ``%25``, CR → ``%0D``, LF → ``%0A``; in property values additionally ``:`` →
 ``%3A`` and ``,`` → ``%2C``.  So a hostile title cannot end a property early or start a
-second command.
+second command.  Every field is redacted and its control characters are shown escaped
+first (:mod:`..outbound`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..models import Finding, ItemRecord
+from ..outbound import annotation_data, annotation_property
 from .collect import ItemResult
 from .files import Anchors
 from .sarif import level_of
@@ -49,13 +51,14 @@ def enabled(mode: str, environ: Mapping[str, str]) -> bool:
 
 
 def escape_data(text: str) -> str:
-    """Escape a command's message (everything after the second ``::``)."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """Escape a command's message (everything after the second ``::``), redacted and
+    with control characters shown (:func:`~..outbound.annotation_data`)."""
+    return annotation_data(text)
 
 
 def escape_property(text: str) -> str:
     """Escape a property value (``file=…,title=…``): data escaping plus ``:`` and ``,``."""
-    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+    return annotation_property(text)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from pydantic import Field
 
 from .. import __version__
 from ..models import ChangeSetInfo, ItemRecord, OutputFormat, Severity, TokenUsage, WireModel
+from ..outbound import redact_model
 from .collect import ItemResult
 
 if TYPE_CHECKING:
@@ -174,7 +175,8 @@ def render_json(
     settings: Settings, results: list[ItemResult], *, change: ChangeSetInfo | None = None
 ) -> str:
     """The text of the ``--advreview-json`` file (indented, one trailing newline)."""
-    return build_report(settings, results, change=change).model_dump_json(indent=2) + "\n"
+    report = redact_model(build_report(settings, results, change=change))
+    return report.model_dump_json(indent=2) + "\n"
 
 
 def schema_text() -> str:

@@ -27,6 +27,7 @@ from ..models import (
     RoundRecord,
     RunnerStatus,
 )
+from ..outbound import escape_controls, redact
 from .collect import ItemResult
 from .json_report import gate_result
 from .terminal import MEANING
@@ -323,7 +324,9 @@ def render_markdown(
             "the --advreview-report file has them._",
             "",
         ]
-    return "\n".join(lines).rstrip("\n") + "\n"
+    # The records are redacted at their source; this pass covers the settings and what
+    # else the page names, and shows control characters (a PR comment, a step summary).
+    return escape_controls(redact("\n".join(lines).rstrip("\n") + "\n"))
 
 
 def step_summary(

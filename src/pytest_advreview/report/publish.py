@@ -23,6 +23,7 @@ import pytest
 
 from ..constants import EXIT_REVIEW_ERRORS
 from ..models import ChangeSetInfo
+from ..outbound import terminal_text
 from . import github
 from .collect import ItemResult
 from .files import Anchors, find_repo_root, write_atomic
@@ -174,7 +175,8 @@ def _write(out: _Output, option: str, path: Path, render: Callable[[], str]) -> 
 
 
 def _warn(out: _Output, message: str) -> None:
-    out.line(f"{_PREFIX}: WARNING: {message}", yellow=True, bold=True)
+    # A path or an exception's text may be anything: redacted and neutralised.
+    out.line(terminal_text(f"{_PREFIX}: WARNING: {message}"), yellow=True, bold=True)
 
 
 def other_failures(config: pytest.Config, results: list[ItemResult]) -> bool:

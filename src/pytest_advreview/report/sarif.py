@@ -32,6 +32,7 @@ from pydantic.alias_generators import to_camel
 
 from .. import __version__
 from ..models import Finding, ItemRecord, Severity, WireModel
+from ..outbound import redact_model
 from .collect import ItemResult
 from .files import Anchor, Anchors
 
@@ -296,5 +297,5 @@ def render_sarif(
     results: Sequence[ItemResult], anchors: Anchors, *, fallback_path: str | None = None
 ) -> str:
     """The text of the ``--advreview-sarif`` file (indented, one trailing newline)."""
-    log = build_sarif(results, anchors, fallback_path=fallback_path)
+    log = redact_model(build_sarif(results, anchors, fallback_path=fallback_path))
     return log.model_dump_json(indent=2, by_alias=True, exclude_none=True) + "\n"

@@ -7,6 +7,7 @@ from collections import Counter
 import pytest
 
 from ..models import ItemRecord
+from ..outbound import terminal_text
 from .collect import ItemResult
 
 __all__ = ["MEANING", "lead_lines", "write_summary"]
@@ -48,27 +49,33 @@ def write_summary(terminal: pytest.TerminalReporter, results: list[ItemResult]) 
     if not results:
         return
     terminal.write_sep("=", "adversarial review summary")
+
+    def line(text: str) -> None:
+        # A record's text (a lead's reason, a warning, an error, a path) is the
+        # reviewer's or the pull request's: redacted and neutralised.
+        terminal.write_line(terminal_text(text))
+
     total = 0
     for result in results:
         record = result.record
         total += record.tokens.total
         decisions = Counter(d.action.value for d in record.decisions)
         decided = ", ".join(f"{n} {a}" for a, n in sorted(decisions.items()))
-        terminal.write_line(
+        line(
             f"{record.nodeid}: {record.status.value} ({result.pytest_outcome}) — "
             f"round {result.rounds}, {result.severity_counts()}, {record.tokens.total} tokens, "
             f"{result.seconds:.1f}s"
         )
         if decided:
-            terminal.write_line(f"    decisions: {decided}")
+            line(f"    decisions: {decided}")
         if record.status.value != "approved":
-            terminal.write_line(f"    {MEANING.get(record.status.value, '')}")
+            line(f"    {MEANING.get(record.status.value, '')}")
         if record.error:
-            terminal.write_line(f"    {record.error.strip().splitlines()[0]}")
+            line(f"    {record.error.strip().splitlines()[0]}")
         for warning in record.warnings:
-            terminal.write_line(f"    warning: {warning}")
-        for line in lead_lines(record):
-            terminal.write_line(f"    {line}")
+            line(f"    warning: {warning}")
+        for lead in lead_lines(record):
+            line(f"    {lead}")
         for mutation in record.mutations:
-            terminal.write_line(f"    changed by the reviewer: {mutation}")
-    terminal.write_line(f"total: {len(results)} reviews, {total} tokens")
+            line(f"    changed by the reviewer: {mutation}")
+    line(f"total: {len(results)} reviews, {total} tokens")

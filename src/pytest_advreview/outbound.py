@@ -1,0 +1,622 @@
+"""Text leaving the process: one redaction pass and one neutralisation, for every output.
+
+A reviewer that got hold of a credential (a tool call that read a file, an environment
+it should not have seen) can write it into its review, and the review is copied into the
+terminal, the failure text, the JSON, markdown and SARIF reports, the GitHub annotations,
+the step summary and the pull-request comment; GitHub masks its logs, not comments posted
+through its API.  The review text is also written by whoever talked the reviewer into
+writing it, so it may speak as the CI (``::stop-commands::…``, ``::error ::forged``,
+``##[error]``) or drive the terminal (escape sequences).  Every sink therefore calls this
+module, and only this module decides what a secret is and what a log line may say.
+
+**Redaction** (:func:`redact`, the one pass; :func:`redact_data` applies it to every
+string of a JSON-like value).  The secrets are decided once per run, on the controller,
+from its environment (:meth:`Redactor.from_environ`) and sent to xdist workers in
+``workerinput`` (:data:`WORKERINPUT_KEY`), so every process redacts the same values:
+
+* the value of every environment variable of at least :data:`MIN_SECRET_CHARS`
+  characters, fail closed, except the variables named in :data:`NOT_SECRET_NAMES` (the
+  tool shell's core set, locale, and the CI metadata reports must show), the plugin's own
+  setting variables (whose values the reports print), the user's ``advreview_env_allow``
+  globs (the user said they are not secret), and values that are plain numbers or
+  existing absolute paths;
+* parts of such a value that could leak alone: the password and the credential-named
+  query values of a URL (each URL of a list), ``name=value`` pairs whose name looks like
+  a credential (``-Dhttp.proxyPassword=…``), and each long line of a multi-line value (a
+  PEM key);
+* the state key (:mod:`.statekey`): ``ADVREVIEW_STATE_KEY``, or the per-user key file's
+  hex text, read (never created) the first time a text is redacted after it exists.
+
+A value is found also when whitespace, a line break, a backslash or an ANSI colour code
+was inserted between any two of its characters (a wrapped or re-flowed line, a markdown
+escape) and when any character is percent-encoded (``quote``, ``quote_plus``).  It is
+replaced by ``[redacted:NAME]``.
+
+**Neutralisation** (:func:`terminal_text`, :func:`one_line`).  Control characters (C0
+except newline and tab, DEL, C1, a lone carriage return, line and paragraph separators,
+bidirectional overrides) are shown escaped (``\\x1b``), and a line whose first
+non-blank characters are ``::`` or which contains ``##[`` (the GitHub runner parses
+both as workflow commands, ``##[`` anywhere in a line) is defused with a backslash.
+Under GitHub Actions the terminal summary, where pytest prints the failure texts, is
+also wrapped in ``::stop-commands::TOKEN`` … ``::TOKEN::`` with a per-run random token
+(:class:`LogGuard`), so even text this module never saw cannot issue a command there, and
+the plugin's own annotations (printed before) and a later step's (after) still work.
+Workflow command fields are escaped per GitHub's rules (:func:`annotation_data`,
+:func:`annotation_property`).  A plan path with such characters is refused
+(:func:`unsafe_name`, :func:`shown`).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import json
+import os
+import re
+import secrets
+import time
+import unicodedata
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+import pytest
+from pydantic import BaseModel
+
+from .options import SPECS
+from .runner.environment import looks_like_credential
+from .statekey import STATE_KEY_ENV, user_key_path
+
+__all__ = [
+    "MIN_SECRET_CHARS",
+    "NOT_SECRET_NAMES",
+    "WORKERINPUT_KEY",
+    "LogGuard",
+    "Redactor",
+    "Secret",
+    "annotation_data",
+    "annotation_property",
+    "environment_secrets",
+    "escape_controls",
+    "install",
+    "one_line",
+    "redact",
+    "redact_data",
+    "redact_model",
+    "shown",
+    "terminal_text",
+    "unsafe_name",
+]
+
+#: Shortest environment value treated as a secret: shorter ones (``true``, ``main``,
+#: ``1``) are words every report contains, and no credential is that short.
+MIN_SECRET_CHARS: Final = 8
+#: Shortest part of a value (a URL's password, a query value) treated as a secret.
+_MIN_PART_CHARS: Final = 4
+#: Shortest line of a multi-line value (a PEM key's base64 lines) redacted on its own.
+_MIN_LINE_CHARS: Final = 16
+#: ``workerinput`` key of the controller's secrets (JSON), so workers redact the same.
+WORKERINPUT_KEY: Final = "advreview_redact"
+
+#: Variables whose values are not secret and that reports legitimately show.
+NOT_SECRET_NAMES: Final = frozenset(
+    {
+        # The tool shell's core set, and where things are.
+        "HOME",
+        "LOGNAME",
+        "PATH",
+        "SHELL",
+        "USER",
+        "USERNAME",
+        "TMPDIR",
+        "TEMP",
+        "TMP",
+        "PWD",
+        "OLDPWD",
+        "CODEX_HOME",
+        "VIRTUAL_ENV",
+        # Locale, terminal, proxy exceptions, pytest's own bookkeeping.
+        "LANG",
+        "LANGUAGE",
+        "TERM",
+        "COLORTERM",
+        "TZ",
+        "SHLVL",
+        "HOSTNAME",
+        "NO_PROXY",
+        "CI",
+        "PYTEST_CURRENT_TEST",
+        "PYTEST_XDIST_WORKER",
+        "PYTEST_XDIST_WORKER_COUNT",
+        "PYTEST_XDIST_TESTRUNUID",
+        # GitHub Actions' default variables (none of them is a credential).
+        "GITHUB_ACTION",
+        "GITHUB_ACTION_PATH",
+        "GITHUB_ACTION_REPOSITORY",
+        "GITHUB_ACTIONS",
+        "GITHUB_ACTOR",
+        "GITHUB_ACTOR_ID",
+        "GITHUB_API_URL",
+        "GITHUB_BASE_REF",
+        "GITHUB_ENV",
+        "GITHUB_EVENT_NAME",
+        "GITHUB_EVENT_PATH",
+        "GITHUB_GRAPHQL_URL",
+        "GITHUB_HEAD_REF",
+        "GITHUB_JOB",
+        "GITHUB_OUTPUT",
+        "GITHUB_PATH",
+        "GITHUB_REF",
+        "GITHUB_REF_NAME",
+        "GITHUB_REF_PROTECTED",
+        "GITHUB_REF_TYPE",
+        "GITHUB_REPOSITORY",
+        "GITHUB_REPOSITORY_ID",
+        "GITHUB_REPOSITORY_OWNER",
+        "GITHUB_REPOSITORY_OWNER_ID",
+        "GITHUB_RETENTION_DAYS",
+        "GITHUB_RUN_ATTEMPT",
+        "GITHUB_RUN_ID",
+        "GITHUB_RUN_NUMBER",
+        "GITHUB_SERVER_URL",
+        "GITHUB_SHA",
+        "GITHUB_STEP_SUMMARY",
+        "GITHUB_TRIGGERING_ACTOR",
+        "GITHUB_WORKFLOW",
+        "GITHUB_WORKFLOW_REF",
+        "GITHUB_WORKFLOW_SHA",
+        "GITHUB_WORKSPACE",
+        "RUNNER_ARCH",
+        "RUNNER_DEBUG",
+        "RUNNER_ENVIRONMENT",
+        "RUNNER_NAME",
+        "RUNNER_OS",
+        "RUNNER_TEMP",
+        "RUNNER_TOOL_CACHE",
+        # GitLab CI's metadata of the pipeline (not CI_JOB_TOKEN, CI_REGISTRY_PASSWORD).
+        "CI_COMMIT_SHA",
+        "CI_COMMIT_BEFORE_SHA",
+        "CI_COMMIT_BRANCH",
+        "CI_COMMIT_REF_NAME",
+        "CI_COMMIT_REF_SLUG",
+        "CI_DEFAULT_BRANCH",
+        "CI_MERGE_REQUEST_DIFF_BASE_SHA",
+        "CI_MERGE_REQUEST_TARGET_BRANCH_NAME",
+        "CI_MERGE_REQUEST_SOURCE_BRANCH_NAME",
+        "CI_PIPELINE_ID",
+        "CI_PIPELINE_URL",
+        "CI_JOB_ID",
+        "CI_JOB_URL",
+        "CI_PROJECT_DIR",
+        "CI_PROJECT_PATH",
+        "CI_PROJECT_URL",
+        "CI_SERVER_URL",
+    }
+)
+_NOT_SECRET_GLOBS: Final = ("LC_*",)
+#: The plugin's own setting variables: the header and the reports print their values.
+#: Not those that hold a command line (it may carry a token).
+_SETTING_NAMES: Final = frozenset(
+    spec.env_var for spec in SPECS if spec.env and spec.metavar != "CMD"
+)
+
+_Model = TypeVar("_Model", bound=BaseModel)
+
+_NUMBER = re.compile(r"[+-]?[0-9]+(?:\.[0-9]+)?\Z")
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s,;|]+")
+_PAIR = re.compile(r"([A-Za-z0-9_.-]+)[=:]([^\s&;,'\"]+)")
+
+
+@dataclass(frozen=True)
+class Secret:
+    """A value never to be written out, and the name it is replaced with."""
+
+    name: str
+    value: str
+    #: Match letters in either case (the state key's hex text).
+    ignore_case: bool = False
+
+
+def _not_secret(name: str, value: str, allow: Iterable[str]) -> bool:
+    upper = name.upper()
+    if upper in NOT_SECRET_NAMES or upper in _SETTING_NAMES:
+        return True
+    globs = (*_NOT_SECRET_GLOBS, *allow)
+    if any(fnmatch.fnmatchcase(upper, glob.upper()) for glob in globs):
+        return True
+    text = value.strip()
+    if _NUMBER.match(text):
+        return True
+    parts = [p for p in text.split(os.pathsep) if p]
+    # A plain path (or a list of them, PYTHONPATH) names the machine's files, which the
+    # reports name too; an absolute path that does not exist may be anything.
+    return bool(parts) and all(os.path.isabs(p) and os.path.exists(p) for p in parts)
+
+
+def _parts(value: str) -> list[str]:
+    """Pieces of a secret value that could leak on their own."""
+    found: list[str] = []
+    for match in _URL.finditer(value):
+        url = match.group(0)
+        found.append(url)
+        try:
+            split = urlsplit(url)
+            password = split.password
+            query = parse_qsl(split.query, keep_blank_values=False)
+        except ValueError:
+            continue
+        if password:
+            found.append(password)
+        found.extend(v for k, v in query if looks_like_credential(k))
+    found.extend(v for k, v in _PAIR.findall(value) if looks_like_credential(k))
+    lines = [line.strip() for line in value.splitlines()]
+    if len(lines) > 1:
+        found.extend(line for line in lines if len(line) >= _MIN_LINE_CHARS)
+    return [p for p in found if len(p) >= _MIN_PART_CHARS and p != value]
+
+
+def environment_secrets(environ: Mapping[str, str], allow: Iterable[str] = ()) -> list[Secret]:
+    """The secrets of ``environ``: every value not known to be harmless, and its parts."""
+    allow = tuple(allow)
+    found: list[Secret] = []
+    for name, value in environ.items():
+        if name.upper() == STATE_KEY_ENV:
+            continue  # the state key is named by its own rule (always a secret)
+        if len(value.strip()) < MIN_SECRET_CHARS or _not_secret(name, value, allow):
+            continue
+        found.append(Secret(name, value.strip()))
+        found.extend(Secret(name, part) for part in _parts(value))
+    return found
+
+
+def _state_key(environ: Mapping[str, str]) -> Secret | None:
+    """The state key's text: the variable, else the per-user key file (never created)."""
+    value = environ.get(STATE_KEY_ENV, "").strip()
+    if value:
+        return Secret(STATE_KEY_ENV, value)
+    try:
+        path = user_key_path(environ)
+        text = path.read_text(encoding="ascii", errors="replace").strip()
+    except (OSError, RuntimeError):  # no file yet, or no home folder
+        return None
+    if len(text) < MIN_SECRET_CHARS:
+        return None
+    return Secret("state key", text, ignore_case=True)
+
+
+#: Characters allowed between two characters of a secret: whitespace (a wrapped line),
+#: a backslash (a markdown escape) and ANSI colour codes.
+_FILLER = r"(?:\s|\\|\x1b\[[0-9;]*[A-Za-z])*"
+_FILLER_RUN = re.compile(r"(?:\s|\\|\x1b\[[0-9;]*[A-Za-z])+")
+
+
+def _char_pattern(char: str, ignore_case: bool) -> str:
+    options = [re.escape(char)]
+    if ignore_case and char.lower() != char.upper():
+        options = [re.escape(char.lower()), re.escape(char.upper())]
+    encoded = "".join(
+        "%" + "".join(d if d.isdigit() else f"[{d.lower()}{d.upper()}]" for d in f"{byte:02X}")
+        for byte in char.encode("utf-8")
+    )
+    options.append(encoded)
+    if char == " ":
+        options.append(r"\+")  # quote_plus
+    return "(?:" + "|".join(options) + ")"
+
+
+def _pattern(secret: Secret) -> re.Pattern[str]:
+    chars = [_char_pattern(c, secret.ignore_case) for c in secret.value]
+    return re.compile(_FILLER.join(chars))
+
+
+def _canonical(text: str) -> str:
+    """``text`` without filler and percent-encoding: a secret's pattern can match ``text``
+    only if the secret's canonical form is a substring of this (a cheap first test)."""
+    text = _FILLER_RUN.sub("", text)
+    return unquote(text, errors="replace") if "%" in text else text
+
+
+class Redactor:
+    """Replaces the run's secrets in text.  Built once per run (see the module doc).
+
+    A text is first tested cheaply (:func:`_canonical`, one substring test per secret);
+    the exact pattern of a secret is compiled and run only on a text that may hold it.
+    """
+
+    def __init__(
+        self, found: Iterable[Secret], *, environ: Mapping[str, str] | None = None
+    ) -> None:
+        self.secrets: tuple[Secret, ...] = ()
+        #: Each secret's canonical form, and whether "+" is left out of it and the text.
+        self._canon: list[tuple[Secret, str, bool]] = []
+        self._compiled: dict[Secret, re.Pattern[str]] = {}
+        self._shortest = 0
+        self._add(found)
+        # The per-user state key may be created after the run starts (by the first review
+        # that stores a verdict): looked for again until it is found.
+        self._environ = environ
+        self._state_key_found = environ is None
+        self._next_look = 0.0
+
+    def _add(self, found: Iterable[Secret]) -> None:
+        unique = {(s.value, s.ignore_case): s for s in (*self.secrets, *found) if s.value.strip()}
+        #: Longest first: a secret that contains another is named by itself.
+        self.secrets = tuple(sorted(unique.values(), key=lambda s: (-len(s.value), s.name)))
+        self._canon = []
+        for secret in self.secrets:
+            canon = _FILLER_RUN.sub("", secret.value)
+            # quote_plus writes a space as "+": compared without "+" on both sides.
+            plus = " " in secret.value
+            canon = canon.replace("+", "") if plus else canon
+            self._canon.append((secret, canon.lower() if secret.ignore_case else canon, plus))
+        self._shortest = min((len(s.value.strip()) for s in self.secrets), default=0)
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str], allow: Iterable[str] = ()) -> Redactor:
+        """The secrets of ``environ`` (see the module doc), and the state key.
+
+        :param allow: the user's ``advreview_env_allow`` globs: not secret.
+        """
+        found = environment_secrets(environ, allow)
+        return cls(found, environ=dict(environ))
+
+    @classmethod
+    def for_run(cls, config: pytest.Config, allow: Iterable[str]) -> Redactor:
+        """The controller's redactor (from its environment), or on an xdist worker the
+        controller's secrets from ``workerinput``."""
+        workerinput = getattr(config, "workerinput", None)
+        if isinstance(workerinput, dict) and WORKERINPUT_KEY in workerinput:
+            data = json.loads(str(workerinput[WORKERINPUT_KEY]))
+            return cls(
+                (Secret(str(n), str(v), bool(i)) for n, v, i in data), environ=dict(os.environ)
+            )
+        return cls.from_environ(os.environ, allow)
+
+    def to_wire(self) -> str:
+        """The secrets as ``workerinput`` carries them (a pipe no reviewer can read)."""
+        self._refresh_state_key()
+        return json.dumps([[s.name, s.value, s.ignore_case] for s in self.secrets])
+
+    def _refresh_state_key(self) -> None:
+        if self._state_key_found or self._environ is None:
+            return
+        now = time.monotonic()
+        if now < self._next_look:
+            return  # one look a second: a file read per redacted string is too many
+        self._next_look = now + 1.0
+        key = _state_key(self._environ)
+        if key is not None:
+            self._state_key_found = True
+            self._add((key,))
+
+    def _candidates(self, text: str) -> list[Secret]:
+        """The secrets that may occur in ``text`` (a superset of those that do)."""
+        if len(text) < self._shortest:
+            return []
+        canon = _canonical(text)
+        forms: dict[tuple[bool, bool], str] = {}
+        found = []
+        for secret, value, plus in self._canon:
+            form = forms.get((secret.ignore_case, plus))
+            if form is None:
+                form = canon.replace("+", "") if plus else canon
+                form = form.lower() if secret.ignore_case else form
+                forms[secret.ignore_case, plus] = form
+            if value in form:
+                found.append(secret)
+        return found
+
+    def _exact(self, secret: Secret) -> re.Pattern[str]:
+        pattern = self._compiled.get(secret)
+        if pattern is None:
+            pattern = self._compiled[secret] = _pattern(secret)
+        return pattern
+
+    def redact(self, text: str) -> str:
+        """``text`` with every secret replaced by ``[redacted:NAME]``."""
+        self._refresh_state_key()
+        if not text or not self.secrets:
+            return text
+        spans: list[tuple[int, int, str]] = []
+        for secret in self._candidates(text):
+            found = self._exact(secret).finditer(text)
+            spans.extend((m.start(), m.end(), secret.name) for m in found)
+        if not spans:
+            return text
+        spans.sort(key=lambda s: (s[0], -s[1]))
+        out: list[str] = []
+        position = 0
+        for start, end, name in spans:
+            if start < position:  # overlaps one already replaced: extend it
+                position = max(position, end)
+                continue
+            out.append(text[position:start])
+            out.append(f"[redacted:{name}]")
+            position = end
+        out.append(text[position:])
+        return "".join(out)
+
+    def may_hold_secrets(self, texts: Iterable[str]) -> bool:
+        """Whether any of ``texts`` may hold a secret (the cheap test, over all at once)."""
+        self._refresh_state_key()
+        return bool(self.secrets) and bool(self._candidates("\x00".join(texts)))
+
+
+_ACTIVE: Redactor | None = None
+
+
+def install(redactor: Redactor | None) -> None:
+    """Make ``redactor`` the one every sink of this process uses (``None``: the default,
+    built from ``os.environ`` on first use)."""
+    global _ACTIVE
+    _ACTIVE = redactor
+
+
+def _active() -> Redactor:
+    global _ACTIVE
+    if _ACTIVE is None:  # outside a run (the action's steps): this process's environment
+        _ACTIVE = Redactor.from_environ(os.environ)
+    return _ACTIVE
+
+
+def redact(text: str) -> str:
+    """The one redaction pass: ``text`` without any of the run's secrets."""
+    return _active().redact(text)
+
+
+def _strings(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings(item)
+
+
+def _redact_tree(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {key: _redact_tree(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_redact_tree(item) for item in value]
+    return value
+
+
+def redact_data(value: Any) -> Any:
+    """``value`` (a JSON-like tree) with :func:`redact` applied to every string in it.
+
+    One cheap test over all its strings first: a tree without a secret (almost every
+    record) is returned as it is.
+    """
+    if not _active().may_hold_secrets(_strings(value)):
+        return value
+    return _redact_tree(value)
+
+
+def redact_model(model: _Model) -> _Model:
+    """``model`` with :func:`redact` applied to every string field (the same object when
+    none holds a secret)."""
+    data = model.model_dump(mode="json")
+    cleaned = redact_data(data)
+    if cleaned is data:
+        return model
+    return type(model).model_validate(cleaned)
+
+
+# -- neutralisation ------------------------------------------------------------------------
+
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+@functools.lru_cache(maxsize=8)
+def _controls(keep: str) -> re.Pattern[str]:
+    unsafe = [chr(c) for c in range(0xA0) if unicodedata.category(chr(c)) == "Cc"]
+    unsafe += ["\u2028", "\u2029", *sorted(_BIDI)]
+    chars = "".join(re.escape(c) for c in unsafe if c not in keep and c != "\r")
+    # A carriage return that ends a line (CRLF) moves nothing; a lone one returns the
+    # cursor (and, for the GitHub runner, starts a new line).
+    carriage = "" if "\r" in keep else ("\r(?!\n)" if "\n" in keep else "\r")
+    return re.compile("|".join(p for p in (f"[{chars}]", carriage) if p))
+
+
+def escape_controls(text: str, keep: str = "\n\t") -> str:
+    """``text`` with control characters shown escaped (``\\x1b``), ``keep`` left as is
+    (with a newline kept, so is the carriage return of a CRLF line end)."""
+    return _controls(keep).sub(lambda m: _escaped(m.group(0)), text)
+
+
+def _defuse(line: str) -> str:
+    # The runner trims leading white space before looking for "::"; it finds "##[" anywhere.
+    stripped = line.lstrip()
+    if stripped.startswith("::"):
+        line = line[: len(line) - len(stripped)] + "\\" + stripped
+    return line.replace("##[", "##\\[")
+
+
+def terminal_text(text: str) -> str:
+    """``text`` as it may be printed: redacted, control characters escaped, and no line
+    that the GitHub runner would read as a workflow command (see the module doc)."""
+    clean = escape_controls(redact(text))
+    return "\n".join(_defuse(line) for line in clean.split("\n"))
+
+
+def one_line(text: str) -> str:
+    """:func:`terminal_text` on one line: line breaks and tabs shown escaped too."""
+    return _defuse(escape_controls(redact(text), keep=""))
+
+
+def annotation_data(text: str) -> str:
+    """A workflow command's message: redacted, controls escaped, then GitHub's escaping
+    (``%`` → ``%25``, CR → ``%0D``, LF → ``%0A``), so it cannot end its line."""
+    clean = escape_controls(redact(text), keep="\n\r\t")
+    return clean.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def annotation_property(text: str) -> str:
+    """A workflow command's property value: :func:`annotation_data` plus ``:`` → ``%3A``
+    and ``,`` → ``%2C``, so it cannot end the property list early."""
+    return annotation_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def unsafe_name(name: str) -> bool:
+    """Whether a file name has a character that would forge a log or terminal line."""
+    return "##[" in name or _controls("").search(name) is not None
+
+
+def shown(name: str) -> str:
+    """``name`` for a message: every control character visibly escaped, quoted."""
+    return "'" + escape_controls(name, keep="").replace("##[", "##\\[") + "'"
+
+
+# -- the run's log guard ---------------------------------------------------------------------
+
+
+class LogGuard:
+    """The controller's plugin that keeps redaction and the log the same across the run.
+
+    * gives each xdist worker the controller's secrets (``workerinput``);
+    * under GitHub Actions, wraps the terminal summary (failure texts, warnings, ``-rA``
+      sections, the review summary) in ``::stop-commands::TOKEN`` … ``::TOKEN::`` with a
+      random token of this run, which no reviewer can know.
+    """
+
+    def __init__(self, redactor: Redactor, environ: Mapping[str, str]) -> None:
+        self.redactor = redactor
+        self.token = secrets.token_hex(16)
+        self.active = environ.get("GITHUB_ACTIONS", "").strip().lower() == "true"
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """The controller's secrets for a worker (its environment may have changed)."""
+        node.workerinput[WORKERINPUT_KEY] = self.redactor.to_wire()
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_terminal_summary(
+        self, terminalreporter: pytest.TerminalReporter
+    ) -> Any:  # a generator (pluggy's new-style wrapper)
+        """Pause workflow commands while pytest and the plugin print the summary."""
+        if not self.active:
+            return (yield)
+        _line_start(terminalreporter, f"::stop-commands::{self.token}")
+        try:
+            return (yield)
+        finally:
+            _line_start(terminalreporter, f"::{self.token}::")
+
+
+def _line_start(terminal: pytest.TerminalReporter, text: str) -> None:
+    """Print ``text`` at the start of its own line (workflow commands must be)."""
+    # Under xdist the progress line ("....  [100%]") is left open and write_line's
+    # ensure_newline() does not know it.
+    if terminal._tw.width_of_current_line:
+        terminal._tw.line()
+    terminal.write_line(text)
