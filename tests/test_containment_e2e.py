@@ -300,7 +300,13 @@ def test_a_codex_config_that_would_give_back_tmp_is_a_usage_error(
     assert "Traceback" not in out
 
 
-def test_network_access_stays_the_users_to_choose(pytester: pytest.Pytester) -> None:
+def test_network_access_stays_the_users_to_choose(
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    # pytester's HOME is the repository: Codex's default home would be inside it.
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path_factory.mktemp("codex-home")))
     result = pytester.runpytest(
         "--adversarial-review",
         "--advreview-codex-config=sandbox_workspace_write.network_access=true",

@@ -133,8 +133,13 @@ def test_a_bad_shard_is_a_usage_error_naming_the_option(
 
 
 def test_the_shard_comes_from_the_environment_and_shows_in_the_header(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
+    # pytester's HOME is the repository: Codex's default home would be inside it, which a
+    # gate run (CI) refuses.
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path_factory.mktemp("codex-home")))
     monkeypatch.setenv("ADVREVIEW_SHARD", "2/5")
     result = pytester.runpytest("--adversarial-review", "--collect-only")
     result.stdout.fnmatch_lines(["advreview: *shard=2/5*"])

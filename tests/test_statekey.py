@@ -132,9 +132,15 @@ def test_macs_depend_on_key_and_payload_and_the_secret_is_never_shown() -> None:
 
 @pytest.mark.parametrize("secret", [None, SECRET])
 def test_a_ci_run_without_the_secret_says_so_in_the_header(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, secret: str | None
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
+    secret: str | None,
 ) -> None:
     monkeypatch.setenv("CI", "true")
+    # pytester's HOME is the repository: Codex's default home would be inside it, which a
+    # gate run refuses before the header.
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path_factory.mktemp("codex-home")))
     if secret is not None:
         monkeypatch.setenv(STATE_KEY_ENV, secret)
     result = pytester.runpytest("--adversarial-review", "--collect-only")

@@ -192,6 +192,28 @@ NOT_SECRET_NAMES: Final = frozenset(
         "CI_PROJECT_PATH",
         "CI_PROJECT_URL",
         "CI_SERVER_URL",
+        # The Action's own inputs and paths (action.yml), which its messages name: the
+        # workflow writes them, and none is a credential (the API key and GH_TOKEN are
+        # other variables).  Not ADVREVIEW_ACTION_PYTEST_ARGS: a command line may carry
+        # anything.
+        "ADVREVIEW_ACTION_APPROVAL_LABEL",
+        "ADVREVIEW_ACTION_BASE",
+        "ADVREVIEW_ACTION_BASE_SHA",
+        "ADVREVIEW_ACTION_CODEX",
+        "ADVREVIEW_ACTION_FAIL_ON",
+        "ADVREVIEW_ACTION_HEAD_SHA",
+        "ADVREVIEW_ACTION_MODE",
+        "ADVREVIEW_ACTION_MODEL",
+        "ADVREVIEW_ACTION_PLANS",
+        "ADVREVIEW_ACTION_PR",
+        "ADVREVIEW_ACTION_PYTHON",
+        "ADVREVIEW_ACTION_REASONING",
+        "ADVREVIEW_ACTION_REPORT",
+        "ADVREVIEW_ACTION_SANDBOX",
+        "ADVREVIEW_ACTION_STATE_KEY",
+        "ADVREVIEW_ACTION_TRUSTED_ASSOCIATIONS",
+        "ADVREVIEW_ACTION_WORKERS",
+        "ADVREVIEW_ACTION_WORK_DIR",
     }
 )
 _NOT_SECRET_GLOBS: Final = ("LC_*",)
