@@ -66,6 +66,23 @@ INTERRUPTED_HANG_S = 600
 INTERRUPTED_EXIT_S = INTERRUPTED_HANG_S / 2
 
 
+def start_interruptible(argv: Sequence[str], **popen: Any) -> subprocess.Popen[Any]:
+    """``subprocess.Popen(argv, **popen)`` whose Python turns SIGINT into KeyboardInterrupt.
+
+    A test run started in the background of a non-interactive shell (``scripts/test &``,
+    a CI step's background job) inherits SIGINT ignored, an ignored signal stays ignored
+    across exec, and a Python that starts with SIGINT ignored never raises
+    KeyboardInterrupt: the SIGINT of a Ctrl-C test would do nothing and the test would
+    fail on its exit bound.  A caught signal is reset to the default in the child, so
+    SIGINT is caught here while the child starts.
+    """
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return subprocess.Popen(list(argv), **popen)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def interrupt_when(proc: subprocess.Popen[Any], ready: Callable[[], bool], what: str) -> Any:
     """Send ``proc`` SIGINT (Ctrl-C) once ``ready()`` holds; its stdout after it exits.
 

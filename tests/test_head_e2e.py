@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import INTERRUPTED_HANG_S, ReviewRepo, git, interrupt_when
+from conftest import INTERRUPTED_HANG_S, ReviewRepo, git, interrupt_when, start_interruptible
 from pytest_advreview.testing import FindingSpec, approved_review, revise_review, shell_step
 
 pytestmark = pytest.mark.real_codex
@@ -400,7 +400,7 @@ def test_ctrl_c_during_a_review_removes_the_checkout(review_repo: ReviewRepo) ->
     argv += review_repo.args(
         "--advreview-head=pr", "--advreview-diff=none", f"--advreview-timeout={INTERRUPTED_HANG_S}"
     )
-    proc = subprocess.Popen(
+    proc = start_interruptible(
         argv, cwd=review_repo.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     seen: list[Path] = []

@@ -14,7 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import INTERRUPTED_HANG_S, ReviewRepo, interrupt_when, live_processes, settled
+from conftest import (
+    INTERRUPTED_HANG_S,
+    ReviewRepo,
+    interrupt_when,
+    live_processes,
+    settled,
+    start_interruptible,
+)
 from pytest_advreview.testing import approved_review, revise_review
 
 pytestmark = pytest.mark.real_codex
@@ -94,7 +101,7 @@ def test_ctrl_c_leaves_no_process_behind(review_repo: ReviewRepo) -> None:
     timeout = f"--advreview-timeout={INTERRUPTED_HANG_S}"
     argv = [sys.executable, "-m", "pytest"]
     argv += review_repo.args(NO_CODE, "--advreview-jobs=3", timeout)
-    proc = subprocess.Popen(
+    proc = start_interruptible(
         argv, cwd=review_repo.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )
     out = interrupt_when(

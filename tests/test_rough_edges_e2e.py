@@ -15,7 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import INTERRUPTED_HANG_S, ReviewRepo, git, interrupt_when, ran_prompts
+from conftest import (
+    INTERRUPTED_HANG_S,
+    ReviewRepo,
+    git,
+    interrupt_when,
+    ran_prompts,
+    start_interruptible,
+)
 from pytest_advreview.testing import FindingSpec, approved_review, revise_review, shell_step
 
 pytestmark = pytest.mark.real_codex
@@ -277,7 +284,7 @@ def test_ctrl_c_during_a_review_leaves_no_temporary_folder(
         "-p",
         "no:xdist",
     )
-    proc = subprocess.Popen(
+    proc = start_interruptible(
         [sys.executable, "-m", "pytest", *args],
         cwd=review_repo.path,
         stdout=subprocess.PIPE,

@@ -24,6 +24,7 @@ from conftest import (
     live_processes,
     settled,
     sleeper_running,
+    start_interruptible,
     wait_for,
 )
 from pytest_advreview.models import Operation, ReviewQuality, RunnerStatus, Verdict
@@ -371,7 +372,7 @@ def _drive_a_review(fake, git_repo, tmp_path, env, kill_grace=None) -> subproces
             """
         )
     )
-    return subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    return start_interruptible([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
 
 
 def test_ctrl_c_during_a_review_leaves_no_codex(fake_codex, git_repo, tmp_path, env):
