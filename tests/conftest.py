@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import os
 import pkgutil
+import signal
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -50,6 +51,78 @@ def settled(probe: Callable[[], list[Any]], within: float = 5.0) -> list[Any]:
         if not found or time.monotonic() >= deadline:
             return found
         time.sleep(0.05)
+
+
+#: Seconds a review interrupted by the Ctrl-C tests would hang (the scripted server's
+#: ``hang``, the fake's ``sleep``) and its reviewer timeout: far longer than any exit after
+#: Ctrl-C, so a run that ends within :data:`INTERRUPTED_EXIT_S` stopped its review.
+INTERRUPTED_HANG_S = 600
+#: Most seconds an interrupted run may take to exit.  Not a speed requirement: it tells
+#: "stopped the review in flight" from "waited it out" (:data:`INTERRUPTED_HANG_S`).  After
+#: the SIGINT the plugin kills the reviewer's process group within a second, but pytest
+#: then formats the interrupt's whole traceback, the plugin writes its reports and the
+#: interpreter (under coverage: with its data file) shuts down; under coverage on a
+#: machine loaded 8x its cores that took up to 20 s, and a loaded CI machine is slower.
+INTERRUPTED_EXIT_S = INTERRUPTED_HANG_S / 2
+
+
+def start_interruptible(argv: Sequence[str], **popen: Any) -> subprocess.Popen[Any]:
+    """``subprocess.Popen(argv, **popen)`` whose Python turns SIGINT into KeyboardInterrupt.
+
+    A test run started in the background of a non-interactive shell (``scripts/test &``,
+    a CI step's background job) inherits SIGINT ignored, an ignored signal stays ignored
+    across exec, and a Python that starts with SIGINT ignored never raises
+    KeyboardInterrupt: the SIGINT of a Ctrl-C test would do nothing and the test would
+    fail on its exit bound.  A caught signal is reset to the default in the child, so
+    SIGINT is caught here while the child starts.
+    """
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return subprocess.Popen(list(argv), **popen)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def interrupt_when(proc: subprocess.Popen[Any], ready: Callable[[], bool], what: str) -> Any:
+    """Send ``proc`` SIGINT (Ctrl-C) once ``ready()`` holds; its stdout after it exits.
+
+    The SIGINT goes when the event has happened (``what``: the review is in flight), not
+    after a guessed delay, and the wait for it has no deadline of its own: a loaded machine
+    may take any time to start Python, pytest, git and the reviewer.  A run that ends
+    first fails the test at once with its output; one that hangs before the event ends
+    on its reviewer's timeout (:data:`INTERRUPTED_HANG_S`) and so fails too.  After the
+    SIGINT the run must exit within :data:`INTERRUPTED_EXIT_S`; it is killed otherwise.
+    """
+    try:
+        wait_for(proc, ready, what)
+        proc.send_signal(signal.SIGINT)
+        try:
+            return proc.communicate(timeout=INTERRUPTED_EXIT_S)[0]
+        except subprocess.TimeoutExpired:
+            pytest.fail(
+                f"still running {INTERRUPTED_EXIT_S:.0f} s after Ctrl-C: the review in flight "
+                f"(hanging {INTERRUPTED_HANG_S} s) was waited out, not stopped"
+            )
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def wait_for(proc: subprocess.Popen[Any], ready: Callable[[], bool], what: str) -> None:
+    """Return once ``ready()`` holds; fail with ``proc``'s output if it ends first."""
+    while not ready():
+        if proc.poll() is not None:
+            out = proc.communicate()[0]
+            pytest.fail(
+                f"{what} never happened: the run ended first (exit {proc.returncode}):\n"
+                f"{_text(out)}"
+            )
+        time.sleep(0.05)
+
+
+def _text(out: str | bytes | None) -> str:
+    return out.decode(errors="replace") if isinstance(out, bytes) else out or ""
 
 
 def sleeper_running(pid: int) -> bool:

@@ -11,15 +11,13 @@ import json
 import os
 import re
 import shlex
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import ReviewRepo, git
+from conftest import INTERRUPTED_HANG_S, ReviewRepo, git, interrupt_when, start_interruptible
 from pytest_advreview.testing import FindingSpec, approved_review, revise_review, shell_step
 
 pytestmark = pytest.mark.real_codex
@@ -398,24 +396,25 @@ def test_a_plan_that_is_a_symlink_in_the_head_is_refused(review_repo: ReviewRepo
 
 def test_ctrl_c_during_a_review_removes_the_checkout(review_repo: ReviewRepo) -> None:
     make_head(review_repo, {"docs/plans/p.md": HEAD_PLAN})
-    review_repo.answer("p.md", {"hang": 60})
+    review_repo.answer("p.md", {"hang": INTERRUPTED_HANG_S})
     argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
-    argv += review_repo.args("--advreview-head=pr", "--advreview-diff=none")
-    proc = subprocess.Popen(
+    argv += review_repo.args(
+        "--advreview-head=pr", "--advreview-diff=none", f"--advreview-timeout={INTERRUPTED_HANG_S}"
+    )
+    proc = start_interruptible(
         argv, cwd=review_repo.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
-    try:
-        deadline = time.monotonic() + 60
-        while not review_repo.server.response_requests and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert review_repo.server.response_requests, "the review never reached the server"
-        assert leftover_checkouts()  # the reviewer is reading it now
-        proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+    seen: list[Path] = []
+
+    def reviewing() -> bool:
+        if not review_repo.server.response_requests:
+            return False
+        seen.extend(leftover_checkouts())  # the reviewer is reading it now
+        return True
+
+    out = interrupt_when(proc, reviewing, "the review's request to the model")
+    assert seen
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
     assert "KeyboardInterrupt" in out
     assert leftover_checkouts() == []
 

@@ -8,14 +8,20 @@ there as requests that arrive while another is still being answered
 from __future__ import annotations
 
 import re
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import ReviewRepo, live_processes, settled
+from conftest import (
+    INTERRUPTED_HANG_S,
+    ReviewRepo,
+    interrupt_when,
+    live_processes,
+    settled,
+    start_interruptible,
+)
 from pytest_advreview.testing import approved_review, revise_review
 
 pytestmark = pytest.mark.real_codex
@@ -91,29 +97,19 @@ def test_x_stops_the_reviews_in_flight_and_kills_their_processes(
 def test_ctrl_c_leaves_no_process_behind(review_repo: ReviewRepo) -> None:
     for name in ("a", "b", "c"):
         review_repo.plan(f"{name}.md")
-        review_repo.answer(f"{name}.md", {"hang": 600})
-    argv = [
-        sys.executable,
-        "-m",
-        "pytest",
-        *review_repo.args(NO_CODE, "--advreview-jobs=3", "--advreview-timeout=600"),
-    ]
-    proc = subprocess.Popen(
+        review_repo.answer(f"{name}.md", {"hang": INTERRUPTED_HANG_S})
+    timeout = f"--advreview-timeout={INTERRUPTED_HANG_S}"
+    argv = [sys.executable, "-m", "pytest"]
+    argv += review_repo.args(NO_CODE, "--advreview-jobs=3", timeout)
+    proc = start_interruptible(
         argv, cwd=review_repo.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )
-    try:
-        waiting = settled(
-            lambda: [] if len(review_repo.server.response_requests) >= 3 else ["waiting"],
-            within=120,
-        )
-        assert waiting == [], "the three reviews never reached the model"
-        proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 2, out.decode(errors="replace")
+    out = interrupt_when(
+        proc,
+        lambda: len(review_repo.server.response_requests) >= 3,
+        "the three reviews' requests to the model",
+    )
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out.decode(errors="replace")
     assert b"KeyboardInterrupt" in out
     assert settled(lambda: _codex_of(review_repo.path)) == []
 

@@ -8,16 +8,21 @@ on things that do not exist, temporary folders left behind, and the mutation rep
 from __future__ import annotations
 
 import re
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import ReviewRepo, git, ran_prompts
+from conftest import (
+    INTERRUPTED_HANG_S,
+    ReviewRepo,
+    git,
+    interrupt_when,
+    ran_prompts,
+    start_interruptible,
+)
 from pytest_advreview.testing import FindingSpec, approved_review, revise_review, shell_step
 
 pytestmark = pytest.mark.real_codex
@@ -271,26 +276,30 @@ def test_ctrl_c_during_a_review_leaves_no_temporary_folder(
     review_repo: ReviewRepo, temp_root: Path, isolation: str
 ) -> None:
     review_repo.plan("x.md", PLAN)
-    review_repo.answer("x.md", {"hang": 60})
-    args = review_repo.args(NO_CODE, f"--advreview-isolation={isolation}", "-p", "no:xdist")
-    proc = subprocess.Popen(
+    review_repo.answer("x.md", {"hang": INTERRUPTED_HANG_S})
+    args = review_repo.args(
+        NO_CODE,
+        f"--advreview-isolation={isolation}",
+        f"--advreview-timeout={INTERRUPTED_HANG_S}",
+        "-p",
+        "no:xdist",
+    )
+    proc = start_interruptible(
         [sys.executable, "-m", "pytest", *args],
         cwd=review_repo.path,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
-    try:
-        # Wait (on an event, not a clock) until the reviewer is mid-review.
-        while not review_repo.server.response_requests:
-            assert proc.poll() is None, proc.communicate()[0].decode()
-            time.sleep(0.05)
-        assert _plugin_temp_dirs(temp_root)  # the review's folder exists now
-        proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+    seen: list[str] = []
+
+    def reviewing() -> bool:
+        if not review_repo.server.response_requests:
+            return False
+        seen.extend(_plugin_temp_dirs(temp_root))  # the review's folder exists now
+        return True
+
+    out = interrupt_when(proc, reviewing, "the review's request to the model")
+    assert seen
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, out.decode()
     assert "KeyboardInterrupt" in out.decode()
     assert _plugin_temp_dirs(temp_root) == []

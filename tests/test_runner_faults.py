@@ -18,7 +18,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import settled, sleeper_running
+from conftest import (
+    INTERRUPTED_HANG_S,
+    interrupt_when,
+    live_processes,
+    settled,
+    sleeper_running,
+    start_interruptible,
+    wait_for,
+)
 from pytest_advreview.models import Operation, ReviewQuality, RunnerStatus, Verdict
 from pytest_advreview.runner import DispatchRequest, DispatchResult
 from pytest_advreview.runner.codex import CodexOptions, CodexReviewer
@@ -339,18 +347,21 @@ def test_broken_sandbox_preflight_is_degraded_environmental(fake_codex, git_repo
     assert fake.calls() == []  # no review launch was wasted on a broken sandbox
 
 
-def test_ctrl_c_during_a_review_leaves_no_codex(fake_codex, git_repo, tmp_path, env):
-    fake = fake_codex(Behaviour(sleep=60, spawn_child_sleep=60, review=None))
+def _drive_a_review(fake, git_repo, tmp_path, env, kill_grace=None) -> subprocess.Popen[str]:
+    """A Python process that runs one dispatch against ``fake``; prints "interrupted" on
+    Ctrl-C.  ``kill_grace`` replaces the seconds between the kill's SIGTERM and SIGKILL."""
     script = tmp_path / "drive.py"
     script.write_text(
         textwrap.dedent(
             f"""\
             from pathlib import Path
             from pytest_advreview.models import Operation
-            from pytest_advreview.runner import DispatchRequest
+            from pytest_advreview.runner import DispatchRequest, _process
             from pytest_advreview.runner.codex import CodexOptions, CodexReviewer
+            if {kill_grace!r} is not None:
+                _process.KILL_GRACE_S = {kill_grace!r}
             opts = CodexOptions(executable={str(fake.path)!r}, sandbox="read-only",
-                                timeout=60, env={env!r})
+                                timeout={INTERRUPTED_HANG_S}, env={env!r})
             req = DispatchRequest(review_id="1-2", repo_root=Path({str(git_repo)!r}),
                                   operation=Operation.INITIAL, prompt_body="x",
                                   work_dir=Path({str(tmp_path / "w")!r}))
@@ -361,20 +372,37 @@ def test_ctrl_c_during_a_review_leaves_no_codex(fake_codex, git_repo, tmp_path, 
             """
         )
     )
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 20
-        while not fake.child_pids() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert fake.child_pids(), "the fake codex never started"
-        proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=20)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+    return start_interruptible([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+
+
+def test_ctrl_c_during_a_review_leaves_no_codex(fake_codex, git_repo, tmp_path, env):
+    hang = INTERRUPTED_HANG_S
+    fake = fake_codex(Behaviour(sleep=hang, spawn_child_sleep=hang, review=None))
+    proc = _drive_a_review(fake, git_repo, tmp_path, env)
+    out = interrupt_when(proc, lambda: bool(fake.child_pids()), "the fake codex's start")
     assert "interrupted" in out
     assert fake.child_pids()
+    pids = fake.child_pids()
+    assert not settled(lambda: [pid for pid in pids if sleeper_running(pid)])
+
+
+def test_a_second_ctrl_c_during_the_kill_still_kills_the_reviewer(
+    fake_codex, git_repo, tmp_path, env
+):
+    # A reviewer slow to stop on SIGTERM (this one ignores it) holds the kill in its grace
+    # period; the user presses Ctrl-C again.  The grace here outlasts the test, so the
+    # second Ctrl-C surely lands in it.
+    hang = INTERRUPTED_HANG_S
+    fake = fake_codex(
+        Behaviour(sleep=hang, spawn_child_sleep=hang, ignore_sigterm=True, review=None)
+    )
+    proc = _drive_a_review(fake, git_repo, tmp_path, env, kill_grace=hang)
+    wait_for(proc, lambda: bool(fake.child_pids()), "the fake codex's start")
+    proc.send_signal(signal.SIGINT)
+    out = interrupt_when(proc, lambda: bool(fake.sigterms()), "the kill's SIGTERM")
+    assert "interrupted" in out
+    assert len(fake.sigterms()) == 1  # the fake was still running when the kill began
+    assert not settled(lambda: live_processes(str(fake.path)))
     pids = fake.child_pids()
     assert not settled(lambda: [pid for pid in pids if sleeper_running(pid)])
 

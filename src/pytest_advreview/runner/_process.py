@@ -151,21 +151,24 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
 
     Descendants that left the group (Claude Code starts its tool processes with
     ``setsid``) are found before the kill and SIGKILLed after it: once their parent is
-    gone they are reparented and no longer findable as its descendants.
+    gone they are reparented and no longer findable as its descendants.  A second Ctrl-C
+    during the grace period ends the grace, not the kill: the SIGKILL still goes.
     """
     strays = descendants(proc.pid)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=KILL_GRACE_S)
-    # Members of the group (the native binary under the npm wrapper) may outlive the
-    # leader; SIGKILL the group whatever the leader did.
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    for pid in strays:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
-    proc.wait()
+    try:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=KILL_GRACE_S)
+    finally:
+        # Members of the group (the native binary under the npm wrapper) may outlive the
+        # leader; SIGKILL the group whatever the leader did.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        for pid in strays:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        proc.wait()
 
 
 def descendants(pid: int) -> list[int]:

@@ -19,6 +19,8 @@ Its configuration lives next to it:
     ``output_schema``, ``resume``, ``thread_id``, ``json``, …).
 ``children.jsonl``
     ``{"pid": …, "child": …}`` for every child started by ``spawn_child_sleep``.
+``sigterms.jsonl``
+    ``{"pid": …}`` for every SIGTERM a fake with ``ignore_sigterm`` received.
 
 The fake understands the part of Codex CLI 0.171's argv that a runner uses::
 
@@ -40,8 +42,10 @@ import base64
 import contextlib
 import dataclasses
 import fcntl
+import functools
 import json
 import os
+import signal
 import sys
 import time
 import uuid
@@ -59,6 +63,7 @@ _CONFIG = "fake-codex.json"
 _COUNTER = "counter"
 _CALLS = "calls.jsonl"
 _CHILDREN = "children.jsonl"
+_SIGTERMS = "sigterms.jsonl"
 _LOCK = "lock"
 
 #: Options of ``codex exec`` / ``codex exec resume`` that take a value (0.171.0 ``--help``).
@@ -175,6 +180,9 @@ class Behaviour:
         the cwd): a reviewer that mutates the workspace.
     :param stream_mb: megabytes of ``item.completed`` noise events printed before the agent
         message (memory tests).
+    :param ignore_sigterm: record each SIGTERM in ``sigterms.jsonl`` and carry on, like a
+        CLI that takes its time to stop: only SIGKILL ends it (tests of the kill's
+        escalation).  The ``spawn_child_sleep`` child still dies on SIGTERM.
     """
 
     rc: int = 0
@@ -193,6 +201,7 @@ class Behaviour:
     turn_failed: str | None = None
     write_files: Mapping[str, str] = field(default_factory=dict)
     stream_mb: float = 0.0
+    ignore_sigterm: bool = False
 
     @classmethod
     def from_value(cls, value: Behaviour | Mapping[str, Any]) -> Behaviour:
@@ -279,6 +288,14 @@ class FakeCodex:
             return []
         lines = path.read_text(encoding="utf-8").splitlines()
         return [int(json.loads(line)["child"]) for line in lines if line.strip()]
+
+    def sigterms(self) -> list[int]:
+        """Pids of the ``ignore_sigterm`` fakes that received a SIGTERM, once per signal."""
+        path = self.directory / _SIGTERMS
+        if not path.exists():
+            return []
+        lines = path.read_text(encoding="utf-8").splitlines()
+        return [int(json.loads(line)["pid"]) for line in lines if line.strip()]
 
     def __repr__(self) -> str:
         return f"FakeCodex({str(self.path)!r})"
@@ -481,6 +498,16 @@ def _spawn_sleeper(directory: Path, seconds: float) -> None:
         handle.write(json.dumps({"pid": os.getpid(), "child": child}) + "\n")
 
 
+def _record_sigterm(directory: Path, _signum: int, _frame: object) -> None:
+    """``ignore_sigterm``: note the signal and go on (``time.sleep`` resumes after it).
+
+    No lock: the handler may run while this process holds it.  One short line appended
+    in one write cannot interleave with another's.
+    """
+    with open(directory / _SIGTERMS, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps({"pid": os.getpid()}) + "\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the installed fake: behave as the next :class:`Behaviour` says."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -513,6 +540,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "parsed": parsed,
     }
     behaviour, _ = _next_behaviour(directory, record)
+    if behaviour.ignore_sigterm:
+        signal.signal(signal.SIGTERM, functools.partial(_record_sigterm, directory))
     # Startup errors of the real CLI, so a runner bug cannot pass against the fake.
     home = os.environ.get("CODEX_HOME")
     if home and not Path(home).is_dir():
