@@ -64,7 +64,7 @@ def _private_tmp(output: str) -> Path:
     return Path(line.split(" ", 1)[1])
 
 
-# -- class 1: where the reviewer may write ---------------------------------------------
+# -- where the reviewer may write ---------------------------------------------
 
 
 @pytest.mark.real_codex
@@ -200,7 +200,7 @@ def test_a_plugin_file_rewritten_during_the_review_does_not_change_the_verdict(
     assert f"the pytest-advreview package at {vendor / 'pytest_advreview'}" in out
 
 
-# -- class 1: the gate's code inside the workspace ----------------------------------------
+# -- the gate's code inside the workspace ----------------------------------------
 
 
 def test_codex_home_inside_the_workspace_is_refused_under_ci(
@@ -315,7 +315,7 @@ def test_network_access_stays_the_users_to_choose(
     assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED)
 
 
-# -- class 2: approvals where a verdict gates ---------------------------------------------
+# -- approvals where a verdict gates ---------------------------------------------
 
 #: An exec_command that asks to run outside the sandbox.
 ESCALATE = {

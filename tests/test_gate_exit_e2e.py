@@ -1,6 +1,6 @@
 """Under CI the run's exit status follows the plugin's records, not pytest's counts.
 
-Each route of issue 19 class 7 is a committed file of the reviewed repository (a conftest,
+Each route to a false exit 0 is a committed file of the reviewed repository (a conftest,
 an ini line) that, on the plugin before the gate check, turned a critical REVISE into a
 run that exits 0. Every test runs the real Codex CLI against the scripted server, with
 ``CI=true``; the reviewer answers REVISE with a critical finding.

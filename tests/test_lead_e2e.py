@@ -1,6 +1,6 @@
 """The built-in lead end to end: the real Codex reviewer, the lead as a real process.
 
-Every test runs the whole seed loop in one pytest run: round 1 (REVISE) → the lead's turn
+Every test runs the whole review loop in one pytest run: round 1 (REVISE) → the lead's turn
 (evaluate, edit the plan, decide) → round 2 resumed on the reviewer's thread → outcome.
 """
 

@@ -1,4 +1,4 @@
-"""The lead loop: the seed dispatch table, rounds, the fallback chain, mutation and usage.
+"""The round loop: the dispatch table, rounds, the fallback chain, mutation and usage.
 
 Every test drives :func:`run_loop` with an in-memory scripted reviewer that returns
 queued :class:`DispatchResult` objects and records each request.
@@ -500,7 +500,7 @@ def test_fixer_drives_rounds_one_two_three_on_one_resumed_thread(
     reviewer = ScriptedReviewer(
         [
             ok(Operation.INITIAL, r1, session="thread-1", tokens=100, thread_tokens=100),
-            # A resume that finds no new session id keeps the prior one (seed §2.4.4).
+            # A resume that finds no new session id keeps the prior one: the thread is the same.
             ok(Operation.RESUME, r2, session=None, tokens=50, thread_tokens=150),
             ok(Operation.RESUME, review(Verdict.APPROVED, tag="c"), tokens=30, thread_tokens=180),
         ]
@@ -674,7 +674,7 @@ def test_resume_failure_with_medium_only_is_not_verified(target: ReviewTarget) -
 
 
 def test_resume_failure_without_any_severity_runs_fresh_exec(target: ReviewTarget) -> None:
-    # REVISE without parsable findings: the seed reads "no severity" as critical.
+    # REVISE without parsable findings: "no severity" reads as critical, never weaker.
     history = (record(1, review(Verdict.REVISE)),)
     reviewer = ScriptedReviewer(
         [

@@ -1,17 +1,22 @@
 """The package's import graph, read with ``ast`` from ``src/``: no cycle, the testing kit
 imported by no product module but the doctor, no part finding another by the name it is
 registered under (the run's parts meet in ``config.stash``, see ``runstash.py``) and no
-product function that only tests call."""
+product function that only tests call.  And the comments and docstrings of the sources
+point only at documents a clone of the repository has."""
 
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 from pathlib import Path
+
+import pytest
 
 PACKAGE = "pytest_advreview"
 SRC = Path(__file__).resolve().parents[1] / "src" / PACKAGE
-#: The doctor runs Codex against the testing kit's scripted server (README "Doctor").
+#: The doctor runs Codex against the testing kit's scripted server (README "Codex compatibility").
 TESTING_KIT_USERS = {f"{PACKAGE}.doctor"}
 
 
@@ -293,3 +298,107 @@ def test_the_readme_module_map_names_every_module_and_package() -> None:
     expected.discard("__init__.py")
     assert sorted(expected - named) == []
     assert sorted(named - expected) == []
+
+
+# -- comments point only at documents in the repository ---------------------------------
+
+ROOT = SRC.parents[1]
+#: Names of documents that never were in the repository (design notes, measurement
+#: notes, a style guide, an issue tracker): a reader of a clone cannot follow them.
+PRIVATE_REFERENCE = re.compile(
+    r"design\.md|\bseeds?/|\bthe seeds?\b|\bseed \d|codex-facts|style\.md|§"
+    r"|refresh design|\bissue \d",
+    re.IGNORECASE,
+)
+#: ``README "Outcomes"``, ``docs/ci.md, "The state key"``: a named section of a document.
+SECTION_REFERENCE = re.compile(r"(README(?:\.md)?|docs/[\w-]+\.md)`*,?\s+[\"']([^\"']+)[\"']")
+
+
+def _prose(text: str, *, python: bool = True) -> str:
+    """The comments and docstrings of a source file, whitespace collapsed, nothing else.
+
+    Comments come from :mod:`tokenize`, docstrings (a string that is a whole statement:
+    module, class, function and attribute docstrings) from :mod:`ast`, so a string
+    literal the code uses (a regular expression, a message) is never read as prose.
+    """
+    if python:
+        comments = [
+            tok.string.lstrip("#:")
+            for tok in tokenize.generate_tokens(io.StringIO(text).readline)
+            if tok.type == tokenize.COMMENT
+        ]
+        docstrings = [
+            node.value.value
+            for node in ast.walk(ast.parse(text))
+            if isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ]
+        parts = comments + docstrings
+    else:  # a shell script: its comment lines
+        lines = [line.strip() for line in text.splitlines()]
+        parts = [line.lstrip("#") for line in lines if line.startswith("#")]
+    return " ".join(" ".join(parts).split())
+
+
+def _sources() -> list[tuple[Path, bool]]:
+    python = [
+        *sorted(SRC.rglob("*.py")),
+        *sorted((ROOT / "tests").rglob("*.py")),
+        *sorted((ROOT / "benchmarks").rglob("*.py")),
+        ROOT / "noxfile.py",
+    ]
+    scripts = [path for path in sorted((ROOT / "scripts").iterdir()) if path.is_file()]
+    return [(path, True) for path in python] + [(path, False) for path in scripts]
+
+
+def _headings(document: str) -> list[str]:
+    text = (ROOT / ("README.md" if document.startswith("README") else document)).read_text(
+        encoding="utf-8"
+    )
+    return [line.lstrip("#").strip().lower() for line in text.splitlines() if line.startswith("#")]
+
+
+def _problems(prose: str) -> list[str]:
+    found = [f"names {m.group(0)!r}" for m in PRIVATE_REFERENCE.finditer(prose)]
+    for match in SECTION_REFERENCE.finditer(prose):
+        document, section = match.groups()
+        if not any(h.startswith(section.lower()) for h in _headings(document)):
+            found.append(f"points at {document} {section!r}, which has no such heading")
+    return found
+
+
+def test_the_prose_reader_reads_comments_and_docstrings_not_code() -> None:
+    source = (
+        '"""Module docstring (see design.md)."""\n'
+        "import re\n"
+        "# the seed says so\n"
+        "NUMBER = re.compile(r'^§ ?\\d')  # a regex, not a reference\n"
+        "class A:\n"
+        '    """Class, per codex-facts."""\n'
+        "    x = 1\n"
+        '    """See README "No such section"."""\n'
+        "MESSAGE = 'see style.md'\n"
+    )
+    prose = _prose(source)
+    assert "§" not in prose and "style.md" not in prose
+    assert _problems(prose) == [  # comments first, then docstrings
+        "names 'the seed'",
+        "names 'design.md'",
+        "names 'codex-facts'",
+        "points at README 'No such section', which has no such heading",
+    ]
+    assert _problems(_prose("# see README 'Outcomes'\n")) == []
+    assert _problems(_prose("echo seed # not a comment line\n# the seeds\n", python=False)) == [
+        "names 'the seeds'"
+    ]
+
+
+@pytest.mark.parametrize("path", [p for p, _ in _sources()], ids=lambda p: str(p.relative_to(ROOT)))
+def test_comments_point_only_at_documents_in_the_repository(path: Path) -> None:
+    # A user clones the repository alone: a comment that sends them to a design note, a
+    # measurement log or an issue they do not have explains nothing.  Say the reason in
+    # the comment, or name a section of README.md or docs/ that exists.
+    python = path.suffix == ".py"
+    problems = _problems(_prose(path.read_text(encoding="utf-8"), python=python))
+    assert problems == [], f"{path.relative_to(ROOT)}: {problems}"

@@ -1,6 +1,6 @@
 """A finding the lead leaves to a person stays open across runs (real Codex reviewer).
 
-Issue 19, class 8: with a lead, a finding marked ``needs-operator`` failed its run, and the
+Before: with a lead, a finding marked ``needs-operator`` failed its run, and the
 next run started a fresh review that passed once the reviewer approved: rerunning CI
 re-rolled the person's decision away.  The open finding now lives in the target's signed
 state entry and fails every later run until the decisions file records the operator's

@@ -41,7 +41,7 @@ FINDING = """\
 
 
 def review(findings: str = FINDING, verdict: str = "VERDICT: REVISE", summary: str = "") -> str:
-    """A review in the seed markdown contract, with the given findings and last line."""
+    """A review in the markdown contract, with the given findings and last line."""
     summary = summary or "The plan migrates the user table."
     return f"## Summary\n\n{summary}\n\n## Findings\n\n{findings}\n## Verdict\n\n{verdict}"
 

@@ -1,4 +1,4 @@
-"""Unit tests of prompts: the seed bodies, their variants and the prompt version."""
+"""Unit tests of prompts: the bodies, their variants and the prompt version."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from pytest_advreview.prompts import (
     with_marker,
 )
 
-SEED_BLOCKS = (
+BASE_BLOCKS = (
     "role",
     "operating_stance",
     "task",
@@ -70,9 +70,9 @@ ALL_BODIES = {
 
 
 @pytest.mark.parametrize("name", ALL_BODIES)
-def test_every_body_has_the_seed_and_refresh_blocks(name: str) -> None:
+def test_every_body_has_the_base_and_added_blocks(name: str) -> None:
     body = ALL_BODIES[name]()
-    for tag in SEED_BLOCKS + ADDED_BLOCKS:
+    for tag in BASE_BLOCKS + ADDED_BLOCKS:
         block(body, tag)
     assert body.endswith(LAST_LINE_RULE + "\n")
     assert "Do not create, edit, delete, commit, or apply fixes to project files." in body
@@ -80,7 +80,7 @@ def test_every_body_has_the_seed_and_refresh_blocks(name: str) -> None:
     assert "{" not in body  # no placeholder left behind
 
 
-def test_plan_prompt_keeps_the_seed_plan_body() -> None:
+def test_plan_prompt_keeps_the_plan_body() -> None:
     body = plan_prompt("docs/plan.md")
     assert block(body, "task") == "Review the implementation plan in docs/plan.md."
     assert "You are a senior adversarial reviewer of implementation plans." in block(body, "role")
@@ -146,7 +146,7 @@ def test_a_change_without_attributes_has_no_attributes_warning() -> None:
     assert "WARNING" not in body and "attributes" not in body
 
 
-def test_code_prompt_keeps_the_seed_code_body() -> None:
+def test_code_prompt_keeps_the_code_body() -> None:
     body = code_prompt(change())
     assert "You are a senior adversarial code reviewer." in block(body, "role")
     assert "- Race conditions: TOCTOU, concurrent access, deadlocks" in body
@@ -379,8 +379,8 @@ def test_prompt_version_changes_when_any_template_changes() -> None:
 @pytest.mark.parametrize("fmt", [OutputFormat.MARKDOWN, OutputFormat.JSON])
 def test_the_verdict_rule_asks_for_revise_whenever_a_finding_is_listed(fmt: OutputFormat) -> None:
     # The gate treats APPROVED next to a finding at or above fail-on as drift (retried,
-    # then an error).  The seed rule ("approve if no findings or all low severity; revise
-    # if any high/critical") left a medium-only review open to APPROVED, which at the
+    # then an error).  The earlier rule ("approve if no findings or all low severity;
+    # revise if any high/critical") left a medium-only review open to APPROVED, which at the
     # default fail-on=medium would turn an honest review into an error.
     body = prompts.plan_prompt("docs/plans/x.md", output_format=fmt)
     assert "all low severity" not in body

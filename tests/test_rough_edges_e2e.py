@@ -1,4 +1,4 @@
-"""The rough edges users met (issue 10, class 6), end to end with the real Codex CLI.
+"""The rough edges users met, end to end with the real Codex CLI.
 
 Each test names the edge it closes: symlinked plans, a run from a subdirectory, an
 unusable base, a verdict refused for a reason, a review in another language, decisions

@@ -1,8 +1,9 @@
 """Fault injection: the Codex runner against the fake ``codex`` of the testing kit.
 
-Each test is one row of the seed failure table (DESIGN §2.5) or of codex-facts §2: the
-failures a real CLI shows only in some environments.  The expected ``result`` and
-``review_quality`` are the runner contract's.
+Each test is one failure a runner must classify: first the general ones (timeout, exit
+code, stderr, a missing or drifting review file, the session id), then the failures the
+real Codex CLI shows only in some environments.  The expected ``result`` and
+``review_quality`` are the runner contract's (``models.RunnerResult``).
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ def run(
     return CodexReviewer(options).dispatch(req)
 
 
-# -- the seed failure table (DESIGN §2.5) ----------------------------------------------
+# -- the general failures of any runner ------------------------------------------------
 
 
 def test_success_reference_environment(fake_codex, git_repo, tmp_path, env):
@@ -171,7 +172,7 @@ def test_exit_1_with_empty_stderr(fake_codex, git_repo, tmp_path, env):
     assert "no output on stderr" in (result.runner.errors or "")
 
 
-# -- codex-facts §2 ----------------------------------------------------------------------
+# -- failures measured with the real Codex CLI 0.171 --------------------------------------
 
 
 def test_stale_output_file_is_never_taken_for_a_review(fake_codex, git_repo, tmp_path, env):
@@ -407,7 +408,7 @@ def test_a_second_ctrl_c_during_the_kill_still_kills_the_reviewer(
     assert not settled(lambda: [pid for pid in pids if sleeper_running(pid)])
 
 
-# codex-facts §2: every failure row ends rc 1 with its reason in turn.failed or stderr.
+# Measured on Codex 0.171: every failure ends rc 1 with its reason in turn.failed or stderr.
 @pytest.mark.parametrize(
     ("behaviour", "shown"),
     [

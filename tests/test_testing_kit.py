@@ -556,7 +556,7 @@ def test_review_text_approved_has_no_findings_and_verdict_last() -> None:
     assert not text.endswith("\n")
 
 
-def test_review_text_renders_findings_in_the_seed_contract() -> None:
+def test_review_text_renders_findings_in_the_markdown_contract() -> None:
     text = review_text(
         "REVISE",
         [

@@ -1,6 +1,6 @@
 """Stored verdicts cannot be forged, and a cached verdict is only its reviewer's (real Codex).
 
-Issue 10, classes 1 and 3: a reviewer (through a real Codex tool call), an earlier CI
+A reviewer (through a real Codex tool call), an earlier CI
 step or a restored cache that rewrites the plugin's stored state never passes an item,
 and a verdict is reused only for the reviewer and the content that produced it.
 """
@@ -80,7 +80,7 @@ def forge(repo: ReviewRepo, target: Path) -> None:
     subprocess.run(shlex.split(forge_command(repo, target)), check=True, capture_output=True)
 
 
-# -- class 1: stored verdicts cannot be forged ----------------------------------------------
+# -- stored verdicts cannot be forged ----------------------------------------------
 
 
 def test_a_reviewer_that_rewrites_another_plans_verdict_errors_and_that_plan_is_reviewed_again(
@@ -247,7 +247,7 @@ def test_a_bad_ci_secret_is_a_usage_error(
     assert not review_repo.server.response_requests
 
 
-# -- class 3: a cached verdict is only its reviewer's and its content's ---------------------
+# -- a cached verdict is only its reviewer's and its content's ---------------------
 
 
 def _approved_then_cached(repo: ReviewRepo, *extra: str) -> None:

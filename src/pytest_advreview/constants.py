@@ -20,7 +20,8 @@ VERDICT_REVISE = "VERDICT: REVISE"
 PINNED_CODEX_VERSION = "0.171.0"
 #: Claude Code version the ``claude`` lead was verified against (README "The built-in lead").
 PINNED_CLAUDE_VERSION = "2.1.332"
-#: Shortest and longest allowed ``errors`` text of a runner result (seed: <= 500 chars).
+#: Longest ``errors`` text of a runner result: enough for the reason, short enough for a
+#: report line.
 MAX_ERROR_CHARS = 500
 #: Report attribute carrying an item's :class:`~pytest_advreview.models.ItemRecord` JSON.
 RECORD_ATTR = "advreview_record"

@@ -1,7 +1,7 @@
 """Rounds across runs: stored state, the decisions file and the token budget.
 
-A CI run usually has nobody to apply fixes, so rounds span runs (design.md §2 "Rounds in
-CI").  For every target the coordinator reads its stored state, decides with
+A CI run usually has nobody to apply fixes, so rounds span runs (README.md, "Rounds across
+runs (CI)").  For every target the coordinator reads its stored state, decides with
 :func:`~pytest_advreview.state.decide_next` whether the stored verdict stands (zero
 reviewer calls), the next round is due (resume on the stored thread with the decisions
 file's entries), or the round limit is spent, runs the review when one is due, and

@@ -1,7 +1,7 @@
 """``pytest --advreview-doctor``: check that the installed Codex CLI honours the contract.
 
 The runner stands on measured facts about an external CLI that changes often (see
-``docs/codex-compat.md``).  The doctor turns the seed's manual smoke-test protocol into
+``docs/codex-compat.md``).  The doctor turns the manual smoke test after a Codex upgrade into
 one command: it drives the Codex executable the settings select against the testing
 kit's :class:`~pytest_advreview.testing.ScriptedServer` on 127.0.0.1, with a throw-away
 ``CODEX_HOME``, ``HOME`` and git repository, and reports one row per check::
@@ -154,8 +154,9 @@ CHECKS: Mapping[str, tuple[str, bool]] = {
     "cleanup": ("no process and no temp directory left behind", True),
 }
 
-#: Printed (never applied) when the sandbox probe fails; from seed 003 "Linux Sandbox
-#: Prerequisites".  Changing AppArmor policy is the operator's decision.
+#: Printed (never applied) when the sandbox probe fails; the same steps as
+#: ``docs/codex-compat.md``, "Linux sandbox prerequisites".  Changing AppArmor policy is the
+#: operator's decision.
 SANDBOX_REMEDY = """\
 The Codex sandbox does not work on this host.  On Linux, Codex's workspace-write mode
 relies on bubblewrap and unprivileged user namespaces; on Ubuntu 24.04+ AppArmor

@@ -1,21 +1,23 @@
-"""The lead: rounds, the operation-aware dispatch table and the fallback chain, headless.
+"""The round loop: the operation-aware dispatch table and the fallback chain, headless.
 
-This module is the seed "lead" without an operator.  It decides *what* to dispatch
-(initial, resume, fresh-exec), dispatches through the :class:`~.runner.Reviewer`
-protocol, and turns each :class:`~.runner.DispatchResult` into the next step following
-the seed "Runner Result Schema" dispatch table and the Step 7.3/7.4 fallback chain.
+This module drives the rounds of one review without an operator.  It decides *what* to
+dispatch (initial, resume, fresh-exec), dispatches through the
+:class:`~.runner.Reviewer` protocol, and turns each :class:`~.runner.DispatchResult` into
+the next step: the dispatch table maps the runner's ``result`` and ``review_quality`` to
+advance, retry or stop, and the fallback chain answers a resume that cannot continue (a
+fresh exec that carries the earlier rounds, or NOT VERIFIED).
 It never touches pytest, files or the cache: the caller supplies the history of earlier
 runs and reacts to the :class:`LoopResult`.
 
-Headless choices, where the seeds ask an operator:
+Headless choices, where an interactive review would ask an operator:
 
 * ``degraded_content`` ("ask operator whether to advance"): the round is advanced and
   counted like a valid one, with a warning.  Refusing to advance would turn a review the
   runner already judged parseable into an infrastructure error; the verdict and findings
   still decide the outcome, and the warning tells the reader to look twice.
-* The fallback chain takes the non-interactive branch of Step 7.4: critical/high (or no
-  severity found, which the seed reads as critical) -> fresh exec; medium only -> NOT
-  VERIFIED.
+* The fallback chain never asks whether a fresh review is worth its cost: critical/high
+  (or no severity found, read as critical so that an unreadable review never weakens the
+  gate) -> fresh exec; medium only -> NOT VERIFIED.
 * Within one run a further round happens only when :meth:`LoopHooks.fix` returns
   decisions; in CI nobody applies fixes, so the run stops at ``revise``.
 """
@@ -489,7 +491,10 @@ def _failure_reason(result: DispatchResult) -> str:
 def _fallback(
     run: _Run, pending: Sequence[Decision], why: str
 ) -> tuple[Operation, str] | LoopResult:
-    """Step 7.4, non-interactive: fresh exec for critical/high or no severity, else NOT VERIFIED.
+    """The fallback when a resume cannot continue: fresh exec for critical/high or no severity.
+
+    Medium only ends NOT VERIFIED rather than paying for a whole new review: the outcome
+    is an error either way, never a pass.
 
     Returns the next dispatch, or the terminal result.
     """

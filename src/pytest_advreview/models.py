@@ -2,7 +2,8 @@
 
 Every model is frozen and forbids unknown fields, so a typo in a result file or a cache
 entry is an error instead of a silently ignored value.  :class:`RunnerResult` keeps the
-field names and values of the seed "Runner Result Schema" exactly.
+field names and values of the published result schema
+(``docs/advreview-results.schema.json``) exactly.
 """
 
 from __future__ import annotations
@@ -85,14 +86,14 @@ class Operation(str, Enum):
 
 
 class OutputFormat(str, Enum):
-    """How the reviewer answers: the seed markdown contract or strict JSON."""
+    """How the reviewer answers: the markdown contract or strict JSON."""
 
     MARKDOWN = "markdown"
     JSON = "json"
 
 
 class RunnerStatus(str, Enum):
-    """``result`` of the seed runner result schema."""
+    """``result`` of a runner result: how the dispatch ended."""
 
     SUCCESS = "success"
     TIMEOUT = "timeout"
@@ -102,7 +103,7 @@ class RunnerStatus(str, Enum):
 
 
 class ReviewQuality(str, Enum):
-    """``review_quality`` of the seed runner result schema."""
+    """``review_quality`` of a runner result: complete, or degraded (environment, content)."""
 
     VALID = "valid"
     DEGRADED_ENVIRONMENTAL = "degraded_environmental"
@@ -206,7 +207,7 @@ class Review(WireModel):
 
 
 class Triage(WireModel):
-    """``triage`` of the seed runner result schema: cheap counts over the findings."""
+    """``triage`` of a runner result: cheap counts over the findings."""
 
     status: Literal["ok", "skipped", "failed"] = "skipped"
     finding_count: int = 0
@@ -219,10 +220,10 @@ class Triage(WireModel):
 
 
 class RunnerResult(WireModel):
-    """The seed "Runner Result Schema", field for field.
+    """What one runner dispatch produced, in the stable field names of the result schema.
 
     A result that lacks ``review_quality`` or ``triage`` (an older runner) reads as
-    ``unknown`` / ``skipped``, as the refresh design's backward-compatibility rule says.
+    ``unknown`` / ``skipped``, so results written before those fields existed still load.
     """
 
     result: RunnerStatus
@@ -266,7 +267,7 @@ class TokenUsage(WireModel):
 class ChangeSet(WireModel):
     """The code change under review, as the code prompts describe it.
 
-    ``description`` is the human phrase of the seed prompt ("unstaged + staged changes",
+    ``description`` is the human phrase the code prompt uses ("unstaged + staged changes",
     "branch changes vs main"); ``diff_commands`` are the exact git commands the reviewer
     is told to run.  ``attributes`` names the ``.gitattributes`` files the change adds,
     edits or deletes (plans included): the prompt and the header warn about them.
@@ -362,7 +363,7 @@ def _short(commit: str | None) -> str:
 
 
 class DecisionAction(str, Enum):
-    """What the author did with a finding (the seed evaluation matrix)."""
+    """What the author did with a finding: fixed it, narrowed it, or rejected it."""
 
     ACCEPT = "accept"
     RESCOPE = "re-scope"
@@ -382,9 +383,9 @@ class Decision(WireModel):
 
 
 class LeadAction(str, Enum):
-    """What the built-in lead did with one finding (seed 003 "Lead Responsibilities").
+    """What the built-in lead did with one finding (README.md, "The built-in lead").
 
-    ``needs-operator`` is the Structural Operator Gate: a structural fix (invocation
+    ``needs-operator`` is the structural gate: a structural fix (invocation
     grammar, output formats, parsed literals, security guarantees, ...) is never applied
     by the lead; it is left for a person to decide.
     """

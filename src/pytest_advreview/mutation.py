@@ -1,6 +1,7 @@
 """Workspace snapshots before and after a review, and what changed between them.
 
-The refresh design ("Workspace Mutation Detection") watches two layers:
+A review must leave the workspace as it found it, so mutation detection watches two
+layers:
 
 * the repository: ``git status --porcelain`` (tracked changes and new untracked files),
   plus a sha256 of every path that status lists, because a file that was already dirty

@@ -1,9 +1,9 @@
 """Prompt bodies sent to the reviewer.
 
-The four bodies of the seed (plan; code with the file list; code without it for more than
-:data:`MAX_LISTED_FILES` files; code against a plan) are kept verbatim in substance, with
-the additions of the refresh design: the reviewer behavior contract, the abstraction-level
-calibration (plan prompts only) and the ``<language>`` block.  The machine-readable
+The four bodies (plan; code with the file list; code without it for more than
+:data:`MAX_LISTED_FILES` files; code against a plan) each carry the reviewer behavior
+contract, the abstraction-level calibration (plan prompts only) and the ``<language>``
+block.  The machine-readable
 literals (``[severity: …]``, ``VERDICT: …``, JSON keys and values) always stay English.
 
 Values (paths, file names, commands, languages) are inserted literally, in one pass: the
@@ -523,7 +523,7 @@ def rereview_prompt(
     language: str = "English",
     output_format: OutputFormat = OutputFormat.MARKDOWN,
 ) -> str:
-    """The structured re-review prompt sent on resume (seed 003 "Prompt Changes").
+    """The structured re-review prompt sent on resume: what was applied, re-scoped, rejected.
 
     Each section reads ``- (none)`` when empty.  The markdown variant ends with the
     verdict instruction; the JSON variant with a reminder of the schema.
@@ -550,7 +550,7 @@ def fresh_exec_prompt(
     previous_rounds: Sequence[PreviousRound],
     current_state: str,
 ) -> str:
-    """The fresh-exec fallback body (seed 000 Step 7.4).
+    """The fresh-exec fallback body: a new thread, so it carries the earlier rounds itself.
 
     The original body, then ``## Previous review rounds`` (each round's review verbatim
     and the decisions on it), then ``## Current state of the artifact``.
@@ -585,7 +585,8 @@ def untrusted_head(body: str) -> str:
 def with_marker(body: str, review_id: str, attempt_id: str) -> str:
     """The prompt as sent: the session marker on the first line, then the body.
 
-    The marker ties a Codex rollout file to one attempt (seed runner step R2).
+    The marker ties a Codex rollout file to one attempt, so the session id can be found in
+    the rollouts when the JSON stream does not name it.
     """
     marker = SESSION_MARKER.format(review_id=review_id, attempt_id=attempt_id)
     return f"{marker}\n{body}"

@@ -227,7 +227,8 @@ class ReviewRun(LoopHooks):
         self.repo_root = repo_root
         self.reviewer = _WatchedReviewer(reviewer, self._dispatching)
         self.item = item
-        #: The seed's ``{unix_ts}-{8 digits}`` review id.
+        #: ``{unix_ts}-{8 digits}``: sorts by start time, and the random digits keep two
+        #: reviews started in the same second apart.
         self.review_id = f"{int(time.time())}-{secrets.randbelow(100_000_000):08d}"
         self._work_dir: Path | None = None
         self.result: LoopResult | None = None

@@ -360,8 +360,9 @@ _FULL_ACCESS_WARNING = (
 def runtime_hints(settings: Settings) -> list[str]:
     """Hints to print once per run (bare text; the caller adds its prefix).
 
-    The workspace-write hint of the refresh design appears only when the sandbox was not
-    chosen explicitly; ``danger-full-access`` always warns.
+    The workspace-write hint (ignored files under the repository are writable) appears
+    only when the sandbox was not chosen explicitly: whoever chose it knows.
+    ``danger-full-access`` always warns.
     """
     if settings.sandbox == "danger-full-access":
         return [_FULL_ACCESS_WARNING]

@@ -1,6 +1,6 @@
 """The built-in lead: evaluates a REVISE review, applies the accepted fixes, answers.
 
-``--advreview-lead=codex|claude|command`` turns one run into the whole seed loop: after
+``--advreview-lead=codex|claude|command`` turns one run into the whole review loop: after
 every REVISE round the lead decides on each finding (:mod:`.contract`), edits the plan,
 and the loop resumes the reviewer's thread with the structured re-review prompt.  A
 plugin's ``pytest_advreview_fix`` hook wins over the built-in lead.  :mod:`.turn` runs one

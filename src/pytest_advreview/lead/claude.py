@@ -1,7 +1,7 @@
 """The ``claude`` lead: Claude Code (``claude -p``) with only the read and edit tools.
 
-Facts of Claude Code 2.1.332 this backend is built on (measured, see the README's Lead
-section): exit code 0 does not mean success -- a denied edit still ends ``success``, and
+Facts of Claude Code 2.1.332 this backend is built on (measured; README.md, "The built-in
+lead"): exit code 0 does not mean success -- a denied edit still ends ``success``, and
 ``--json-schema`` does not guarantee ``structured_output`` -- so the JSON result is read
 whatever the exit code and checked field by field; its own retries and stall watchdog
 can take many minutes, so the turn has the plugin's own deadline; its tool processes run

@@ -1,8 +1,9 @@
-"""The lead's contract (seed 003 "Lead Responsibilities"): its prompt, its answer, the checks.
+"""The lead's contract (README.md, "The built-in lead"): its prompt, its answer, the checks.
 
 The lead gets the reviewer's REVISE review and returns one decision per finding:
 ``accept``, ``re-scope``, ``reject`` (always with reasoning) or ``needs-operator`` (a
-structural fix it must not apply: seed 003 "Structural Operator Gate").  The answer is
+structural fix, such as a change of invocation grammar, output format or security
+guarantee, which it must not apply: a person decides those).  The answer is
 JSON that :class:`LeadAnswer` validates; :func:`check_answer` then holds it against the
 review and against what the lead really changed, so a lead that skips a finding, invents
 one, claims a fix it never made or edits without saying why is an error, never a pass.

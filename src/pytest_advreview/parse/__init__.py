@@ -2,7 +2,7 @@
 
 Two contracts are understood:
 
-* **markdown** (the seed contract): ``Summary`` / ``Findings`` / ``Verdict`` sections, one
+* **markdown** (the default): ``Summary`` / ``Findings`` / ``Verdict`` sections, one
   sub-header per finding carrying ``[severity: critical|high|medium]``, and the verdict on
   the *last non-empty line*, exactly ``VERDICT: APPROVED`` or ``VERDICT: REVISE``.
 * **json**: a single object matching :func:`review_schema`, generated from

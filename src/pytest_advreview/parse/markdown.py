@@ -501,7 +501,7 @@ def parse_markdown(text: str) -> Review:
 
     Findings are the sub-headers (``###``/``####``, or bold/numbered lines) under the
     Findings section (the whole text when there is none) that carry a severity, in any of
-    the forms the seeds saw drift into: ``[severity: high]``, ``[Severity: HIGH]``,
+    the forms reviewers were seen to drift into: ``[severity: high]``, ``[Severity: HIGH]``,
     ``**Severity:** High`` or ``Severity: high`` (on the title line or as a field below
     it).  ``[severity: low]`` findings are dropped (see :mod:`pytest_advreview.parse`).
     """

@@ -2,7 +2,7 @@
 
 One overview table, then one section per item: status and what it means (the terminal
 summary's :data:`~.terminal.MEANING`), a findings table (severity, id, title, location),
-the final operator summary of the seed (status, rounds, decisions, verification performed
+the final summary for the operator (status, rounds, decisions, verification performed
 and not performed, remaining findings, warnings), and every round's review verbatim inside
 a collapsed ``<details>`` block.
 

@@ -73,7 +73,7 @@ class DispatchRequest(WireModel):
 
 
 class DispatchResult(WireModel):
-    """What one dispatch produced: the seed result plus what the loop needs next."""
+    """What one dispatch produced: the runner result plus what the loop needs next."""
 
     runner: RunnerResult
     operation: Operation
@@ -110,7 +110,7 @@ _A = TypeVar("_A")
 
 
 def retry_once(attempt: Callable[[], _A], retry: Callable[[_A], bool]) -> tuple[_A, int]:
-    """R5: run ``attempt``, and exactly once more when ``retry`` says its failure may pass.
+    """Run ``attempt``, and exactly once more when ``retry`` says its failure may pass.
 
     Every call of ``attempt`` launches with a fresh attempt id and session marker.
     Returns the last attempt and how many were made.

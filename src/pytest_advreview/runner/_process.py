@@ -212,5 +212,5 @@ def tail(text: str | None, limit: int = MAX_ERROR_CHARS - 60) -> str:
 
 
 def clip(text: str) -> str:
-    """``text`` cut to the seed's 500-character ``errors`` limit."""
+    """``text`` cut to the limit of a result's ``errors`` (:data:`MAX_ERROR_CHARS`)."""
     return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"

@@ -1,12 +1,15 @@
-"""The Codex CLI backend: the seed runner contract (R1-R6) in Python.
+"""The Codex CLI backend: one runner dispatch of ``codex exec``, checked strictly.
 
 One :meth:`CodexReviewer.dispatch` is one runner dispatch: at most two launches of
-``codex exec`` (an attempt and one retry, each with a fresh attempt id), strict checks in
-the seed order, two-tier session-id capture, archival of a failed resume, and a
-:class:`~pytest_advreview.models.RunnerResult` with the seed's field names.
+``codex exec`` (an attempt and one retry, each with a fresh attempt id), four strict
+checks in order (exit code, stderr, review file, session id: the first that fails names
+the failure), two-tier session-id capture, archival of a failed resume, and a
+:class:`~pytest_advreview.models.RunnerResult` with the field names of the published
+result schema (``docs/advreview-results.schema.json``).
 
-Where Codex CLI 0.171 differs from the seeds, the measured behaviour wins (see
-``docs/codex-compat.md``): the sandbox is *not* inherited on resume, so every launch
+Where Codex CLI 0.171 differs from what a runner would assume, the measured behaviour
+wins (``docs/codex-compat.md``, "Where 0.171 differs from the obvious assumptions"): the
+sandbox is *not* inherited on resume, so every launch
 passes it again; ``-o`` keeps stale content, so it is deleted before every attempt;
 ``resume <non-uuid>`` silently starts a new thread, so the thread id is checked; the npm
 wrapper orphans the native binary on SIGKILL, so the whole process group is killed.  The
@@ -144,7 +147,12 @@ def sandbox_args(sandbox: Sandbox) -> list[str]:
 
 
 def approval_args(approvals: str) -> list[str]:
-    """The refresh design's approval mapping, as ``-c`` overrides (TOML-quoted values)."""
+    """``--advreview-approvals`` as ``-c`` overrides (TOML-quoted values).
+
+    ``never`` refuses every escalation request; otherwise the reviewer may ask
+    (``on-request``), and ``auto_review`` has Codex's auto-reviewer answer instead of the
+    user (``user``), since nobody is there to answer in a headless run.
+    """
     if approvals == "never":
         return ["-c", 'approval_policy="never"']
     args = ["-c", 'approval_policy="on-request"']
@@ -307,7 +315,7 @@ class CodexReviewer:
         return any(self.codex_home.glob(pattern))
 
     def dispatch(self, request: DispatchRequest) -> DispatchResult:
-        """Run one dispatch: an attempt, one retry on failure, then the seed result."""
+        """Run one dispatch: an attempt, one retry on failure, then the runner result."""
         started = time.monotonic()
         request.work_dir.mkdir(parents=True, exist_ok=True)
         problem = self._input_problem(request)
@@ -386,8 +394,8 @@ class CodexReviewer:
     def sandbox_preflight(self, scratch: Path) -> str | None:
         """Probe the workspace-write sandbox once per reviewer; ``None`` when it works.
 
-        The seed's bwrap preflight, done with Codex's own sandbox so it tests exactly
-        what the review will use.  The probe runs ``true`` in a scratch directory and
+        Rather than probing ``bwrap`` directly, the probe uses Codex's own sandbox, so it
+        tests exactly what the review will use.  The probe runs ``true`` in a scratch directory and
         writes nothing to the repository.  With ``preflight_file`` set, the processes of
         one run share a single probe (the first one runs it, under a file lock).
         """
@@ -475,7 +483,7 @@ class CodexReviewer:
         schema_file: Path | None,
         tool_tmp: Path | None = None,
     ) -> list[str]:
-        """The launch command of the refresh design, as an argv list (never a shell).
+        """The ``codex exec`` launch command, as an argv list (never a shell).
 
         :param tool_tmp: the reviewer's private temporary folder (:func:`private_tool_tmp`);
             ``None``: its tools get no writable temporary folder at all.
@@ -587,7 +595,7 @@ class CodexReviewer:
         # fail() copies this one from here on: the usage and writes are known.
         attempt = replace(attempt, thread_usage=stream.usage, writes=stream.writes)
 
-        # R4.1 exit code.  124 is what `timeout` returns: a wrapper script around codex
+        # Check 1 of 4, exit code.  124 is what `timeout` returns: a wrapper script around codex
         # (--advreview-codex=my-wrapper) that enforces its own limit is a timeout too.
         if rc is None or rc == 124:
             return fail(
@@ -598,14 +606,14 @@ class CodexReviewer:
         if rc != 0:
             detail = stream.turn_failed or _error_line(stderr) or "no output on stderr"
             return fail(RunnerStatus.LAUNCH_FAILURE, f"codex exited {rc}: {detail}")
-        # R4.2 stderr: only these lines mean failure; other stderr is noise (warnings).
+        # Check 2 of 4, stderr: only these lines mean failure; other stderr is noise (warnings).
         if stderr is None:
             return fail(
                 RunnerStatus.INFRA_ERROR, f"stderr file {stderr_file} is missing", terminal=True
             )
         if _STDERR_FAILURE.search(stderr):
             return fail(RunnerStatus.LAUNCH_FAILURE, f"codex reported an error: {tail(stderr)}")
-        # R4.3 review file.
+        # Check 3 of 4, review file: it must exist and follow the output contract.
         text = read_text(output_file)
         if not text or not text.strip():
             failed = f"; {stream.turn_failed}" if stream.turn_failed else ""
@@ -617,7 +625,7 @@ class CodexReviewer:
         ):
             return fail(RunnerStatus.LAUNCH_FAILURE, f"reviewer format drift: {analysis.drift}")
         verdict = analysis.review.verdict
-        # R4.4 session id, two tiers.
+        # Check 4 of 4, session id: the JSON stream's thread id, else the rollout with our marker.
         session_id, warning, problem, terminal = self._session_id(
             request, stream.first_thread_id, attempt_id, anchor, verdict
         )

@@ -9,7 +9,7 @@ Fixtures: ``advreview_server`` (a started :class:`ScriptedServer`), ``codex_home
 (an environment for running Codex offline), ``fake_codex`` (a factory installing a fake
 ``codex``), ``git_repo`` (a fresh git repository with one commit), and for Claude Code
 ``messages_server`` (a started :class:`ScriptedMessagesServer`) and ``claude_executable``
-(the real, pinned Claude Code CLI, or a skip).
+(the real, pinned Claude Code CLI, installed on first use when npm is there, or a skip).
 
 A real-Codex (or real-Claude) test is skipped with a reason when the CLI is missing or
 has another version, unless the environment variable ``CI`` is ``true``: then it fails, so
@@ -32,10 +32,11 @@ from typing import Any, NoReturn
 
 import pytest
 
-from ..constants import PINNED_CLAUDE_VERSION, PINNED_CODEX_VERSION
+from ..constants import PINNED_CODEX_VERSION
 from .fake_codex import Behaviour, FakeCodex, install_fake_codex
 from .messages_server import ScriptedMessagesServer
 from .server import FAKE_KEY_ENV, FAKE_KEY_VALUE, ScriptedServer
+from .tools import CLAUDE_VERSION_LINE, InstallError, claude_bin, ensure_claude, version_problem
 
 __all__ = [
     "CLAUDE_ENV_VAR",
@@ -66,7 +67,8 @@ _INSTALL_HINT = (
 
 #: Environment variable naming the Claude Code executable for the real-Claude tests.
 CLAUDE_ENV_VAR = "ADVREVIEW_CLAUDE"
-_LOCAL_CLAUDE = Path(".tools/node_modules/.bin/claude")
+#: Where the fixture installs Claude Code when it is missing, relative to the rootdir.
+_CLAUDE_PREFIX = Path(".tools")
 
 #: Signature of the ``fake_codex`` fixture.
 FakeCodexFactory = Callable[..., FakeCodex]
@@ -141,7 +143,7 @@ def codex_executable(pytestconfig: pytest.Config) -> Path:
     if found is None:
         _unavailable(f"no codex executable found; {_INSTALL_HINT}")
     expected = f"codex-cli {PINNED_CODEX_VERSION}"
-    problem = _version_problem(found, expected)
+    problem = version_problem(found, expected, offline_env())
     if problem is not None:
         _unavailable(f"{problem}; {_INSTALL_HINT}")
     return found
@@ -158,52 +160,37 @@ def messages_server() -> Iterator[ScriptedMessagesServer]:
 def claude_executable(pytestconfig: pytest.Config) -> Path:
     """The real Claude Code CLI at the pinned version; skip (or fail in CI) otherwise.
 
-    Looked up as ``$ADVREVIEW_CLAUDE``, then ``<rootdir>/.tools/node_modules/.bin/claude``
-    (where ``scripts/setup`` installs it), then ``claude`` on PATH.
+    Looked up as ``$ADVREVIEW_CLAUDE`` (used as it is), then
+    ``<rootdir>/.tools/node_modules/.bin/claude``, then ``claude`` on PATH.  When none is
+    the pinned version, it is installed into ``<rootdir>/.tools`` with npm
+    (:func:`~.tools.ensure_claude`, one process at a time): at about 400 MB it is fetched
+    only by a run that has a real-Claude test.
     """
     hint = (
-        f"install it with `npm install --prefix .tools @anthropic-ai/claude-code@"
-        f"{PINNED_CLAUDE_VERSION}` or point {CLAUDE_ENV_VAR} at it"
+        "install it with `python -m pytest_advreview.testing.tools install-claude .tools` "
+        f"or point {CLAUDE_ENV_VAR} at a claude whose --version prints {CLAUDE_VERSION_LINE!r}"
     )
+
+    def problem(path: Path) -> str | None:
+        return version_problem(path, CLAUDE_VERSION_LINE, offline_env())
+
     explicit = os.environ.get(CLAUDE_ENV_VAR)
-    local = pytestconfig.rootpath / _LOCAL_CLAUDE
+    if explicit:
+        found = problem(Path(explicit))
+        if found is not None:
+            _unavailable(f"{found}; {hint}", what="Claude Code CLI")
+        return Path(explicit)
+    prefix = pytestconfig.rootpath / _CLAUDE_PREFIX
+    if claude_bin(prefix).exists() and problem(claude_bin(prefix)) is None:
+        return claude_bin(prefix)
     on_path = shutil.which("claude")
-    found = (
-        Path(explicit)
-        if explicit
-        else local
-        if local.exists()
-        else Path(on_path)
-        if on_path
-        else None
-    )
-    if found is None:
-        _unavailable(f"no claude executable found; {hint}", what="Claude Code CLI")
-    problem = _version_problem(found, f"{PINNED_CLAUDE_VERSION} (Claude Code)")
-    if problem is not None:
-        _unavailable(f"{problem}; {hint}", what="Claude Code CLI")
-    return found
-
-
-def _version_problem(codex: Path, expected: str) -> str | None:
-    """Why ``codex --version`` is not ``expected``, or ``None`` when it is."""
+    if on_path and problem(Path(on_path)) is None:
+        return Path(on_path)
     try:
-        proc = subprocess.run(
-            [str(codex), "--version"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env=offline_env(),
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"{codex} --version failed: {exc}"
-    version = proc.stdout.strip()
-    if proc.returncode != 0 or version != expected:
-        return (
-            f"{codex} --version printed {version!r} (rc {proc.returncode}), expected {expected!r}"
-        )
-    return None
+        binary, _ = ensure_claude(prefix, problem=problem)
+    except InstallError as exc:
+        _unavailable(f"{exc}; {hint}", what="Claude Code CLI")
+    return binary
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Builders of review texts in the seed markdown contract, for scripted reviewers.
+"""Builders of review texts in the markdown contract, for scripted reviewers.
 
 A review in the contract looks like::
 
@@ -30,8 +30,8 @@ from dataclasses import dataclass
 
 __all__ = ["FindingSpec", "approved_review", "review_text", "revise_review"]
 
-#: Finding header styles: ``bracket`` is the contract; ``bold`` is the drift the seeds warn
-#: about (``**Severity:** High`` instead of ``[severity: high]``); ``none`` omits severity.
+#: Finding header styles: ``bracket`` is the contract; ``bold`` is a drift real reviewers
+#: produce (``**Severity:** High`` instead of ``[severity: high]``); ``none`` omits severity.
 STYLES = ("bracket", "bold", "none")
 
 
@@ -98,7 +98,7 @@ def review_text(
     summary: str = "The artifact was reviewed against the attack surface.",
     style: str = "bracket",
 ) -> str:
-    """A full review in the seed markdown contract.
+    """A full review in the markdown contract (:mod:`pytest_advreview.parse`).
 
     :param verdict: ``APPROVED`` or ``REVISE`` (rendered as ``VERDICT: <verdict>``, so a
         malformed value can be used to test format drift).
