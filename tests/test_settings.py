@@ -610,9 +610,7 @@ def test_every_option_is_in_the_options_page() -> None:
     # option nobody can find (tests/test_docs.py also keeps its table equal to SPECS).
     from pytest_advreview.options import SPECS
 
-    page = (Path(__file__).resolve().parents[1] / "docs" / "options.md").read_text(
-        encoding="utf-8"
-    )
+    page = (Path(__file__).resolve().parents[1] / "docs" / "options.md").read_text(encoding="utf-8")
     rows = {line.split("|")[1].strip() for line in page.splitlines() if line.startswith("| `--")}
     shown = {row.strip("`").split("=")[0] for row in rows}
     expected = {"--adversarial-review", "--advreview-doctor", "--advreview-doctor-json"}
