@@ -17,7 +17,7 @@ repositories are built in a temporary directory that is removed at the end.
 
 The table is printed (ratios first, absolute medians for context) and written as JSON to
 ``benchmarks/results/latest.json`` (``--json`` to change it); the exit status is 1 when a
-target is missed.  The README's Performance section explains the figures, ``NOTES.md``
+target is missed.  docs/performance.md explains the figures, ``NOTES.md``
 how they were improved.
 """
 
@@ -306,7 +306,7 @@ def bench_overhead(ws: Workspace, sizes: Sizes) -> list[Row]:
             met=None,
             medians={"pytest_s": median(c), "loop_s": median(b)},
             reps=sizes.reps,
-            bound="The default runs one review at a time (see README, Reviews side by side).",
+            bound="The default runs one review at a time (see docs/parallel.md, Reviews side by side).",
             details={"pytest_s": c, "loop_s": b},
         ),
         Row(

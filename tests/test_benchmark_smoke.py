@@ -1,6 +1,6 @@
 """The benchmark command works (``benchmarks/run.py --quick``); no timing is asserted.
 
-Benchmarks are not tests: the figures live in ``benchmarks/results/`` and the README.
+Benchmarks are not tests: the figures live in ``benchmarks/results/`` and docs/performance.md.
 This only proves that the documented command runs end to end and writes its JSON, with
 the one benchmark whose result is a count rather than a time (scope ``changed`` reads
 and hashes only the changed plans).

@@ -16,7 +16,7 @@ import pytest
 
 PACKAGE = "pytest_advreview"
 SRC = Path(__file__).resolve().parents[1] / "src" / PACKAGE
-#: The doctor runs Codex against the testing kit's scripted server (README "Codex compatibility").
+#: The doctor runs Codex against the testing kit's scripted server (docs/codex-compat.md).
 TESTING_KIT_USERS = {f"{PACKAGE}.doctor"}
 
 
@@ -181,7 +181,7 @@ CALLED_BY_PROTOCOL = {
     "emit",
 }
 #: The users' API: what a project's own tests call on the ``adversarial_review`` fixture's
-#: outcome (README "The `adversarial_review` fixture").
+#: outcome (docs/fixture-and-hooks.md).
 CALLED_BY_USERS = {"assert_approved"}
 
 
@@ -279,11 +279,11 @@ def test_no_function_of_the_product_is_only_called_by_tests() -> None:
     assert found == set(), sorted(_test_only_functions(sources))
 
 
-def test_the_readme_module_map_names_every_module_and_package() -> None:
-    # README "Where things are" is the map the next engineer reads first: a module added,
-    # renamed or deleted without its row makes the map untrue.
-    readme = (SRC.parents[1] / "README.md").read_text(encoding="utf-8")
-    table = readme.split("### Where things are", 1)[1].split("\n## ", 1)[0]
+def test_the_module_map_names_every_module_and_package() -> None:
+    # "Where things are" (docs/development.md) is the map the next engineer reads first:
+    # a module added, renamed or deleted without its row makes the map untrue.
+    page = (SRC.parents[1] / "docs" / "development.md").read_text(encoding="utf-8")
+    table = page.split("\n## Where things are\n", 1)[1].split("\n## ", 1)[0]
     named = {
         token
         for line in table.splitlines()

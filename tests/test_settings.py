@@ -605,19 +605,19 @@ def test_settings_are_frozen() -> None:
         settings.model = "x"  # type: ignore[misc]
 
 
-def test_every_option_is_in_the_readme_options_table() -> None:
-    # The README's table is the user's reference: an option added without a row there is
-    # an option nobody can find.
+def test_every_option_is_in_the_options_page() -> None:
+    # docs/options.md is the user's reference: an option added without a row there is an
+    # option nobody can find (tests/test_docs.py also keeps its table equal to SPECS).
     from pytest_advreview.options import SPECS
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    rows = {line.split("|")[1].strip() for line in readme.splitlines() if line.startswith("| `--")}
+    page = (Path(__file__).resolve().parents[1] / "docs" / "options.md").read_text(encoding="utf-8")
+    rows = {line.split("|")[1].strip() for line in page.splitlines() if line.startswith("| `--")}
     shown = {row.strip("`").split("=")[0] for row in rows}
     expected = {"--adversarial-review", "--advreview-doctor", "--advreview-doctor-json"}
     expected |= {spec.option for spec in SPECS if spec.cli is not None}
     assert expected - shown == set()
     ini_only = {spec.ini_key for spec in SPECS if spec.cli is None}
-    assert all(f"`{key}`" in readme for key in ini_only)
+    assert all(f"`{key}`" in page for key in ini_only)
 
 
 def test_fixture_override_out_of_range_is_a_usage_error(pytester: pytest.Pytester) -> None:

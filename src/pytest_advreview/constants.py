@@ -18,7 +18,7 @@ VERDICT_APPROVED = "VERDICT: APPROVED"
 VERDICT_REVISE = "VERDICT: REVISE"
 #: Codex CLI version the plugin was verified against (see docs/codex-compat.md).
 PINNED_CODEX_VERSION = "0.171.0"
-#: Claude Code version the ``claude`` lead was verified against (README "The built-in lead").
+#: Claude Code version the ``claude`` lead was verified against (docs/lead.md "The built-in lead").
 PINNED_CLAUDE_VERSION = "2.1.332"
 #: Longest ``errors`` text of a runner result: enough for the reason, short enough for a
 #: report line.

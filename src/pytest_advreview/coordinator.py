@@ -1,6 +1,6 @@
 """Rounds across runs: stored state, the decisions file and the token budget.
 
-A CI run usually has nobody to apply fixes, so rounds span runs (README.md, "Rounds across
+A CI run usually has nobody to apply fixes, so rounds span runs (docs/rounds.md, "Rounds across
 runs (CI)").  For every target the coordinator reads its stored state, decides with
 :func:`~pytest_advreview.state.decide_next` whether the stored verdict stands (zero
 reviewer calls), the next round is due (resume on the stored thread with the decisions

@@ -383,7 +383,7 @@ class Decision(WireModel):
 
 
 class LeadAction(str, Enum):
-    """What the built-in lead did with one finding (README.md, "The built-in lead").
+    """What the built-in lead did with one finding (docs/lead.md, "The built-in lead").
 
     ``needs-operator`` is the structural gate: a structural fix (invocation
     grammar, output formats, parsed literals, security guarantees, ...) is never applied

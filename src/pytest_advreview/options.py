@@ -191,7 +191,7 @@ MAX_BUDGET_TOKENS = 10**12
 MAX_ROUNDS = 20
 #: Most reviews at once in one process (``--advreview-jobs``).
 MAX_JOBS = 32
-#: Default of ``--advreview-jobs``; README "Performance" says how it was chosen.
+#: Default of ``--advreview-jobs``; docs/performance.md "Performance" says how it was chosen.
 DEFAULT_JOBS = 1
 #: Longest interval between progress lines in a log: an hour.
 MAX_PROGRESS_S = 3600

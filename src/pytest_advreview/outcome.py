@@ -1,6 +1,6 @@
 """The one place that turns a loop result and the fail-on threshold into a pytest outcome.
 
-The table (README.md, "Outcomes", says the same for users):
+The table (docs/outcomes.md, "Outcomes", says the same for users):
 
 ==============================================  ===========================================
 what happened                                   outcome

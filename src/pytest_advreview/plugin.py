@@ -1,6 +1,7 @@
 """The ``pytest11`` entry point: options, hookspecs and sub-plugin registration only.
 
-Everything else lives in the modules named for what they own (README.md, "Where things are").
+Everything else lives in the modules named for what they own (docs/development.md, "Where
+things are").
 Without ``--adversarial-review`` nothing but the options and markers is registered, so
 installing the plugin never changes an unrelated suite.
 """

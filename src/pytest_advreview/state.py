@@ -1,6 +1,6 @@
 """Persisted review state per target, so rounds span CI runs.
 
-The rules for users: README.md, "Rounds across runs (CI)".
+The rules for users: docs/rounds.md, "Rounds across runs (CI)".
 
 One JSON file per target lives under pytest's cache directory::
 
@@ -736,7 +736,7 @@ def decide_next(
 ) -> NextStep:
     """Decide whether a target is reviewed, continued, or judged from its stored state.
 
-    The rules (README.md, "Rounds across runs (CI)"), in order:
+    The rules (docs/rounds.md, "Rounds across runs (CI)"), in order:
 
     1. ``fresh``, no state, another reviewer (any component of the cache key's reviewer
        identity), or no counted round → ``review``;

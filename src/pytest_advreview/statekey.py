@@ -11,8 +11,8 @@ workspace does not hold, and an entry that does not verify never passes an item:
 
 The runners never pass ``ADVREVIEW_STATE_KEY`` to a reviewer process (see
 :data:`STATE_KEY_ENV` in ``runner/``).  What the key cannot stop: a reviewer process that
-can read this user's files (the per-user key file) or this process's memory; README
-"Safety considerations" says when that is the case.
+can read this user's files (the per-user key file) or this process's memory;
+docs/safety.md "Safety considerations" says when that is the case.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The ``claude`` lead: Claude Code (``claude -p``) with only the read and edit tools.
 
-Facts of Claude Code 2.1.332 this backend is built on (measured; README.md, "The built-in
+Facts of Claude Code 2.1.332 this backend is built on (measured; docs/lead.md, "The built-in
 lead"): exit code 0 does not mean success -- a denied edit still ends ``success``, and
 ``--json-schema`` does not guarantee ``structured_output`` -- so the JSON result is read
 whatever the exit code and checked field by field; its own retries and stall watchdog

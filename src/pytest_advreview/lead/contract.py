@@ -1,4 +1,4 @@
-"""The lead's contract (README.md, "The built-in lead"): its prompt, its answer, the checks.
+"""The lead's contract (docs/lead.md, "The built-in lead"): its prompt, its answer, the checks.
 
 The lead gets the reviewer's REVISE review and returns one decision per finding:
 ``accept``, ``re-scope``, ``reject`` (always with reasoning) or ``needs-operator`` (a

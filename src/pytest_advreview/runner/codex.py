@@ -335,7 +335,7 @@ class CodexReviewer:
                     quality=ReviewQuality.DEGRADED_ENVIRONMENTAL,
                     errors=broken,
                     user_warning="the Codex sandbox does not work on this host; "
-                    "see README 'Linux sandbox prerequisites' or pass "
+                    "see docs/safety.md 'Linux sandbox prerequisites' or pass "
                     "--advreview-sandbox=read-only",
                 )
                 return self._result(request, attempt, 0, started)
