@@ -93,6 +93,6 @@ def test_the_readme_is_short_and_points_at_the_pages_that_exist() -> None:
     assert pages, "the README links to no documentation page"
     missing = sorted(page for page in pages if not (ROOT / "docs" / page).is_file())
     assert missing == []
-    # Issue 19's acceptance names this heading; the section itself lives in docs/safety.md.
+    # The README keeps this heading as the entry point; the section lives in docs/safety.md.
     assert "\n## Safety considerations\n" in text
     assert "/blob/main/docs/safety.md" in text

@@ -310,7 +310,7 @@ PRIVATE_REFERENCE = re.compile(
     r"|refresh design|\bissue \d",
     re.IGNORECASE,
 )
-#: ``README "Outcomes"``, ``docs/ci.md, "The state key"``: a named section of a document.
+#: ``docs/outcomes.md "Outcomes"``, ``docs/ci.md, "The state key"``: a named section of a document.
 SECTION_REFERENCE = re.compile(r"(README(?:\.md)?|docs/[\w-]+\.md)`*,?\s+[\"']([^\"']+)[\"']")
 
 
@@ -388,7 +388,7 @@ def test_the_prose_reader_reads_comments_and_docstrings_not_code() -> None:
         "names 'codex-facts'",
         "points at README 'No such section', which has no such heading",
     ]
-    assert _problems(_prose("# see README 'Outcomes'\n")) == []
+    assert _problems(_prose("# see README 'Safety considerations'\n")) == []
     assert _problems(_prose("echo seed # not a comment line\n# the seeds\n", python=False)) == [
         "names 'the seeds'"
     ]
