@@ -315,8 +315,16 @@ class ScriptedRepo(ReviewRepo):
     def __init__(self, pytester: pytest.Pytester, reviews: ScriptedReviews) -> None:
         self.pytester = pytester
         self.server = reviews  # type: ignore[assignment]
+        # No CLI runs: the default name, which the scripted reviewer stands in for.
+        self.codex = Path("codex")
         self.path = pytester.path
         self.rules = []
+
+    def write(self, relpath: str, text: str | bytes) -> Path:
+        # A test's own conftest.py keeps the hook that plugs the scripted reviewer in.
+        if relpath == "conftest.py" and isinstance(text, str):
+            text = f"{text}\n\n{self.server.conftest()}"
+        return write(self.path, relpath, text)
 
     def args(self, *extra: str) -> list[str]:
         return [
@@ -330,9 +338,14 @@ class ScriptedRepo(ReviewRepo):
 
 @pytest.fixture
 def scripted_repo(
-    pytester: pytest.Pytester, scripted_reviewer: ScriptedReviews, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester,
+    scripted_reviewer: ScriptedReviews,
+    codex_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> ReviewRepo:
     """:func:`review_repo`'s repository, reviewed in process from the same kind of script."""
+    # Outside the repository, as for the real CLI: the containment check looks for it.
+    monkeypatch.setenv("CODEX_HOME", str(codex_home))
     for name in ("OPENAI_API_KEY", "CODEX_API_KEY", "CI", "GITHUB_ACTIONS", "GITHUB_BASE_REF"):
         monkeypatch.delenv(name, raising=False)
     repo = init_repo(pytester.path)

@@ -11,8 +11,6 @@ import pytest
 from conftest import ReviewRepo, git
 from pytest_advreview.testing import FindingSpec, approved_review, revise_review, shell_step
 
-pytestmark = pytest.mark.real_codex
-
 HIGH = FindingSpec("high", "Rollback restores a stale backup", section="Rollback")
 MEDIUM = FindingSpec("medium", "Pagination order is unspecified", section="Steps")
 CRITICAL = FindingSpec("critical", "In-place id rewrite loses foreign keys", section="Step 2")
