@@ -4,9 +4,9 @@
     .venv/bin/nox -s "tests-3.12(pytest='min')" -- -x   # one session, extra pytest args
     .venv/bin/nox -s full               # the whole suite on the default Python
 
-``tests`` runs a representative subset: every test not marked ``real_codex`` (about nine
-tenths of the suite; some of them start the real CLI too) and the marked tests of the core
-contract; ``full`` runs the whole suite.  ``scripts/test``
+``tests`` runs a representative subset: every test not marked ``real_codex`` (the testing
+kit marks every test that uses the ``codex_executable`` fixture) and the marked tests of
+the core contract; ``full`` runs the whole suite.  ``scripts/test``
 runs the whole suite on the development venv and then ``nox -s tests``.
 
 The interpreters are pyenv's (``$PYENV_ROOT/versions/3.X.Y``, the machines have them):

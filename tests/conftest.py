@@ -18,6 +18,7 @@ import pytest_advreview
 from pytest_advreview.testing import (
     FAKE_KEY_ENV,
     FAKE_KEY_VALUE,
+    ScriptedReviews,
     ScriptedServer,
     codex_provider_args,
 )
@@ -302,6 +303,58 @@ def review_repo(
     (repo / "README.md").write_text("# project\n")
     commit(repo, "initial")
     return ReviewRepo(pytester, advreview_server, codex_executable)
+
+
+class ScriptedRepo(ReviewRepo):
+    """A :class:`ReviewRepo` reviewed by the in-process scripted reviewer (no CLI).
+
+    ``server`` is the reviewer's :class:`ScriptedReviews`: the same script and request log
+    as the scripted server's, so a test reads the same either way.
+    """
+
+    def __init__(self, pytester: pytest.Pytester, reviews: ScriptedReviews) -> None:
+        self.pytester = pytester
+        self.server = reviews  # type: ignore[assignment]
+        # No CLI runs: the default name, which the scripted reviewer stands in for.
+        self.codex = Path("codex")
+        self.path = pytester.path
+        self.rules = []
+
+    def write(self, relpath: str, text: str | bytes) -> Path:
+        # A test's own conftest.py keeps the hook that plugs the scripted reviewer in.
+        if relpath == "conftest.py" and isinstance(text, str):
+            text = f"{text}\n\n{self.server.conftest()}"
+        return write(self.path, relpath, text)
+
+    def args(self, *extra: str) -> list[str]:
+        return [
+            "--adversarial-review",
+            "--advreview-model=fake-model",
+            "--advreview-reasoning=low",
+            "--advreview-timeout=60",
+            *extra,
+        ]
+
+
+@pytest.fixture
+def scripted_repo(
+    pytester: pytest.Pytester,
+    scripted_reviewer: ScriptedReviews,
+    codex_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> ReviewRepo:
+    """:func:`review_repo`'s repository, reviewed in process from the same kind of script."""
+    # Outside the repository, as for the real CLI: the containment check looks for it.
+    monkeypatch.setenv("CODEX_HOME", str(codex_home))
+    for name in ("OPENAI_API_KEY", "CODEX_API_KEY", "CI", "GITHUB_ACTIONS", "GITHUB_BASE_REF"):
+        monkeypatch.delenv(name, raising=False)
+    repo = init_repo(pytester.path)
+    (repo / ".gitignore").write_text(
+        ".pytest_cache/\n__pycache__/\n/stdout\n/stderr\n/runpytest-*\n"
+    )
+    (repo / "README.md").write_text("# project\n")
+    commit(repo, "initial")
+    return ScriptedRepo(pytester, scripted_reviewer)
 
 
 def ran_prompts(server: ScriptedServer, match: str) -> Sequence[str]:

@@ -11,8 +11,6 @@ import pytest
 from conftest import ReviewRepo, git
 from pytest_advreview.testing import FindingSpec, approved_review, revise_review, shell_step
 
-pytestmark = pytest.mark.real_codex
-
 HIGH = FindingSpec("high", "Rollback restores a stale backup", section="Rollback")
 MEDIUM = FindingSpec("medium", "Pagination order is unspecified", section="Steps")
 CRITICAL = FindingSpec("critical", "In-place id rewrite loses foreign keys", section="Step 2")
@@ -24,31 +22,33 @@ def _state_files(repo: ReviewRepo) -> list[Path]:
     return sorted((repo.path / ".pytest_cache" / "d" / "advreview" / "state").glob("*.json"))
 
 
-def test_unchanged_approved_plan_is_cached_with_zero_calls(review_repo: ReviewRepo) -> None:
-    plan = review_repo.plan("x.md", PLAN)
-    review_repo.answer("x.md", {"message": approved_review()})
-    review_repo.run(NO_CODE).assert_outcomes(passed=1)
-    assert len(review_repo.server.response_requests) == 1
+def test_unchanged_approved_plan_is_cached_with_zero_calls(scripted_repo: ReviewRepo) -> None:
+    plan = scripted_repo.plan("x.md", PLAN)
+    scripted_repo.answer("x.md", {"message": approved_review()})
+    scripted_repo.run(NO_CODE).assert_outcomes(passed=1)
+    assert len(scripted_repo.server.response_requests) == 1
 
-    second = review_repo.run(NO_CODE)
+    second = scripted_repo.run(NO_CODE)
     second.assert_outcomes(passed=1)
     second.stdout.fnmatch_lines(["*x.md::adversarial-review: cached (passed)*"])
-    assert len(review_repo.server.response_requests) == 1  # zero new requests
+    assert len(scripted_repo.server.response_requests) == 1  # zero new requests
 
     plan.write_text(PLAN + " ")  # one byte
-    review_repo.run(NO_CODE).assert_outcomes(passed=1)
-    assert len(review_repo.server.response_requests) == 2
+    scripted_repo.run(NO_CODE).assert_outcomes(passed=1)
+    assert len(scripted_repo.server.response_requests) == 2
 
 
-def test_unchanged_revise_fails_from_cache_with_the_same_findings(review_repo: ReviewRepo) -> None:
-    review_repo.plan("x.md", PLAN)
-    review_repo.answer("x.md", {"message": revise_review(HIGH)})
-    review_repo.run(NO_CODE).assert_outcomes(failed=1)
-    second = review_repo.run(NO_CODE)
+def test_unchanged_revise_fails_from_cache_with_the_same_findings(
+    scripted_repo: ReviewRepo,
+) -> None:
+    scripted_repo.plan("x.md", PLAN)
+    scripted_repo.answer("x.md", {"message": revise_review(HIGH)})
+    scripted_repo.run(NO_CODE).assert_outcomes(failed=1)
+    second = scripted_repo.run(NO_CODE)
     second.assert_outcomes(failed=1)
     second.stdout.fnmatch_lines(["*[[]severity: high[]] AR-* Rollback restores a stale backup*"])
     second.stdout.fnmatch_lines(["*x.md::adversarial-review: cached (failed)*"])
-    assert len(review_repo.server.response_requests) == 1
+    assert len(scripted_repo.server.response_requests) == 1
 
 
 def test_edited_plan_resumes_the_same_thread_with_the_applied_diff(review_repo: ReviewRepo) -> None:
@@ -72,21 +72,21 @@ def test_edited_plan_resumes_the_same_thread_with_the_applied_diff(review_repo: 
     result.stdout.fnmatch_lines(["*x.md::adversarial-review: approved*round 2*"])
 
 
-def test_decisions_file_reason_reaches_the_reviewer(review_repo: ReviewRepo) -> None:
-    review_repo.plan("x.md", PLAN)
-    review_repo.answer(
+def test_decisions_file_reason_reaches_the_reviewer(scripted_repo: ReviewRepo) -> None:
+    scripted_repo.plan("x.md", PLAN)
+    scripted_repo.answer(
         "x.md", {"message": revise_review(HIGH)}, {"message": approved_review()}, where="body"
     )
-    first = review_repo.run(NO_CODE)
+    first = scripted_repo.run(NO_CODE)
     first.assert_outcomes(failed=1)
     (finding_id,) = set(re.findall(r"\[severity: high\] (AR-[0-9a-f]{6})", first.stdout.str()))
-    review_repo.write(
+    scripted_repo.write(
         ".advreview/decisions.toml",
         f'[[decision]]\ntarget = "docs/plans/x.md"\nfinding = "{finding_id}"\n'
         'action = "reject"\nreason = "The backup is taken one minute before cut-over."\n',
     )
-    review_repo.run(NO_CODE).assert_outcomes(passed=1)
-    text = review_repo.server.response_requests[-1].last_user_text
+    scripted_repo.run(NO_CODE).assert_outcomes(passed=1)
+    text = scripted_repo.server.response_requests[-1].last_user_text
     rejected = text.split("## Rejected with reasoning", 1)[1].split("##", 1)[0]
     assert "The backup is taken one minute before cut-over." in rejected
     assert finding_id in rejected
@@ -130,65 +130,65 @@ def test_missing_rollout_after_medium_is_not_verified(
 
 
 def test_rounds_count_across_runs_up_to_max_then_fresh_starts_over(
-    review_repo: ReviewRepo,
+    scripted_repo: ReviewRepo,
 ) -> None:
-    plan = review_repo.plan("x.md", PLAN)
-    review_repo.answer("x.md", {"message": revise_review(HIGH)}, where="body")
+    plan = scripted_repo.plan("x.md", PLAN)
+    scripted_repo.answer("x.md", {"message": revise_review(HIGH)}, where="body")
     for n in range(5):
         plan.write_text(PLAN + f"\nedit {n}\n")
-        review_repo.run(NO_CODE).assert_outcomes(failed=1)
-    assert len(review_repo.server.response_requests) == 5
+        scripted_repo.run(NO_CODE).assert_outcomes(failed=1)
+    assert len(scripted_repo.server.response_requests) == 5
     plan.write_text(PLAN + "\nedit 6\n")
-    sixth = review_repo.run(NO_CODE)
+    sixth = scripted_repo.run(NO_CODE)
     sixth.assert_outcomes(failed=1)
     sixth.stdout.fnmatch_lines(["*x.md::adversarial-review: max rounds (failed)*round 5*"])
-    assert len(review_repo.server.response_requests) == 5  # no reviewer call
-    fresh = review_repo.run(NO_CODE, "--advreview-fresh")
+    assert len(scripted_repo.server.response_requests) == 5  # no reviewer call
+    fresh = scripted_repo.run(NO_CODE, "--advreview-fresh")
     fresh.assert_outcomes(failed=1)
     fresh.stdout.fnmatch_lines(["*x.md::adversarial-review: revise (failed)*round 1*"])
-    assert len(review_repo.server.response_requests) == 6
+    assert len(scripted_repo.server.response_requests) == 6
 
 
-def test_corrupted_cache_entry_warns_and_reviews_afresh(review_repo: ReviewRepo) -> None:
-    review_repo.plan("x.md", PLAN)
-    review_repo.answer("x.md", {"message": approved_review()})
-    review_repo.run(NO_CODE).assert_outcomes(passed=1)
-    (entry,) = _state_files(review_repo)
+def test_corrupted_cache_entry_warns_and_reviews_afresh(scripted_repo: ReviewRepo) -> None:
+    scripted_repo.plan("x.md", PLAN)
+    scripted_repo.answer("x.md", {"message": approved_review()})
+    scripted_repo.run(NO_CODE).assert_outcomes(passed=1)
+    (entry,) = _state_files(scripted_repo)
     entry.write_text("{ not json")
-    second = review_repo.run(NO_CODE, "-W", "always::pytest.PytestWarning")
+    second = scripted_repo.run(NO_CODE, "-W", "always::pytest.PytestWarning")
     second.assert_outcomes(passed=1, warnings=1)
     second.stdout.fnmatch_lines(["*StateWarning*"])
-    assert len(review_repo.server.response_requests) == 2
+    assert len(scripted_repo.server.response_requests) == 2
 
 
-def test_bad_decisions_file_is_a_usage_error(review_repo: ReviewRepo) -> None:
-    review_repo.plan("x.md", PLAN)
-    review_repo.write(
+def test_bad_decisions_file_is_a_usage_error(scripted_repo: ReviewRepo) -> None:
+    scripted_repo.plan("x.md", PLAN)
+    scripted_repo.write(
         ".advreview/decisions.toml",
         '[[decision]]\ntarget = "docs/plans/x.md"\nfinding = "AR-123456"\naction = "reject"\n',
     )
-    result = review_repo.run(NO_CODE)
+    result = scripted_repo.run(NO_CODE)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*decisions.toml*entry 1*reason*"])
     assert "Traceback" not in result.stderr.str()
 
 
-def test_unreadable_decisions_file_is_a_usage_error(review_repo: ReviewRepo) -> None:
-    review_repo.plan("x.md", PLAN)
-    (review_repo.path / ".advreview" / "decisions.toml").mkdir(parents=True)
-    result = review_repo.run(NO_CODE)
+def test_unreadable_decisions_file_is_a_usage_error(scripted_repo: ReviewRepo) -> None:
+    scripted_repo.plan("x.md", PLAN)
+    (scripted_repo.path / ".advreview" / "decisions.toml").mkdir(parents=True)
+    result = scripted_repo.run(NO_CODE)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*decisions.toml*"])
 
 
-def test_token_budget_stops_starting_reviews(review_repo: ReviewRepo) -> None:
+def test_token_budget_stops_starting_reviews(scripted_repo: ReviewRepo) -> None:
     for name in ("a.md", "b.md"):
-        review_repo.plan(name, PLAN)
-        review_repo.answer(name, {"message": approved_review()})
-    result = review_repo.run(NO_CODE, "--advreview-budget-tokens=1", "-p", "no:randomly")
+        scripted_repo.plan(name, PLAN)
+        scripted_repo.answer(name, {"message": approved_review()})
+    result = scripted_repo.run(NO_CODE, "--advreview-budget-tokens=1", "-p", "no:randomly")
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(["*b.md::adversarial-review: budget exhausted*"])
-    assert len(review_repo.server.response_requests) == 1
+    assert len(scripted_repo.server.response_requests) == 1
 
 
 def test_isolation_under_xdist_errors_only_the_writer_and_leaves_the_tree_alone(
@@ -212,13 +212,13 @@ def test_isolation_under_xdist_errors_only_the_writer_and_leaves_the_tree_alone(
     assert git(review_repo.path, "worktree", "list", "--porcelain").count("worktree ") == 1
 
 
-def test_stored_severity_marker_selects_items_at_collection(review_repo: ReviewRepo) -> None:
-    review_repo.plan("bad.md", PLAN)
-    review_repo.plan("good.md", PLAN + "\n")
-    review_repo.answer("bad.md", {"message": revise_review(CRITICAL)})
-    review_repo.answer("good.md", {"message": approved_review()})
-    review_repo.run(NO_CODE).assert_outcomes(passed=1, failed=1)
-    again = review_repo.run(NO_CODE, "-m", "severity_critical")
+def test_stored_severity_marker_selects_items_at_collection(scripted_repo: ReviewRepo) -> None:
+    scripted_repo.plan("bad.md", PLAN)
+    scripted_repo.plan("good.md", PLAN + "\n")
+    scripted_repo.answer("bad.md", {"message": revise_review(CRITICAL)})
+    scripted_repo.answer("good.md", {"message": approved_review()})
+    scripted_repo.run(NO_CODE).assert_outcomes(passed=1, failed=1)
+    again = scripted_repo.run(NO_CODE, "-m", "severity_critical")
     again.assert_outcomes(failed=1, deselected=1)
     again.stdout.fnmatch_lines(["*bad.md::adversarial-review: cached (failed)*"])
-    assert len(review_repo.server.response_requests) == 2  # no new reviewer call
+    assert len(scripted_repo.server.response_requests) == 2  # no new reviewer call

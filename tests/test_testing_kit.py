@@ -926,3 +926,149 @@ def test_codex_executable_skips_locally_and_errors_in_ci(
         result.stdout.fnmatch_lines([f"*FOUND {target}"])
     else:
         result.stdout.fnmatch_lines(["*real Codex CLI unavailable*"])
+
+
+# -- the in-process scripted reviewer --------------------------------------------------
+
+
+def _dispatch(reviewer: Any, tmp_path: Path, operation: str = "initial", **fields: Any) -> Any:
+    from pytest_advreview.runner import DispatchRequest
+
+    fields.setdefault("prompt_body", "Review docs/plans/x.md")
+    return reviewer.dispatch(
+        DispatchRequest(
+            review_id="r1",
+            repo_root=tmp_path,
+            operation=operation,
+            work_dir=tmp_path / "work",
+            **fields,
+        )
+    )
+
+
+def test_scripted_reviewer_answers_resumes_and_counts_usage_like_codex(tmp_path: Path) -> None:
+    from pytest_advreview.models import Operation, RunnerStatus, Verdict
+    from pytest_advreview.runner import Reviewer
+    from pytest_advreview.testing import ScriptedReviewer, ScriptedReviews
+
+    reviews = ScriptedReviews(tmp_path / "state")
+    rule = {"match": "x.md", "in": "body", "steps": []}
+    rule["steps"] = [
+        {"message": revise_review(FindingSpec("high", "Stale"))},
+        {"message": approved_review(), "usage": {"output_tokens": 7}},
+    ]
+    reviews.set_script({"rules": [rule]})
+    reviewer = ScriptedReviewer(reviews.folder)
+    assert isinstance(reviewer, Reviewer)
+
+    first = _dispatch(reviewer, tmp_path)
+    assert first.runner.result is RunnerStatus.SUCCESS
+    assert first.runner.verdict is Verdict.REVISE and first.attempts == 1
+    thread = first.runner.codex_session_id
+    assert thread is not None and reviewer.can_resume(thread)
+    assert not reviewer.can_resume("00000000-0000-0000-0000-000000000000")
+    assert Path(first.runner.review_file or "").read_text() == first.review.raw
+    assert first.usage == first.thread_usage and first.usage.output_tokens > 1
+
+    second = _dispatch(
+        reviewer,
+        tmp_path,
+        Operation.RESUME,
+        prompt_body="fixed it",
+        session_id=thread,
+        prior_usage=first.thread_usage,
+    )
+    assert second.runner.verdict is Verdict.APPROVED
+    assert second.runner.codex_session_id == thread
+    assert second.usage.output_tokens == 7  # the delta; the thread's total is cumulative
+    assert second.thread_usage == first.thread_usage + second.usage
+    requests = reviews.response_requests
+    assert [r.thread_id for r in requests] == [thread, thread]
+    assert requests[1].last_user_text.endswith("\nfixed it")
+    assert requests[1].last_user_text.startswith("<!-- ADVERSARIAL-REVIEW-SESSION: r1-")
+    assert requests[1].input_texts[0] == requests[0].last_user_text  # the history
+    reviews.clear_requests()
+    assert reviews.requests == []
+
+
+@pytest.mark.parametrize(
+    ("step", "status", "error"),
+    [
+        ({"http_status": 500}, "launch_failure", "answered HTTP 500"),
+        ({"failed": {"message": "nope"}}, "launch_failure", "response failed"),
+        ({"truncate": True}, "launch_failure", "stream closed"),
+        ({"message": "no verdict here"}, "launch_failure", "format drift"),
+        ({"message": "  "}, "launch_failure", "missing or empty"),
+        ({"hang": 5}, "timeout", "did not finish within 0.1s"),
+    ],
+)
+def test_scripted_reviewer_failures_are_retried_once_and_are_no_review(
+    tmp_path: Path, step: dict[str, Any], status: str, error: str
+) -> None:
+    from pytest_advreview.testing import ScriptedReviewer, ScriptedReviews
+
+    reviews = ScriptedReviews(tmp_path / "state", {"rules": [], "default": step})
+    result = _dispatch(ScriptedReviewer(reviews.folder, timeout=0.1), tmp_path)
+    assert result.runner.result.value == status
+    assert error in (result.runner.errors or "")
+    assert result.review is None and result.runner.codex_session_id is None
+    assert result.attempts == 2 and len(reviews.requests) == 2
+    assert len({r.thread_id for r in reviews.requests}) == 2  # each attempt a new thread
+
+
+def test_scripted_reviewer_refuses_tool_steps_and_bad_input(tmp_path: Path) -> None:
+    from pytest_advreview.models import Operation
+    from pytest_advreview.testing import ScriptedReviewer, ScriptedReviews
+
+    reviews = ScriptedReviews(tmp_path / "state")
+    with pytest.raises(ValueError, match=r"rule 0 step 0 is a function_call step.*real CLI"):
+        reviews.set_script({"rules": [{"match": "x", "steps": [shell_step("id")]}]})
+    with pytest.raises(ValueError, match="needs a 'match' string"):
+        reviews.set_script({"rules": [{"steps": [{"message": "x"}]}]})
+    reviewer = ScriptedReviewer(reviews.folder)
+    empty = _dispatch(reviewer, tmp_path, prompt_body=" ")
+    assert empty.runner.result.value == "input_error" and empty.attempts == 0
+    unknown = _dispatch(reviewer, tmp_path, Operation.RESUME, session_id="gone")
+    assert unknown.runner.result.value == "launch_failure"
+    assert "no thread gone to resume" in (unknown.runner.errors or "")
+    reviewer.cancel()
+    cancelled = _dispatch(reviewer, tmp_path)
+    assert cancelled.attempts == 1 and "pytest is stopping" in (cancelled.runner.errors or "")
+    assert reviews.requests == []  # nothing was asked
+
+
+def test_scripted_reviewer_fixture_reviews_a_run_and_a_reviewer_error_is_an_item_error(
+    pytester: pytest.Pytester, scripted_reviewer: Any
+) -> None:
+    pytester.makefile(".md", **{"docs/plans/ok": "# Plan\n", "docs/plans/down": "# Plan\n"})
+    scripted_reviewer.set_script(
+        {
+            "rules": [{"match": "ok.md", "steps": [{"message": approved_review()}]}],
+            "default": {"http_status": 500},
+        }
+    )
+    result = pytester.runpytest("--adversarial-review", "--advreview-diff=none")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*down.md*reviewer could not run*"])
+    assert len(scripted_reviewer.response_requests) == 3  # one review, one failed twice
+
+
+def test_tests_using_the_real_cli_are_marked_by_their_fixture(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest('pytest_plugins = ["pytest_advreview.testing.fixtures"]')
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.fixture
+        def through(codex_executable):
+            return codex_executable
+
+        def test_direct(codex_executable): pass
+        def test_indirect(through): pass
+        def test_none(advreview_server): pass
+        """
+    )
+    real = pytester.runpytest("-p", "no:advreview", "--collect-only", "-q", "-m", "real_codex")
+    real.stdout.fnmatch_lines(["*test_direct", "*test_indirect", "*2/3 tests collected*"])
+    rest = pytester.runpytest("-p", "no:advreview", "--collect-only", "-q", "-m", "not real_codex")
+    rest.stdout.fnmatch_lines(["*test_none", "*1/3 tests collected*"])

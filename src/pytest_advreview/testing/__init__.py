@@ -1,11 +1,20 @@
 """The advreview testing kit: scripted Responses- and Messages-API servers, fake ``codex``,
-review builders.
+an in-process scripted reviewer, review builders.
 
 It is shipped with the plugin so that projects extending pytest-advreview (custom
 reviewers, hooks, CI recipes) can test against the same doubles the plugin's own suite
 uses.  Enable the fixtures in a ``conftest.py``::
 
     pytest_plugins = ["pytest_advreview.testing.fixtures"]
+
+Two ways to review a ``pytester`` run from a script: the real Codex CLI against
+:class:`ScriptedServer` (fixtures ``codex_executable``, ``advreview_server``), for what
+depends on the CLI (launch, resume, sandbox, environment, tool calls, faults); and the
+in-process :class:`ScriptedReviewer` (fixture ``scripted_reviewer``, a
+:class:`ScriptedReviews` with the same script format and request log), for the plugin's
+own logic (verdicts, rounds, stored state, reports, exit codes) without starting a
+process.  Every test that uses ``codex_executable`` is marked ``real_codex``, so
+``-m "not real_codex"`` selects the tests that start no real CLI.
 
 Nothing here contacts a real model service: the server binds loopback only and the
 environment helpers strip real API keys.
@@ -17,6 +26,7 @@ from .fake_codex import FAKE_CODEX_VERSION, Behaviour, FakeCodex, install_fake_c
 from .fixtures import CODEX_ENV_VAR, FakeCodexFactory, find_codex, offline_env
 from .messages_server import MessagesRequest, ScriptedMessagesServer, claude_offline_env
 from .reviews import FindingSpec, approved_review, review_text, revise_review
+from .scripted import ScriptedReviewer, ScriptedReviews
 from .server import (
     FAKE_KEY_ENV,
     FAKE_KEY_VALUE,
@@ -43,6 +53,8 @@ __all__ = [
     "LoggedRequest",
     "MessagesRequest",
     "ScriptedMessagesServer",
+    "ScriptedReviewer",
+    "ScriptedReviews",
     "ScriptedServer",
     "approved_review",
     "claude_offline_env",

@@ -35,12 +35,14 @@ import pytest
 from ..constants import PINNED_CODEX_VERSION
 from .fake_codex import Behaviour, FakeCodex, install_fake_codex
 from .messages_server import ScriptedMessagesServer
+from .scripted import ScriptedReviews
 from .server import FAKE_KEY_ENV, FAKE_KEY_VALUE, ScriptedServer
 from .tools import CLAUDE_VERSION_LINE, InstallError, claude_bin, ensure_claude, version_problem
 
 __all__ = [
     "CLAUDE_ENV_VAR",
     "CODEX_ENV_VAR",
+    "REAL_CODEX_MARK",
     "FakeCodexFactory",
     "advreview_server",
     "claude_executable",
@@ -52,6 +54,7 @@ __all__ = [
     "git_repo",
     "messages_server",
     "offline_env",
+    "scripted_reviewer",
 ]
 
 #: Environment variable naming the Codex executable for the real-Codex tests.
@@ -239,3 +242,46 @@ def git_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _git(repo, "add", "README.md")
     _git(repo, "commit", "-q", "-m", "Initial commit")
     return repo
+
+
+# -- the in-process scripted reviewer, and the mark of the real-CLI tests ---------------
+
+#: The mark of every test that uses the real Codex CLI (``codex_executable``, directly or
+#: through another fixture): ``-m "not real_codex"`` selects the tests that start no CLI.
+REAL_CODEX_MARK = "real_codex"
+
+
+@pytest.fixture
+def scripted_reviewer(
+    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
+) -> ScriptedReviews:
+    """A :class:`~.scripted.ScriptedReviews` whose reviewer reviews the ``pytester`` runs.
+
+    The fixture writes ``conftest.py`` into the pytester folder: its
+    ``pytest_advreview_make_reviewer`` puts the in-process scripted reviewer in place of the
+    ``codex`` backend (a test that writes its own ``conftest.py`` starts it with
+    ``scripted_reviewer.conftest()``).  Script it like :class:`ScriptedServer` and read the
+    prompts from ``response_requests``; runs in a subprocess or under xdist share it.
+    """
+    reviews = ScriptedReviews(tmp_path_factory.mktemp("scripted-reviewer"))
+    pytester.makeconftest(reviews.conftest())
+    return reviews
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the mark, so ``--strict-markers`` accepts it in any project."""
+    config.addinivalue_line(
+        "markers", f"{REAL_CODEX_MARK}: uses the real Codex CLI (the codex_executable fixture)"
+    )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test whose fixtures include ``codex_executable`` with ``real_codex``.
+
+    First, so that ``-m`` (which deselects in the same hook) sees the mark: the mark
+    follows the fixture and cannot be forgotten by hand.
+    """
+    for item in items:
+        if "codex_executable" in getattr(item, "fixturenames", ()):
+            item.add_marker(REAL_CODEX_MARK)

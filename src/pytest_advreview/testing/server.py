@@ -71,9 +71,11 @@ __all__ = [
     "FAKE_PROVIDER",
     "LoggedRequest",
     "ScriptedServer",
+    "choose_step",
     "codex_config_argv",
     "codex_provider_args",
     "shell_step",
+    "validate_script",
 ]
 
 #: Name of the environment variable that carries the fake provider's API key.
@@ -232,7 +234,47 @@ def _validate_step(step: Any, where: str) -> None:
         )
 
 
-def _validate_script(script: Mapping[str, Any]) -> None:
+def choose_step(
+    script: Mapping[str, Any],
+    counters: dict[tuple[int | None, str | None], int],
+    request: LoggedRequest,
+    raw: bytes,
+) -> tuple[int | None, int, dict[str, Any]]:
+    """Pick ``(rule, step index, step)`` of a validated ``script`` for ``request``.
+
+    The matching and counting rules of the module docstring, in one place: the scripted
+    server and the in-process scripted reviewer (:mod:`.scripted`) both answer by them.
+    ``counters`` (rule index and thread id -> requests answered) is updated.
+    """
+    steps: list[dict[str, Any]] | None = None
+    rule_index: int | None = None
+    one_counter = False
+    last_user: str | None = None
+    body_text: str | None = None
+    for number, rule in enumerate(script.get("rules", [])):
+        if rule.get("in", "last_user") == "body":
+            if body_text is None:
+                body_text = raw.decode("utf-8", "replace")
+            haystack = body_text
+        else:
+            if last_user is None:
+                last_user = request.last_user_text
+            haystack = last_user
+        if rule["match"] in haystack:
+            steps, rule_index = rule["steps"], number
+            one_counter = rule.get("threads", "each") == "all"
+            break
+    if steps is None:
+        default = script.get("default", _FALLBACK_STEP)
+        steps = default if isinstance(default, list) else [default]
+    key = (rule_index, None if one_counter else request.thread_id)
+    count = counters.get(key, 0)
+    counters[key] = count + 1
+    index = min(count, len(steps) - 1)
+    return rule_index, index, steps[index]
+
+
+def validate_script(script: Mapping[str, Any]) -> None:
     """Check a script's shape up front, so a typo fails the test that set it, not codex."""
     rules = script.get("rules", [])
     if not isinstance(rules, list):
@@ -319,7 +361,7 @@ class ScriptedServer(LoopbackServer):
         :raises ValueError: when the script's shape is wrong.
         """
         copy = cast("dict[str, Any]", json.loads(json.dumps(script)))
-        _validate_script(copy)
+        validate_script(copy)
         with self._lock:
             self._script = copy
             self._counters.clear()
@@ -393,33 +435,7 @@ class ScriptedServer(LoopbackServer):
 
     def _choose(self, request: LoggedRequest, raw: bytes) -> tuple[int | None, int, dict[str, Any]]:
         """Pick (rule, step index, step) for a request; the caller holds the lock."""
-        script = self._script
-        steps: list[dict[str, Any]] | None = None
-        rule_index: int | None = None
-        one_counter = False
-        last_user: str | None = None
-        body_text: str | None = None
-        for number, rule in enumerate(script.get("rules", [])):
-            if rule.get("in", "last_user") == "body":
-                if body_text is None:
-                    body_text = raw.decode("utf-8", "replace")
-                haystack = body_text
-            else:
-                if last_user is None:
-                    last_user = request.last_user_text
-                haystack = last_user
-            if rule["match"] in haystack:
-                steps, rule_index = rule["steps"], number
-                one_counter = rule.get("threads", "each") == "all"
-                break
-        if steps is None:
-            default = script.get("default", _FALLBACK_STEP)
-            steps = default if isinstance(default, list) else [default]
-        key = (rule_index, None if one_counter else request.thread_id)
-        count = self._counters.get(key, 0)
-        self._counters[key] = count + 1
-        index = min(count, len(steps) - 1)
-        return rule_index, index, steps[index]
+        return choose_step(self._script, self._counters, request, raw)
 
     def _respond(self, handler: BaseHTTPRequestHandler, raw: bytes) -> None:
         if handler.command != "POST" or not handler.path.split("?")[0].endswith("/responses"):
