@@ -253,7 +253,9 @@ REAL_CODEX_MARK = "real_codex"
 
 @pytest.fixture
 def scripted_reviewer(
-    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
+    pytester: pytest.Pytester,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> ScriptedReviews:
     """A :class:`~.scripted.ScriptedReviews` whose reviewer reviews the ``pytester`` runs.
 
@@ -264,6 +266,9 @@ def scripted_reviewer(
     prompts from ``response_requests``; runs in a subprocess or under xdist share it.
     """
     reviews = ScriptedReviews(tmp_path_factory.mktemp("scripted-reviewer"))
+    # pytester's HOME is the repository under review, so Codex's default home would lie
+    # inside the reviewer's workspace, which a gate run (CI) refuses: keep it outside.
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path_factory.mktemp("codex-home")))
     pytester.makeconftest(reviews.conftest())
     return reviews
 
