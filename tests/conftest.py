@@ -360,3 +360,32 @@ def scripted_repo(
 def ran_prompts(server: ScriptedServer, match: str) -> Sequence[str]:
     """Last user messages of the model requests whose prompt contains ``match``."""
     return [r.last_user_text for r in server.response_requests if match in r.last_user_text]
+
+
+def exec_then_resume(reviewer: Any, repo: Path, work_dir: Path) -> tuple[Any, Any]:
+    """One ``exec`` and one ``resume`` of the same thread by ``reviewer`` (a
+    ``CodexReviewer``), each asserted to succeed; the second one's verdict is APPROVED.
+
+    For checks that must hold on both launches (Codex keeps no ``-c`` pair in a thread).
+    """
+    from pytest_advreview.models import Operation, RunnerStatus, Verdict
+    from pytest_advreview.runner import DispatchRequest
+
+    def request(op: Operation, **kw: object) -> DispatchRequest:
+        return DispatchRequest.model_validate(
+            {
+                "review_id": "1700000000-12345678",
+                "repo_root": repo,
+                "operation": op,
+                "prompt_body": "MARK-PLAN review the plan",
+                "work_dir": work_dir,
+                **kw,
+            }
+        )
+
+    first = reviewer.dispatch(request(Operation.INITIAL))
+    assert first.runner.result is RunnerStatus.SUCCESS, first.runner.errors
+    second = reviewer.dispatch(request(Operation.RESUME, session_id=first.runner.codex_session_id))
+    assert second.runner.result is RunnerStatus.SUCCESS, second.runner.errors
+    assert second.runner.verdict is Verdict.APPROVED
+    return first, second

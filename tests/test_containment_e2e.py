@@ -19,9 +19,7 @@ from pathlib import Path
 import pytest
 
 import pytest_advreview
-from conftest import ReviewRepo
-from pytest_advreview.models import Operation, RunnerStatus, Verdict
-from pytest_advreview.runner import DispatchRequest
+from conftest import ReviewRepo, exec_then_resume
 from pytest_advreview.runner.codex import CodexOptions, CodexReviewer
 from pytest_advreview.testing import (
     ScriptedServer,
@@ -126,23 +124,7 @@ def test_the_containment_holds_on_resume(
     )
     reviewer = CodexReviewer(options)
 
-    def request(op: Operation, **kw: object) -> DispatchRequest:
-        return DispatchRequest.model_validate(
-            {
-                "review_id": "1700000000-12345678",
-                "repo_root": git_repo,
-                "operation": op,
-                "prompt_body": "MARK-PLAN review the plan",
-                "work_dir": tmp_path / "w",
-                **kw,
-            }
-        )
-
-    first = reviewer.dispatch(request(Operation.INITIAL))
-    assert first.runner.result is RunnerStatus.SUCCESS, first.runner.errors
-    second = reviewer.dispatch(request(Operation.RESUME, session_id=first.runner.codex_session_id))
-    assert second.runner.result is RunnerStatus.SUCCESS, second.runner.errors
-    assert second.runner.verdict is Verdict.APPROVED
+    exec_then_resume(reviewer, git_repo, tmp_path / "w")
 
     outputs = _outputs(advreview_server)
     assert len(outputs) == 2

@@ -21,9 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ReviewRepo
-from pytest_advreview.models import Operation, RunnerStatus, Verdict
-from pytest_advreview.runner import DispatchRequest, environment
+from conftest import ReviewRepo, exec_then_resume
+from pytest_advreview.runner import environment
 from pytest_advreview.runner.codex import CodexOptions, CodexReviewer
 from pytest_advreview.runner.environment import (
     looks_like_credential,
@@ -313,23 +312,7 @@ def test_tool_shell_sees_no_credential_on_exec_and_resume(
     )
     rev = CodexReviewer(options)
 
-    def request(op: Operation, **kw: object) -> DispatchRequest:
-        return DispatchRequest.model_validate(
-            {
-                "review_id": "1700000000-12345678",
-                "repo_root": git_repo,
-                "operation": op,
-                "prompt_body": "MARK-PLAN review the plan",
-                "work_dir": tmp_path / "w",
-                **kw,
-            }
-        )
-
-    first = rev.dispatch(request(Operation.INITIAL))
-    assert first.runner.result is RunnerStatus.SUCCESS, first.runner.errors
-    second = rev.dispatch(request(Operation.RESUME, session_id=first.runner.codex_session_id))
-    assert second.runner.result is RunnerStatus.SUCCESS, second.runner.errors
-    assert second.runner.verdict is Verdict.APPROVED
+    exec_then_resume(rev, git_repo, tmp_path / "w")
 
     outputs = _tool_outputs(advreview_server)
     assert len(outputs) == 2  # the exec's tool call and the resume's

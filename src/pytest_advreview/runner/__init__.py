@@ -29,6 +29,7 @@ __all__ = [
     "DispatchRequest",
     "DispatchResult",
     "Reviewer",
+    "dispatch_usage",
     "retry_once",
 ]
 
@@ -117,3 +118,17 @@ def retry_once(attempt: Callable[[], _A], retry: Callable[[_A], bool]) -> tuple[
     """
     first = attempt()
     return (attempt(), 2) if retry(first) else (first, 1)
+
+
+def dispatch_usage(
+    request: DispatchRequest, reported: TokenUsage | None
+) -> tuple[TokenUsage, TokenUsage]:
+    """``(usage, thread_usage)`` of one dispatch, from the thread total a backend reported.
+
+    Codex reports cumulative usage per thread: a resume's own tokens are the difference
+    from the total before it; a first exec's are the total (nothing reported: none).
+    """
+    thread_usage = reported or request.prior_usage
+    if request.operation is Operation.RESUME:
+        return thread_usage.minus(request.prior_usage), thread_usage
+    return reported or TokenUsage(), thread_usage

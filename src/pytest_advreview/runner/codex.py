@@ -57,6 +57,7 @@ from . import (
     STREAM_FILE,
     DispatchRequest,
     DispatchResult,
+    dispatch_usage,
     environment,
     native,
     retry_once,
@@ -730,11 +731,7 @@ class CodexReviewer:
             review_quality=attempt.quality if success else ReviewQuality.UNKNOWN,
             triage=attempt.triage if success else Triage(status="skipped"),
         )
-        thread_usage = attempt.thread_usage or request.prior_usage
-        if request.operation is Operation.RESUME:
-            usage = thread_usage.minus(request.prior_usage)
-        else:
-            usage = attempt.thread_usage or TokenUsage()
+        usage, thread_usage = dispatch_usage(request, attempt.thread_usage)
         return DispatchResult(
             runner=runner,
             operation=request.operation,

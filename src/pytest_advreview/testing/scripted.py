@@ -57,7 +57,14 @@ from ..models import (
     Triage,
 )
 from ..prompts import with_marker
-from ..runner import CANCELLED, STREAM_FILE, DispatchRequest, DispatchResult, retry_once
+from ..runner import (
+    CANCELLED,
+    STREAM_FILE,
+    DispatchRequest,
+    DispatchResult,
+    dispatch_usage,
+    retry_once,
+)
 from .server import FAKE_MODEL, LoggedRequest, choose_step, validate_script
 
 __all__ = ["SCRIPTED_REVIEWER_NAME", "ScriptedReviewer", "ScriptedReviews"]
@@ -425,11 +432,7 @@ def _result(
         review_quality=attempt.quality if success else ReviewQuality.UNKNOWN,
         triage=attempt.triage if success else Triage(status="skipped"),
     )
-    thread_usage = attempt.thread_usage or request.prior_usage
-    if request.operation is Operation.RESUME:
-        usage = thread_usage.minus(request.prior_usage)
-    else:
-        usage = attempt.thread_usage or TokenUsage()
+    usage, thread_usage = dispatch_usage(request, attempt.thread_usage)
     return DispatchResult(
         runner=runner,
         operation=request.operation,
