@@ -306,7 +306,10 @@ def bench_overhead(ws: Workspace, sizes: Sizes) -> list[Row]:
             met=None,
             medians={"pytest_s": median(c), "loop_s": median(b)},
             reps=sizes.reps,
-            bound="The default runs one review at a time (see docs/parallel.md, Reviews side by side).",
+            bound=(
+                "The default runs one review at a time "
+                "(see docs/parallel.md, Reviews side by side)."
+            ),
             details={"pytest_s": c, "loop_s": b},
         ),
         Row(

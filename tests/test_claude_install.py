@@ -150,7 +150,7 @@ def test_setup_installs_claude_only_under_ci_and_through_the_one_command() -> No
     setup = (ROOT / "scripts" / "setup").read_text()
     assert "@anthropic-ai/claude-code" not in setup  # the command lives in testing/tools.py
     assert '[ "$ci" = true ]' in setup
-    assert "pytest_advreview.testing.tools install-claude .tools" in setup
+    assert "pytest_advreview.testing install-claude .tools" in setup
 
 
 # -- the claude_executable fixture, in a pytester run whose rootdir has no .tools ----------

@@ -170,7 +170,7 @@ def claude_executable(pytestconfig: pytest.Config) -> Path:
     only by a run that has a real-Claude test.
     """
     hint = (
-        "install it with `python -m pytest_advreview.testing.tools install-claude .tools` "
+        "install it with `python -m pytest_advreview.testing install-claude .tools` "
         f"or point {CLAUDE_ENV_VAR} at a claude whose --version prints {CLAUDE_VERSION_LINE!r}"
     )
 

@@ -144,11 +144,11 @@ def ensure_claude(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m pytest_advreview.testing.tools install-claude PREFIX``."""
+    """``python -m pytest_advreview.testing install-claude PREFIX``."""
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 2 or args[0] != "install-claude":
         print(
-            "usage: python -m pytest_advreview.testing.tools install-claude PREFIX",
+            "usage: python -m pytest_advreview.testing install-claude PREFIX",
             file=sys.stderr,
         )
         return 2
@@ -159,7 +159,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     print(f"install-claude: {'installed' if installed else 'already there'}: {binary}")
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
