@@ -4,10 +4,12 @@
     .venv/bin/nox -s "tests-3.12(pytest='min')" -- -x   # one session, extra pytest args
     .venv/bin/nox -s full               # the whole suite on the default Python
 
-``tests`` runs a representative subset: every test not marked ``real_codex`` (the testing
-kit marks every test that uses the ``codex_executable`` fixture) and the marked tests of
-the core contract; ``full`` runs the whole suite.  ``scripts/test``
-runs the whole suite on the development venv and then ``nox -s tests``.
+``tests`` runs the fast tests, every test not marked ``real_codex`` (the testing kit
+marks every test that uses the ``codex_executable`` fixture: the behaviour tests run on
+the in-process scripted reviewer and are not marked), and then only the marked tests of
+the core CLI contract, so no test runs twice; ``full`` runs the whole suite.
+``scripts/test`` runs the whole suite on the development venv and then four ``tests``
+sessions, two at a time.
 
 The interpreters are pyenv's (``$PYENV_ROOT/versions/3.X.Y``, the machines have them):
 their folders go first on ``PATH`` so nox finds ``python3.X`` without ``pyenv global``.
@@ -30,8 +32,9 @@ DEFAULT_PYTHON = "3.11"
 PYTEST_MIN = "8.0.0"
 PYTEST_VERSIONS = {"min": f"pytest=={PYTEST_MIN}", "latest": "pytest"}
 
-#: The real-Codex tests that run on every interpreter: a plan passes and fails, the code
-#: change on a branch, xdist, rounds across runs, the CI default, sharding.
+#: Where the real-Codex tests that run on every interpreter are: a plan passes and fails,
+#: the code change on a branch, xdist, rounds across runs, the CI default, sharding.  Only
+#: their ``real_codex`` tests run from here (the rest of these files ran in the fast pass).
 CORE_REAL_CODEX = [
     "tests/test_plugin_e2e.py::test_plan_approved_passes",
     "tests/test_plugin_e2e.py::test_plan_revise_high_fails_with_review_verbatim",
@@ -85,15 +88,12 @@ def _env() -> dict[str, str]:
 @nox.session(python=PYTHONS)
 @nox.parametrize("pytest", list(PYTEST_VERSIONS))
 def tests(session: nox.Session, pytest: str) -> None:
-    """The subset: every test not marked real_codex, and the core real-Codex tests."""
+    """The fast tests (not marked real_codex), then the core real-Codex tests."""
     _install(session, PYTEST_VERSIONS[pytest])
     env = _env()
-    session.run(
-        "python", "-m", "pytest", "-q", "-n", "2", "-m", "not real_codex", *session.posargs, env=env
-    )
-    session.run(
-        "python", "-m", "pytest", "-q", "-n", "2", *CORE_REAL_CODEX, *session.posargs, env=env
-    )
+    pytest_argv = ("python", "-m", "pytest", "-q", "-n", "2")
+    session.run(*pytest_argv, "-m", "not real_codex", *session.posargs, env=env)
+    session.run(*pytest_argv, "-m", "real_codex", *CORE_REAL_CODEX, *session.posargs, env=env)
 
 
 @nox.session(python=DEFAULT_PYTHON)

@@ -2,8 +2,9 @@
 
 Each route to a false exit 0 is a committed file of the reviewed repository (a conftest,
 an ini line) that, on the plugin before the gate check, turned a critical REVISE into a
-run that exits 0. Every test runs the real Codex CLI against the scripted server, with
-``CI=true``; the reviewer answers REVISE with a critical finding.
+run that exits 0. Every test runs with ``CI=true`` and the in-process scripted reviewer
+(the gate follows the plugin's records, whatever the backend); the reviewer answers REVISE
+with a critical finding.
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ from pytest_advreview.constants import EXIT_REVIEW_ERRORS
 from pytest_advreview.shard import share_of
 from pytest_advreview.testing import FindingSpec, approved_review, revise_review
 
-pytestmark = pytest.mark.real_codex
-
 CRITICAL = FindingSpec("critical", "Backdoor in the login handler", section="Step 1")
 MEDIUM = FindingSpec("medium", "Pagination order is unspecified", section="Steps")
 NODE = "docs/plans/bad.md::adversarial-review"
@@ -26,24 +25,24 @@ ZERO_RAN = "0 review items ran, but --adversarial-review collected 1: the gate d
 PASSING_TEST = "def test_ok():\n    assert True\n"
 
 
-def _branch(review_repo: ReviewRepo) -> None:
+def _branch(scripted_repo: ReviewRepo) -> None:
     """A feature branch: under CI the plans the branch changed are the ones reviewed."""
-    git(review_repo.path, "checkout", "-q", "-b", "feature")
+    git(scripted_repo.path, "checkout", "-q", "-b", "feature")
 
 
-def _revise_critical(review_repo: ReviewRepo, conftest: str | None = None) -> None:
-    _branch(review_repo)
-    review_repo.plan("bad.md")
-    review_repo.write("test_ok.py", PASSING_TEST)
+def _revise_critical(scripted_repo: ReviewRepo, conftest: str | None = None) -> None:
+    _branch(scripted_repo)
+    scripted_repo.plan("bad.md")
+    scripted_repo.write("test_ok.py", PASSING_TEST)
     if conftest is not None:
-        review_repo.write("conftest.py", conftest)
-    review_repo.commit("plan, test and conftest")
-    review_repo.answer("bad.md", {"message": revise_review(CRITICAL)})
+        scripted_repo.write("conftest.py", conftest)
+    scripted_repo.commit("plan, test and conftest")
+    scripted_repo.answer("bad.md", {"message": revise_review(CRITICAL)})
 
 
 @pytest.fixture
-def ci(review_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``CI=true`` (after ``review_repo``, which clears the CI variables)."""
+def ci(scripted_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``CI=true`` (after ``scripted_repo``, which clears the CI variables)."""
     monkeypatch.setenv("CI", "true")
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
 
@@ -66,9 +65,9 @@ def pytest_collection_modifyitems(items):
 
 
 @pytest.mark.usefixtures("ci")
-def test_a_conftest_that_skips_the_review_fails_the_run(review_repo: ReviewRepo) -> None:
-    _revise_critical(review_repo, SKIP_CONFTEST)
-    result = review_repo.run("--advreview-diff=none")
+def test_a_conftest_that_skips_the_review_fails_the_run(scripted_repo: ReviewRepo) -> None:
+    _revise_critical(scripted_repo, SKIP_CONFTEST)
+    result = scripted_repo.run("--advreview-diff=none")
     result.assert_outcomes(passed=1, skipped=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     _gate_lines(
@@ -91,9 +90,9 @@ def pytest_collection_modifyitems(items):
 
 
 @pytest.mark.usefixtures("ci")
-def test_a_conftest_that_xfails_the_review_fails_the_run(review_repo: ReviewRepo) -> None:
-    _revise_critical(review_repo, XFAIL_CONFTEST)
-    result = review_repo.run("--advreview-diff=none")
+def test_a_conftest_that_xfails_the_review_fails_the_run(scripted_repo: ReviewRepo) -> None:
+    _revise_critical(scripted_repo, XFAIL_CONFTEST)
+    result = scripted_repo.run("--advreview-diff=none")
     result.assert_outcomes(passed=1, xfailed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     _gate_lines(
@@ -121,9 +120,9 @@ def pytest_collection_modifyitems(items):
 
 
 @pytest.mark.usefixtures("ci")
-def test_a_conftest_that_deselects_the_review_fails_the_run(review_repo: ReviewRepo) -> None:
-    _revise_critical(review_repo, DESELECT_CONFTEST)
-    result = review_repo.run("--advreview-diff=none")
+def test_a_conftest_that_deselects_the_review_fails_the_run(scripted_repo: ReviewRepo) -> None:
+    _revise_critical(scripted_repo, DESELECT_CONFTEST)
+    result = scripted_repo.run("--advreview-diff=none")
     result.assert_outcomes(passed=1, deselected=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     _gate_lines(
@@ -136,9 +135,9 @@ def test_a_conftest_that_deselects_the_review_fails_the_run(review_repo: ReviewR
 
 
 @pytest.mark.usefixtures("ci")
-def test_a_conftest_that_drops_the_review_fails_the_run(review_repo: ReviewRepo) -> None:
-    _revise_critical(review_repo, DROP_CONFTEST)
-    result = review_repo.run("--advreview-diff=none")
+def test_a_conftest_that_drops_the_review_fails_the_run(scripted_repo: ReviewRepo) -> None:
+    _revise_critical(scripted_repo, DROP_CONFTEST)
+    result = scripted_repo.run("--advreview-diff=none")
     result.assert_outcomes(passed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     _gate_lines(
@@ -189,14 +188,14 @@ def pytest_runtest_makereport(item, call):
     ids=["makereport", "logreport"],
 )
 def test_a_conftest_that_rewrites_the_report_to_passed_fails_the_run(
-    review_repo: ReviewRepo, where: str, conftest: str
+    scripted_repo: ReviewRepo, where: str, conftest: str
 ) -> None:
     """A makereport hookwrapper anywhere; a tryfirst logreport registered after pytest's
     session (a conftest next to the plans) edits the report before pytest counts it."""
-    _revise_critical(review_repo)
-    review_repo.write(where, conftest)
-    review_repo.commit("the conftest")
-    result = review_repo.run("--advreview-diff=none")
+    _revise_critical(scripted_repo)
+    scripted_repo.write(where, conftest)
+    scripted_repo.commit("the conftest")
+    result = scripted_repo.run("--advreview-diff=none")
     result.assert_outcomes(passed=2)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     _gate_lines(
@@ -210,11 +209,11 @@ def test_a_conftest_that_rewrites_the_report_to_passed_fails_the_run(
 
 
 @pytest.mark.usefixtures("ci")
-def test_a_conftest_that_replaces_the_report_fails_the_run(review_repo: ReviewRepo) -> None:
+def test_a_conftest_that_replaces_the_report_fails_the_run(scripted_repo: ReviewRepo) -> None:
     """A root conftest's wrapper is inside the plugin's (registered before it): the new
     report gets the plugin's record, and the record says failed."""
-    _revise_critical(review_repo, REPLACED_REPORT_CONFTEST)
-    result = review_repo.run("--advreview-diff=none")
+    _revise_critical(scripted_repo, REPLACED_REPORT_CONFTEST)
+    result = scripted_repo.run("--advreview-diff=none")
     result.assert_outcomes(passed=2)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     _gate_lines(
@@ -227,14 +226,14 @@ def test_a_conftest_that_replaces_the_report_fails_the_run(review_repo: ReviewRe
 
 @pytest.mark.usefixtures("ci")
 def test_an_outer_wrapper_that_replaces_the_report_fails_the_run(
-    review_repo: ReviewRepo,
+    scripted_repo: ReviewRepo,
 ) -> None:
     """A conftest next to the plan is registered during collection, after the plugin: its
     wrapper is outside the plugin's, and the report it makes carries no record."""
-    _revise_critical(review_repo)
-    review_repo.write("docs/plans/conftest.py", REPLACED_REPORT_CONFTEST)
-    review_repo.commit("a conftest next to the plans")
-    result = review_repo.run("--advreview-diff=none")
+    _revise_critical(scripted_repo)
+    scripted_repo.write("docs/plans/conftest.py", REPLACED_REPORT_CONFTEST)
+    scripted_repo.commit("a conftest next to the plans")
+    result = scripted_repo.run("--advreview-diff=none")
     result.assert_outcomes(passed=2)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     _gate_lines(
@@ -246,10 +245,10 @@ def test_an_outer_wrapper_that_replaces_the_report_fails_the_run(
 
 
 @pytest.mark.usefixtures("ci")
-def test_addopts_that_deselects_the_reviews_fails_the_run(review_repo: ReviewRepo) -> None:
-    review_repo.pytester.makeini('[pytest]\naddopts = -m "not adversarial_review"\n')
-    _revise_critical(review_repo)
-    result = review_repo.run("--advreview-diff=none")
+def test_addopts_that_deselects_the_reviews_fails_the_run(scripted_repo: ReviewRepo) -> None:
+    scripted_repo.pytester.makeini('[pytest]\naddopts = -m "not adversarial_review"\n')
+    _revise_critical(scripted_repo)
+    result = scripted_repo.run("--advreview-diff=none")
     result.assert_outcomes(passed=1, deselected=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     _gate_lines(
@@ -261,11 +260,11 @@ def test_addopts_that_deselects_the_reviews_fails_the_run(review_repo: ReviewRep
 
 
 @pytest.mark.usefixtures("ci")
-def test_addopts_collect_only_fails_the_run(review_repo: ReviewRepo) -> None:
+def test_addopts_collect_only_fails_the_run(scripted_repo: ReviewRepo) -> None:
     """Listing the review items is not running them."""
-    review_repo.pytester.makeini("[pytest]\naddopts = --collect-only\n")
-    _revise_critical(review_repo)
-    result = review_repo.run("--advreview-diff=none")
+    scripted_repo.pytester.makeini("[pytest]\naddopts = --collect-only\n")
+    _revise_critical(scripted_repo)
+    result = scripted_repo.run("--advreview-diff=none")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     _gate_lines(
         result,
@@ -273,15 +272,15 @@ def test_addopts_collect_only_fails_the_run(review_repo: ReviewRepo) -> None:
         f"pytest-advreview: {NODE}: expected the review to run; pytest logged no report: it "
         "never ran: --collect-only runs nothing; drop it (from addopts too)*",
     )
-    assert review_repo.server.response_requests == []
+    assert scripted_repo.server.response_requests == []
 
 
 @pytest.mark.usefixtures("ci")
-def test_addopts_setup_only_fails_the_run(review_repo: ReviewRepo) -> None:
+def test_addopts_setup_only_fails_the_run(scripted_repo: ReviewRepo) -> None:
     """The review runs in setup, but nothing judges its verdict."""
-    review_repo.pytester.makeini("[pytest]\naddopts = --setup-only\n")
-    _revise_critical(review_repo)
-    result = review_repo.run("--advreview-diff=none")
+    scripted_repo.pytester.makeini("[pytest]\naddopts = --setup-only\n")
+    _revise_critical(scripted_repo)
+    result = scripted_repo.run("--advreview-diff=none")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     _gate_lines(
         result,
@@ -301,10 +300,10 @@ def pytest_runtest_setup(item):
 
 
 @pytest.mark.usefixtures("ci")
-def test_zero_review_items_ran_is_an_error(review_repo: ReviewRepo) -> None:
+def test_zero_review_items_ran_is_an_error(scripted_repo: ReviewRepo) -> None:
     """``pytest.exit(returncode=0)`` before the first review: collected, never run."""
-    _revise_critical(review_repo, EXIT_CONFTEST)
-    result = review_repo.run("--advreview-diff=none")
+    _revise_critical(scripted_repo, EXIT_CONFTEST)
+    result = scripted_repo.run("--advreview-diff=none")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     _gate_lines(
         result,
@@ -347,24 +346,24 @@ def pytest_unconfigure(config):
     ids=["sessionfinish", "sessionfinish-wrapper", "unconfigure"],
 )
 def test_a_conftest_cannot_lower_the_exit_status_afterwards(
-    review_repo: ReviewRepo, conftest: str
+    scripted_repo: ReviewRepo, conftest: str
 ) -> None:
     """The review failed and pytest counted it; a conftest sets ``exitstatus = 0`` late.
 
     (A plain ``trylast`` one was already overruled by the report writers' own session
     finish; a wrapper around session finish, or an unconfigure, was not.)
     """
-    _revise_critical(review_repo, conftest)
-    result = review_repo.run("--advreview-diff=none")
+    _revise_critical(scripted_repo, conftest)
+    result = scripted_repo.run("--advreview-diff=none")
     result.assert_outcomes(passed=1, failed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.mark.usefixtures("ci")
-def test_a_rewritten_report_fails_the_run_under_xdist(review_repo: ReviewRepo) -> None:
+def test_a_rewritten_report_fails_the_run_under_xdist(scripted_repo: ReviewRepo) -> None:
     """The worker's record travels to the controller with the report."""
-    _revise_critical(review_repo, MAKEREPORT_CONFTEST)
-    result = review_repo.run("--advreview-diff=none", "-n", "2")
+    _revise_critical(scripted_repo, MAKEREPORT_CONFTEST)
+    result = scripted_repo.run("--advreview-diff=none", "-n", "2")
     result.assert_outcomes(passed=2)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     _gate_lines(
@@ -376,13 +375,13 @@ def test_a_rewritten_report_fails_the_run_under_xdist(review_repo: ReviewRepo) -
 
 
 @pytest.mark.usefixtures("ci")
-def test_a_rewritten_report_fails_the_run_with_jobs(review_repo: ReviewRepo) -> None:
+def test_a_rewritten_report_fails_the_run_with_jobs(scripted_repo: ReviewRepo) -> None:
     """Reviews started ahead in threads still record in the item's own phases."""
-    _revise_critical(review_repo, MAKEREPORT_CONFTEST)
-    review_repo.plan("good.md")
-    review_repo.commit("a second plan")
-    review_repo.answer("good.md", {"message": approved_review()})
-    result = review_repo.run("--advreview-diff=none", "--advreview-jobs=2")
+    _revise_critical(scripted_repo, MAKEREPORT_CONFTEST)
+    scripted_repo.plan("good.md")
+    scripted_repo.commit("a second plan")
+    scripted_repo.answer("good.md", {"message": approved_review()})
+    result = scripted_repo.run("--advreview-diff=none", "--advreview-jobs=2")
     result.assert_outcomes(passed=3)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     _gate_lines(
@@ -394,10 +393,10 @@ def test_a_rewritten_report_fails_the_run_with_jobs(review_repo: ReviewRepo) -> 
 
 
 @pytest.mark.usefixtures("ci")
-def test_a_deselected_review_fails_the_run_under_xdist(review_repo: ReviewRepo) -> None:
+def test_a_deselected_review_fails_the_run_under_xdist(scripted_repo: ReviewRepo) -> None:
     """Workers tell the controller what they collected and what was deselected."""
-    _revise_critical(review_repo, DESELECT_CONFTEST)
-    result = review_repo.run("--advreview-diff=none", "-n", "2")
+    _revise_critical(scripted_repo, DESELECT_CONFTEST)
+    result = scripted_repo.run("--advreview-diff=none", "-n", "2")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     _gate_lines(
         result,
@@ -407,10 +406,10 @@ def test_a_deselected_review_fails_the_run_under_xdist(review_repo: ReviewRepo) 
     )
 
 
-def test_strict_exit_outside_ci_also_follows_the_records(review_repo: ReviewRepo) -> None:
+def test_strict_exit_outside_ci_also_follows_the_records(scripted_repo: ReviewRepo) -> None:
     """No CI variable: ``--advreview-strict-exit`` alone; a skipped review "could not run"."""
-    _revise_critical(review_repo, SKIP_CONFTEST)
-    result = review_repo.run("--advreview-diff=none", "--advreview-strict-exit")
+    _revise_critical(scripted_repo, SKIP_CONFTEST)
+    result = scripted_repo.run("--advreview-diff=none", "--advreview-strict-exit")
     assert result.ret == EXIT_REVIEW_ERRORS
     result.stdout.fnmatch_lines(
         [
@@ -423,25 +422,25 @@ def test_strict_exit_outside_ci_also_follows_the_records(review_repo: ReviewRepo
 # -- the legitimate paths exit as before -----------------------------------------------------
 
 
-def test_outside_ci_without_strict_exit_nothing_changes(review_repo: ReviewRepo) -> None:
+def test_outside_ci_without_strict_exit_nothing_changes(scripted_repo: ReviewRepo) -> None:
     """A laptop run that skips or picks reviews is the user's business."""
-    _revise_critical(review_repo, SKIP_CONFTEST)
-    result = review_repo.run("--advreview-diff=none")
+    _revise_critical(scripted_repo, SKIP_CONFTEST)
+    result = scripted_repo.run("--advreview-diff=none")
     result.assert_outcomes(passed=1, skipped=1)
     assert result.ret == pytest.ExitCode.OK
     assert "adversarial review gate" not in result.stdout.str()
 
 
 @pytest.mark.usefixtures("ci")
-def test_a_passing_and_a_warned_review_exit_zero(review_repo: ReviewRepo) -> None:
-    _branch(review_repo)
-    review_repo.plan("good.md")
-    review_repo.plan("meh.md")
-    review_repo.write("test_ok.py", PASSING_TEST)
-    review_repo.commit("plans")
-    review_repo.answer("good.md", {"message": approved_review()})
-    review_repo.answer("meh.md", {"message": revise_review(MEDIUM)})
-    result = review_repo.run(
+def test_a_passing_and_a_warned_review_exit_zero(scripted_repo: ReviewRepo) -> None:
+    _branch(scripted_repo)
+    scripted_repo.plan("good.md")
+    scripted_repo.plan("meh.md")
+    scripted_repo.write("test_ok.py", PASSING_TEST)
+    scripted_repo.commit("plans")
+    scripted_repo.answer("good.md", {"message": approved_review()})
+    scripted_repo.answer("meh.md", {"message": revise_review(MEDIUM)})
+    result = scripted_repo.run(
         "--advreview-diff=none",
         "--advreview-fail-on=high",
         "-W",
@@ -453,9 +452,9 @@ def test_a_passing_and_a_warned_review_exit_zero(review_repo: ReviewRepo) -> Non
 
 
 @pytest.mark.usefixtures("ci")
-def test_a_failed_review_exits_one_without_a_gate_problem(review_repo: ReviewRepo) -> None:
-    _revise_critical(review_repo)
-    result = review_repo.run("--advreview-diff=none")
+def test_a_failed_review_exits_one_without_a_gate_problem(scripted_repo: ReviewRepo) -> None:
+    _revise_critical(scripted_repo)
+    result = scripted_repo.run("--advreview-diff=none")
     result.assert_outcomes(passed=1, failed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert "adversarial review gate" not in result.stdout.str()
@@ -464,17 +463,17 @@ def test_a_failed_review_exits_one_without_a_gate_problem(review_repo: ReviewRep
 @pytest.mark.usefixtures("ci")
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
 def test_the_shards_own_deselection_is_not_a_problem(
-    review_repo: ReviewRepo, workers: list[str]
+    scripted_repo: ReviewRepo, workers: list[str]
 ) -> None:
     names = ["alpha.md", "bravo.md", "charlie.md", "delta.md"]
     shares = {name: share_of(f"docs/plans/{name}", 2) for name in names}
     assert set(shares.values()) == {1, 2}, shares  # both shares hold a plan
-    _branch(review_repo)
+    _branch(scripted_repo)
     for name in names:
-        review_repo.plan(name)
-        review_repo.answer(name, {"message": approved_review()})
-    review_repo.commit("plans")
-    result = review_repo.run("--advreview-diff=none", "--advreview-shard=1/2", *workers)
+        scripted_repo.plan(name)
+        scripted_repo.answer(name, {"message": approved_review()})
+    scripted_repo.commit("plans")
+    result = scripted_repo.run("--advreview-diff=none", "--advreview-shard=1/2", *workers)
     mine = sum(1 for share in shares.values() if share == 1)
     # An xdist controller does not count deselections (the workers deselect).
     result.assert_outcomes(passed=mine, deselected=0 if workers else len(names) - mine)
@@ -483,16 +482,16 @@ def test_the_shards_own_deselection_is_not_a_problem(
 
 
 @pytest.mark.usefixtures("ci")
-def test_the_shard_does_not_excuse_another_deselection(review_repo: ReviewRepo) -> None:
+def test_the_shard_does_not_excuse_another_deselection(scripted_repo: ReviewRepo) -> None:
     """-k on top of a shard: the item of this share that -k deselected is a problem."""
     names = ["alpha.md", "bravo.md", "charlie.md", "delta.md"]
     mine = [n for n in names if share_of(f"docs/plans/{n}", 2) == 1]
-    _branch(review_repo)
+    _branch(scripted_repo)
     for name in names:
-        review_repo.plan(name)
-        review_repo.answer(name, {"message": approved_review()})
-    review_repo.commit("plans")
-    result = review_repo.run(
+        scripted_repo.plan(name)
+        scripted_repo.answer(name, {"message": approved_review()})
+    scripted_repo.commit("plans")
+    result = scripted_repo.run(
         "--advreview-diff=none", "--advreview-shard=1/2", "-k", f"not {mine[0][:-3]}"
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED

@@ -1,4 +1,4 @@
-"""A finding the lead leaves to a person stays open across runs (real Codex reviewer).
+"""A finding the lead leaves to a person stays open across runs.
 
 Before: with a lead, a finding marked ``needs-operator`` failed its run, and the
 next run started a fresh review that passed once the reviewer approved: rerunning CI
@@ -7,7 +7,8 @@ state entry and fails every later run until the decisions file records the opera
 decision, or the reviewer re-reviews changed content with the finding in its prompt.
 
 The lead is a ``command`` lead (a small script that answers ``needs-operator``); the
-reviewer is the real Codex CLI against the scripted Responses-API server.
+reviewer is the in-process scripted reviewer, or the real Codex CLI against the scripted
+Responses-API server where a test needs Codex's own sessions or a real tool call.
 """
 
 from __future__ import annotations
@@ -25,8 +26,6 @@ from conftest import ReviewRepo
 from pytest_advreview.models import Location, finding_id
 from pytest_advreview.state import state_key
 from pytest_advreview.testing import FindingSpec, approved_review, revise_review, shell_step
-
-pytestmark = pytest.mark.real_codex
 
 HIGH = FindingSpec(
     "high",
@@ -114,50 +113,50 @@ def lead(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, ...]:
 
 
 def test_an_open_finding_fails_every_later_run_until_the_operator_decides(
-    review_repo: ReviewRepo, lead: tuple[str, ...]
+    scripted_repo: ReviewRepo, lead: tuple[str, ...]
 ) -> None:
-    left_to_the_operator(review_repo, lead)
+    left_to_the_operator(scripted_repo, lead)
 
     # Run 2: same repository, same state, a reviewer that now approves anything.  Before,
     # a fresh review ran and passed; the stored approval does not pass either.
-    approve_everything(review_repo)
-    second = review_repo.run(NO_CODE)
+    approve_everything(scripted_repo)
+    second = scripted_repo.run(NO_CODE)
     assert_fails_naming_the_open_finding(second)
-    stored = json.loads(entry(review_repo).read_text(encoding="utf-8"))
+    stored = json.loads(entry(scripted_repo).read_text(encoding="utf-8"))
     assert [o["finding"]["id"] for o in stored["state"]["operator_open"]] == [fid(HIGH)]
     # Again with the lead, and with --advreview-fresh: neither answers for a person.
-    assert_fails_naming_the_open_finding(review_repo.run(NO_CODE, *lead))
-    fresh = review_repo.run(NO_CODE, "--advreview-fresh")
+    assert_fails_naming_the_open_finding(scripted_repo.run(NO_CODE, *lead))
+    fresh = scripted_repo.run(NO_CODE, "--advreview-fresh")
     assert_fails_naming_the_open_finding(fresh)
 
     # Run 3: the operator's decision is recorded; it is sent with the re-review, and
     # the approval that follows passes, and is stored as a pass.
-    decide(review_repo)
-    calls = len(review_repo.server.response_requests)
-    third = review_repo.run(NO_CODE)
+    decide(scripted_repo)
+    calls = len(scripted_repo.server.response_requests)
+    third = scripted_repo.run(NO_CODE)
     third.assert_outcomes(passed=1)
-    assert len(review_repo.server.response_requests) == calls + 1
-    assert "Nobody scripts --all." in review_repo.server.response_requests[-1].last_user_text
-    stored = json.loads(entry(review_repo).read_text(encoding="utf-8"))
+    assert len(scripted_repo.server.response_requests) == calls + 1
+    assert "Nobody scripts --all." in scripted_repo.server.response_requests[-1].last_user_text
+    stored = json.loads(entry(scripted_repo).read_text(encoding="utf-8"))
     assert stored["state"]["operator_open"] == []
-    review_repo.run(NO_CODE).stdout.fnmatch_lines(["*cached (passed)*"])
+    scripted_repo.run(NO_CODE).stdout.fnmatch_lines(["*cached (passed)*"])
 
 
 def test_a_plan_edit_is_re_reviewed_with_the_open_finding_in_the_prompt(
-    review_repo: ReviewRepo, lead: tuple[str, ...]
+    scripted_repo: ReviewRepo, lead: tuple[str, ...]
 ) -> None:
-    left_to_the_operator(review_repo, lead)
-    thread = review_repo.server.response_requests[0].thread_id
+    left_to_the_operator(scripted_repo, lead)
+    thread = scripted_repo.server.response_requests[0].thread_id
 
     # One whitespace of an edit: a new content hash, the same target.  The reviewer is
     # told, on its thread, that a person was asked and has not decided.
-    review_repo.plan("x.md", PLAN + "\n")
-    review_repo.rules.clear()
-    review_repo.answer(STILL_OPEN, {"message": revise_review(HIGH)})
-    review_repo.answer("", {"message": approved_review()})
-    again = review_repo.run(NO_CODE)
+    scripted_repo.plan("x.md", PLAN + "\n")
+    scripted_repo.rules.clear()
+    scripted_repo.answer(STILL_OPEN, {"message": revise_review(HIGH)})
+    scripted_repo.answer("", {"message": approved_review()})
+    again = scripted_repo.run(NO_CODE)
     again.assert_outcomes(failed=1)
-    last = review_repo.server.response_requests[-1]
+    last = scripted_repo.server.response_requests[-1]
     assert last.thread_id == thread
     prompt = last.last_user_text
     assert f"{STILL_OPEN}: after round 1 the lead left this finding to a person" in prompt
@@ -165,15 +164,15 @@ def test_a_plan_edit_is_re_reviewed_with_the_open_finding_in_the_prompt(
     assert f"[severity: high] {fid(HIGH)} The CLI flag changes meaning (Interface)" in prompt
     assert "Scripts that pass --all now delete instead of list." in prompt
     # It reported the finding again: still the operator's.
-    assert_fails_naming_the_open_finding(review_repo.run(NO_CODE))
+    assert_fails_naming_the_open_finding(scripted_repo.run(NO_CODE))
 
     # Another edit, and this time the reviewer, told the same, no longer reports it: the
     # re-review settled it and the approval passes.
-    review_repo.plan("x.md", PLAN.replace("Repurpose --all.", "Add --purge; keep --all."))
-    approve_everything(review_repo)
-    settled = review_repo.run(NO_CODE)
+    scripted_repo.plan("x.md", PLAN.replace("Repurpose --all.", "Add --purge; keep --all."))
+    approve_everything(scripted_repo)
+    settled = scripted_repo.run(NO_CODE)
     settled.assert_outcomes(passed=1)
-    assert STILL_OPEN in review_repo.server.response_requests[-1].last_user_text
+    assert STILL_OPEN in scripted_repo.server.response_requests[-1].last_user_text
 
 
 def test_on_a_runner_without_the_thread_the_fresh_review_is_told_of_the_open_finding(
@@ -219,14 +218,14 @@ def test_a_reviewer_that_deletes_the_entry_does_not_close_the_open_finding(
 
 
 def test_renaming_the_plan_does_not_take_the_open_finding_away(
-    review_repo: ReviewRepo, lead: tuple[str, ...]
+    scripted_repo: ReviewRepo, lead: tuple[str, ...]
 ) -> None:
-    left_to_the_operator(review_repo, lead)
-    plan = review_repo.path / KEY
+    left_to_the_operator(scripted_repo, lead)
+    plan = scripted_repo.path / KEY
     plan.rename(plan.with_name("renamed.md"))
-    approve_everything(review_repo)
-    calls = len(review_repo.server.response_requests)
-    refused = review_repo.run(NO_CODE)
+    approve_everything(scripted_repo)
+    calls = len(scripted_repo.server.response_requests)
+    refused = scripted_repo.run(NO_CODE)
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
     refused.stderr.fnmatch_lines(
         [
@@ -234,22 +233,22 @@ def test_renaming_the_plan_does_not_take_the_open_finding_away(
             f"it are still open: [[]severity: high[]] {fid(HIGH)} The CLI flag changes meaning*"
         ]
     )
-    assert len(review_repo.server.response_requests) == calls  # nothing was reviewed
+    assert len(scripted_repo.server.response_requests) == calls  # nothing was reviewed
 
     # The operator's decision on the gone plan's finding is accepted, and the run goes on.
-    decide(review_repo, action="accept", reason="Renamed and reworked; see renamed.md.")
-    review_repo.run(NO_CODE).assert_outcomes(passed=1)
+    decide(scripted_repo, action="accept", reason="Renamed and reworked; see renamed.md.")
+    scripted_repo.run(NO_CODE).assert_outcomes(passed=1)
 
 
 def test_a_decision_on_a_finding_that_was_never_open_is_refused(
-    review_repo: ReviewRepo, lead: tuple[str, ...]
+    scripted_repo: ReviewRepo, lead: tuple[str, ...]
 ) -> None:
-    left_to_the_operator(review_repo, lead)
-    review_repo.write(
+    left_to_the_operator(scripted_repo, lead)
+    scripted_repo.write(
         ".advreview/decisions.toml",
         f'[[decision]]\ntarget = "{KEY}"\nfinding = "AR-000000"\n'
         'action = "reject"\nreason = "Not a real finding."\n',
     )
-    refused = review_repo.run(NO_CODE)
+    refused = scripted_repo.run(NO_CODE)
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
     refused.stderr.fnmatch_lines([f"*unknown finding id AR-000000 for {KEY}; known: {fid(HIGH)}*"])

@@ -1,4 +1,4 @@
-"""Every report format from real runs: the real Codex CLI against the scripted server.
+"""Every report format from real runs of the plugin, reviewed by the scripted reviewer.
 
 One repository holds four plans whose reviews are scripted: approved, failed (findings
 with a section, with a file and lines, and without a location), below the threshold
@@ -18,17 +18,12 @@ import pytest
 from conftest import git
 from pytest_advreview.constants import EXIT_REVIEW_ERRORS
 from pytest_advreview.testing import (
-    FAKE_KEY_ENV,
-    FAKE_KEY_VALUE,
     FindingSpec,
-    ScriptedServer,
+    ScriptedReviews,
     approved_review,
-    codex_provider_args,
     review_text,
     revise_review,
 )
-
-pytestmark = pytest.mark.real_codex
 
 DATA = Path(__file__).parent / "data"
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,10 +64,9 @@ REVIEWS: dict[str, dict[str, Any]] = {
 class Repo:
     """A git repository under ``pytester.path`` with scripted plans, and how to run it."""
 
-    def __init__(self, pytester: pytest.Pytester, server: ScriptedServer, codex: Path) -> None:
+    def __init__(self, pytester: pytest.Pytester, server: ScriptedReviews) -> None:
         self.pytester = pytester
         self.server = server
-        self.codex = codex
         self.path = pytester.path
         git(self.path, "init", "-b", "main")
         git(self.path, "config", "user.name", "Test")
@@ -102,12 +96,10 @@ class Repo:
             "-W",
             "default::pytest_advreview.outcome.ReviewWarning",
             "--adversarial-review",
-            f"--advreview-codex={self.codex}",
             "--advreview-model=fake-model",
             "--advreview-diff=none",
             "--advreview-timeout=60",
             "--advreview-fail-on=high",
-            *[f"--advreview-codex-config={v}" for v in codex_provider_args(self.server.url)],
             f"--advreview-json={out}/results.json",
             f"--advreview-report={out}/report.md",
             f"--advreview-sarif={out}/advreview.sarif",
@@ -118,19 +110,14 @@ class Repo:
 @pytest.fixture
 def repo(
     pytester: pytest.Pytester,
-    advreview_server: ScriptedServer,
-    codex_executable: Path,
-    codex_home: Path,
+    scripted_reviewer: ScriptedReviews,
     monkeypatch: pytest.MonkeyPatch,
 ) -> Repo:
-    monkeypatch.setenv("CODEX_HOME", str(codex_home))
-    monkeypatch.setenv(FAKE_KEY_ENV, FAKE_KEY_VALUE)
     for name in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "OPENAI_API_KEY", "CODEX_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     for name in ("ADVREVIEW_GITHUB", "ADVREVIEW_STRICT_EXIT", "GITHUB_BASE_REF"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    return Repo(pytester, advreview_server, codex_executable)
+    return Repo(pytester, scripted_reviewer)
 
 
 def _commands(stdout: str) -> list[str]:

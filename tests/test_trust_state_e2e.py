@@ -1,8 +1,10 @@
-"""Stored verdicts cannot be forged, and a cached verdict is only its reviewer's (real Codex).
+"""Stored verdicts cannot be forged, and a cached verdict is only its reviewer's.
 
 A reviewer (through a real Codex tool call), an earlier CI
 step or a restored cache that rewrites the plugin's stored state never passes an item,
-and a verdict is reused only for the reviewer and the content that produced it.
+and a verdict is reused only for the reviewer and the content that produced it.  The
+tests of a reviewer's tool calls, of the provider and of Codex's home run the real Codex
+CLI; the others run on the in-process scripted reviewer.
 """
 
 from __future__ import annotations
@@ -27,8 +29,6 @@ from pytest_advreview.testing import (
     revise_review,
     shell_step,
 )
-
-pytestmark = pytest.mark.real_codex
 
 HIGH = FindingSpec("high", "Rollback restores a stale backup", section="Rollback")
 PLAN = "# Plan\n\n1. Migrate.\n\n## Rollback\nRestore the backup.\n"
@@ -149,32 +149,32 @@ def test_a_fixture_reviewer_that_rewrites_a_stored_verdict_fails_and_the_entry_i
 
 @pytest.mark.parametrize("key_source", ["env", "file"])
 def test_a_verdict_planted_before_the_run_is_ignored_with_one_warning_and_reviewed_again(
-    review_repo: ReviewRepo,
+    scripted_repo: ReviewRepo,
     monkeypatch: pytest.MonkeyPatch,
     private_state_key: Path,
     key_source: str,
 ) -> None:
     if key_source == "env":
         monkeypatch.setenv("ADVREVIEW_STATE_KEY", SECRET)
-    review_repo.plan("x.md", PLAN)
-    review_repo.answer("x.md", {"message": revise_review(HIGH)})
-    review_repo.run(NO_CODE).assert_outcomes(failed=1)
+    scripted_repo.plan("x.md", PLAN)
+    scripted_repo.answer("x.md", {"message": revise_review(HIGH)})
+    scripted_repo.run(NO_CODE).assert_outcomes(failed=1)
     key_file = private_state_key / "pytest-advreview" / "state.key"
     if key_source == "env":
         assert not key_file.exists()
     else:
         assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
 
-    planted = entry(review_repo, "docs/plans/x.md")
-    forge(review_repo, planted)  # e.g. a test step of the pull request, before the review
-    second = review_repo.run(NO_CODE, "-W", "always::pytest.PytestWarning")
+    planted = entry(scripted_repo, "docs/plans/x.md")
+    forge(scripted_repo, planted)  # e.g. a test step of the pull request, before the review
+    second = scripted_repo.run(NO_CODE, "-W", "always::pytest.PytestWarning")
     second.assert_outcomes(failed=1, warnings=1)
     second.stdout.fnmatch_lines(
         ["*StateWarning*docs/plans/x.md*not written by pytest-advreview under this state key*"]
     )
     assert str(planted) in second.stdout.str()
     second.stdout.fnmatch_lines(["*x.md::adversarial-review: revise (failed)*round 1*"])
-    assert len(review_repo.server.response_requests) == 2  # reviewed again
+    assert len(scripted_repo.server.response_requests) == 2  # reviewed again
 
 
 def test_the_ci_secret_never_reaches_the_reviewers_tools(
@@ -191,19 +191,19 @@ def test_the_ci_secret_never_reaches_the_reviewers_tools(
 
 
 def test_entries_other_workers_write_during_a_review_are_not_mutations(
-    review_repo: ReviewRepo,
+    scripted_repo: ReviewRepo,
 ) -> None:
-    review_repo.plan("long.md", PLAN)
-    review_repo.answer("long.md", {"message": approved_review(), "latency": 5})
+    scripted_repo.plan("long.md", PLAN)
+    scripted_repo.answer("long.md", {"message": approved_review(), "latency": 5})
     for name in ("q1.md", "q2.md", "q3.md"):
-        review_repo.plan(name, PLAN + name)
-        review_repo.answer(name, {"message": approved_review()})
-    result = review_repo.run_subprocess(NO_CODE, "-n", "2")
+        scripted_repo.plan(name, PLAN + name)
+        scripted_repo.answer(name, {"message": approved_review()})
+    result = scripted_repo.run_subprocess(NO_CODE, "-n", "2")
     result.assert_outcomes(passed=4)
-    states = review_repo.path / ".pytest_cache" / "d" / "advreview" / "state"
+    states = scripted_repo.path / ".pytest_cache" / "d" / "advreview" / "state"
     assert len(list(states.glob("*.json"))) == 4
     # Run again: every verdict the workers stored is trusted.
-    again = review_repo.run_subprocess(NO_CODE, "-n", "2")
+    again = scripted_repo.run_subprocess(NO_CODE, "-n", "2")
     again.assert_outcomes(passed=4)
     assert again.stdout.str().count(": cached (passed)") == 4
 
@@ -236,15 +236,15 @@ def test_under_xdist_a_forged_entry_errors_every_overlapping_review_and_is_disca
 
 
 def test_a_bad_ci_secret_is_a_usage_error(
-    review_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch
+    scripted_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ADVREVIEW_STATE_KEY", "changeme")
-    review_repo.plan("x.md", PLAN)
-    result = review_repo.run(NO_CODE)
+    scripted_repo.plan("x.md", PLAN)
+    result = scripted_repo.run(NO_CODE)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*ADVREVIEW_STATE_KEY has 8 characters*at least 32*"])
     assert "Traceback" not in result.stderr.str()
-    assert not review_repo.server.response_requests
+    assert not scripted_repo.server.response_requests
 
 
 # -- a cached verdict is only its reviewer's and its content's ---------------------
@@ -273,13 +273,13 @@ def _approved_then_cached(repo: ReviewRepo, *extra: str) -> None:
     ],
 )
 def test_each_reviewer_setting_alone_forces_a_new_review(
-    review_repo: ReviewRepo, change: str
+    scripted_repo: ReviewRepo, change: str
 ) -> None:
-    _approved_then_cached(review_repo)
-    changed = review_repo.run(NO_CODE, change)
+    _approved_then_cached(scripted_repo)
+    changed = scripted_repo.run(NO_CODE, change)
     changed.assert_outcomes(passed=1)
     changed.stdout.fnmatch_lines(["*x.md::adversarial-review: approved (passed)*round 1*"])
-    assert len(review_repo.server.response_requests) == 2
+    assert len(scripted_repo.server.response_requests) == 2
 
 
 def test_a_provider_pointed_elsewhere_reviews_again(review_repo: ReviewRepo) -> None:
@@ -304,52 +304,52 @@ def test_a_changed_codex_config_file_reviews_again(
 
 
 def test_a_verdict_of_the_command_backend_does_not_pass_a_codex_review(
-    review_repo: ReviewRepo,
+    scripted_repo: ReviewRepo,
 ) -> None:
-    reviewer = review_repo.path.parent / "approve.py"
+    reviewer = scripted_repo.path.parent / "approve.py"
     reviewer.write_text(
         f"import sys\nsys.stdin.read()\nprint({approved_review()!r})\n",
         encoding="utf-8",
     )
-    review_repo.plan("x.md", PLAN)
+    scripted_repo.plan("x.md", PLAN)
     command = ("--advreview-reviewer=command", f"--advreview-command={sys.executable} {reviewer}")
-    review_repo.run(NO_CODE, *command).assert_outcomes(passed=1)
-    review_repo.run(NO_CODE, *command).stdout.fnmatch_lines(["*cached (passed)*"])
-    review_repo.answer("x.md", {"message": revise_review(HIGH)})
-    switched = review_repo.run(NO_CODE)
+    scripted_repo.run(NO_CODE, *command).assert_outcomes(passed=1)
+    scripted_repo.run(NO_CODE, *command).stdout.fnmatch_lines(["*cached (passed)*"])
+    scripted_repo.answer("x.md", {"message": revise_review(HIGH)})
+    switched = scripted_repo.run(NO_CODE)
     switched.assert_outcomes(failed=1)
-    assert len(review_repo.server.response_requests) == 1
+    assert len(scripted_repo.server.response_requests) == 1
     # Another command line is another reviewer too.
     other = (*command[:1], f"--advreview-command={sys.executable} -I {reviewer}")
-    review_repo.run(NO_CODE, *other).stdout.fnmatch_lines(["*approved (passed)*round 1*"])
+    scripted_repo.run(NO_CODE, *other).stdout.fnmatch_lines(["*approved (passed)*round 1*"])
 
 
-def test_a_new_decision_on_an_approved_review_is_sent(review_repo: ReviewRepo) -> None:
+def test_a_new_decision_on_an_approved_review_is_sent(scripted_repo: ReviewRepo) -> None:
     low = FindingSpec("medium", "Pagination order is unspecified", section="Steps")
-    review_repo.plan("x.md", PLAN)
-    review_repo.answer(
+    scripted_repo.plan("x.md", PLAN)
+    scripted_repo.answer(
         "x.md",
         {"message": revise_review(low).replace("VERDICT: REVISE", "VERDICT: APPROVED")},
         {"message": approved_review()},
         where="body",
     )
-    results = review_repo.path.parent / "results.json"
+    results = scripted_repo.path.parent / "results.json"
     warned = ("--advreview-fail-on=high", "-W", "ignore::pytest_advreview.outcome.ReviewWarning")
-    review_repo.run(NO_CODE, *warned, f"--advreview-json={results}").assert_outcomes(passed=1)
+    scripted_repo.run(NO_CODE, *warned, f"--advreview-json={results}").assert_outcomes(passed=1)
     (finding,) = set(re.findall(r"AR-[0-9a-f]{6}", results.read_text(encoding="utf-8")))
-    review_repo.run(NO_CODE, *warned).stdout.fnmatch_lines(["*cached (passed)*"])
-    review_repo.write(
+    scripted_repo.run(NO_CODE, *warned).stdout.fnmatch_lines(["*cached (passed)*"])
+    scripted_repo.write(
         ".advreview/decisions.toml",
         f'[[decision]]\ntarget = "docs/plans/x.md"\nfinding = "{finding}"\n'
         'action = "reject"\nreason = "Ordered by id; see step 3."\n',
     )
-    review_repo.run(NO_CODE, *warned).assert_outcomes(passed=1)
-    assert len(review_repo.server.response_requests) == 2
-    assert "Ordered by id; see step 3." in review_repo.server.response_requests[-1].last_user_text
+    scripted_repo.run(NO_CODE, *warned).assert_outcomes(passed=1)
+    assert len(scripted_repo.server.response_requests) == 2
+    assert "Ordered by id; see step 3." in scripted_repo.server.response_requests[-1].last_user_text
 
 
 @pytest.fixture
-def code_repo(review_repo: ReviewRepo, tmp_path: Path) -> ReviewRepo:
+def code_repo(scripted_repo: ReviewRepo, tmp_path: Path) -> ReviewRepo:
     library = tmp_path / "library"
     library.mkdir()
     for args in (
@@ -362,7 +362,7 @@ def code_repo(review_repo: ReviewRepo, tmp_path: Path) -> ReviewRepo:
     git(library, "add", "-A")
     git(library, "commit", "-qm", "lib")
     git(
-        review_repo.path,
+        scripted_repo.path,
         "-c",
         "protocol.file.allow=always",
         "submodule",
@@ -371,9 +371,9 @@ def code_repo(review_repo: ReviewRepo, tmp_path: Path) -> ReviewRepo:
         str(library),
         "lib",
     )
-    review_repo.commit("add the library")
-    review_repo.answer("Review the code changes", {"message": approved_review()})
-    return review_repo
+    scripted_repo.commit("add the library")
+    scripted_repo.answer("Review the code changes", {"message": approved_review()})
+    return scripted_repo
 
 
 @pytest.mark.parametrize("what", ["submodule", "untracked-binary"])
