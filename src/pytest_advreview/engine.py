@@ -74,12 +74,20 @@ def review_target(
     """
     try:
         with _shown(progress, nodeid):
-            # 1. The material (ReviewInputError when the plan cannot be read).
+            # 1. The material, read once (ReviewInputError: the plan cannot be read).
             run.material()
-            # 2-5. The stored verdict stands, or the rounds due run inside the workspace
-            # guard (its snapshot is taken before the first dispatch); the outcome is
-            # judged and the state saved.
-            result, outcome = coordinator.review(run)
+            # 2. The stored verdict: it stands, or says which rounds are due.
+            due = coordinator.stored_verdict(run)
+            # 3. The rounds due, inside the workspace guard: ReviewRun.run snapshots the
+            # workspace before the first dispatch and checks it after each round.
+            rounds = coordinator.rounds(run, due) if due.rounds_due else None
+            result = rounds.result if rounds is not None else due.stands
+            assert result is not None  # no rounds ran: the stored verdict stands
+            # 4. The outcome, against fail-on.
+            result, outcome = run.judge(result)
+            # 5. The save: what the rounds reviewed, and the findings left open.
+            if rounds is not None:
+                coordinator.save(run, rounds)
     except BaseException:
         if compare_workspace == "now":
             run.cleanup(keep=False)  # an unreadable plan, Ctrl-C: nothing worth keeping
