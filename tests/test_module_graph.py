@@ -119,6 +119,34 @@ def test_no_product_module_imports_the_testing_kit_but_the_doctor() -> None:
     assert users == TESTING_KIT_USERS
 
 
+#: What the review engine must never reach for: its callers hand it plain inputs.
+_ENGINE_NEVER = ("stash", "pluginmanager", "hook")
+
+
+def _pytest_machinery(source: str) -> list[str]:
+    """Attribute uses of pytest's run machinery (``config.stash``, ``pluginmanager``,
+    ``config.hook``) in ``source``, as ``line:name``."""
+    return [
+        f"{node.lineno}:{node.attr}"
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Attribute) and node.attr in _ENGINE_NEVER
+    ]
+
+
+def test_the_machinery_finder_finds_a_stash_and_a_hook() -> None:
+    source = "x = config.stash[KEY]\ny = config.hook.pytest_advreview_fix\n"
+    assert _pytest_machinery(source) == ["1:stash", "2:hook"]
+
+
+def test_the_review_engine_touches_no_run_stash_and_no_pytest_hook() -> None:
+    """One review's path takes plain inputs: no run stash, no plugin manager, no hook
+    call, and none of its callers' modules (items, session, fixture, jobs pool)."""
+    engine = f"{PACKAGE}.engine"
+    callers = {"runstash", "session", "items", "ondemand", "fixtures", "parallel", "plugin"}
+    assert _graph()[engine] & {f"{PACKAGE}.{name}" for name in callers} == set()
+    assert _pytest_machinery((SRC / "engine.py").read_text(encoding="utf-8")) == []
+
+
 def _own_plugin_lookups(source: str) -> list[int]:
     """Lines that look one of the plugin's own parts up by name (``get_plugin("advreview-…")``;
     pytest's own plugins, e.g. ``terminalreporter``, are found that way by design)."""

@@ -16,7 +16,7 @@ import os
 import threading
 import warnings
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,7 +43,6 @@ from .models import (
     ReviewStatus,
     Severity,
 )
-from .outcome import Outcome
 from .prompts import applied_text, operator_open_decision
 from .review import ReviewInputError, ReviewRun
 from .state import ReviewState, StateStore, StateWarning, decide_next
@@ -51,7 +50,7 @@ from .state import ReviewState, StateStore, StateWarning, decide_next
 if TYPE_CHECKING:
     from .settings import Settings
 
-__all__ = ["Coordinator", "TokenLedger"]
+__all__ = ["Coordinator", "Due", "Rounds", "TokenLedger"]
 
 
 class TokenLedger:
@@ -88,7 +87,8 @@ class TokenLedger:
 
 
 class Coordinator:
-    """Runs one target with its stored state, decisions and the run's token budget."""
+    """One target's stored verdict, rounds and save (the engine's steps 2, 3 and 5), with
+    the stored state, the decisions file and the run's token budget."""
 
     def __init__(
         self,
@@ -220,18 +220,21 @@ class Coordinator:
         severity = state.max_severity
         return severity.value if severity is not None else None
 
-    def review(self, run: ReviewRun) -> tuple[LoopResult, Outcome]:
-        """Judge ``run``'s target from stored state, or review it, and store the result.
+    def stored_verdict(self, run: ReviewRun) -> Due:
+        """What the stored state says of ``run``'s target: the verdict stands (cached, the
+        round limit spent, the run's budget spent), or which rounds are due.
 
-        :raises ReviewInputError: unusable material, or a decisions-file entry that names
-            a finding this target never had.
+        Sets ``run.history`` (the counted rounds of earlier runs) and, when the stored
+        text changed, ``run.applied`` (the diff the re-review is told of).
+
+        :raises ReviewInputError: a decisions-file entry that names a finding this target
+            never had.
         """
-        material = run.material()
         key = run.spec.key
         budget = self.settings.budget_tokens
         if budget is not None and self.ledger.total() >= budget:
-            return run.judge(
-                LoopResult(
+            return Due(
+                stands=LoopResult(
                     status=ReviewStatus.BUDGET_EXHAUSTED,
                     error=(
                         f"the run's reviewer tokens ({self.ledger.total()}) passed "
@@ -256,22 +259,14 @@ class Coordinator:
                 raise ReviewInputError(str(exc)) from None
         step = decide_next(
             state,
-            cache_key(self.identity, material.content_hash, decisions),
+            cache_key(self.identity, run.material().content_hash, decisions),
             max_rounds=self.settings.max_rounds,
             fresh=self.settings.fresh,
         )
         run.history = step.history
-        if step.action == "cached_revise" and state is not None and step.review is not None:
-            # A lead was asked for: it takes up the stored REVISE review instead of the
-            # run failing from cache, and the reviewer re-reviews its fixes.
-            resumed = self._lead_on_stored(run, state, step.review)
-            if resumed is not None:
-                return resumed
         if step.action in ("cached_approved", "cached_revise", "max_rounds"):
             assert state is not None
-            run.history = state.rounds
-            return self._judge(
-                run,
+            stands = self._with_open(
                 LoopResult(
                     status=ReviewStatus.MAX_ROUNDS
                     if step.action == "max_rounds"
@@ -283,16 +278,29 @@ class Coordinator:
                 ),
                 self.operator_open(key),
             )
+            run.history = state.rounds
+            if step.action == "cached_revise" and step.review is not None:
+                # A lead was asked for: it takes up the stored REVISE review instead of
+                # the run failing from cache, and the reviewer re-reviews its fixes.
+                return Due(stands=stands, lead_on=(state, step.review))
+            return Due(stands=stands)
         if step.action == "continue" and state is not None and state.last_content is not None:
             run.applied = applied_text(
                 run.spec.kind, run.spec.key, state.last_content, run.material().content
             )
-        return self._run(run, step.decisions)
+        return Due(decisions=tuple(step.decisions))
 
-    def _judge(
-        self, run: ReviewRun, result: LoopResult, still_open: Sequence[OpenFinding]
-    ) -> tuple[LoopResult, Outcome]:
-        """Judge ``result`` with the findings still open for the operator attached.
+    def rounds(self, run: ReviewRun, due: Due) -> Rounds | None:
+        """Run the rounds ``due`` says are due (a lead's turn on a stored REVISE first)
+        and count their tokens; ``None`` when no lead runs and the stored verdict stands.
+        """
+        if due.lead_on is not None:
+            state, review = due.lead_on
+            return self._lead_on_stored(run, state, review)
+        return self._rounds(run, due.decisions)
+
+    def _with_open(self, result: LoopResult, still_open: Sequence[OpenFinding]) -> LoopResult:
+        """``result`` with the findings still open for the operator attached.
 
         :func:`~.outcome.decide` fails an item with any of them, whatever the verdict.
         """
@@ -303,10 +311,10 @@ class Coordinator:
                 operator_open=tuple(still_open),
                 decisions_file=str(self.decisions_path),
             )
-        return run.judge(result)
+        return result
 
-    def _run(self, run: ReviewRun, decisions: Sequence[Decision]) -> tuple[LoopResult, Outcome]:
-        """Run the rounds due after ``run.history``, count their tokens, store the result.
+    def _rounds(self, run: ReviewRun, decisions: Sequence[Decision]) -> Rounds:
+        """Run the rounds due after ``run.history`` and count their tokens.
 
         Findings still open for the operator from earlier runs go into the re-review's
         prompt (when this run re-reviews: a first round has no history to carry them);
@@ -332,21 +340,32 @@ class Coordinator:
             *(o for o in carried if o.finding.id not in renewed | settled),
             *new,
         )
-        result, outcome = self._judge(run, result, still_open)
+        return Rounds(
+            result=self._with_open(result, still_open),
+            still_open=still_open,
+            closed=frozenset(renewed | settled),
+        )
+
+    def save(self, run: ReviewRun, rounds: Rounds) -> None:
+        """Store what ``rounds`` reviewed: the verdict, and the findings open for the
+        operator (stored whatever happened: only the operator's decision, or a re-review
+        that was told of them, closes them)."""
+        if rounds.still_open is None:
+            return  # the lead could not finish its turn: nothing was reviewed
+        key = run.spec.key
+        result, still_open = rounds.result, rounds.still_open
         previous = self._read(key)
         stored_open = previous.operator_open if previous is not None else ()
         if not result.rounds:
             # No round counted: a decision in the file has reached no review yet, so the
             # stored record keeps the finding until one does (the file may still change).
-            kept = (o for o in stored_open if o.finding.id not in renewed | settled)
+            kept = (o for o in stored_open if o.finding.id not in rounds.closed)
             still_stored = (*(o for o in kept if o not in still_open), *still_open)
         else:
             still_stored = still_open
         state: ReviewState | None = None
         # Lead edits that are not in the commit under review are not stored as a verdict:
-        # it must not pass from cache next time.  The findings open for the operator are
-        # stored whatever happened: only the operator's decision, or a re-review that was
-        # told of them, closes them.
+        # it must not pass from cache next time.
         if result.rounds and not result.uncommitted_edits:
             # A lead may have edited the plan: store the text the last round reviewed.
             material = run.material()
@@ -368,11 +387,8 @@ class Coordinator:
             )
         if state is not None and self.store.save(state):
             self._loaded[key] = state
-        return result, outcome
 
-    def _lead_on_stored(
-        self, run: ReviewRun, state: ReviewState, review: Review
-    ) -> tuple[LoopResult, Outcome] | None:
+    def _lead_on_stored(self, run: ReviewRun, state: ReviewState, review: Review) -> Rounds | None:
         """Let the built-in lead fix a stored REVISE review, then continue the rounds.
 
         ``None`` when no lead runs for this item (none asked for, a fixer hook wins, or a
@@ -384,20 +400,54 @@ class Coordinator:
         try:
             decisions = run.lead_turn(review, state.rounds_used)
         except FixFailed as exc:
-            return run.judge(
-                LoopResult(
-                    status=ReviewStatus.ABORTED,
-                    review=review,
-                    last_round=state.rounds_used,
-                    error=f"the lead could not finish its turn on the stored round "
-                    f"{state.rounds_used}: {exc}",
-                    mutations=exc.mutations,
-                    failed_by="lead",
-                )
+            aborted = LoopResult(
+                status=ReviewStatus.ABORTED,
+                review=review,
+                last_round=state.rounds_used,
+                error=f"the lead could not finish its turn on the stored round "
+                f"{state.rounds_used}: {exc}",
+                mutations=exc.mutations,
+                failed_by="lead",
             )
+            return Rounds(result=aborted, still_open=None)
         if decisions is None:
             return None
-        return self._run(run, decisions)
+        return self._rounds(run, decisions)
+
+
+@dataclass(frozen=True)
+class Due:
+    """What the stored state says of one target (:meth:`Coordinator.stored_verdict`).
+
+    :param stands: the verdict judged as it is (``None``: rounds are due).
+    :param decisions: the decisions sent with the rounds due.
+    :param lead_on: a stored REVISE review the built-in lead takes up first (when no lead
+        runs, ``stands`` does).
+    """
+
+    stands: LoopResult | None = None
+    decisions: tuple[Decision, ...] = ()
+    lead_on: tuple[ReviewState, Review] | None = None
+
+    @property
+    def rounds_due(self) -> bool:
+        """Whether the reviewer (or the lead) has work: else the stored verdict stands."""
+        return self.stands is None or self.lead_on is not None
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """The rounds one review ran (:meth:`Coordinator.rounds`), with what the save needs.
+
+    :param result: the loop's result, the findings open for the operator attached.
+    :param still_open: the findings open for the operator after them (``None``: nothing
+        was reviewed, nothing is saved).
+    :param closed: ids renewed or settled by these rounds (never kept from the store).
+    """
+
+    result: LoopResult
+    still_open: tuple[OpenFinding, ...] | None
+    closed: frozenset[str] = frozenset()
 
 
 def _left_open(run: ReviewRun, result: LoopResult) -> tuple[OpenFinding, ...]:

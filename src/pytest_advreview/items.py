@@ -111,16 +111,17 @@ class ReviewItem(pytest.Item):
         reviews = _run(self.config).reviews
         self.review = reviews.new_run(self)
         try:
-            result, outcome = reviews.run_review(self.review)
+            reviewed = reviews.run_review(self.review)
         except ReviewInputError as exc:
             self._attach(error=str(exc))
             raise ReviewerUnavailable(
                 f"Adversarial review — {self.spec.key} — cannot review: {exc}\n"
             ) from None
+        result, outcome = reviewed.result, reviewed.outcome
         for name, value in user_properties(result, outcome):
             # JUnit XML and report plugins write these out.
             self.user_properties.append((name, outbound.redact_data(value)))
-        self._attach()
+        self.record_json = reviewed.record.model_dump_json()
         if outcome.max_severity is not None:
             self.add_marker(f"severity_{outcome.max_severity.value}")
         if result.mutations:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from . import runstash, targets
+from . import engine, runstash, targets
 from . import settings as settings_mod
 from .coordinator import Coordinator
 from .loop import LoopResult
@@ -177,17 +177,16 @@ class AdversarialReview:
             in_git=self.repo is not None,
             store=coordinator.store,
         )
-        try:
-            # The items' path: a stored verdict stands, decisions are sent, the budget holds.
-            result, outcome = coordinator.review(run)
-        except BaseException:
-            run.cleanup(keep=False)  # an unreadable plan, Ctrl-C: nothing worth keeping
-            raise
-        kept = run.finish()  # raises WorkspaceMutated, as an item's teardown does
+        # The items' path: a stored verdict stands, decisions are sent, the budget holds;
+        # the workspace is compared before the test goes on (WorkspaceMutated).
+        reviewed = engine.review_target(
+            run, coordinator, nodeid=self.node.nodeid, compare_workspace="now"
+        )
+        result, outcome = reviewed.result, reviewed.outcome
         if outcome.kind is OutcomeKind.ERROR:
             raise ReviewerUnavailable(
                 error_report(spec.key, result, outcome)
-                + (f"reviewer files kept in {kept}\n" if kept else "")
+                + (f"reviewer files kept in {reviewed.kept}\n" if reviewed.kept else "")
             )
         return ReviewOutcome(spec.key, result, outcome)
 

@@ -33,13 +33,10 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from .loop import LoopResult
-    from .outcome import Outcome
+    from .engine import Reviewed
     from .review import ReviewRun
 
 __all__ = ["ReviewPool"]
-
-Result = tuple["LoopResult", "Outcome"]
 
 
 class ReviewPool:
@@ -48,7 +45,7 @@ class ReviewPool:
     :param jobs: most reviews in flight at once.
     :param is_review: whether an item is a review item (started ahead).
     :param new_run: makes an item's :class:`~.review.ReviewRun` (on the main thread).
-    :param review: runs one review to its result (in a worker thread).
+    :param review: runs one review through the engine (in a worker thread).
     :param cancel: stops the reviewer's launches now (``None``: the backend cannot).
     """
 
@@ -58,7 +55,7 @@ class ReviewPool:
         *,
         is_review: Callable[[pytest.Item], bool],
         new_run: Callable[[pytest.Item], ReviewRun],
-        review: Callable[[ReviewRun], Result],
+        review: Callable[[ReviewRun], Reviewed],
         cancel: Callable[[], None] | None,
     ) -> None:
         self.jobs = jobs
@@ -70,11 +67,11 @@ class ReviewPool:
         self._items: Sequence[pytest.Item] = ()
         self._position: dict[int, int] = {}
         #: Started reviews whose item has not taken them yet, by item (id).
-        self._ahead: dict[int, tuple[ReviewRun, Future[Result]]] = {}
+        self._ahead: dict[int, tuple[ReviewRun, Future[Reviewed]]] = {}
         #: Reviews an item has taken, by run (id): its setup waits for them.
-        self._taken: dict[int, Future[Result]] = {}
+        self._taken: dict[int, Future[Reviewed]] = {}
         self._started: set[int] = set()
-        self._orphans: list[Future[Result]] = []
+        self._orphans: list[Future[Reviewed]] = []
         self._stopping = False
 
     # -- pytest ------------------------------------------------------------------------
@@ -127,7 +124,7 @@ class ReviewPool:
         self._taken[id(run)] = future
         return run
 
-    def result(self, run: ReviewRun) -> Result | None:
+    def result(self, run: ReviewRun) -> Reviewed | None:
         """Wait for ``run``'s review; ``None`` when it was not started ahead.
 
         Its exception, if any, is raised here, on the main thread, in the item's setup.

@@ -22,8 +22,7 @@ from .settings import WORKERINPUT_KEY, from_config
 
 if TYPE_CHECKING:
     from .coordinator import Coordinator
-    from .loop import LoopResult
-    from .outcome import Outcome
+    from .engine import Reviewed
     from .review import ReviewRun
 
 __all__ = ["RUN_STASH", "Reviews", "RunStash", "from_workerinput", "get"]
@@ -43,8 +42,8 @@ class Reviews(Protocol):
         """The review of ``item`` with the run's settings and reviewer (under
         ``--advreview-jobs`` the one started ahead of it)."""
 
-    def run_review(self, run: ReviewRun) -> tuple[LoopResult, Outcome]:
-        """Run one review with its stored state, decisions and the run's token budget."""
+    def run_review(self, run: ReviewRun) -> Reviewed:
+        """Run one review through the engine (stored state, decisions, the budget)."""
 
 
 @dataclasses.dataclass

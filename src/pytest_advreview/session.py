@@ -18,14 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import containment, head, outbound, runstash, targets
+from . import containment, engine, head, outbound, runstash, targets
 from .constants import BUILTIN_REVIEWERS, CODE_ITEM_NAME, RECORD_ATTR
 from .coordinator import Coordinator
 from .items import PlanFile, ReviewItem, ReviewRepr
-from .loop import LoopResult
 from .models import ChangeSet, ChangeSetInfo
 from .options import DEFAULT_DECISIONS
-from .outcome import Outcome
 from .parallel import ReviewPool
 from .progress import Progress, progress_plugin
 from .report.collect import ResultsCollector
@@ -579,25 +577,25 @@ class ReviewSession:
             progress=self.progress,
         )
 
-    def run_review(self, run: ReviewRun) -> tuple[LoopResult, Outcome]:
-        """Run one review with its stored state, decisions and the run's token budget.
-
-        A review started ahead (``--advreview-jobs``) is waited for instead.
-        """
+    def run_review(self, run: ReviewRun) -> engine.Reviewed:
+        """Run one review through the engine (a review started ahead is waited for)."""
         if self.pool is not None:
             done = self.pool.result(run)
             if done is not None:
                 return done
         return self._review_now(run)
 
-    def _review_now(self, run: ReviewRun) -> tuple[LoopResult, Outcome]:
-        if self.progress is None or run.item is None:
-            return self.coordinator.review(run)
-        self.progress.begin(run.item.nodeid)
-        try:
-            return self.coordinator.review(run)
-        finally:
-            self.progress.end(run.item.nodeid)
+    def _review_now(self, run: ReviewRun) -> engine.Reviewed:
+        assert run.item is not None
+        # An item's workspace is compared in its teardown: a changed file is that phase's
+        # error, even after a pass.
+        return engine.review_target(
+            run,
+            self.coordinator,
+            nodeid=run.item.nodeid,
+            compare_workspace="later",
+            progress=self.progress,
+        )
 
     # -- reporting ---------------------------------------------------------------------
 
