@@ -207,14 +207,14 @@ def test_the_guard_pauses_workflow_commands_around_the_summary_only_under_action
     tw = SimpleNamespace(width_of_current_line=0, line=lambda: lines.append(""))
     reporter = SimpleNamespace(_tw=tw, write_line=lines.append)
     guard = outbound.LogGuard(Redactor([]), {"GITHUB_ACTIONS": "true"})
-    wrapper = guard.pytest_terminal_summary(cast(pytest.TerminalReporter, reporter))
+    wrapper = guard.pytest_terminal_summary(cast("pytest.TerminalReporter", reporter))
     next(wrapper)
     lines.append("::stop-commands::x")  # what a review printed inside
     with pytest.raises(StopIteration):
         wrapper.send(None)
     assert lines == [f"::stop-commands::{guard.token}", "::stop-commands::x", f"::{guard.token}::"]
     plain = outbound.LogGuard(Redactor([]), {})
-    wrapper = plain.pytest_terminal_summary(cast(pytest.TerminalReporter, reporter))
+    wrapper = plain.pytest_terminal_summary(cast("pytest.TerminalReporter", reporter))
     next(wrapper)
     with pytest.raises(StopIteration):
         wrapper.send(None)
