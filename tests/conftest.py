@@ -288,9 +288,18 @@ def review_repo(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> ReviewRepo:
     """A git repo under ``pytester`` whose reviews go to the scripted server via real Codex."""
-    monkeypatch.setenv("CODEX_HOME", str(codex_home))
     monkeypatch.setenv(FAKE_KEY_ENV, FAKE_KEY_VALUE)
     monkeypatch.setenv("TMPDIR", str(tmp_path_factory.mktemp("codex-tmp")))
+    _review_repository(pytester, monkeypatch, codex_home)
+    return ReviewRepo(pytester, advreview_server, codex_executable)
+
+
+def _review_repository(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, codex_home: Path
+) -> None:
+    """The committed repository both review fixtures start from, with no CI variable and
+    Codex's home outside it (the containment check looks for it)."""
+    monkeypatch.setenv("CODEX_HOME", str(codex_home))
     # CI too: the suite runs under CI=true, where --advreview-diff=auto means the branch.
     for name in ("OPENAI_API_KEY", "CODEX_API_KEY", "CI", "GITHUB_ACTIONS", "GITHUB_BASE_REF"):
         monkeypatch.delenv(name, raising=False)
@@ -302,7 +311,6 @@ def review_repo(
     )
     (repo / "README.md").write_text("# project\n")
     commit(repo, "initial")
-    return ReviewRepo(pytester, advreview_server, codex_executable)
 
 
 class ScriptedRepo(ReviewRepo):
@@ -344,16 +352,7 @@ def scripted_repo(
     monkeypatch: pytest.MonkeyPatch,
 ) -> ReviewRepo:
     """:func:`review_repo`'s repository, reviewed in process from the same kind of script."""
-    # Outside the repository, as for the real CLI: the containment check looks for it.
-    monkeypatch.setenv("CODEX_HOME", str(codex_home))
-    for name in ("OPENAI_API_KEY", "CODEX_API_KEY", "CI", "GITHUB_ACTIONS", "GITHUB_BASE_REF"):
-        monkeypatch.delenv(name, raising=False)
-    repo = init_repo(pytester.path)
-    (repo / ".gitignore").write_text(
-        ".pytest_cache/\n__pycache__/\n/stdout\n/stderr\n/runpytest-*\n"
-    )
-    (repo / "README.md").write_text("# project\n")
-    commit(repo, "initial")
+    _review_repository(pytester, monkeypatch, codex_home)
     return ScriptedRepo(pytester, scripted_reviewer)
 
 
