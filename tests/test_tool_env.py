@@ -391,8 +391,11 @@ def test_only_core_names_and_allowed_ones_reach_the_tool_shell(
     # shell must see Codex's core names and what the user allowed, nothing else.
     review_repo.pytester.makeini("[pytest]\nadvreview_env_allow =\n    npm_token\n    MY_APP_*\n")
     review_repo.commit("ini")
+    # Core names are passed only when the job has them: a CI container may start with no
+    # SHELL, LOGNAME or USER, so the test gives each one a value of its own.
     monkeypatch.setenv("LOGNAME", "ci-runner")
     monkeypatch.setenv("USER", "ci-runner")
+    monkeypatch.setenv("SHELL", "/bin/sh")
     monkeypatch.setenv("GIT_CONFIG_COUNT", "2")
     for name, value in {**CREDENTIALS, **LET_THROUGH}.items():
         monkeypatch.setenv(name, value)
