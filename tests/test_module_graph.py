@@ -1,5 +1,6 @@
 """The package's import graph, read with ``ast`` from ``src/``: no cycle, the testing kit
-imported by no product module but the doctor, no part finding another by the name it is
+imported by no product module but the doctor, neither the doctor nor the Action's steps
+reachable from the plugin's entry point, no part finding another by the name it is
 registered under (the run's parts meet in ``config.stash``, see ``runstash.py``) and no
 product function that only tests call.  And the comments and docstrings of the sources
 point only at documents a clone of the repository has."""
@@ -10,6 +11,8 @@ import ast
 import io
 import re
 import tokenize
+from collections import deque
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -100,6 +103,8 @@ def test_the_graph_reader_sees_the_package() -> None:
     assert f"{PACKAGE}.options" in graph[f"{PACKAGE}.plugin"]
     assert f"{PACKAGE}.runstash" in graph[f"{PACKAGE}.items"]
     assert f"{PACKAGE}.testing.server" in graph[f"{PACKAGE}.doctor"]
+    # A function-level import is an edge too (the doctor's plugin imports it when asked).
+    assert f"{PACKAGE}.doctor" in graph[f"{PACKAGE}.doctorplugin"]
 
 
 def test_no_import_cycle_between_the_package_modules() -> None:
@@ -117,6 +122,73 @@ def test_no_product_module_imports_the_testing_kit_but_the_doctor() -> None:
         if not _is_kit(name) and any(_is_kit(module) for module in imported)
     }
     assert users == TESTING_KIT_USERS
+
+
+#: What ``plugin.py``, which every pytest start imports, must never reach, however
+#: indirectly: the doctor has its own entry point (``doctorplugin.py``) and the Action's
+#: steps run as ``python -m pytest_advreview.action``.
+PLUGIN_NEVER = (f"{PACKAGE}.doctor", f"{PACKAGE}.action")
+
+
+def _import_chains(
+    graph: dict[str, set[str]], start: str, targets: Iterable[str]
+) -> dict[str, list[str]]:
+    """For each of ``targets`` that ``start`` imports, itself or through other modules, a
+    shortest chain of imports from ``start`` to it."""
+    parent: dict[str, str | None] = {start: None}
+    queue = deque([start])
+    while queue:
+        node = queue.popleft()
+        for succ in sorted(graph.get(node, ())):
+            if succ not in parent:
+                parent[succ] = node
+                queue.append(succ)
+    chains = {}
+    for target in targets:
+        if target in parent:
+            chain = [target]
+            while (up := parent[chain[-1]]) is not None:
+                chain.append(up)
+            chains[target] = chain[::-1]
+    return chains
+
+
+def test_the_chain_finder_finds_an_indirect_import() -> None:
+    graph = {
+        "plugin": {"options", "gate"},
+        "options": set(),
+        "gate": {"models"},
+        "models": {"doctor"},
+        "doctor": {"testing"},
+        "doctorplugin": {"doctor"},
+        "action": {"options"},
+    }
+    found = _import_chains(graph, "plugin", ("doctor", "action"))
+    assert found == {"doctor": ["plugin", "gate", "models", "doctor"]}
+
+
+def test_the_plugin_check_sees_a_lazy_import_in_a_module_the_plugin_loads(
+    tmp_path: Path,
+) -> None:
+    # The package as it is, but options.py importing the doctor inside a function (as
+    # plugin.py did before the doctor had its own entry point): the check fails.
+    graph = _graph()
+    assert f"{PACKAGE}.options" in graph[f"{PACKAGE}.plugin"]
+    options = tmp_path / "options.py"
+    options.write_text("def run(config):\n    from . import doctor\n    doctor.main(config)\n")
+    graph[f"{PACKAGE}.options"] |= _imports(f"{PACKAGE}.options", options, set(graph))
+    assert _import_chains(graph, f"{PACKAGE}.plugin", PLUGIN_NEVER) == {
+        f"{PACKAGE}.doctor": [f"{PACKAGE}.plugin", f"{PACKAGE}.options", f"{PACKAGE}.doctor"]
+    }
+
+
+def test_the_plugin_reaches_neither_the_doctor_nor_the_action() -> None:
+    """``plugin.py`` and every module it imports, at any depth (function-level and
+    ``TYPE_CHECKING`` imports included), import neither ``doctor`` nor ``action``."""
+    graph = _graph()
+    assert _import_chains(graph, f"{PACKAGE}.plugin", PLUGIN_NEVER) == {}
+    # The check covers a real graph: the plugin reaches most of the package.
+    assert len(_import_chains(graph, f"{PACKAGE}.plugin", graph)) > len(graph) // 2
 
 
 #: What the review engine must never reach for: its callers hand it plain inputs.

@@ -7,7 +7,9 @@ ignored) offline, with the venv's own setuptools (``--no-isolation``), checks bo
 
 from __future__ import annotations
 
+import configparser
 import email.parser
+import os
 import re
 import shutil
 import subprocess
@@ -104,6 +106,35 @@ def test_metadata_has_urls_classifiers_and_the_pytest_floor(dist: Path) -> None:
     assert floor is not None
     assert f"pytest>={floor.group(1)}" in (meta.get_all("Requires-Dist") or [])
     assert meta["Description-Content-Type"] == "text/markdown"
+
+
+def test_the_wheel_declares_both_pytest_plugins_and_they_load(dist: Path, tmp_path: Path) -> None:
+    with zipfile.ZipFile(_one(dist, "*.whl")) as wheel:
+        (name,) = [n for n in wheel.namelist() if n.endswith(".dist-info/entry_points.txt")]
+        entry_points = configparser.ConfigParser(delimiters=("=",))
+        entry_points.read_string(wheel.read(name).decode())
+        wheel.extractall(tmp_path / "site")
+    assert dict(entry_points["pytest11"]) == {
+        "advreview": "pytest_advreview.plugin",
+        # The doctor's plugin, by its import name: -p with that name loads it once.
+        "pytest_advreview.doctorplugin": "pytest_advreview.doctorplugin",
+    }
+    # The unpacked wheel first on the path is the wheel installed: pytest finds both
+    # plugins through its metadata, whatever else the environment has installed.
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
+    run = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--help"]
+    both, without_doctor = (
+        subprocess.run(
+            [*run, *extra], cwd=tmp_path, env=env, capture_output=True, text=True, check=False
+        )
+        for extra in ((), ("-p", "no:pytest_advreview.doctorplugin"))
+    )
+    assert both.returncode == without_doctor.returncode == 0, both.stderr + without_doctor.stderr
+    assert "--adversarial-review" in both.stdout
+    assert both.stdout.count("--advreview-doctor ") == 1
+    # The doctor's options come from its own entry point, not the review plugin's.
+    assert "--adversarial-review" in without_doctor.stdout
+    assert "--advreview-doctor" not in without_doctor.stdout
 
 
 def test_the_sdist_ships_no_tests_it_could_not_run(dist: Path) -> None:

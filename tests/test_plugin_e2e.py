@@ -230,7 +230,8 @@ def test_without_the_flag_the_review_machinery_is_not_even_imported(
 ) -> None:
     # Installing the plugin must not slow down every pytest start: only the options,
     # markers and the (lazy) fixture load; pydantic models, the runner and the doctor
-    # wait for --adversarial-review, the fixture or --advreview-doctor.
+    # wait for --adversarial-review, the fixture or --advreview-doctor.  The doctor's own
+    # entry point is loaded by name, as an install loads it.
     pytester.makepyfile(
         test_light="""
         import sys
@@ -240,6 +241,7 @@ def test_without_the_flag_the_review_machinery_is_not_even_imported(
             assert loaded == [
                 "pytest_advreview",
                 "pytest_advreview.constants",
+                "pytest_advreview.doctorplugin",
                 "pytest_advreview.fixtures",
                 "pytest_advreview.hookspecs",
                 "pytest_advreview.options",
@@ -247,7 +249,9 @@ def test_without_the_flag_the_review_machinery_is_not_even_imported(
             ]
         """
     )
-    result = pytester.runpytest_subprocess("-p", "no:xdist", "-p", "no:pytester")
+    result = pytester.runpytest_subprocess(
+        "-p", "pytest_advreview.doctorplugin", "-p", "no:xdist", "-p", "no:pytester"
+    )  # fmt: skip
     result.assert_outcomes(passed=1)
     assert "advreview" in pytester.runpytest_subprocess("--help").stdout.str()
 

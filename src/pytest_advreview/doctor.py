@@ -257,7 +257,7 @@ class DoctorReport(WireModel):
 
 
 def main(config: pytest.Config) -> int:
-    """Run the doctor for ``pytest --advreview-doctor`` (see :func:`.options.doctor_asked`)."""
+    """Run the doctor for ``pytest --advreview-doctor`` (``doctorplugin.py`` calls it)."""
     from .settings import from_config
 
     json_path = config.getoption("advreview_doctor_json", None)

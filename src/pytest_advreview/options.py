@@ -7,13 +7,15 @@ and its ini key (pytest-timeout style) and the parser that validates a raw value
 This module is what every pytest start imports (``pytest --help`` lists the options even
 without ``--adversarial-review``), so it needs nothing beyond the standard library and
 pytest: the pydantic models load only when a review run or the doctor is asked for.
+The doctor's two rows are here too, but its own entry point (``doctorplugin.py``)
+registers them: :func:`add_options` leaves them out.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -28,13 +30,14 @@ __all__ = [
     "DEFAULT_DECISIONS",
     "DEFAULT_JOBS",
     "DEFAULT_PLANS",
+    "DOCTOR_SPECS",
     "PREFIX",
     "SPECS",
     "Invalid",
     "Spec",
     "add_options",
+    "add_specs",
     "default",
-    "doctor_asked",
 ]
 
 PREFIX = "pytest-advreview"
@@ -131,6 +134,8 @@ class Spec:
     path: bool = False
     #: False for a switch of this pytest run that is not a review setting (the doctor).
     setting: bool = True
+    #: Registered by the doctor's entry point (``doctorplugin.py``), not by ``plugin.py``.
+    doctor: bool = False
 
     @property
     def option(self) -> str:
@@ -498,6 +503,16 @@ def _env_glob(raw: object) -> object:
     return value
 
 
+def _doctor(
+    field: str, desc: str, parse: _Parser, metavar: str | None = None, cli: _Kind = "store"
+) -> Spec:
+    """A switch of ``pytest --advreview-doctor``: command line only, registered by the
+    doctor's own plugin."""
+    return Spec(
+        field, desc, parse, metavar, cli=cli, ini=None, env=False, setting=False, doctor=True
+    )
+
+
 SPECS: tuple[Spec, ...] = (
     Spec("reviewer", _REVIEWER_DESC, _reviewer, "NAME", default="codex"),
     Spec("command", _COMMAND_DESC, _command, "CMD"),
@@ -548,10 +563,12 @@ SPECS: tuple[Spec, ...] = (
     _globs("allow_untracked", _ALLOW_UNTRACKED_DESC, DEFAULT_ALLOW_UNTRACKED),
     _globs("env_allow", _ENV_ALLOW_DESC, parse=_env_glob),
     Spec("only", _ONLY_DESC, _bool, cli="flag", ini=None, env=False, setting=False),
-    Spec("doctor", _DOCTOR_DESC, _bool, cli="flag", ini=None, env=False, setting=False),
-    Spec("doctor_json", _DOCTOR_JSON_DESC, _PATH, "PATH", ini=None, env=False, setting=False),
+    _doctor("doctor", _DOCTOR_DESC, _bool, cli="flag"),
+    _doctor("doctor_json", _DOCTOR_JSON_DESC, _PATH, "PATH"),
 )
 BY_FIELD = {spec.field: spec for spec in SPECS}
+#: The options of ``pytest --advreview-doctor``, which the doctor's own plugin registers.
+DOCTOR_SPECS = tuple(spec for spec in SPECS if spec.doctor)
 
 
 def default(field: str) -> Any:
@@ -560,20 +577,26 @@ def default(field: str) -> Any:
 
 
 def add_options(parser: pytest.Parser) -> None:
-    """Register ``--adversarial-review``, every ``--advreview-*`` option and ini key.
+    """Register ``--adversarial-review``, every ``--advreview-*`` option and ini key but the
+    doctor's (:data:`DOCTOR_SPECS`, registered by ``doctorplugin.py``).
 
     Value options and ini keys default to ``None`` so that "not given" is visible to
     :func:`~.settings.resolve` (the real defaults are the specs').
     """
-    group = parser.getgroup("advreview", "adversarial reviews (pytest-advreview)")
-    group.addoption(
+    _group(parser).addoption(
         "--adversarial-review",
         action="store_true",
         dest="advreview_enabled",
         default=False,
         help="Review changed plans and the current code change as test items",
     )
-    for spec in SPECS:
+    add_specs(parser, (spec for spec in SPECS if not spec.doctor))
+
+
+def add_specs(parser: pytest.Parser, specs: Iterable[Spec]) -> None:
+    """Register the option and ini key of each of ``specs`` (those it has)."""
+    group = _group(parser)
+    for spec in specs:
         if spec.cli == "flag":
             group.addoption(
                 spec.option, action="store_true", dest=spec.dest, default=False, help=spec.desc
@@ -591,13 +614,6 @@ def add_options(parser: pytest.Parser) -> None:
             parser.addini(spec.ini_key, spec.desc, type=spec.ini, default=None)
 
 
-def doctor_asked(config: pytest.Config) -> bool:
-    """Whether this pytest run is ``--advreview-doctor`` (a usage error for half of it)."""
-    if config.getoption("advreview_doctor", False):
-        return True
-    if config.getoption("advreview_doctor_json", None):
-        raise pytest.UsageError(
-            "pytest-advreview: --advreview-doctor-json only works together with "
-            "--advreview-doctor; add --advreview-doctor"
-        )
-    return False
+def _group(parser: pytest.Parser) -> pytest.OptionGroup:
+    """The ``--help`` section of every option of the package (both entry points)."""
+    return parser.getgroup("advreview", "adversarial reviews (pytest-advreview)")

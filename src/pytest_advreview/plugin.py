@@ -3,7 +3,9 @@
 Everything else lives in the modules named for what they own (docs/development.md, "Where
 things are").
 Without ``--adversarial-review`` nothing but the options and markers is registered, so
-installing the plugin never changes an unrelated suite.
+installing the plugin never changes an unrelated suite.  The doctor has an entry point of
+its own (``doctorplugin.py``): nothing this module imports reaches the doctor or the
+GitHub Action's steps (``action.py``).
 """
 
 from __future__ import annotations
@@ -97,15 +99,3 @@ def pytest_gate_exit_status(
     from .gate import final_status
 
     return final_status(int(status), check.required)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_cmdline_main(config: pytest.Config) -> int | None:
-    """``--advreview-doctor`` runs the Codex contract checks instead of a test session."""
-    if not options.doctor_asked(config):
-        return None
-    # Imported only when asked: the doctor loads the testing kit's HTTP server, which
-    # every other pytest start (with or without --adversarial-review) would pay for.
-    from . import doctor
-
-    return doctor.main(config)
