@@ -18,17 +18,24 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import containment, engine, head, outbound, runstash, targets
+from . import containment, head, outbound, runstash, targets
 from .constants import BUILTIN_REVIEWERS, CODE_ITEM_NAME, RECORD_ATTR
 from .coordinator import Coordinator
 from .items import PlanFile, ReviewItem, ReviewRepr
 from .models import ChangeSet, ChangeSetInfo
 from .options import DEFAULT_DECISIONS
 from .parallel import ReviewPool
-from .progress import Progress, progress_plugin
+from .progress import progress_plugin
 from .report.collect import ResultsCollector
 from .report.terminal import write_summary
-from .review import ReviewRun, SharedLookups, TargetSpec, make_reviewer, repo_relative
+from .review import (
+    ReviewContext,
+    SharedLookups,
+    TargetSpec,
+    has_fixer_hook,
+    make_reviewer,
+    repo_relative,
+)
 from .runner import Reviewer
 from .statekey import STATE_KEY_ENV
 
@@ -110,15 +117,11 @@ class ReviewSession:
         if self._from_controller is None:
             self._check_containment()
         self.coordinator = Coordinator(config, settings, self.run_dir, run_secret=self.run_secret)
-        #: What the reviews in flight are doing, on the terminal (None: not shown).
-        self.progress: Progress | None = None
-        #: Reviews started ahead of their items (``--advreview-jobs`` above 1).
-        self.pool: ReviewPool | None = None
         self.stash = runstash.RunStash(
             run_dir=self.run_dir,
             run_secret=self.run_secret,
             coordinator=self.coordinator,
-            reviews=self,
+            plans=self,
             head=self.head,
         )
         config.stash[runstash.RUN_STASH] = self.stash
@@ -137,21 +140,35 @@ class ReviewSession:
             # it (importing the runner) would only slow collection down.
             return
         reviewer = self.reviewer()
-        if self.settings.jobs > 1:
-            cancel = getattr(reviewer, "cancel", None)
-            self.pool = ReviewPool(
-                self.settings.jobs,
-                is_review=lambda item: isinstance(item, ReviewItem),
-                new_run=self._make_run,
-                review=self._review_now,
-                cancel=cancel if callable(cancel) else None,
-            )
-            self.config.pluginmanager.register(self.pool, "advreview-pool")
         # At session start: pytest's terminal reporter is configured by now.
         display = progress_plugin(self.config, self.settings.progress)
         if display is not None:
             self.config.pluginmanager.register(display, "advreview-progress")
-            self.progress = display.progress
+        # What every review of the run shares, decided once: every initial conftest and
+        # plugin has registered its pytest_advreview_fix by now.
+        context = ReviewContext(
+            self.config,
+            self.settings,
+            reviewer,
+            self.repo_root,
+            in_git=self.repo is not None,
+            shared=self._shared,
+            store=self.coordinator.store,
+            progress=display.progress if display is not None else None,
+            fixer_hook=has_fixer_hook(self.config),
+        )
+        self.stash.context = context
+        if self.settings.jobs > 1:
+            cancel = getattr(reviewer, "cancel", None)
+            pool = ReviewPool(
+                self.settings.jobs,
+                context=context,
+                coordinator=self.coordinator,
+                target_of=lambda item: item.spec if isinstance(item, ReviewItem) else None,
+                cancel=cancel if callable(cancel) else None,
+            )
+            self.config.pluginmanager.register(pool, "advreview-pool")
+            self.stash.pool = pool
         # The Codex backend probes its sandbox before the first review (one Codex start);
         # begun now, that overlaps collection. Under xdist the controller's probe answers
         # the workers too (they share it through the run directory).
@@ -553,49 +570,6 @@ class ReviewSession:
         if self._reviewer is None:
             self._reviewer = make_reviewer(self.config, self.settings)
         return self._reviewer
-
-    def new_run(self, item: pytest.Item) -> ReviewRun:
-        """A :class:`ReviewRun` for ``item``: the one started ahead of it, if any."""
-        if self.pool is not None:
-            ahead = self.pool.take(item)
-            if ahead is not None:
-                return ahead
-        return self._make_run(item)
-
-    def _make_run(self, item: pytest.Item) -> ReviewRun:
-        assert isinstance(item, ReviewItem)
-        return ReviewRun(
-            self.config,
-            self.settings,
-            item.spec,
-            repo_root=self.repo_root,
-            reviewer=self.reviewer(),
-            item=item,
-            in_git=self.repo is not None,
-            shared=self._shared,
-            store=self.coordinator.store,
-            progress=self.progress,
-        )
-
-    def run_review(self, run: ReviewRun) -> engine.Reviewed:
-        """Run one review through the engine (a review started ahead is waited for)."""
-        if self.pool is not None:
-            done = self.pool.result(run)
-            if done is not None:
-                return done
-        return self._review_now(run)
-
-    def _review_now(self, run: ReviewRun) -> engine.Reviewed:
-        assert run.item is not None
-        # An item's workspace is compared in its teardown: a changed file is that phase's
-        # error, even after a pass.
-        return engine.review_target(
-            run,
-            self.coordinator,
-            nodeid=run.item.nodeid,
-            compare_workspace="later",
-            progress=self.progress,
-        )
 
     # -- reporting ---------------------------------------------------------------------
 
