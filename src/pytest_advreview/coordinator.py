@@ -45,7 +45,7 @@ from .models import (
     Severity,
 )
 from .prompts import applied_text, operator_open_decision
-from .review import ReviewInputError, ReviewRun
+from .review import LeadTurns, ReviewInputError, ReviewMaterial, ReviewRun, TargetSpec
 from .state import ReviewState, StateStore, StateWarning, decide_next
 
 if TYPE_CHECKING:
@@ -221,14 +221,20 @@ class Coordinator:
         severity = state.max_severity
         return severity.value if severity is not None else None
 
-    def stored_verdict(self, run: ReviewRun) -> Due:
-        """What the stored state says of ``run``'s target: the verdict stands (cached, the
-        round limit spent, the run's budget spent), or which rounds are due.
+    def stored_verdict(
+        self, spec: TargetSpec, material: ReviewMaterial, *, fixer_hook: bool
+    ) -> Due:
+        """What the stored state says of the target ``spec`` names, whose material is
+        ``material``: the verdict stands (cached, the round limit spent, the run's budget
+        spent), or which rounds are due.
+
+        :param fixer_hook: a plugin fixes (``pytest_advreview_fix``): the built-in lead
+            takes up no stored REVISE review.
 
         :raises ReviewInputError: a decisions-file entry that names a finding this target
             never had.
         """
-        key = run.spec.key
+        key = spec.key
         budget = self.settings.budget_tokens
         if budget is not None and self.ledger.total() >= budget:
             return Due(
@@ -257,7 +263,7 @@ class Coordinator:
                 raise ReviewInputError(str(exc)) from None
         step = decide_next(
             state,
-            cache_key(self.identity, run.material().content_hash, decisions),
+            cache_key(self.identity, material.content_hash, decisions),
             max_rounds=self.settings.max_rounds,
             fresh=self.settings.fresh,
         )
@@ -275,11 +281,7 @@ class Coordinator:
                 ),
                 self.operator_open(key),
             )
-            if (
-                step.action == "cached_revise"
-                and step.review is not None
-                and not run.context.fixer_hook
-            ):
+            if step.action == "cached_revise" and step.review is not None and not fixer_hook:
                 # The built-in lead (when one was asked for) takes up the stored REVISE
                 # review instead of the run failing from cache, and the reviewer
                 # re-reviews its fixes.  A fixer hook fixes only in the rounds.
@@ -287,9 +289,7 @@ class Coordinator:
             return Due(stands=stands, history=state.rounds)
         applied = None
         if step.action == "continue" and state is not None and state.last_content is not None:
-            applied = applied_text(
-                run.spec.kind, run.spec.key, state.last_content, run.material().content
-            )
+            applied = applied_text(spec.kind, key, state.last_content, material.content)
         return Due(decisions=tuple(step.decisions), history=step.history, applied=applied)
 
     def rounds(self, run: ReviewRun, due: Due) -> Rounds | None:
@@ -341,7 +341,9 @@ class Coordinator:
             }
         result = run.run(history=history, decisions=(*decisions, *told.values()), applied=applied)
         self.ledger.add(result.usage.total)
-        new = _left_open(run, history, result)
+        # A lead may have edited the plan: the text the last round reviewed.
+        material = run.material()
+        new = _left_open(run.lead, history, result, material.content_hash)
         renewed = {o.finding.id for o in new}
         settled = {o.finding.id for o in carried if _settled(o, told.get(o.finding.id), result)}
         still_open = (
@@ -350,18 +352,18 @@ class Coordinator:
         )
         return Rounds(
             result=self._with_open(result, still_open),
+            material=material,
             history=history,
             still_open=still_open,
             closed=frozenset(renewed | settled),
         )
 
-    def save(self, run: ReviewRun, rounds: Rounds) -> None:
+    def save(self, key: str, rounds: Rounds) -> None:
         """Store what ``rounds`` reviewed: the verdict, and the findings open for the
         operator (stored whatever happened: only the operator's decision, or a re-review
         that was told of them, closes them)."""
-        if rounds.still_open is None:
+        if rounds.still_open is None or rounds.material is None:
             return  # the lead could not finish its turn: nothing was reviewed
-        key = run.spec.key
         result, still_open = rounds.result, rounds.still_open
         previous = self._read(key)
         stored_open = previous.operator_open if previous is not None else ()
@@ -376,8 +378,7 @@ class Coordinator:
         # Lead edits that are not in the commit under review are not stored as a verdict:
         # it must not pass from cache next time.
         if result.rounds and not result.uncommitted_edits:
-            # A lead may have edited the plan: store the text the last round reviewed.
-            material = run.material()
+            material = rounds.material
             state = ReviewState(
                 key=key,
                 reviewer=self.identity,
@@ -415,7 +416,7 @@ class Coordinator:
                 mutations=exc.mutations,
                 failed_by="lead",
             )
-            return Rounds(result=aborted, history=state.rounds, still_open=None)
+            return Rounds(result=aborted, material=None, history=state.rounds, still_open=None)
         if decisions is None:
             return None
         return self._rounds(run, state.rounds, decisions)
@@ -450,6 +451,8 @@ class Rounds:
     """The rounds one review ran (:meth:`Coordinator.rounds`), with what the save needs.
 
     :param result: the loop's result, the findings open for the operator attached.
+    :param material: the material the last round reviewed (after any lead's edits;
+        ``None``: nothing was reviewed).
     :param history: the counted rounds of earlier runs they continued.
     :param still_open: the findings open for the operator after them (``None``: nothing
         was reviewed, nothing is saved).
@@ -457,25 +460,26 @@ class Rounds:
     """
 
     result: LoopResult
+    material: ReviewMaterial | None
     history: tuple[RoundRecord, ...]
     still_open: tuple[OpenFinding, ...] | None
     closed: frozenset[str] = frozenset()
 
 
 def _left_open(
-    run: ReviewRun, history: tuple[RoundRecord, ...], result: LoopResult
+    lead: LeadTurns, history: tuple[RoundRecord, ...], result: LoopResult, content_hash: str
 ) -> tuple[OpenFinding, ...]:
     """The findings this run's lead left to the operator, as stored records.
 
     Each keeps the reviewer's finding (its text goes into the failure and into later
     re-review prompts), the round it came from and the lead's reason.
     """
-    if not run.lead.needs_operator:
+    if not lead.needs_operator:
         return ()
     rounds = (*history, *result.rounds)
-    content_hash = result.rounds[-1].content_hash if result.rounds else None
+    last_hash = result.rounds[-1].content_hash if result.rounds else None
     left: list[OpenFinding] = []
-    for fid in run.lead.needs_operator:
+    for fid in lead.needs_operator:
         finding = next(
             (
                 f
@@ -489,7 +493,7 @@ def _left_open(
         row = next(
             (
                 (turn.round, e)
-                for turn in reversed(run.lead.records)
+                for turn in reversed(lead.records)
                 for e in turn.evaluations
                 if e.finding == fid and e.action is LeadAction.NEEDS_OPERATOR
             ),
@@ -507,7 +511,7 @@ def _left_open(
                 finding=finding,
                 round=number,
                 reason=reason,
-                content_hash=content_hash or run.material().content_hash,
+                content_hash=last_hash or content_hash,
             )
         )
     return tuple(left)

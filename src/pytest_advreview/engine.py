@@ -78,9 +78,9 @@ def review_target(
     try:
         with _shown(run.context.progress, nodeid):
             # 1. The material, read once (ReviewInputError: the plan cannot be read).
-            run.material()
+            material = run.material()
             # 2. The stored verdict: it stands, or says which rounds are due.
-            due = coordinator.stored_verdict(run)
+            due = coordinator.stored_verdict(run.spec, material, fixer_hook=run.context.fixer_hook)
             # 3. The rounds due, inside the workspace guard: ReviewRun.run snapshots the
             # workspace before the first dispatch and checks it after each round.
             rounds = coordinator.rounds(run, due) if due.rounds_due else None
@@ -91,7 +91,7 @@ def review_target(
             outcome = decide(result, run.settings.fail_on)
             # 5. The save: what the rounds reviewed, and the findings left open.
             if rounds is not None:
-                coordinator.save(run, rounds)
+                coordinator.save(run.spec.key, rounds)
     except BaseException:
         if compare_workspace == "now":
             run.cleanup(keep=False)  # an unreadable plan, Ctrl-C: nothing worth keeping

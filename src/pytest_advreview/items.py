@@ -111,12 +111,13 @@ class ReviewItem(pytest.Item):
     def setup(self) -> None:
         """Run the reviewer loop; "could not run" becomes an error of this phase."""
         try:
-            self.reviewed = reviewed = self._review()
+            reviewed = self._review()
         except ReviewInputError as exc:
             self._attach(error=str(exc))
             raise ReviewerUnavailable(
                 f"Adversarial review — {self.spec.key} — cannot review: {exc}\n"
             ) from None
+        self.reviewed = reviewed
         result, outcome = reviewed.result, reviewed.outcome
         for name, value in user_properties(result, outcome):
             # JUnit XML and report plugins write these out.
