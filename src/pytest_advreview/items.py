@@ -177,12 +177,9 @@ class ReviewItem(pytest.Item):
             return
         # Also reached after Ctrl-C in setup (pytest tears down at session finish), and
         # after an unreadable plan.
-        reviewed = self.reviewed
+        got = self.reviewed
         try:
-            if reviewed is None:
-                self.review.finish(None, None)
-            else:
-                self.review.finish(reviewed.result, reviewed.outcome)
+            self.review.finish(got.result if got else None, got.outcome if got else None)
         except WorkspaceMutated:
             self._attach()
             raise
@@ -192,21 +189,17 @@ class ReviewItem(pytest.Item):
     def _attach(self, *, error: str | None = None) -> None:
         """Keep the current :class:`ItemRecord` for the phase reports (see ``session``)."""
         assert self.review is not None
+        got = self.reviewed
+        record = self.review.record(
+            self.nodeid,
+            got.result if got else None,
+            got.outcome if got else None,
+            history=got.history if got else (),
+            error=error,
+        )
         # Redacted at the source: every report is built from this record, and report
         # plugins (a report log) write the attribute out as it is.
-        reviewed = self.reviewed
-        if reviewed is None:
-            record = self.review.record(self.nodeid, None, None, error=error)
-        else:
-            record = self.review.record(
-                self.nodeid,
-                reviewed.result,
-                reviewed.outcome,
-                history=reviewed.history,
-                error=error,
-            )
-        record = outbound.redact_model(record)
-        self.record_json = record.model_dump_json()
+        self.record_json = outbound.redact_model(record).model_dump_json()
 
     @staticmethod
     def own_error(exc: BaseException) -> bool:
