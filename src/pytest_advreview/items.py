@@ -143,7 +143,7 @@ class ReviewItem(pytest.Item):
         if ahead is not None:
             self.review, started = ahead
             return started.result()
-        assert stash.context is not None, "the review context is made at session start"
+        assert stash.context is not None, "the review context is made when collection finishes"
         self.review = ReviewRun(stash.context, self.spec, item=self)
         return engine.review_target(
             self.review, stash.coordinator, nodeid=self.nodeid, compare_workspace="later"

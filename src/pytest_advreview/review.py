@@ -200,8 +200,9 @@ class _WatchedReviewer:
 class ReviewContext:
     """What the reviews of one run share: settings, reviewer, repository, stored state.
 
-    Built once per run (at session start, when every plugin has registered), and once per
-    call of the fixture (whose overrides may change the settings).
+    Built once per process of a run (when collection has finished: every plugin and
+    conftest has registered), and once per call of the fixture (whose overrides may
+    change the settings).
 
     :param in_git: the repository is a git checkout (outside git only the review inputs
         can be watched: no ``git status``).
@@ -227,7 +228,7 @@ class ReviewContext:
 
 def has_fixer_hook(config: pytest.Config) -> bool:
     """Whether a plugin implements ``pytest_advreview_fix``; asked once the run's plugins
-    and initial conftests have registered (session start, or a fixture call)."""
+    and conftests have registered (collection finished, or a fixture call)."""
     return bool(config.hook.pytest_advreview_fix.get_hookimpls())
 
 

@@ -52,8 +52,8 @@ class RunStash:
     plans: Plans
     #: ``--advreview-head``: the one checkout of REF of the run (the controller removes it).
     head: HeadCheckout | None = None
-    #: What every review of the run shares; set at session start, when the reviewer is
-    #: built and every plugin has registered.
+    #: What every review of the run shares; set when collection has finished (the
+    #: reviewer is built and every plugin and conftest has registered).
     context: ReviewContext | None = None
     #: ``--advreview-jobs`` above 1: the reviews started ahead of their items.
     pool: ReviewPool | None = None

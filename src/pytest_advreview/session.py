@@ -25,7 +25,7 @@ from .coordinator import Coordinator
 from .items import PlanFile, ReviewItem, ReviewRepr
 from .options import DEFAULT_DECISIONS
 from .parallel import ReviewPool
-from .progress import progress_plugin
+from .progress import Progress, progress_plugin
 from .report.collect import ResultsCollector
 from .report.terminal import write_summary
 from .review import ReviewContext, SharedLookups, has_fixer_hook, make_reviewer
@@ -46,6 +46,8 @@ class ReviewSession:
         self.config = config
         self.settings = settings
         self._reviewer: Reviewer | None = None
+        #: What the reviews in flight are doing, on the terminal (``None``: not shown).
+        self._progress: Progress | None = None
         self._collected: set[Path] = set()
         #: Shared by the run's reviews: git top levels and resolved paths.
         self._shared = SharedLookups()
@@ -109,8 +111,28 @@ class ReviewSession:
         display = progress_plugin(self.config, self.settings.progress)
         if display is not None:
             self.config.pluginmanager.register(display, "advreview-progress")
-        # What every review of the run shares, decided once: every initial conftest and
-        # plugin has registered its pytest_advreview_fix by now.
+            self._progress = display.progress
+        # The Codex backend probes its sandbox before the first review (one Codex start);
+        # begun now, that overlaps collection. Under xdist the controller's probe answers
+        # the workers too (they share it through the run directory).
+        warm_up = getattr(reviewer, "warm_up", None)
+        if callable(warm_up):
+            warm_up(self.run_dir / f"preflight-{os.getpid()}")
+            close = getattr(reviewer, "close", None)
+            if callable(close):
+                # Registered after the run directory's removal, so it runs before it.
+                self.config.add_cleanup(close)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Decide once what every review of this process shares (and start the jobs pool).
+
+        After collection, so a ``pytest_advreview_fix`` of a conftest collection loaded
+        counts as one of the initial conftests' does.
+        """
+        if self.config.option.collectonly:
+            return
+        reviewer = self.reviewer()
         context = ReviewContext(
             self.config,
             self.settings,
@@ -119,7 +141,7 @@ class ReviewSession:
             in_git=self.targets.repo is not None,
             shared=self._shared,
             store=self.coordinator.store,
-            progress=display.progress if display is not None else None,
+            progress=self._progress,
             fixer_hook=has_fixer_hook(self.config),
         )
         self.stash.context = context
@@ -134,16 +156,6 @@ class ReviewSession:
             )
             self.config.pluginmanager.register(pool, "advreview-pool")
             self.stash.pool = pool
-        # The Codex backend probes its sandbox before the first review (one Codex start);
-        # begun now, that overlaps collection. Under xdist the controller's probe answers
-        # the workers too (they share it through the run directory).
-        warm_up = getattr(reviewer, "warm_up", None)
-        if callable(warm_up):
-            warm_up(self.run_dir / f"preflight-{os.getpid()}")
-            close = getattr(reviewer, "close", None)
-            if callable(close):
-                # Registered after the run directory's removal, so it runs before it.
-                self.config.add_cleanup(close)
 
     def _check_containment(self) -> None:
         """Refuse (where the verdict gates) or warn when the gate's own code lies where
