@@ -21,7 +21,7 @@ from pytest_advreview.models import (
     Verdict,
 )
 from pytest_advreview.parse import parse_markdown
-from pytest_advreview.review import ReviewRun, TargetSpec
+from pytest_advreview.review import ReviewContext, ReviewRun, TargetSpec
 from pytest_advreview.runner import DispatchRequest, DispatchResult
 from pytest_advreview.settings import Settings
 from pytest_advreview.testing import revise_review
@@ -61,18 +61,15 @@ def test_a_change_after_an_uncounted_round_is_reported_in_that_round(
         review=parse_markdown(revise_review()),
     )
     run = ReviewRun(
-        pytestconfig,
-        Settings(),
+        ReviewContext(pytestconfig, Settings(), _FailingReviewer(), repo),
         TargetSpec(kind="plan", key="p.md", path=plan),
-        repo_root=repo,
-        reviewer=_FailingReviewer(),
     )
     try:
-        result, _outcome = run.run(history=(first,))
+        result = run.run(history=(first,))
         assert result.status is ReviewStatus.ABORTED
         assert result.last_round == 1  # round 2 failed, so it was not counted
         # Something the reviewer started lands after the loop's last check.
         (repo / "late.txt").write_text("written after the dispatch returned\n")
-        assert run.final_mutations() == ["late.txt (untracked, round 2)"]
+        assert run.final_mutations(result) == ["late.txt (untracked, round 2)"]
     finally:
         run.cleanup(keep=False)

@@ -41,10 +41,11 @@ from .models import (
     Operation,
     Review,
     ReviewStatus,
+    RoundRecord,
     Severity,
 )
 from .prompts import applied_text, operator_open_decision
-from .review import ReviewInputError, ReviewRun
+from .review import LeadTurns, ReviewInputError, ReviewMaterial, ReviewRun, TargetSpec
 from .state import ReviewState, StateStore, StateWarning, decide_next
 
 if TYPE_CHECKING:
@@ -220,17 +221,20 @@ class Coordinator:
         severity = state.max_severity
         return severity.value if severity is not None else None
 
-    def stored_verdict(self, run: ReviewRun) -> Due:
-        """What the stored state says of ``run``'s target: the verdict stands (cached, the
-        round limit spent, the run's budget spent), or which rounds are due.
+    def stored_verdict(
+        self, spec: TargetSpec, material: ReviewMaterial, *, fixer_hook: bool
+    ) -> Due:
+        """What the stored state says of the target ``spec`` names, whose material is
+        ``material``: the verdict stands (cached, the round limit spent, the run's budget
+        spent), or which rounds are due.
 
-        Sets ``run.history`` (the counted rounds of earlier runs) and, when the stored
-        text changed, ``run.applied`` (the diff the re-review is told of).
+        :param fixer_hook: a plugin fixes (``pytest_advreview_fix``): the built-in lead
+            takes up no stored REVISE review.
 
         :raises ReviewInputError: a decisions-file entry that names a finding this target
             never had.
         """
-        key = run.spec.key
+        key = spec.key
         budget = self.settings.budget_tokens
         if budget is not None and self.ledger.total() >= budget:
             return Due(
@@ -259,11 +263,10 @@ class Coordinator:
                 raise ReviewInputError(str(exc)) from None
         step = decide_next(
             state,
-            cache_key(self.identity, run.material().content_hash, decisions),
+            cache_key(self.identity, material.content_hash, decisions),
             max_rounds=self.settings.max_rounds,
             fresh=self.settings.fresh,
         )
-        run.history = step.history
         if step.action in ("cached_approved", "cached_revise", "max_rounds"):
             assert state is not None
             stands = self._with_open(
@@ -278,17 +281,16 @@ class Coordinator:
                 ),
                 self.operator_open(key),
             )
-            run.history = state.rounds
-            if step.action == "cached_revise" and step.review is not None:
-                # A lead was asked for: it takes up the stored REVISE review instead of
-                # the run failing from cache, and the reviewer re-reviews its fixes.
-                return Due(stands=stands, lead_on=(state, step.review))
-            return Due(stands=stands)
+            if step.action == "cached_revise" and step.review is not None and not fixer_hook:
+                # The built-in lead (when one was asked for) takes up the stored REVISE
+                # review instead of the run failing from cache, and the reviewer
+                # re-reviews its fixes.  A fixer hook fixes only in the rounds.
+                return Due(stands=stands, history=state.rounds, lead_on=(state, step.review))
+            return Due(stands=stands, history=state.rounds)
+        applied = None
         if step.action == "continue" and state is not None and state.last_content is not None:
-            run.applied = applied_text(
-                run.spec.kind, run.spec.key, state.last_content, run.material().content
-            )
-        return Due(decisions=tuple(step.decisions))
+            applied = applied_text(spec.kind, key, state.last_content, material.content)
+        return Due(decisions=tuple(step.decisions), history=step.history, applied=applied)
 
     def rounds(self, run: ReviewRun, due: Due) -> Rounds | None:
         """Run the rounds ``due`` says are due (a lead's turn on a stored REVISE first)
@@ -297,7 +299,7 @@ class Coordinator:
         if due.lead_on is not None:
             state, review = due.lead_on
             return self._lead_on_stored(run, state, review)
-        return self._rounds(run, due.decisions)
+        return self._rounds(run, due.history, due.decisions, due.applied)
 
     def _with_open(self, result: LoopResult, still_open: Sequence[OpenFinding]) -> LoopResult:
         """``result`` with the findings still open for the operator attached.
@@ -313,8 +315,14 @@ class Coordinator:
             )
         return result
 
-    def _rounds(self, run: ReviewRun, decisions: Sequence[Decision]) -> Rounds:
-        """Run the rounds due after ``run.history`` and count their tokens.
+    def _rounds(
+        self,
+        run: ReviewRun,
+        history: tuple[RoundRecord, ...],
+        decisions: Sequence[Decision],
+        applied: str | None = None,
+    ) -> Rounds:
+        """Run the rounds due after ``history`` and count their tokens.
 
         Findings still open for the operator from earlier runs go into the re-review's
         prompt (when this run re-reviews: a first round has no history to carry them);
@@ -323,7 +331,7 @@ class Coordinator:
         key = run.spec.key
         carried = self.operator_open(key)
         told: dict[str, Decision] = {}
-        if run.history:
+        if history:
             answered = {d.finding for d in decisions}
             subject = "plan" if run.spec.kind == "plan" else "change"
             told = {
@@ -331,9 +339,11 @@ class Coordinator:
                 for o in carried
                 if o.finding.id not in answered
             }
-        result, _ = run.run(history=run.history, decisions=(*decisions, *told.values()))
+        result = run.run(history=history, decisions=(*decisions, *told.values()), applied=applied)
         self.ledger.add(result.usage.total)
-        new = _left_open(run, result)
+        # A lead may have edited the plan: the text the last round reviewed.
+        material = run.material()
+        new = _left_open(run.lead, history, result, material.content_hash)
         renewed = {o.finding.id for o in new}
         settled = {o.finding.id for o in carried if _settled(o, told.get(o.finding.id), result)}
         still_open = (
@@ -342,17 +352,18 @@ class Coordinator:
         )
         return Rounds(
             result=self._with_open(result, still_open),
+            material=material,
+            history=history,
             still_open=still_open,
             closed=frozenset(renewed | settled),
         )
 
-    def save(self, run: ReviewRun, rounds: Rounds) -> None:
+    def save(self, key: str, rounds: Rounds) -> None:
         """Store what ``rounds`` reviewed: the verdict, and the findings open for the
         operator (stored whatever happened: only the operator's decision, or a re-review
         that was told of them, closes them)."""
-        if rounds.still_open is None:
+        if rounds.still_open is None or rounds.material is None:
             return  # the lead could not finish its turn: nothing was reviewed
-        key = run.spec.key
         result, still_open = rounds.result, rounds.still_open
         previous = self._read(key)
         stored_open = previous.operator_open if previous is not None else ()
@@ -367,12 +378,11 @@ class Coordinator:
         # Lead edits that are not in the commit under review are not stored as a verdict:
         # it must not pass from cache next time.
         if result.rounds and not result.uncommitted_edits:
-            # A lead may have edited the plan: store the text the last round reviewed.
-            material = run.material()
+            material = rounds.material
             state = ReviewState(
                 key=key,
                 reviewer=self.identity,
-                rounds=(*run.history, *result.rounds),
+                rounds=(*rounds.history, *result.rounds),
                 session_id=result.session_id,
                 last_content_hash=material.content_hash,
                 last_content=material.content,
@@ -391,12 +401,9 @@ class Coordinator:
     def _lead_on_stored(self, run: ReviewRun, state: ReviewState, review: Review) -> Rounds | None:
         """Let the built-in lead fix a stored REVISE review, then continue the rounds.
 
-        ``None`` when no lead runs for this item (none asked for, a fixer hook wins, or a
-        code item without worktree isolation): the stored verdict stands.
+        ``None`` when no lead runs for this item (none asked for, or a code item without
+        worktree isolation): the stored verdict stands.
         """
-        if self.config.hook.pytest_advreview_fix.get_hookimpls():
-            return None
-        run.history = state.rounds
         try:
             decisions = run.lead_turn(review, state.rounds_used)
         except FixFailed as exc:
@@ -409,10 +416,10 @@ class Coordinator:
                 mutations=exc.mutations,
                 failed_by="lead",
             )
-            return Rounds(result=aborted, still_open=None)
+            return Rounds(result=aborted, material=None, history=state.rounds, still_open=None)
         if decisions is None:
             return None
-        return self._rounds(run, decisions)
+        return self._rounds(run, state.rounds, decisions)
 
 
 @dataclass(frozen=True)
@@ -420,13 +427,17 @@ class Due:
     """What the stored state says of one target (:meth:`Coordinator.stored_verdict`).
 
     :param stands: the verdict judged as it is (``None``: rounds are due).
+    :param history: the counted rounds of earlier runs (those the rounds continue).
     :param decisions: the decisions sent with the rounds due.
+    :param applied: the "Applied" text of the re-review: the diff of the stored text.
     :param lead_on: a stored REVISE review the built-in lead takes up first (when no lead
         runs, ``stands`` does).
     """
 
     stands: LoopResult | None = None
+    history: tuple[RoundRecord, ...] = ()
     decisions: tuple[Decision, ...] = ()
+    applied: str | None = None
     lead_on: tuple[ReviewState, Review] | None = None
 
     @property
@@ -440,28 +451,35 @@ class Rounds:
     """The rounds one review ran (:meth:`Coordinator.rounds`), with what the save needs.
 
     :param result: the loop's result, the findings open for the operator attached.
+    :param material: the material the last round reviewed (after any lead's edits;
+        ``None``: nothing was reviewed).
+    :param history: the counted rounds of earlier runs they continued.
     :param still_open: the findings open for the operator after them (``None``: nothing
         was reviewed, nothing is saved).
     :param closed: ids renewed or settled by these rounds (never kept from the store).
     """
 
     result: LoopResult
+    material: ReviewMaterial | None
+    history: tuple[RoundRecord, ...]
     still_open: tuple[OpenFinding, ...] | None
     closed: frozenset[str] = frozenset()
 
 
-def _left_open(run: ReviewRun, result: LoopResult) -> tuple[OpenFinding, ...]:
+def _left_open(
+    lead: LeadTurns, history: tuple[RoundRecord, ...], result: LoopResult, content_hash: str
+) -> tuple[OpenFinding, ...]:
     """The findings this run's lead left to the operator, as stored records.
 
     Each keeps the reviewer's finding (its text goes into the failure and into later
     re-review prompts), the round it came from and the lead's reason.
     """
-    if not run.needs_operator:
+    if not lead.needs_operator:
         return ()
-    rounds = (*run.history, *result.rounds)
-    content_hash = result.rounds[-1].content_hash if result.rounds else None
+    rounds = (*history, *result.rounds)
+    last_hash = result.rounds[-1].content_hash if result.rounds else None
     left: list[OpenFinding] = []
-    for fid in run.needs_operator:
+    for fid in lead.needs_operator:
         finding = next(
             (
                 f
@@ -475,7 +493,7 @@ def _left_open(run: ReviewRun, result: LoopResult) -> tuple[OpenFinding, ...]:
         row = next(
             (
                 (turn.round, e)
-                for turn in reversed(run.lead_records)
+                for turn in reversed(lead.records)
                 for e in turn.evaluations
                 if e.finding == fid and e.action is LeadAction.NEEDS_OPERATOR
             ),
@@ -493,7 +511,7 @@ def _left_open(run: ReviewRun, result: LoopResult) -> tuple[OpenFinding, ...]:
                 finding=finding,
                 round=number,
                 reason=reason,
-                content_hash=content_hash or run.material().content_hash,
+                content_hash=last_hash or content_hash,
             )
         )
     return tuple(left)

@@ -10,10 +10,11 @@
 5. the save: the verdict and the findings left to the operator are stored;
 6. the record every report is built from.
 
-Its inputs are plain: the review (:class:`~.review.ReviewRun`, with its settings, target
-and reviewer), the coordinator (stored state, decisions, budget) and the progress display.
-It touches no pytest hook and no run stash; where the callers differ, a parameter says
-how (:data:`CompareWorkspace`).
+Its inputs are plain: the review (:class:`~.review.ReviewRun`: its context of settings,
+reviewer and progress display, its target) and the coordinator (stored state, decisions,
+budget).  It is the one place a review's result becomes an outcome
+(:func:`~.outcome.decide` maps severities to it).  It touches no pytest hook and no run
+stash; where the callers differ, a parameter says how (:data:`CompareWorkspace`).
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from . import outbound
+from .outcome import decide
 
 if TYPE_CHECKING:
     from .coordinator import Coordinator
     from .loop import LoopResult
-    from .models import ItemRecord
+    from .models import ItemRecord, RoundRecord
     from .outcome import Outcome
     from .progress import Progress
     from .review import ReviewRun
@@ -46,6 +48,7 @@ CompareWorkspace = Literal["now", "later"]
 class Reviewed:
     """What one review gave: the loop's result, its outcome and the item record.
 
+    :param history: the counted rounds of earlier runs the review continued.
     :param kept: the reviewer's folder kept for diagnosis (``"now"`` only; the caller's
         message must name it).
     """
@@ -54,6 +57,7 @@ class Reviewed:
     result: LoopResult
     outcome: Outcome
     record: ItemRecord
+    history: tuple[RoundRecord, ...] = ()
     kept: str | None = None
 
 
@@ -63,7 +67,6 @@ def review_target(
     *,
     nodeid: str,
     compare_workspace: CompareWorkspace,
-    progress: Progress | None = None,
 ) -> Reviewed:
     """Review ``run``'s target once, from its material to its record.
 
@@ -73,22 +76,22 @@ def review_target(
     :raises WorkspaceMutated: with ``compare_workspace="now"``, the reviewer changed files.
     """
     try:
-        with _shown(progress, nodeid):
+        with _shown(run.context.progress, nodeid):
             # 1. The material, read once (ReviewInputError: the plan cannot be read).
-            run.material()
+            material = run.material()
             # 2. The stored verdict: it stands, or says which rounds are due.
-            due = coordinator.stored_verdict(run)
+            due = coordinator.stored_verdict(run.spec, material, fixer_hook=run.context.fixer_hook)
             # 3. The rounds due, inside the workspace guard: ReviewRun.run snapshots the
             # workspace before the first dispatch and checks it after each round.
             rounds = coordinator.rounds(run, due) if due.rounds_due else None
             result = rounds.result if rounds is not None else due.stands
             if result is None:  # not an assert: python -O must not turn this into a pass
                 raise RuntimeError("no rounds were due and no stored verdict stands")
-            # 4. The outcome, against fail-on.
-            result, outcome = run.judge(result)
+            # 4. The outcome, against fail-on: judged here and nowhere else.
+            outcome = decide(result, run.settings.fail_on)
             # 5. The save: what the rounds reviewed, and the findings left open.
             if rounds is not None:
-                coordinator.save(run, rounds)
+                coordinator.save(run.spec.key, rounds)
     except BaseException:
         if compare_workspace == "now":
             run.cleanup(keep=False)  # an unreadable plan, Ctrl-C: nothing worth keeping
@@ -96,11 +99,13 @@ def review_target(
     kept: str | None = None
     if compare_workspace == "now":
         # The guard's last comparison (raises WorkspaceMutated), then the cleanup.
-        kept = run.finish()
+        kept = run.finish(result, outcome)
     # 6. The record, redacted at the source: every report is built from it, and report
     # plugins (a report log) write it out as it is.
-    record = outbound.redact_model(run.record(nodeid))
-    return Reviewed(run=run, result=result, outcome=outcome, record=record, kept=kept)
+    record = outbound.redact_model(run.record(nodeid, result, outcome, history=due.history))
+    return Reviewed(
+        run=run, result=result, outcome=outcome, record=record, history=due.history, kept=kept
+    )
 
 
 @contextlib.contextmanager

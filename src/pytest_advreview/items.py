@@ -16,7 +16,7 @@ import pytest
 from _pytest._code.code import ExceptionInfo, ReprFileLocation, TerminalRepr
 from _pytest._io import TerminalWriter
 
-from . import gate, outbound, runstash
+from . import engine, gate, outbound, runstash
 from .constants import MARKER, PLAN_ITEM_NAME
 from .models import FailureText
 from .outcome import (
@@ -77,9 +77,9 @@ class PlanFile(pytest.File):
 
     def collect(self) -> Iterable[ReviewItem]:
         """One review item per plan, named ``adversarial-review``."""
-        session = _run(self.config).reviews
-        key = session.relpath(self.path)
-        spec = TargetSpec(kind="plan", key=key, path=session.plan_source(self.path))
+        plans = _run(self.config).plans
+        key = plans.relpath(self.path)
+        spec = TargetSpec(kind="plan", key=key, path=plans.plan_source(self.path))
         yield ReviewItem.from_parent(self, name=PLAN_ITEM_NAME, spec=spec)
 
 
@@ -91,6 +91,8 @@ class ReviewItem(pytest.Item):
         self.spec = spec
         self.add_marker(_REVIEW_MARK)
         self.review: ReviewRun | None = None
+        #: What the review gave (``None`` until setup has it).
+        self.reviewed: engine.Reviewed | None = None
         #: The item's ItemRecord as JSON; copied onto each phase report as
         #: ``report.advreview_record`` (plain attributes travel through xdist).
         self.record_json: str | None = None
@@ -108,15 +110,14 @@ class ReviewItem(pytest.Item):
     @gate.recorded("setup")
     def setup(self) -> None:
         """Run the reviewer loop; "could not run" becomes an error of this phase."""
-        reviews = _run(self.config).reviews
-        self.review = reviews.new_run(self)
         try:
-            reviewed = reviews.run_review(self.review)
+            reviewed = self._review()
         except ReviewInputError as exc:
             self._attach(error=str(exc))
             raise ReviewerUnavailable(
                 f"Adversarial review — {self.spec.key} — cannot review: {exc}\n"
             ) from None
+        self.reviewed = reviewed
         result, outcome = reviewed.result, reviewed.outcome
         for name, value in user_properties(result, outcome):
             # JUnit XML and report plugins write these out.
@@ -130,19 +131,33 @@ class ReviewItem(pytest.Item):
             return
         if outcome.kind is OutcomeKind.ERROR:
             text = error_report(self.spec.key, result, outcome)
-            kept = self.review.cleanup(keep=True)
+            kept = reviewed.run.cleanup(keep=True)
             raise ReviewerUnavailable(text + (f"reviewer files kept in {kept}\n" if kept else ""))
+
+    def _review(self) -> engine.Reviewed:
+        """This item's review through the engine: the one the jobs pool started ahead of
+        it (waited for here), else one run now.  Its workspace is compared in teardown:
+        a changed file is that phase's error, even after a pass."""
+        stash = _run(self.config)
+        ahead = stash.pool.take(self) if stash.pool is not None else None
+        if ahead is not None:
+            self.review, started = ahead
+            return started.result()
+        assert stash.context is not None, "the review context is made when collection finishes"
+        self.review = ReviewRun(stash.context, self.spec, item=self)
+        return engine.review_target(
+            self.review, stash.coordinator, nodeid=self.nodeid, compare_workspace="later"
+        )
 
     @gate.recorded("call")
     def runtest(self) -> None:
         """Judge the verdict: fail at or above fail-on, warn below it."""
-        assert self.review is not None and self.review.outcome is not None
-        assert self.review.result is not None
-        outcome = self.review.outcome
-        if self.review.result.mutations:
+        assert self.reviewed is not None
+        result, outcome = self.reviewed.result, self.reviewed.outcome
+        if result.mutations:
             return  # judged in teardown: a reviewer that changed files is an error
         if outcome.kind is OutcomeKind.FAILED:
-            raise ReviewFailed(outcome, failure_report(self.spec.key, self.review.result, outcome))
+            raise ReviewFailed(outcome, failure_report(self.spec.key, result, outcome))
         if outcome.kind is OutcomeKind.WARNED:
             # Attributed to the reviewed file, not to this line of the plugin (by its node
             # path: under --advreview-head, REF's path rather than the private checkout).
@@ -162,8 +177,9 @@ class ReviewItem(pytest.Item):
             return
         # Also reached after Ctrl-C in setup (pytest tears down at session finish), and
         # after an unreadable plan.
+        got = self.reviewed
         try:
-            self.review.finish()
+            self.review.finish(got.result if got else None, got.outcome if got else None)
         except WorkspaceMutated:
             self._attach()
             raise
@@ -173,10 +189,17 @@ class ReviewItem(pytest.Item):
     def _attach(self, *, error: str | None = None) -> None:
         """Keep the current :class:`ItemRecord` for the phase reports (see ``session``)."""
         assert self.review is not None
+        got = self.reviewed
+        record = self.review.record(
+            self.nodeid,
+            got.result if got else None,
+            got.outcome if got else None,
+            history=got.history if got else (),
+            error=error,
+        )
         # Redacted at the source: every report is built from this record, and report
         # plugins (a report log) write the attribute out as it is.
-        record = outbound.redact_model(self.review.record(self.nodeid, error=error))
-        self.record_json = record.model_dump_json()
+        self.record_json = outbound.redact_model(record).model_dump_json()
 
     @staticmethod
     def own_error(exc: BaseException) -> bool:

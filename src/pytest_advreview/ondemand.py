@@ -32,7 +32,14 @@ from .outcome import (
     error_report,
     failure_report,
 )
-from .review import ReviewRun, TargetSpec, make_reviewer, repo_relative
+from .review import (
+    ReviewContext,
+    ReviewRun,
+    TargetSpec,
+    has_fixer_hook,
+    make_reviewer,
+    repo_relative,
+)
 
 __all__ = ["AdversarialReview", "ReviewOutcome"]
 
@@ -165,18 +172,18 @@ class AdversarialReview:
 
         __tracebackhide__ = True
         coordinator = self._coordinator().for_settings(settings)
-        run = ReviewRun(
+        context = ReviewContext(
             self.config,
             settings,
-            spec,
-            repo_root=self.root,
-            reviewer=make_reviewer(
+            make_reviewer(
                 self.config, settings, BuiltinReviewers(settings).pytest_advreview_make_reviewer
             ),
-            item=self.node,
+            self.root,
             in_git=self.repo is not None,
             store=coordinator.store,
+            fixer_hook=has_fixer_hook(self.config),
         )
+        run = ReviewRun(context, spec, item=self.node)
         # The items' path: a stored verdict stands, decisions are sent, the budget holds;
         # the workspace is compared before the test goes on (WorkspaceMutated).
         reviewed = engine.review_target(

@@ -32,9 +32,13 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from .engine import review_target
+from .review import ReviewRun
+
 if TYPE_CHECKING:
+    from .coordinator import Coordinator
     from .engine import Reviewed
-    from .review import ReviewRun
+    from .review import ReviewContext, TargetSpec
 
 __all__ = ["ReviewPool"]
 
@@ -43,9 +47,9 @@ class ReviewPool:
     """Starts the reviews of upcoming items in threads; hands each item its own.
 
     :param jobs: most reviews in flight at once.
-    :param is_review: whether an item is a review item (started ahead).
-    :param new_run: makes an item's :class:`~.review.ReviewRun` (on the main thread).
-    :param review: runs one review through the engine (in a worker thread).
+    :param context: what the run's reviews share (settings, reviewer, progress display).
+    :param coordinator: the run's stored state, decisions and budget.
+    :param target_of: an item's target, ``None`` for an item that is no review item.
     :param cancel: stops the reviewer's launches now (``None``: the backend cannot).
     """
 
@@ -53,23 +57,23 @@ class ReviewPool:
         self,
         jobs: int,
         *,
-        is_review: Callable[[pytest.Item], bool],
-        new_run: Callable[[pytest.Item], ReviewRun],
-        review: Callable[[ReviewRun], Reviewed],
+        context: ReviewContext,
+        coordinator: Coordinator,
+        target_of: Callable[[pytest.Item], TargetSpec | None],
         cancel: Callable[[], None] | None,
     ) -> None:
         self.jobs = jobs
-        self._is_review = is_review
-        self._new_run = new_run
-        self._review = review
+        self._context = context
+        self._coordinator = coordinator
+        self._target_of = target_of
         self._cancel = cancel
         self._executor = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="advreview")
         self._items: Sequence[pytest.Item] = ()
         self._position: dict[int, int] = {}
         #: Started reviews whose item has not taken them yet, by item (id).
         self._ahead: dict[int, tuple[ReviewRun, Future[Reviewed]]] = {}
-        #: Reviews an item has taken, by run (id): its setup waits for them.
-        self._taken: dict[int, Future[Reviewed]] = {}
+        #: Reviews an item has taken: stopped with the others should pytest stop.
+        self._taken: list[Future[Reviewed]] = []
         self._started: set[int] = set()
         self._orphans: list[Future[Reviewed]] = []
         self._stopping = False
@@ -97,13 +101,24 @@ class ReviewPool:
             if len(self._ahead) >= self.jobs or session.shouldstop or session.shouldfail:
                 break
             key = id(upcoming)
-            if key in self._started or not self._is_review(upcoming):
+            spec = None if key in self._started else self._target_of(upcoming)
+            if spec is None:
                 continue
             if upcoming.get_closest_marker("skip") is not None:
                 continue  # skipped in its setup for sure: never spend a review on it
             self._started.add(key)
-            run = self._new_run(upcoming)
-            self._ahead[key] = (run, self._executor.submit(self._review, run))
+            # Made here, on the main thread; only the engine's call runs in the thread.
+            run = ReviewRun(self._context, spec, item=upcoming)
+            future = self._executor.submit(
+                review_target,
+                run,
+                self._coordinator,
+                nodeid=upcoming.nodeid,
+                # An item's workspace is compared in its teardown: a changed file is that
+                # phase's error, even after a pass.
+                compare_workspace="later",
+            )
+            self._ahead[key] = (run, future)
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_teardown(self, item: pytest.Item) -> None:
@@ -115,30 +130,23 @@ class ReviewPool:
 
     # -- the items' side -----------------------------------------------------------------
 
-    def take(self, item: pytest.Item) -> ReviewRun | None:
-        """The run started ahead for ``item`` (its setup then calls :meth:`result`)."""
-        ahead = self._ahead.pop(id(item), None)
-        if ahead is None:
-            return None
-        run, future = ahead
-        self._taken[id(run)] = future
-        return run
+    def take(self, item: pytest.Item) -> tuple[ReviewRun, Future[Reviewed]] | None:
+        """The review started ahead for ``item``, ``None`` when none was.
 
-    def result(self, run: ReviewRun) -> Reviewed | None:
-        """Wait for ``run``'s review; ``None`` when it was not started ahead.
-
-        Its exception, if any, is raised here, on the main thread, in the item's setup.
+        The item's setup waits for the future: its exception, if any, is raised there,
+        on the main thread.
         """
-        future = self._taken.pop(id(run), None)
-        if future is None:
-            return None
-        return future.result()
+        ahead = self._ahead.pop(id(item), None)
+        if ahead is not None:
+            self._taken = [future for future in self._taken if not future.done()]
+            self._taken.append(ahead[1])
+        return ahead
 
     def stop(self) -> None:
         """Start nothing more, drop queued reviews, cancel the running ones, wait."""
         self._stopping = True
         pending = [future for _run, future in self._ahead.values()]
-        pending += self._taken.values()
+        pending += self._taken
         pending += self._orphans
         for future in pending:
             future.cancel()

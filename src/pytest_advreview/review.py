@@ -1,8 +1,8 @@
-"""One review, end to end: target → prompt → loop → outcome, with mutation watching.
+"""One target's rounds: material → prompt → loop, inside the workspace guard.
 
-Both the collected review items (``items.py``) and the ``adversarial_review`` fixture
-(``fixtures.py``) run reviews through :class:`ReviewRun`, so there is one path from a
-plan file to a pytest outcome.
+:class:`ReviewRun` is what the engine (:mod:`.engine`) drives for one target: it reads
+the material once, runs the loop (and the built-in lead), watches the workspace and
+builds the item's record.  It decides no outcome: the engine judges the result once.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from .models import (
     RoundRecord,
     TokenUsage,
 )
-from .outcome import Outcome, OutcomeKind, WorkspaceMutated, decide
+from .outcome import Outcome, OutcomeKind, WorkspaceMutated
 from .runner import STREAM_FILE, DispatchRequest, DispatchResult, Reviewer
 
 if TYPE_CHECKING:
@@ -47,11 +47,14 @@ if TYPE_CHECKING:
     from .state import StateStore
 
 __all__ = [
+    "LeadTurns",
+    "ReviewContext",
     "ReviewInputError",
     "ReviewMaterial",
     "ReviewRun",
     "SharedLookups",
     "TargetSpec",
+    "has_fixer_hook",
     "make_reviewer",
     "repo_relative",
 ]
@@ -193,80 +196,127 @@ class _WatchedReviewer:
         return self.last
 
 
-class ReviewRun(LoopHooks):
-    """Runs one target through the loop and keeps what the item phases need.
+@dataclass(frozen=True)
+class ReviewContext:
+    """What the reviews of one run share: settings, reviewer, repository, stored state.
 
-    It is the loop's hooks too: they forward to the pluggy hooks, the built-in lead and
-    the mutation watch.
+    Built once per process of a run (when collection has finished: every plugin and
+    conftest has registered), and once per call of the fixture (whose overrides may
+    change the settings).
+
+    :param in_git: the repository is a git checkout (outside git only the review inputs
+        can be watched: no ``git status``).
+    :param shared: top levels and resolved paths, shared by all the reviews so later
+        snapshots skip ``git rev-parse --show-toplevel``.
+    :param store: the stored review state: the plugin's own verdicts are part of the
+        workspace a reviewer must not change (git does not see them: ignored).
+    :param progress: the run's progress display, told of each launch (items only).
+    :param fixer_hook: a plugin implements ``pytest_advreview_fix`` (see
+        :func:`has_fixer_hook`): it fixes, and the built-in lead never runs.
+    """
+
+    config: pytest.Config
+    settings: Settings
+    reviewer: Reviewer
+    repo_root: Path
+    in_git: bool = True
+    shared: SharedLookups = field(default_factory=SharedLookups)
+    store: StateStore | None = None
+    progress: Progress | None = None
+    fixer_hook: bool = False
+
+
+def has_fixer_hook(config: pytest.Config) -> bool:
+    """Whether a plugin implements ``pytest_advreview_fix``; asked once the run's plugins
+    and conftests have registered (collection finished, or a fixture call)."""
+    return bool(config.hook.pytest_advreview_fix.get_hookimpls())
+
+
+@dataclass
+class _Watch:
+    """The mutation watch's bookkeeping for one review.
+
+    :param before: the workspace at the baseline (the first dispatch, a fixer's edits).
+    :param state_before: the stored state at the baseline.
+    :param seen: paths already reported (each is reported once).
+    :param mutations: every mutation found, as messages naming path and round.
+    :param counted: the last round counted, and how many dispatches had started then.
+    """
+
+    before: mutation.Snapshot | None = None
+    state_before: dict[str, str] | None = None
+    seen: set[str] = field(default_factory=set)
+    mutations: list[str] = field(default_factory=list)
+    counted: tuple[int, int] | None = None
+
+
+@dataclass
+class LeadTurns:
+    """What the built-in lead did in one review.
+
+    :param records: every turn of the lead.
+    :param originals: each file the lead may edit, as it was before its first turn.
+    :param needs_operator: the findings it left for the operator (structural fixes).
+    :param applied: the "Applied" text of the next re-review (what changed since the last
+        round): the diff of the stored text, or the lead's last turn.
+    """
+
+    records: list[LeadRecord] = field(default_factory=list)
+    originals: dict[str, str | None] = field(default_factory=dict)
+    needs_operator: list[str] = field(default_factory=list)
+    applied: str | None = None
+
+
+class ReviewRun(LoopHooks):
+    """One target's rounds, the workspace guard around them and the item's record.
+
+    Its input is fixed when it is made (the context, the target, the item); the loop's
+    result and the outcome go back to the caller, which passes them to :meth:`finish`
+    and :meth:`record`.  It is the loop's hooks too: they forward to the pluggy hooks,
+    the built-in lead and the mutation watch.
     """
 
     def __init__(
-        self,
-        config: pytest.Config,
-        settings: Settings,
-        spec: TargetSpec,
-        *,
-        repo_root: Path,
-        reviewer: Reviewer,
-        item: pytest.Item | None = None,
-        in_git: bool = True,
-        shared: SharedLookups | None = None,
-        store: StateStore | None = None,
-        progress: Progress | None = None,
+        self, context: ReviewContext, spec: TargetSpec, *, item: pytest.Item | None = None
     ) -> None:
-        """:param store: the stored review state, watched while the reviewer runs.
-
-        :param progress: the run's progress display, told of each launch (items only).
-        """
-        self.config = config
-        self.progress = progress
-        #: Outside git only the review inputs can be watched (no ``git status``).
-        self.in_git = in_git
-        self.settings = settings
+        self.context = context
         self.spec = spec
-        self.repo_root = repo_root
-        self.reviewer = _WatchedReviewer(reviewer, self._dispatching)
         self.item = item
+        self.reviewer = _WatchedReviewer(context.reviewer, self._dispatching)
         #: ``{unix_ts}-{8 digits}``: sorts by start time, and the random digits keep two
         #: reviews started in the same second apart.
         self.review_id = f"{int(time.time())}-{secrets.randbelow(100_000_000):08d}"
         self._work_dir: Path | None = None
-        self.result: LoopResult | None = None
-        self.outcome: Outcome | None = None
-        self.mutations: list[str] = []
         #: Where the reviewer runs: the repository, or a private worktree mirroring it.
-        self.review_root = repo_root
+        self.review_root = context.repo_root
         self.worktree: Worktree | None = None
         #: The target the loop reviews (in the private worktree, with isolation).
         self._loop_target: ReviewTarget | None = None
         self._material: ReviewMaterial | None = None
-        #: Counted rounds of earlier runs this review continues (set by the coordinator).
-        self.history: tuple[RoundRecord, ...] = ()
-        self._before: mutation.Snapshot | None = None
-        #: The review state store and its snapshot: the plugin's own verdicts are part of
-        #: the workspace a reviewer must not change (git does not see them: ignored).
-        self._store = store
-        self._state_before: dict[str, str] | None = None
-        self._seen: set[str] = set()
-        #: The last round counted in this run, and how many dispatches had started then.
-        self.counted: tuple[int, int] | None = None
-        #: Top levels and resolved paths; a session shares one between all its reviews,
-        #: so later snapshots skip ``git rev-parse --show-toplevel``.
-        self._shared = shared if shared is not None else SharedLookups()
-        #: Every turn of the built-in lead in this run.
-        self.lead_records: list[LeadRecord] = []
-        #: Each file the lead may edit, as it was before the lead's first turn.
-        self._lead_originals: dict[str, str | None] = {}
-        #: Findings the lead left for the operator (structural fixes).
-        self.needs_operator: list[str] = []
-        #: The "Applied" text of the next re-review (what changed since the last round):
-        #: the coordinator's diff of the stored text, or the lead's last turn.
-        self.applied: str | None = None
+        #: Counted rounds of earlier runs the rounds continue (given to :meth:`run`).
+        self._history: tuple[RoundRecord, ...] = ()
+        self.watch = _Watch()
+        self.lead = LeadTurns()
+
+    @property
+    def settings(self) -> Settings:
+        """The review's settings."""
+        return self.context.settings
+
+    @property
+    def repo_root(self) -> Path:
+        """The repository the review is about (the user's, never a private worktree)."""
+        return self.context.repo_root
+
+    @property
+    def mutations(self) -> list[str]:
+        """Every mutation found so far, as messages naming path and round."""
+        return self.watch.mutations
 
     # -- the loop's hooks --------------------------------------------------------------
 
     def applied_summary(self) -> str | None:
-        return self.applied
+        return self.lead.applied
 
     def current_content(self) -> str | None:
         # A fixer edits the plan between rounds: a fresh exec must see the edited text.
@@ -278,7 +328,7 @@ class ReviewRun(LoopHooks):
         return None
 
     def modify_prompt(self, operation: Operation, prompt: str) -> str:
-        replaced = self.config.hook.pytest_advreview_modify_prompt(
+        replaced = self.context.config.hook.pytest_advreview_modify_prompt(
             target=self._loop_target, operation=operation, prompt=prompt
         )
         return prompt if replaced is None else str(replaced)
@@ -286,10 +336,10 @@ class ReviewRun(LoopHooks):
     def fix(self, review: Review, record: RoundRecord) -> Sequence[Decision] | None:
         if self.item is None:
             return None
-        hook = self.config.hook.pytest_advreview_fix
-        if not hook.get_hookimpls():
+        if not self.context.fixer_hook:
             # No plugin fixes: the built-in lead does, when one was asked for.
             return self.lead_turn(review, record.number)
+        hook = self.context.config.hook.pytest_advreview_fix
         decisions: Sequence[Decision] | None = hook(item=self.item, review=review)
         if decisions is not None:
             # The fixer changed the workspace on purpose: that is the new baseline.
@@ -298,12 +348,12 @@ class ReviewRun(LoopHooks):
 
     def current_hash(self) -> str | None:
         # After the lead edited the plan, the rounds that follow review the new text.
-        return self.material().content_hash if self.lead_records else None
+        return self.material().content_hash if self.lead.records else None
 
     def round_done(self, record: RoundRecord) -> None:
-        self.counted = (record.number, self.reviewer.dispatches)
+        self.watch.counted = (record.number, self.reviewer.dispatches)
         if self.item is not None:
-            self.config.hook.pytest_advreview_round_done(item=self.item, record=record)
+            self.context.config.hook.pytest_advreview_round_done(item=self.item, record=record)
 
     # -- the built-in lead -------------------------------------------------------------
 
@@ -341,8 +391,8 @@ class ReviewRun(LoopHooks):
         if lead is None or allowed is None:
             return None
         for path in allowed:
-            if path not in self._lead_originals:
-                self._lead_originals[path] = _read_text(self.repo_root / path)
+            if path not in self.lead.originals:
+                self.lead.originals[path] = _read_text(self.repo_root / path)
         try:
             turn = run_turn(
                 lead,
@@ -367,22 +417,25 @@ class ReviewRun(LoopHooks):
                 source = self.review_root / edit.path
                 (self.repo_root / edit.path).write_bytes(source.read_bytes())
         self._material = None  # the next fresh exec and the stored state see the new text
-        self.lead_records.append(turn.record)
-        self.applied = turn.applied
-        self.needs_operator.extend(f for f in turn.needs_operator if f not in self.needs_operator)
+        self.lead.records.append(turn.record)
+        self.lead.applied = turn.applied
+        left = self.lead.needs_operator
+        left.extend(f for f in turn.needs_operator if f not in left)
         return turn.decisions
 
     def _dispatching(self, request: DispatchRequest) -> None:
         """Tell the progress display which round is launched and where its events go."""
-        if self.progress is None or self.item is None:
+        progress = self.context.progress
+        if progress is None or self.item is None:
             return
-        last = self.counted[0] if self.counted else (self.history[-1].number if self.history else 0)
-        self.progress.dispatch(self.item.nodeid, last + 1, request.work_dir / STREAM_FILE)
+        counted, history = self.watch.counted, self._history
+        last = counted[0] if counted else (history[-1].number if history else 0)
+        progress.dispatch(self.item.nodeid, last + 1, request.work_dir / STREAM_FILE)
 
     # -- inputs ------------------------------------------------------------------------
 
     def _relative(self, path: Path) -> str:
-        return repo_relative(path, self.repo_root, self._shared.resolve)
+        return repo_relative(path, self.repo_root, self.context.shared.resolve)
 
     def _inputs(self) -> list[Path]:
         paths = [p for p in (self.spec.path, self.spec.against_plan) if p is not None]
@@ -466,8 +519,8 @@ class ReviewRun(LoopHooks):
 
     def snapshot(self) -> mutation.Snapshot:
         """The workspace as it is now (git status + hashes of the review inputs)."""
-        root = self.review_root if self.in_git else None
-        toplevels = self._shared.toplevels
+        root = self.review_root if self.context.in_git else None
+        toplevels = self.context.shared.toplevels
         top = toplevels.get(root) if root is not None else None
         snap = mutation.take_snapshot(root, self._inputs(), toplevel=top)
         if root is not None and snap.root is not None:
@@ -476,34 +529,35 @@ class ReviewRun(LoopHooks):
 
     def rebaseline(self) -> None:
         """Take a new "before" snapshot (after a fixer changed files on purpose)."""
-        self._before = self.snapshot()
-        if self._store is not None:
-            self._state_before = self._store.snapshot()
+        self.watch.before = self.snapshot()
+        if self.context.store is not None:
+            self.watch.state_before = self.context.store.snapshot()
 
     def check_mutation(self, round_no: int) -> list[str]:
         """New mutations since the baseline, as messages naming path and round."""
         found: list[str] = []
-        if self._before is not None:
+        watch = self.watch
+        if watch.before is not None:
             changes = mutation.compare(
-                self._before, self.snapshot(), allow_untracked=self.settings.allow_untracked
+                watch.before, self.snapshot(), allow_untracked=self.settings.allow_untracked
             )
             for change in changes:
-                if change.path not in self._seen:
-                    self._seen.add(change.path)
+                if change.path not in watch.seen:
+                    watch.seen.add(change.path)
                     found.append(f"{change.path} ({change.kind}, round {round_no})")
         found.extend(self._state_mutations(round_no))
         last = self.reviewer.last
         if last is not None:
             for path in last.reported_writes:
-                if path not in self._seen:
-                    self._seen.add(path)
+                if path not in watch.seen:
+                    watch.seen.add(path)
                     found.append(f"{path} (reported by the reviewer, round {round_no})")
         self.mutations.extend(found)
         return found
 
     def _state_mutations(self, round_no: int) -> list[str]:
         """Stored state that someone other than this run's plugin changed; discarded."""
-        store, before = self._store, self._state_before
+        store, before = self.context.store, self.watch.state_before
         if store is None or before is None:
             return []
         after = store.snapshot()
@@ -513,12 +567,12 @@ class ReviewRun(LoopHooks):
             store.discard(foreign)
             after = store.snapshot()
         # Entries other workers wrote meanwhile are the new baseline.
-        self._state_before = after
+        self.watch.state_before = after
         found: list[str] = []
         for path in foreign:
             shown = self._relative(Path(path))
-            if shown not in self._seen:
-                self._seen.add(shown)
+            if shown not in self.watch.seen:
+                self.watch.seen.add(shown)
                 target = targets_of[path]
                 whose = f" of {target}" if target is not None else ""
                 # The folder or the key file itself is reported, never deleted.
@@ -536,13 +590,20 @@ class ReviewRun(LoopHooks):
         *,
         history: Sequence[RoundRecord] = (),
         decisions: Sequence[Decision] = (),
-    ) -> tuple[LoopResult, Outcome]:
-        """Run the loop and decide the outcome (with :attr:`applied` as the "Applied" text).
+        applied: str | None = None,
+    ) -> LoopResult:
+        """Run the rounds due, inside the workspace guard: a snapshot before the first
+        dispatch, a comparison after each round.  The caller judges the result.
 
         :param history: counted rounds of earlier runs (rounds across CI runs).
         :param decisions: decisions to send with the re-review.
+        :param applied: the "Applied" text of the first re-review (what changed in the
+            stored text); a lead's turn before the rounds has set its own.
         :raises ReviewInputError: unusable material, or no review worktree could be built.
         """
+        self._history = tuple(history)
+        if applied is not None:
+            self.lead.applied = applied
         material = self.material()
         if self.settings.isolation == "worktree" and self.worktree is None:
             try:
@@ -561,7 +622,7 @@ class ReviewRun(LoopHooks):
             content_hash=material.content_hash,
             language=self.settings.language,
             output_format=self.settings.output_format,
-            in_git=self.in_git,
+            in_git=self.context.in_git,
             fail_on=self.settings.fail_on,
         )
         self.rebaseline()
@@ -573,54 +634,54 @@ class ReviewRun(LoopHooks):
             history=history,
             decisions=decisions,
         )
-        if self.needs_operator:
-            result = replace(result, needs_operator=tuple(self.needs_operator))
-        edited = sorted({e.path for t in self.lead_records for e in t.edits})
+        lead = self.lead
+        if lead.needs_operator:
+            result = replace(result, needs_operator=tuple(lead.needs_operator))
+        edited = sorted({e.path for t in lead.records for e in t.edits})
         if edited and targets.in_ci(os.environ):
             # Under CI the gate judges the commit; the lead's edits live only in this
             # checkout, so an approval of the edited text is not an approval of the commit.
             result = replace(result, uncommitted_edits=tuple(edited))
-        if self.lead_records:
+        if lead.records:
             # The lead's tokens count like the reviewer's: in the summary and the budget.
-            lead_usage = sum((t.tokens for t in self.lead_records), TokenUsage())
+            lead_usage = sum((t.tokens for t in lead.records), TokenUsage())
             result = replace(result, usage=result.usage + lead_usage)
-        return self.judge(result)
+        return result
 
-    def judge(self, result: LoopResult) -> tuple[LoopResult, Outcome]:
-        """Decide the outcome of ``result`` (also for results taken from stored state)."""
-        self.result = result
-        self.outcome = decide(result, self.settings.fail_on)
-        return result, self.outcome
-
-    def final_mutations(self) -> list[str]:
+    def final_mutations(self, result: LoopResult | None) -> list[str]:
         """All mutations, including any that appeared after the last dispatch.
 
         One that appears only now may have been made during the last dispatch, so the
         verdict stored for this target after it is not trusted either: it is removed.
+
+        :param result: the review's result (``None``: it stopped before it had one).
         """
-        if self.result is None:
+        if result is None:
             return list(self.mutations)
         # Named by the round the reviewer last ran in (history included): the last
         # *counted* round, unless a dispatch started after it (a round that ended in an
         # error or a mutation is not counted, yet it is where the reviewer was).
-        number, at = self.counted or (self.result.last_round, 0)
+        number, at = self.watch.counted or (result.last_round, 0)
         late = self.check_mutation(number + 1 if self.reviewer.dispatches > at else number or 1)
-        if late and self._store is not None:
-            self._store.clear(self.spec.key)
+        store = self.context.store
+        if late and store is not None:
+            store.clear(self.spec.key)
         return list(self.mutations)
 
-    def finish(self) -> str | None:
+    def finish(self, result: LoopResult | None, outcome: Outcome | None) -> str | None:
         """The last workspace comparison, then the cleanup (items' teardown, the fixture).
 
         The folder is kept only when a message names it: after an error, or here.
 
+        :param result: the review's result, ``outcome`` its outcome (``None``: the review
+            stopped before it had them).
         :returns: the kept folder (the caller's error message names it).
         :raises WorkspaceMutated: the reviewer changed files, with the fix.
         """
         try:
-            changed = self.final_mutations()
+            changed = self.final_mutations(result)
         finally:
-            announced = self.outcome is not None and self.outcome.kind is OutcomeKind.ERROR
+            announced = outcome is not None and outcome.kind is OutcomeKind.ERROR
             kept = self.cleanup(keep=announced or bool(self.mutations))
         if not changed:
             return kept
@@ -636,9 +697,21 @@ class ReviewRun(LoopHooks):
         hint += f"; reviewer files kept in {kept}" if kept else ""
         raise WorkspaceMutated([*changed, f"(fix: {hint})"])
 
-    def record(self, nodeid: str, *, error: str | None = None) -> ItemRecord:
-        """The item's results in the one model every report is built from."""
-        result, outcome = self.result, self.outcome
+    def record(
+        self,
+        nodeid: str,
+        result: LoopResult | None,
+        outcome: Outcome | None,
+        *,
+        history: Sequence[RoundRecord] = (),
+        error: str | None = None,
+    ) -> ItemRecord:
+        """The item's results in the one model every report is built from.
+
+        :param result: the review's result and ``outcome`` its outcome (``None``: the
+            review stopped before it had them; the record says ``error``).
+        :param history: the counted rounds of earlier runs the review continued.
+        """
         path = self.spec.path or self.spec.against_plan
         base = ItemRecord(
             nodeid=nodeid,
@@ -654,7 +727,7 @@ class ReviewRun(LoopHooks):
         if result is None or outcome is None:
             return base
         findings = (*outcome.failing, *outcome.below)
-        rounds = (*self.history, *result.rounds)
+        rounds = (*history, *result.rounds)
         return base.model_copy(
             update=dict(
                 status=outcome.status,
@@ -672,7 +745,7 @@ class ReviewRun(LoopHooks):
                 or (outcome.summary if outcome.kind is OutcomeKind.ERROR else None),
                 warnings=result.warnings,
                 review_text=result.review.raw if result.review is not None else None,
-                lead=tuple(self.lead_records),
+                lead=tuple(self.lead.records),
                 # This run's and those still open from earlier runs (the coordinator's).
                 needs_operator=result.needs_operator,
                 lead_patch=self.lead_patch(),
@@ -681,10 +754,10 @@ class ReviewRun(LoopHooks):
 
     def lead_patch(self) -> str:
         """The combined diff of the lead's edits in this run (``""`` when it made none)."""
-        if not self.lead_records:
+        if not self.lead.records:
             return ""
         parts = []
-        for path, old in sorted(self._lead_originals.items()):
+        for path, old in sorted(self.lead.originals.items()):
             new = _read_text(self.repo_root / path)
             if new == old:
                 continue

@@ -1,7 +1,8 @@
 """What one ``--adversarial-review`` run shares between its parts and its xdist workers.
 
 The run's parts find it in ``config.stash`` (never by a plugin's registered name): the
-items ask it for their reviews and stored severities, the fixture for the run's
+items ask it for their plans' keys, the review context and the coordinator they hand the
+engine and the reviews the jobs pool started ahead; the fixture for the run's
 coordinator (stored state, decisions, budget), the controller for what the workers need,
 and the Codex backend for the run directory.  What crosses to a worker travels as strings
 in ``workerinput`` (:meth:`RunStash.serialized` / :func:`from_workerinput`): a pipe no
@@ -22,15 +23,14 @@ from .settings import WORKERINPUT_KEY, from_config
 
 if TYPE_CHECKING:
     from .coordinator import Coordinator
-    from .engine import Reviewed
-    from .review import ReviewRun
+    from .parallel import ReviewPool
+    from .review import ReviewContext
 
-__all__ = ["RUN_STASH", "Reviews", "RunStash", "from_workerinput", "get"]
+__all__ = ["RUN_STASH", "Plans", "RunStash", "from_workerinput", "get"]
 
 
-class Reviews(Protocol):
-    """What the review nodes ask of the run: a plan's key and source, its review and the
-    review's result."""
+class Plans(Protocol):
+    """What a plan file's collector asks of the run: the plan's key and source."""
 
     def relpath(self, path: Path) -> str:
         """The repository-relative key of the plan collected at ``path``."""
@@ -38,26 +38,25 @@ class Reviews(Protocol):
     def plan_source(self, path: Path) -> Path:
         """The file a plan item reviews (under ``--advreview-head``, REF's copy)."""
 
-    def new_run(self, item: pytest.Item) -> ReviewRun:
-        """The review of ``item`` with the run's settings and reviewer (under
-        ``--advreview-jobs`` the one started ahead of it)."""
-
-    def run_review(self, run: ReviewRun) -> Reviewed:
-        """Run one review through the engine (stored state, decisions, the budget)."""
-
 
 @dataclasses.dataclass
 class RunStash:
-    """The run's directory and secret, its coordinator, its reviews and any head checkout."""
+    """The run's directory and secret, its coordinator, its plans, what its reviews share
+    and any head checkout."""
 
     #: One directory per run (the token ledger, the sandbox preflight), shared by workers.
     run_dir: Path
     #: Tags the state entries this run writes (state.py); held in memory only.
     run_secret: bytes
     coordinator: Coordinator
-    reviews: Reviews
+    plans: Plans
     #: ``--advreview-head``: the one checkout of REF of the run (the controller removes it).
     head: HeadCheckout | None = None
+    #: What every review of the run shares; set when collection has finished (the
+    #: reviewer is built and every plugin and conftest has registered).
+    context: ReviewContext | None = None
+    #: ``--advreview-jobs`` above 1: the reviews started ahead of their items.
+    pool: ReviewPool | None = None
 
     def serialized(self, config: pytest.Config) -> dict[str, str]:
         """The ``workerinput`` entries a worker rebuilds its run from: the settings the
