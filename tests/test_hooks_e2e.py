@@ -242,3 +242,30 @@ def test_command_backend_never_sees_the_state_key(
     seen = (repo.path / "prompts" / "env.txt").read_text().splitlines()
     assert "ADVREVIEW_STATE_KEY" not in seen
     assert "ANTHROPIC_API_KEY" in seen  # the command authenticates itself
+
+
+def test_a_fix_hook_in_a_conftest_found_during_collection_takes_up_the_review(
+    repo: pytest.Pytester,
+) -> None:
+    # docs/conftest.py is loaded while pytest collects docs/plans/x.md, after the session
+    # started: its fix hook counts as much as one in the root conftest.
+    (repo.path / "docs" / "conftest.py").write_text(
+        textwrap.dedent(
+            """
+            from pytest_advreview.models import Decision, DecisionAction
+
+            def pytest_advreview_fix(item, review):
+                return [Decision(finding=f.id, action=DecisionAction.ACCEPT, reason="done")
+                        for f in review.findings]
+            """
+        )
+    )
+    command = _command_reviewer(repo, revise_review(HIGH), approved_review())
+    result = repo.runpytest(
+        "--adversarial-review",
+        "--advreview-reviewer=command",
+        f"--advreview-command={command}",
+        "--advreview-diff=none",
+    )
+    result.assert_outcomes(passed=1)
+    assert len(saved_prompts(repo.path)) == 2
