@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import pytest_advreview.doctor as doctor_module
 from conftest import settled, sleeper_running
 from pytest_advreview.doctor import CHECKS, SANDBOX_REMEDY, DoctorReport, DoctorRow, _tagged_pids
 from pytest_advreview.runner.codex import CodexCapabilities, CodexOptions
@@ -302,14 +303,18 @@ def test_output_file_never_written_fails_its_row(pytester, isolated, fake_codex)
     assert row(report, "output-file").failed
 
 
-def test_hang_is_killed_and_fails_the_rows(pytester, isolated, fake_codex):
+def test_hang_is_killed_and_fails_the_rows(pytester, isolated, fake_codex, monkeypatch):
+    # Every launch hangs, so the doctor runs until its budget: both limits are shortened
+    # (the doctor reads them at each launch) to leave the timeout check its 2 s and no more.
+    monkeypatch.setattr(doctor_module, "LAUNCH_TIMEOUT_S", 3.0)
+    monkeypatch.setattr(doctor_module, "BUDGET_S", 7.0)
     fake = fake_codex(Behaviour(sleep=120, spawn_child_sleep=120))
     result, report = doctor(pytester, fake.path)
     assert result.ret == 1
     result.stdout.fnmatch_lines(
         [
-            "FAIL exec-json — exec failed: no exit within 10s (process group killed): *",
-            "FAIL http-error — no exit within 10s (process group killed) on HTTP 500 *",
+            "FAIL exec-json — exec failed: no exit within 3s (process group killed): *",
+            "FAIL http-error — no exit within 3s (process group killed) on HTTP 500 *",
             "PASS timeout-kill — still waiting after 2s; process group killed, no process left",
         ]
     )
