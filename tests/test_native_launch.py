@@ -48,10 +48,12 @@ def _processes_with(needle: str) -> list[tuple[int, str]]:
 
 
 def _tree_while_waiting(codex_reviewer: CodexReviewer, repo: Path, work: Path) -> list[str]:
-    """The executables running for a review that waits on the model, then the timeout.
+    """The executables running for a review that waits on the model; then it is stopped.
 
     Found by the ``-o`` path in their argv, which only the review's launch carries (the
-    sandbox preflight runs in the same work folder).
+    sandbox preflight runs in the same work folder).  Once the tree is read the review is
+    cancelled, which kills its process group as the timeout would, without waiting out the
+    timeout and its retry.
     """
     needle = str(work / "review.md")
     result: list[object] = []
@@ -66,6 +68,7 @@ def _tree_while_waiting(codex_reviewer: CodexReviewer, repo: Path, work: Path) -
         settled(lambda: [] if len(_processes_with(needle)) > 1 else ["one"], within=2)
         return sorted(exe for _pid, exe in _processes_with(needle))
     finally:
+        codex_reviewer.cancel()
         thread.join()
 
 
