@@ -1,8 +1,9 @@
 """Claude Code is installed on first use, once, and only where npm can do it.
 
-A fake ``npm`` on PATH stands in for the registry: it records its argv, takes a moment (as
-a real install does, so two callers overlap), and links a ``claude`` that prints the
-pinned version into the prefix it was given, exactly where npm would.  The prefixes are
+A fake ``npm`` on PATH stands in for the registry: it records its argv, takes a moment
+where a test needs two callers to overlap (as a real install does, ``FAKE_NPM_DELAY``
+seconds), and links a ``claude`` that prints the pinned version into the prefix it was
+given, exactly where npm would.  The prefixes are
 empty temporary folders: the project's own ``.tools`` is never touched.
 """
 
@@ -40,7 +41,8 @@ with log.open("a") as out:
 if os.environ.get("FAKE_NPM_FAIL"):
     print("npm ERR! network unreachable", file=sys.stderr)
     sys.exit(1)
-time.sleep(1)  # a real install takes a while: a second caller arrives meanwhile
+# A real install takes a while: a second caller arrives meanwhile.
+time.sleep(float(os.environ.get("FAKE_NPM_DELAY", "0")))
 prefix = Path(sys.argv[sys.argv.index("--prefix") + 1])
 binary = prefix / "node_modules" / ".bin" / "claude"
 binary.parent.mkdir(parents=True, exist_ok=True)
@@ -89,7 +91,10 @@ def test_installs_once_into_an_empty_prefix(tmp_path: Path, npm_log: Path) -> No
     assert _calls(npm_log) == [claude_install_command(prefix)[1:]]
 
 
-def test_concurrent_callers_install_once(tmp_path: Path, npm_log: Path) -> None:
+def test_concurrent_callers_install_once(
+    tmp_path: Path, npm_log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_NPM_DELAY", "1")
     prefix = tmp_path / "tools"
     start = threading.Barrier(2)
     results: list[tuple[Path, bool]] = []
@@ -177,8 +182,10 @@ def kit_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> p
 
 
 def test_the_fixture_installs_on_first_use_once(
-    kit_project: pytest.Pytester, npm_log: Path
+    kit_project: pytest.Pytester, npm_log: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Two workers ask at once: the second arrives while the first installs.
+    monkeypatch.setenv("FAKE_NPM_DELAY", "1")
     result = kit_project.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2")
     result.assert_outcomes(passed=2)
     assert _calls(npm_log) == [claude_install_command(kit_project.path / ".tools")[1:]]
