@@ -32,7 +32,7 @@ from pytest_advreview.testing.tools import (
 ROOT = Path(__file__).resolve().parents[1]
 
 FAKE_NPM = """\
-#!{python}
+#!{python} -S
 import json, os, sys, time
 from pathlib import Path
 log = Path({log!r})
@@ -52,6 +52,7 @@ binary.chmod(0o755)
 
 
 def _fake_npm(bin_dir: Path, log: Path) -> None:
+    """Standard library alone, started with ``-S``: no coverage measurement in each call."""
     bin_dir.mkdir(parents=True, exist_ok=True)
     npm = bin_dir / "npm"
     npm.write_text(

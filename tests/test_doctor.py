@@ -74,10 +74,14 @@ def failed(report: DoctorReport) -> set[str]:
 
 
 def wrapper(tmp_path: Path, real: Path, body: str) -> Path:
-    """A ``codex`` that rewrites its argv (``args``) with ``body``, then execs ``real``."""
+    """A ``codex`` that rewrites its argv (``args``) with ``body``, then execs ``real``.
+
+    Started with ``-S``, like the testing kit's fake codex: it needs the standard library
+    alone, and without ``site`` no coverage measurement starts in each of its launches.
+    """
     script = tmp_path / "codex-wrapper"
     script.write_text(
-        f"#!{sys.executable}\nimport os, sys\nargs = sys.argv[1:]\n{body}\n"
+        f"#!{sys.executable} -S\nimport os, sys\nargs = sys.argv[1:]\n{body}\n"
         f"os.execv({str(real)!r}, [{str(real)!r}, *args])\n",
         encoding="utf-8",
     )
