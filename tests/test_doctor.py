@@ -20,6 +20,7 @@ import pytest
 import pytest_advreview.doctor as doctor_module
 from conftest import settled, sleeper_running
 from pytest_advreview.doctor import CHECKS, SANDBOX_REMEDY, DoctorReport, DoctorRow, _tagged_pids
+from pytest_advreview.runner import native
 from pytest_advreview.runner.codex import CodexCapabilities, CodexOptions
 from pytest_advreview.testing import Behaviour
 from test_native_launch import unresolvable_layout
@@ -74,15 +75,22 @@ def failed(report: DoctorReport) -> set[str]:
 
 
 def wrapper(tmp_path: Path, real: Path, body: str) -> Path:
-    """A ``codex`` that rewrites its argv (``args``) with ``body``, then execs ``real``.
+    """A ``codex`` that rewrites its argv (``args``) with ``body``, then starts ``real``.
 
-    Started with ``-S``, like the testing kit's fake codex: it needs the standard library
-    alone, and without ``site`` no coverage measurement starts in each of its launches.
+    ``real`` is the npm wrapper; this starts the platform binary behind it with the
+    wrapper's environment, as reviews do (:mod:`pytest_advreview.runner.native`), so no
+    launch pays for Node's start.  Started with ``-S``, like the testing kit's fake codex:
+    it needs the standard library alone, and without ``site`` no coverage measurement
+    starts in each of its launches.
     """
+    found = native.resolve(str(real), os.environ)
+    assert found is not None, f"{real} is not an npm wrapper with a platform binary"
     script = tmp_path / "codex-wrapper"
     script.write_text(
         f"#!{sys.executable} -S\nimport os, sys\nargs = sys.argv[1:]\n{body}\n"
-        f"os.execv({str(real)!r}, [{str(real)!r}, *args])\n",
+        f"env = {{k: v for k, v in os.environ.items() if k not in {found.unset_env!r}}}\n"
+        f"env.update({found.set_env!r})\n"
+        f"os.execve({found.binary!r}, [{found.binary!r}, *args], env)\n",
         encoding="utf-8",
     )
     script.chmod(0o755)
