@@ -160,6 +160,8 @@ def test_setup_installs_claude_only_under_ci_and_through_the_one_command() -> No
 
 
 # -- the claude_executable fixture, in a pytester run whose rootdir has no .tools ----------
+# In process (a session of its own, whose environment is the test's), except where two
+# worker processes must race for the install.
 
 FIXTURE_TEST = """\
 import os
@@ -196,7 +198,7 @@ def test_without_npm_the_fixture_skips_with_the_reason(
     kit_project: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    result = kit_project.runpytest_subprocess("-p", "no:cacheprovider", "-rs")
+    result = kit_project.runpytest_inprocess("-p", "no:cacheprovider", "-rs")
     result.assert_outcomes(skipped=2)
     result.stdout.fnmatch_lines(["*real Claude Code CLI unavailable: npm is not on PATH*"])
     assert not (kit_project.path / ".tools").exists()
@@ -207,7 +209,7 @@ def test_without_npm_the_fixture_fails_under_ci(
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     monkeypatch.setenv("CI", "true")
-    result = kit_project.runpytest_subprocess("-p", "no:cacheprovider")
+    result = kit_project.runpytest_inprocess("-p", "no:cacheprovider")
     result.assert_outcomes(errors=2)
     result.stdout.fnmatch_lines(["*npm is not on PATH*CI=true, so this is a failure, not a skip*"])
 
@@ -216,7 +218,7 @@ def test_the_local_install_is_preferred_and_not_repeated(
     kit_project: pytest.Pytester, npm_log: Path
 ) -> None:
     ensure_claude(kit_project.path / ".tools")
-    result = kit_project.runpytest_subprocess("-p", "no:cacheprovider")
+    result = kit_project.runpytest_inprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
     assert len(_calls(npm_log)) == 1  # the one above; the fixture found it
     assert os.access(claude_bin(kit_project.path / ".tools"), os.X_OK)
