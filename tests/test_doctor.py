@@ -77,14 +77,13 @@ def failed(report: DoctorReport) -> set[str]:
 def wrapper(tmp_path: Path, real: Path, body: str) -> Path:
     """A ``codex`` that rewrites its argv (``args``) with ``body``, then starts ``real``.
 
-    ``real`` is the npm wrapper; this starts the platform binary behind it with the
+    When ``real`` is the npm wrapper, this starts the platform binary behind it with the
     wrapper's environment, as reviews do (:mod:`pytest_advreview.runner.native`), so no
     launch pays for Node's start.  Started with ``-S``, like the testing kit's fake codex:
     it needs the standard library alone, and without ``site`` no coverage measurement
     starts in each of its launches.
     """
-    found = native.resolve(str(real), os.environ)
-    assert found is not None, f"{real} is not an npm wrapper with a platform binary"
+    found = native.resolve(str(real), os.environ) or native.NativeCodex(str(real), {}, ())
     script = tmp_path / "codex-wrapper"
     script.write_text(
         f"#!{sys.executable} -S\nimport os, sys\nargs = sys.argv[1:]\n{body}\n"
