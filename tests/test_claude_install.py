@@ -1,8 +1,9 @@
 """Claude Code is installed on first use, once, and only where npm can do it.
 
-A fake ``npm`` on PATH stands in for the registry: it records its argv, takes a moment (as
-a real install does, so two callers overlap), and links a ``claude`` that prints the
-pinned version into the prefix it was given, exactly where npm would.  The prefixes are
+A fake ``npm`` on PATH stands in for the registry: it records its argv, takes a moment
+where a test needs two callers to overlap (as a real install does, ``FAKE_NPM_DELAY``
+seconds), and links a ``claude`` that prints the pinned version into the prefix it was
+given, exactly where npm would.  The prefixes are
 empty temporary folders: the project's own ``.tools`` is never touched.
 """
 
@@ -31,7 +32,7 @@ from pytest_advreview.testing.tools import (
 ROOT = Path(__file__).resolve().parents[1]
 
 FAKE_NPM = """\
-#!{python}
+#!{python} -S
 import json, os, sys, time
 from pathlib import Path
 log = Path({log!r})
@@ -40,7 +41,8 @@ with log.open("a") as out:
 if os.environ.get("FAKE_NPM_FAIL"):
     print("npm ERR! network unreachable", file=sys.stderr)
     sys.exit(1)
-time.sleep(1)  # a real install takes a while: a second caller arrives meanwhile
+# A real install takes a while: a second caller arrives meanwhile.
+time.sleep(float(os.environ.get("FAKE_NPM_DELAY", "0")))
 prefix = Path(sys.argv[sys.argv.index("--prefix") + 1])
 binary = prefix / "node_modules" / ".bin" / "claude"
 binary.parent.mkdir(parents=True, exist_ok=True)
@@ -50,6 +52,7 @@ binary.chmod(0o755)
 
 
 def _fake_npm(bin_dir: Path, log: Path) -> None:
+    """Standard library alone, started with ``-S``: no coverage measurement in each call."""
     bin_dir.mkdir(parents=True, exist_ok=True)
     npm = bin_dir / "npm"
     npm.write_text(
@@ -89,7 +92,10 @@ def test_installs_once_into_an_empty_prefix(tmp_path: Path, npm_log: Path) -> No
     assert _calls(npm_log) == [claude_install_command(prefix)[1:]]
 
 
-def test_concurrent_callers_install_once(tmp_path: Path, npm_log: Path) -> None:
+def test_concurrent_callers_install_once(
+    tmp_path: Path, npm_log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_NPM_DELAY", "1")
     prefix = tmp_path / "tools"
     start = threading.Barrier(2)
     results: list[tuple[Path, bool]] = []
@@ -154,6 +160,8 @@ def test_setup_installs_claude_only_under_ci_and_through_the_one_command() -> No
 
 
 # -- the claude_executable fixture, in a pytester run whose rootdir has no .tools ----------
+# In process (a session of its own, whose environment is the test's), except where two
+# worker processes must race for the install.
 
 FIXTURE_TEST = """\
 import os
@@ -177,8 +185,10 @@ def kit_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> p
 
 
 def test_the_fixture_installs_on_first_use_once(
-    kit_project: pytest.Pytester, npm_log: Path
+    kit_project: pytest.Pytester, npm_log: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Two workers ask at once: the second arrives while the first installs.
+    monkeypatch.setenv("FAKE_NPM_DELAY", "1")
     result = kit_project.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2")
     result.assert_outcomes(passed=2)
     assert _calls(npm_log) == [claude_install_command(kit_project.path / ".tools")[1:]]
@@ -188,7 +198,7 @@ def test_without_npm_the_fixture_skips_with_the_reason(
     kit_project: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    result = kit_project.runpytest_subprocess("-p", "no:cacheprovider", "-rs")
+    result = kit_project.runpytest_inprocess("-p", "no:cacheprovider", "-rs")
     result.assert_outcomes(skipped=2)
     result.stdout.fnmatch_lines(["*real Claude Code CLI unavailable: npm is not on PATH*"])
     assert not (kit_project.path / ".tools").exists()
@@ -199,7 +209,7 @@ def test_without_npm_the_fixture_fails_under_ci(
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     monkeypatch.setenv("CI", "true")
-    result = kit_project.runpytest_subprocess("-p", "no:cacheprovider")
+    result = kit_project.runpytest_inprocess("-p", "no:cacheprovider")
     result.assert_outcomes(errors=2)
     result.stdout.fnmatch_lines(["*npm is not on PATH*CI=true, so this is a failure, not a skip*"])
 
@@ -208,7 +218,7 @@ def test_the_local_install_is_preferred_and_not_repeated(
     kit_project: pytest.Pytester, npm_log: Path
 ) -> None:
     ensure_claude(kit_project.path / ".tools")
-    result = kit_project.runpytest_subprocess("-p", "no:cacheprovider")
+    result = kit_project.runpytest_inprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
     assert len(_calls(npm_log)) == 1  # the one above; the fixture found it
     assert os.access(claude_bin(kit_project.path / ".tools"), os.X_OK)

@@ -17,8 +17,10 @@ from pathlib import Path
 
 import pytest
 
+import pytest_advreview.doctor as doctor_module
 from conftest import settled, sleeper_running
 from pytest_advreview.doctor import CHECKS, SANDBOX_REMEDY, DoctorReport, DoctorRow, _tagged_pids
+from pytest_advreview.runner import native
 from pytest_advreview.runner.codex import CodexCapabilities, CodexOptions
 from pytest_advreview.testing import Behaviour
 from test_native_launch import unresolvable_layout
@@ -73,11 +75,21 @@ def failed(report: DoctorReport) -> set[str]:
 
 
 def wrapper(tmp_path: Path, real: Path, body: str) -> Path:
-    """A ``codex`` that rewrites its argv (``args``) with ``body``, then execs ``real``."""
+    """A ``codex`` that rewrites its argv (``args``) with ``body``, then starts ``real``.
+
+    When ``real`` is the npm wrapper, this starts the platform binary behind it with the
+    wrapper's environment, as reviews do (:mod:`pytest_advreview.runner.native`), so no
+    launch pays for Node's start.  Started with ``-S``, like the testing kit's fake codex:
+    it needs the standard library alone, and without ``site`` no coverage measurement
+    starts in each of its launches.
+    """
+    found = native.resolve(str(real), os.environ) or native.NativeCodex(str(real), {}, ())
     script = tmp_path / "codex-wrapper"
     script.write_text(
-        f"#!{sys.executable}\nimport os, sys\nargs = sys.argv[1:]\n{body}\n"
-        f"os.execv({str(real)!r}, [{str(real)!r}, *args])\n",
+        f"#!{sys.executable} -S\nimport os, sys\nargs = sys.argv[1:]\n{body}\n"
+        f"env = {{k: v for k, v in os.environ.items() if k not in {found.unset_env!r}}}\n"
+        f"env.update({found.set_env!r})\n"
+        f"os.execve({found.binary!r}, [{found.binary!r}, *args], env)\n",
         encoding="utf-8",
     )
     script.chmod(0o755)
@@ -302,14 +314,18 @@ def test_output_file_never_written_fails_its_row(pytester, isolated, fake_codex)
     assert row(report, "output-file").failed
 
 
-def test_hang_is_killed_and_fails_the_rows(pytester, isolated, fake_codex):
+def test_hang_is_killed_and_fails_the_rows(pytester, isolated, fake_codex, monkeypatch):
+    # Every launch hangs, so the doctor runs until its budget: both limits are shortened
+    # (the doctor reads them at each launch) to leave the timeout check its 2 s and no more.
+    monkeypatch.setattr(doctor_module, "LAUNCH_TIMEOUT_S", 3.0)
+    monkeypatch.setattr(doctor_module, "BUDGET_S", 7.0)
     fake = fake_codex(Behaviour(sleep=120, spawn_child_sleep=120))
     result, report = doctor(pytester, fake.path)
     assert result.ret == 1
     result.stdout.fnmatch_lines(
         [
-            "FAIL exec-json — exec failed: no exit within 10s (process group killed): *",
-            "FAIL http-error — no exit within 10s (process group killed) on HTTP 500 *",
+            "FAIL exec-json — exec failed: no exit within 3s (process group killed): *",
+            "FAIL http-error — no exit within 3s (process group killed) on HTTP 500 *",
             "PASS timeout-kill — still waiting after 2s; process group killed, no process left",
         ]
     )

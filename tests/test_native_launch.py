@@ -18,7 +18,7 @@ from conftest import live_processes, settled
 from pytest_advreview.models import RunnerStatus, Verdict
 from pytest_advreview.runner import native
 from pytest_advreview.runner.codex import CodexReviewer
-from pytest_advreview.testing import approved_review
+from pytest_advreview.testing import ScriptedServer, approved_review
 from test_runner_real import request, reviewer
 
 pytestmark = pytest.mark.real_codex
@@ -47,13 +47,19 @@ def _processes_with(needle: str) -> list[tuple[int, str]]:
     return [(pid, exe) for pid, _argv, exe in live_processes(needle) if exe is not None]
 
 
-def _tree_while_waiting(codex_reviewer: CodexReviewer, repo: Path, work: Path) -> list[str]:
-    """The executables running for a review that waits on the model, then the timeout.
+def _tree_while_waiting(
+    codex_reviewer: CodexReviewer, server: ScriptedServer, repo: Path, work: Path
+) -> list[str]:
+    """The executables running for a review that waits on the model; then it is stopped.
 
     Found by the ``-o`` path in their argv, which only the review's launch carries (the
-    sandbox preflight runs in the same work folder).
+    sandbox preflight runs in the same work folder).  They are read once the review's
+    request has reached the server: Codex then waits on the model, the wrapper's Node (if
+    any) on the binary it started.  Then the review is cancelled, which kills its process
+    group as the timeout would, without waiting out the timeout and its retry.
     """
     needle = str(work / "review.md")
+    asked = len(server.response_requests)
     result: list[object] = []
     thread = threading.Thread(
         target=lambda: result.append(codex_reviewer.dispatch(request(repo, work)))
@@ -62,10 +68,14 @@ def _tree_while_waiting(codex_reviewer: CodexReviewer, repo: Path, work: Path) -
     try:
         seen = settled(lambda: [] if _processes_with(needle) else ["none yet"], within=30)
         assert seen == [], "no Codex process appeared for the review"
-        # Both processes of the wrapper (node, then the binary) show within moments.
-        settled(lambda: [] if len(_processes_with(needle)) > 1 else ["one"], within=2)
+        waiting = settled(
+            lambda: [] if len(server.response_requests) > asked else ["no request yet"],
+            within=30,
+        )
+        assert waiting == [], "the review's request never reached the server"
         return sorted(exe for _pid, exe in _processes_with(needle))
     finally:
+        codex_reviewer.cancel()
         thread.join()
 
 
@@ -104,7 +114,7 @@ def test_a_review_runs_the_native_binary_and_leaves_nothing(
     advreview_server.set_script({"rules": [], "default": {"hang": 60}})
     work = tmp_path / "native-work"
     codex_reviewer = reviewer(codex_executable, advreview_server, codex_env, timeout=4.0)
-    tree = _tree_while_waiting(codex_reviewer, git_repo, work)
+    tree = _tree_while_waiting(codex_reviewer, advreview_server, git_repo, work)
     binary = native.resolve(str(codex_executable), codex_env)
     assert binary is not None
     # The binary itself, no Node in between (Codex may fork a helper of its own binary
@@ -166,9 +176,8 @@ def test_platform_package_missing_uses_the_wrappers_vendor_folder(
     assert found.binary == str(vendor / triple / "bin" / "codex")
     advreview_server.set_script({"rules": [], "default": {"hang": 60}})
     work = tmp_path / "vendor-work"
-    tree = _tree_while_waiting(
-        reviewer(wrapper, advreview_server, codex_env, timeout=4.0), git_repo, work
-    )
+    vendor_reviewer = reviewer(wrapper, advreview_server, codex_env, timeout=4.0)
+    tree = _tree_while_waiting(vendor_reviewer, advreview_server, git_repo, work)
     # No Node: only the binary (it can show twice while Codex forks a helper of itself).
     assert set(tree) == {str((vendor / triple / "bin" / "codex").resolve())}
 
@@ -188,7 +197,7 @@ def test_unresolvable_platform_package_falls_back_to_the_wrapper(
     advreview_server.set_script({"rules": [], "default": {"hang": 60}})
     work = tmp_path / "fallback-work"
     tree = _tree_while_waiting(
-        reviewer(wrapper, advreview_server, env, timeout=4.0), git_repo, work
+        reviewer(wrapper, advreview_server, env, timeout=4.0), advreview_server, git_repo, work
     )
     assert any(Path(exe).name.startswith("node") for exe in tree), tree
     assert settled(lambda: _processes_with(str(work))) == []

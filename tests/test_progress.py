@@ -1,7 +1,10 @@
 """Progress of reviews in flight: round, elapsed time and the reviewer's latest activity.
 
 End to end with the real Codex CLI: the reviewer runs a command that takes seconds, and
-pytest runs with its output to a pipe (a CI log) and in a pseudo-terminal.
+pytest runs with its output to a pipe (a CI log) and in a pseudo-terminal.  Where a test
+looks for progress lines, the command waits until the test has read what it looks for
+(it then creates :data:`RELEASE` in the repository's ``.git``, which no review reads);
+where a test proves that no line is printed, the command sleeps two progress intervals.
 """
 
 from __future__ import annotations
@@ -13,16 +16,24 @@ import select
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from pytest_advreview.progress import activity_of
 from pytest_advreview.testing import approved_review, shell_step
 
-COMMAND = "sleep 4; echo slept"
+#: Where the test releases the waiting command (relative to the repository, its cwd).
+RELEASE = ".git/go"
+#: The command that waits to be released; after 20 s it gives up (what the test waited
+#: for never showed: it fails).
+COMMAND = f"for i in $(seq 200); do [ -e {RELEASE} ] && break; sleep 0.1; done; echo slept"
+#: The command of the tests that prove no line is printed: two lines' time at the interval 1.
+SLEEP = "sleep 2; echo slept"
 LINE = re.compile(
-    r"advreview: docs/plans/slow\.md::adversarial-review  round 1  0:0\d  running: sleep 4; "
-    r"echo slept"
+    r"advreview: docs/plans/slow\.md::adversarial-review  round 1  0:0\d  running: "
+    + re.escape(COMMAND)
 )
 
 
@@ -54,25 +65,27 @@ def test_a_command_cannot_drive_the_terminal():
     assert "\x1b" not in shown and "\x07" not in shown and "\x9b" not in shown
 
 
-def _slow_review(review_repo):
+def _slow_review(review_repo, command=COMMAND):
     review_repo.plan("slow.md")
-    review_repo.answer("slow.md", shell_step(COMMAND), {"message": approved_review()})
+    review_repo.answer("slow.md", shell_step(command), {"message": approved_review()})
 
 
 @pytest.mark.real_codex
 def test_progress_lines_in_a_log(review_repo):
     _slow_review(review_repo)
-    result = review_repo.run_subprocess("--advreview-progress=1")
-    assert result.ret == 0, result.stdout.str()
-    out = result.stdout.str()
+    argv = [sys.executable, "-m", "pytest", *review_repo.args("--advreview-progress=1")]
+    # runpytest_subprocess's basetemp, which the repository ignores.
+    argv.append(f"--basetemp={review_repo.path / 'runpytest-0'}")
+    ret, out = _run(argv, review_repo.path, terminal=False, release=LINE.search)
+    assert ret == 0, out
     assert LINE.search(out), out
     # pytest's own line reads whole after the progress lines.
-    result.stdout.fnmatch_lines(["docs/plans/slow.md .*"])
+    pytest.LineMatcher(out.splitlines()).fnmatch_lines(["docs/plans/slow.md .*"])
 
 
 @pytest.mark.real_codex
 def test_no_progress_under_quiet(review_repo):
-    _slow_review(review_repo)
+    _slow_review(review_repo, SLEEP)
     result = review_repo.run_subprocess("--advreview-progress=1", "-q")
     assert result.ret == 0, result.stdout.str()
     assert "running: sleep" not in result.stdout.str()
@@ -80,20 +93,40 @@ def test_no_progress_under_quiet(review_repo):
 
 @pytest.mark.real_codex
 def test_progress_off(review_repo):
-    _slow_review(review_repo)
+    _slow_review(review_repo, SLEEP)
     result = review_repo.run_subprocess("--advreview-progress=off")
     assert result.ret == 0, result.stdout.str()
     assert "running: sleep" not in result.stdout.str()
 
 
-def _run_in_pty(argv: list[str], cwd, timeout: float = 120) -> str:
-    """Run ``argv`` with a pseudo-terminal as stdout and stderr; everything it wrote."""
-    leader, follower = pty.openpty()
-    env = {**os.environ, "TERM": "xterm", "COLUMNS": "160", "LINES": "40"}
-    proc = subprocess.Popen(
-        argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=follower, stderr=follower, env=env
-    )
+def _run(
+    argv: list[str],
+    cwd: Path,
+    *,
+    terminal: bool,
+    release: Callable[[str], object],
+    timeout: float = 120,
+) -> tuple[int, str]:
+    """Run ``argv`` with its stdout (and, on a terminal, stderr) to a pseudo-terminal or a
+    pipe; its exit code and everything it wrote there.
+
+    Once the output read so far satisfies ``release``, the waiting command is released.
+    """
+    if terminal:
+        leader, follower = pty.openpty()
+        env = {**os.environ, "TERM": "xterm", "COLUMNS": "160", "LINES": "40"}
+        proc = subprocess.Popen(
+            argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=follower, stderr=follower, env=env
+        )
+    else:
+        # stderr apart, as runpytest_subprocess keeps it (in a file the repository ignores).
+        leader, follower = os.pipe()
+        with (cwd / "runpytest-0.stderr").open("wb") as err:
+            proc = subprocess.Popen(
+                argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=follower, stderr=err
+            )
     os.close(follower)
+    go = cwd / RELEASE
     chunks = []
     deadline = time.monotonic() + timeout
     try:
@@ -107,25 +140,32 @@ def _run_in_pty(argv: list[str], cwd, timeout: float = 120) -> str:
                 if not data:
                     break
                 chunks.append(data)
+                if not go.exists() and release(b"".join(chunks).decode("utf-8", "replace")):
+                    go.touch()
             elif proc.poll() is not None:
                 break
     finally:
         proc.kill() if proc.poll() is None else None
         proc.wait()
         os.close(leader)
-    return b"".join(chunks).decode("utf-8", "replace")
+    return proc.returncode, b"".join(chunks).decode("utf-8", "replace")
+
+
+def _redrawn(out: str) -> set[str]:
+    """The elapsed times drawn for the running command."""
+    return set(re.findall(r"round 1  (0:0\d)  running: " + re.escape(COMMAND[:20]), out))
 
 
 @pytest.mark.real_codex
 def test_progress_in_a_terminal_is_redrawn_in_place(review_repo):
     _slow_review(review_repo)
     argv = [sys.executable, "-m", "pytest", *review_repo.args()]
-    out = _run_in_pty(argv, review_repo.path)
+    _, out = _run(argv, review_repo.path, terminal=True, release=lambda o: len(_redrawn(o)) >= 2)
     assert LINE.search(out), out
     # Drawn below pytest's line, then the cursor goes back up to it; erased in the end.
     assert "\x1b[1A" in out
     assert out.count("\x1b[J") >= 2
     # Redrawn as time passes: at least two elapsed times for the running command.
-    times = set(re.findall(r"round 1  (0:0\d)  running: sleep 4", out))
+    times = _redrawn(out)
     assert len(times) >= 2, out
     assert re.search(r"1 passed", out), out

@@ -76,6 +76,8 @@ Status = Literal["PASS", "FAIL", "WARN"]
 
 #: Wall-clock seconds one launch of Codex may take before its process group is killed.
 #: A healthy launch takes about 0.5 s (1-3 s with the other checks running beside it).
+#: This and :data:`BUDGET_S` are read when a launch starts: a test of a hanging Codex may
+#: shorten both rather than wait them out.
 LAUNCH_TIMEOUT_S = 10.0
 #: Seconds after the doctor's start at which no new launch is started (total stays < 30 s).
 BUDGET_S = 24.0
@@ -563,7 +565,7 @@ class _Doctor:
         text: str = "Reply briefly.",
         schema: bool = False,
         env: bool = False,
-        timeout: float = LAUNCH_TIMEOUT_S,
+        timeout: float | None = None,
     ) -> _Launch | None:
         """Launch Codex as a review does, on the prompt of the server's ``kind`` rule.
 
@@ -620,7 +622,7 @@ class _Doctor:
         argv: Sequence[str],
         prompt: str,
         *,
-        timeout: float = LAUNCH_TIMEOUT_S,
+        timeout: float | None = None,
         env: Mapping[str, str] | None = None,
         as_given: bool = False,
     ) -> _Launch:
@@ -634,7 +636,7 @@ class _Doctor:
         remaining = BUDGET_S - (time.monotonic() - self.started)
         if remaining < 1.0 or self.cancel.is_set():
             raise _Skip(f"the doctor's {BUDGET_S:g}s budget was spent before this launch")
-        limit = min(timeout, remaining)
+        limit = min(LAUNCH_TIMEOUT_S if timeout is None else timeout, remaining)
         work = self._work(name)
         stdin, stdout, stderr = (work / "stdin.txt", work / STREAM_FILE, work / "stderr.txt")
         stdin.write_text(prompt, encoding="utf-8")
