@@ -63,12 +63,12 @@ def test_reviews_overlap_and_report_as_a_sequential_run(review_repo: ReviewRepo)
     # One at a time, each answer waits its half second for others that never come.
     _four_plans(review_repo, at_most=0.5)
     base = (NO_CODE, "-v", "-p", "no:randomly", "--advreview-fresh", "--advreview-progress=0")
-    alone = review_repo.run_subprocess(*base, "--advreview-jobs=1")
+    alone = review_repo.run(*base, "--advreview-jobs=1")
     sent = len(review_repo.server.response_requests)
     assert max(r.answering for r in review_repo.server.response_requests) == 0
     # Side by side, the answers go once the fourth review has asked.
     _four_plans(review_repo, at_most=30)
-    together = review_repo.run_subprocess(*base, "--advreview-jobs=4")
+    together = review_repo.run(*base, "--advreview-jobs=4")
     requests = review_repo.server.response_requests[sent:]
     assert len(requests) == 4
     # All four were being answered at once at some point.
@@ -126,7 +126,7 @@ def test_deselected_item_is_never_sent(review_repo: ReviewRepo) -> None:
     for name in ("a", "b", "c"):
         review_repo.plan(f"{name}.md")
         review_repo.answer(f"{name}.md", {"message": approved_review()})
-    result = review_repo.run_subprocess(NO_CODE, "--advreview-jobs=3", "-k", "not b")
+    result = review_repo.run(NO_CODE, "--advreview-jobs=3", "-k", "not b")
     result.assert_outcomes(passed=2, deselected=1)
     prompts = [r.last_user_text for r in review_repo.server.response_requests]
     assert not any("docs/plans/b.md" in p for p in prompts)
@@ -137,7 +137,7 @@ def test_budget_exhaustion_stops_new_starts(review_repo: ReviewRepo) -> None:
     for name in ("a", "b", "c", "d"):
         review_repo.plan(f"{name}.md")
         review_repo.answer(f"{name}.md", {"message": approved_review()})
-    result = review_repo.run_subprocess(
+    result = review_repo.run(
         NO_CODE, "--advreview-jobs=2", "--advreview-budget-tokens=1", "-p", "no:randomly"
     )
     # a and b start together, before any token is counted; c and d start later and
