@@ -42,7 +42,7 @@ def _outcomes(out: str) -> dict[str, str]:
 def test_eight_plans_on_four_workers_match_a_serial_run(scripted_repo: ReviewRepo) -> None:
     _script(scripted_repo)
     parallel = scripted_repo.run_subprocess("--advreview-diff=none", "-n", "4")
-    serial = scripted_repo.run_subprocess("--advreview-diff=none", "--advreview-fresh")
+    serial = scripted_repo.run("--advreview-diff=none", "--advreview-fresh")
     serial.assert_outcomes(passed=4, failed=4)
     parallel.assert_outcomes(passed=4, failed=4)
     expected = {name: ("approved" if v == "approved" else "revise") for name, v in VERDICTS.items()}
