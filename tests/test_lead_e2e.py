@@ -699,7 +699,7 @@ def test_lead_under_xdist_reports_its_edits_on_the_controller(
         lead_dir, decisions=[accept(CRITICAL)], edit={"docs/plans/x.md": FIXED_LINE}
     )
     patch = lead_dir / "lead.patch"
-    result = scripted_repo.run_subprocess(
+    result = scripted_repo.run(
         NO_CODE,
         "-n",
         "2",

@@ -1,4 +1,4 @@
-"""Review items under real pytest-xdist workers (subprocess runs).
+"""Review items under real pytest-xdist workers (each a process of its own).
 
 Where results land and what the controller reports is the plugin's: the in-process scripted
 reviewer reviews those.  A reviewer's tool call that writes into the shared checkout is
@@ -41,7 +41,7 @@ def _outcomes(out: str) -> dict[str, str]:
 
 def test_eight_plans_on_four_workers_match_a_serial_run(scripted_repo: ReviewRepo) -> None:
     _script(scripted_repo)
-    parallel = scripted_repo.run_subprocess("--advreview-diff=none", "-n", "4")
+    parallel = scripted_repo.run("--advreview-diff=none", "-n", "4")
     serial = scripted_repo.run("--advreview-diff=none", "--advreview-fresh")
     serial.assert_outcomes(passed=4, failed=4)
     parallel.assert_outcomes(passed=4, failed=4)
@@ -77,7 +77,7 @@ def test_without_isolation_an_overlapping_mutation_fails_every_overlapping_item(
     review_repo.answer(
         "slow.md", {"message": approved_review(), "hold": {"seen": "function_call_output"}}
     )
-    result = review_repo.run_subprocess("--advreview-diff=none", "-n", "2")
+    result = review_repo.run("--advreview-diff=none", "-n", "2")
     result.assert_outcomes(passed=2, errors=2)  # fail closed: both items error
     out = result.stdout.str()
     for name in ("writer.md", "slow.md"):
