@@ -62,11 +62,7 @@ def test_three_shards_cover_the_run_once_and_their_combined_state_needs_no_revie
             f"cache_dir={cache}",
             *extra,
         )
-        run = (
-            scripted_repo.pytester.runpytest_subprocess(*args)
-            if extra
-            else scripted_repo.pytester.runpytest(*args)
-        )
+        run = scripted_repo.pytester.runpytest(*args)
         share = _items(report)
         assert json.loads(report.read_text())["settings"]["shard"] == f"{k}/3"
         wanted = {n for n in expected if share_of(n.split("::")[0], 3) == k}
