@@ -425,6 +425,7 @@ class ScriptedServer(LoopbackServer):
         rule_index: int | None = None
         step_index = 0
         step: dict[str, Any] = {}
+        arrival = -1
         with self._lock:
             answering = 0
             if choose:
@@ -432,6 +433,7 @@ class ScriptedServer(LoopbackServer):
                 answering = self._answering
                 self._answering += 1
                 self._in_flight.append(self._answering)
+                arrival = len(self._in_flight) - 1
             logged = LoggedRequest(
                 index=len(self._requests),
                 method=handler.command,
@@ -458,7 +460,7 @@ class ScriptedServer(LoopbackServer):
             }
             target = self.log_dir / f"req-{logged.index:04d}.json"
             target.write_text(json.dumps(record, indent=2), encoding="utf-8")
-        return logged, step, len(self._in_flight) - 1 if choose else -1
+        return logged, step, arrival
 
     def _choose(self, request: LoggedRequest, raw: bytes) -> tuple[int | None, int, dict[str, Any]]:
         """Pick (rule, step index, step) for a request; the caller holds the lock."""
