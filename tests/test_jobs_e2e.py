@@ -1,4 +1,5 @@
-"""``--advreview-jobs``: reviews side by side in one pytest process (real Codex CLI).
+"""``--advreview-jobs``: reviews side by side in one pytest process (real Codex CLI, but
+for the pool's choice of items, which the in-process scripted reviewer shows).
 
 The scripted server holds its answers until the reviews expected side by side are all in
 flight (a ``hold``), so reviews that run side by side are seen there as requests that
@@ -122,13 +123,14 @@ def test_ctrl_c_leaves_no_process_behind(review_repo: ReviewRepo) -> None:
     assert settled(lambda: _codex_of(review_repo.path)) == []
 
 
-def test_deselected_item_is_never_sent(review_repo: ReviewRepo) -> None:
+def test_deselected_item_is_never_sent(scripted_repo: ReviewRepo) -> None:
+    # Which items the pool starts is the plugin's: the in-process reviewer shows it.
     for name in ("a", "b", "c"):
-        review_repo.plan(f"{name}.md")
-        review_repo.answer(f"{name}.md", {"message": approved_review()})
-    result = review_repo.run(NO_CODE, "--advreview-jobs=3", "-k", "not b")
+        scripted_repo.plan(f"{name}.md")
+        scripted_repo.answer(f"{name}.md", {"message": approved_review()})
+    result = scripted_repo.run(NO_CODE, "--advreview-jobs=3", "-k", "not b")
     result.assert_outcomes(passed=2, deselected=1)
-    prompts = [r.last_user_text for r in review_repo.server.response_requests]
+    prompts = [r.last_user_text for r in scripted_repo.server.response_requests]
     assert not any("docs/plans/b.md" in p for p in prompts)
     assert sum("docs/plans/a.md" in p for p in prompts) == 1
 
