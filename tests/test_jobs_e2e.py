@@ -1,8 +1,9 @@
-"""``--advreview-jobs``: reviews side by side in one pytest process (real Codex CLI).
+"""``--advreview-jobs``: reviews side by side in one pytest process (real Codex CLI, but
+for the pool's choice of items, which the in-process scripted reviewer shows).
 
-The scripted server answers after a latency, so reviews that run side by side are seen
-there as requests that arrive while another is still being answered
-(``LoggedRequest.answering``), not as timings.
+The scripted server holds its answers until the reviews expected side by side are all in
+flight (a ``hold``), so reviews that run side by side are seen there as requests that
+arrive while another is still being answered (``LoggedRequest.answering``), not as timings.
 """
 
 from __future__ import annotations
@@ -46,22 +47,29 @@ def _outcome_lines(text: str) -> list[str]:
     return keep
 
 
-def _four_plans(review_repo: ReviewRepo) -> None:
+def _four_plans(review_repo: ReviewRepo, at_most: float) -> None:
+    """Four plans whose answers each wait until all four reviews are in flight, but no
+    longer than ``at_most`` seconds."""
+    review_repo.rules.clear()
+    hold = {"answering": 4, "at_most": at_most}
     for name in ("a", "b", "c", "d"):
         review_repo.plan(f"{name}.md")
-    review_repo.answer("a.md", {"message": approved_review(), "latency": 3})
-    review_repo.answer("b.md", {"message": revise_review(), "latency": 3})
-    review_repo.answer("c.md", {"message": approved_review(), "latency": 3})
-    review_repo.answer("d.md", {"message": revise_review(("medium", "Vague")), "latency": 3})
+    review_repo.answer("a.md", {"message": approved_review(), "hold": hold})
+    review_repo.answer("b.md", {"message": revise_review(), "hold": hold})
+    review_repo.answer("c.md", {"message": approved_review(), "hold": hold})
+    review_repo.answer("d.md", {"message": revise_review(("medium", "Vague")), "hold": hold})
 
 
 def test_reviews_overlap_and_report_as_a_sequential_run(review_repo: ReviewRepo) -> None:
-    _four_plans(review_repo)
+    # One at a time, each answer waits its half second for others that never come.
+    _four_plans(review_repo, at_most=0.5)
     base = (NO_CODE, "-v", "-p", "no:randomly", "--advreview-fresh", "--advreview-progress=0")
-    alone = review_repo.run_subprocess(*base, "--advreview-jobs=1")
+    alone = review_repo.run(*base, "--advreview-jobs=1")
     sent = len(review_repo.server.response_requests)
     assert max(r.answering for r in review_repo.server.response_requests) == 0
-    together = review_repo.run_subprocess(*base, "--advreview-jobs=4")
+    # Side by side, the answers go once the fourth review has asked.
+    _four_plans(review_repo, at_most=30)
+    together = review_repo.run(*base, "--advreview-jobs=4")
     requests = review_repo.server.response_requests[sent:]
     assert len(requests) == 4
     # All four were being answered at once at some point.
@@ -77,7 +85,8 @@ def test_x_stops_the_reviews_in_flight_and_kills_their_processes(
 ) -> None:
     for name in ("a", "b", "c"):
         review_repo.plan(f"{name}.md")
-    review_repo.answer("a.md", {"message": revise_review(), "latency": 2})
+    # a fails (and -x stops the run) once b and c are in flight too.
+    review_repo.answer("a.md", {"message": revise_review(), "hold": {"answering": 3}})
     review_repo.answer("b.md", {"hang": 600})
     review_repo.answer("c.md", {"hang": 600})
     # Without the kill the run would wait out the 600 s hangs (pytester's timeout fails it).
@@ -114,13 +123,14 @@ def test_ctrl_c_leaves_no_process_behind(review_repo: ReviewRepo) -> None:
     assert settled(lambda: _codex_of(review_repo.path)) == []
 
 
-def test_deselected_item_is_never_sent(review_repo: ReviewRepo) -> None:
+def test_deselected_item_is_never_sent(scripted_repo: ReviewRepo) -> None:
+    # Which items the pool starts is the plugin's: the in-process reviewer shows it.
     for name in ("a", "b", "c"):
-        review_repo.plan(f"{name}.md")
-        review_repo.answer(f"{name}.md", {"message": approved_review()})
-    result = review_repo.run_subprocess(NO_CODE, "--advreview-jobs=3", "-k", "not b")
+        scripted_repo.plan(f"{name}.md")
+        scripted_repo.answer(f"{name}.md", {"message": approved_review()})
+    result = scripted_repo.run(NO_CODE, "--advreview-jobs=3", "-k", "not b")
     result.assert_outcomes(passed=2, deselected=1)
-    prompts = [r.last_user_text for r in review_repo.server.response_requests]
+    prompts = [r.last_user_text for r in scripted_repo.server.response_requests]
     assert not any("docs/plans/b.md" in p for p in prompts)
     assert sum("docs/plans/a.md" in p for p in prompts) == 1
 
@@ -129,7 +139,7 @@ def test_budget_exhaustion_stops_new_starts(review_repo: ReviewRepo) -> None:
     for name in ("a", "b", "c", "d"):
         review_repo.plan(f"{name}.md")
         review_repo.answer(f"{name}.md", {"message": approved_review()})
-    result = review_repo.run_subprocess(
+    result = review_repo.run(
         NO_CODE, "--advreview-jobs=2", "--advreview-budget-tokens=1", "-p", "no:randomly"
     )
     # a and b start together, before any token is counted; c and d start later and

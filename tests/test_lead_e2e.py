@@ -1,7 +1,9 @@
-"""The built-in lead end to end: the real Codex reviewer, the lead as a real process.
+"""The built-in lead end to end: the lead as a real process.
 
 Every test runs the whole review loop in one pytest run: round 1 (REVISE) → the lead's turn
 (evaluate, edit the plan, decide) → round 2 resumed on the reviewer's thread → outcome.
+The ``command`` lead's tests review with the in-process scripted reviewer; the ``codex``
+and ``claude`` leads' tests use the real Codex CLI as the reviewer too.
 """
 
 from __future__ import annotations
@@ -25,8 +27,6 @@ from pytest_advreview.testing import (
     claude_offline_env,
     revise_review,
 )
-
-pytestmark = pytest.mark.real_codex
 
 CRITICAL = FindingSpec("critical", "In-place id rewrite loses foreign keys", section="Step 2")
 MEDIUM = FindingSpec("medium", "Pagination order is unspecified", section="Steps")
@@ -103,14 +103,14 @@ def lead_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_command_lead_fixes_the_plan_and_round_two_approves_in_one_run(
-    review_repo: ReviewRepo, lead_dir: Path
+    scripted_repo: ReviewRepo, lead_dir: Path
 ) -> None:
-    plan = review_repo.plan("x.md", PLAN)
-    review_repo.answer(REREVIEW, {"message": approved_review()})
-    review_repo.answer("x.md", {"message": revise_review(CRITICAL)})
+    plan = scripted_repo.plan("x.md", PLAN)
+    scripted_repo.answer(REREVIEW, {"message": approved_review()})
+    scripted_repo.answer("x.md", {"message": revise_review(CRITICAL)})
     command = lead_script(lead_dir, decisions=[accept(CRITICAL)], edit={str(plan): FIXED_LINE})
     patch, report = lead_dir / "lead.patch", lead_dir / "report.md"
-    result = review_repo.run(
+    result = scripted_repo.run(
         NO_CODE,
         "--advreview-lead=command",
         f"--advreview-lead-command={command}",
@@ -120,7 +120,7 @@ def test_command_lead_fixes_the_plan_and_round_two_approves_in_one_run(
     result.assert_outcomes(passed=1)
     assert plan.read_text().endswith(FIXED_LINE)
     # The patch file is the lead's edit: reversing it restores the plan as it was.
-    git(review_repo.path, "apply", "--reverse", str(patch))
+    git(scripted_repo.path, "apply", "--reverse", str(patch))
     assert plan.read_text() == PLAN
     # The operator summary and the markdown report show the evaluation matrix and edits.
     result.stdout.fnmatch_lines(
@@ -135,7 +135,7 @@ def test_command_lead_fixes_the_plan_and_round_two_approves_in_one_run(
         f"| `{fid(CRITICAL)}` In-place id rewrite loses foreign keys | critical | accept |"
         in markdown
     )
-    first, second = review_repo.server.response_requests
+    first, second = scripted_repo.server.response_requests
     assert second.thread_id == first.thread_id  # round 2 resumed the reviewer's thread
     text = second.last_user_text
     assert f"+{FIXED_LINE}" in text  # the lead's edit, as a diff under "Applied"
@@ -222,11 +222,11 @@ def test_the_leads_tool_shell_sees_no_credential_and_no_lead_gets_the_state_key(
 
 
 def test_lead_that_writes_a_second_file_is_a_mutation_error_naming_it(
-    review_repo: ReviewRepo, lead_dir: Path
+    scripted_repo: ReviewRepo, lead_dir: Path
 ) -> None:
-    plan = review_repo.plan("x.md", PLAN)
-    review_repo.answer("x.md", {"message": revise_review(CRITICAL)})
-    stray = review_repo.path / "src" / "evil.py"
+    plan = scripted_repo.plan("x.md", PLAN)
+    scripted_repo.answer("x.md", {"message": revise_review(CRITICAL)})
+    stray = scripted_repo.path / "src" / "evil.py"
     stray.parent.mkdir()
     command = lead_script(
         lead_dir,
@@ -234,14 +234,14 @@ def test_lead_that_writes_a_second_file_is_a_mutation_error_naming_it(
         edit={str(plan): FIXED_LINE},
         extra_write=str(stray),
     )
-    result = review_repo.run(
+    result = scripted_repo.run(
         NO_CODE, "--advreview-lead=command", f"--advreview-lead-command={command}"
     )
     result.assert_outcomes(passed=1, errors=1)  # the error is the teardown's mutation check
     result.stdout.fnmatch_lines(
         ["*src/evil.py (untracked, changed by the command lead after round 1*"]
     )
-    assert len(review_repo.server.response_requests) == 1  # no round 2 after a broken contract
+    assert len(scripted_repo.server.response_requests) == 1  # no round 2 after a broken contract
 
 
 @pytest.mark.parametrize(
@@ -260,30 +260,30 @@ def test_lead_that_writes_a_second_file_is_a_mutation_error_naming_it(
     ids=["not-json", "missing", "unknown-id", "accepted-but-unchanged", "empty-reason"],
 )
 def test_lead_with_missing_or_invalid_decisions_is_an_error_not_a_pass(
-    review_repo: ReviewRepo, lead_dir: Path, stdout: str | None, decisions: Any, message: str
+    scripted_repo: ReviewRepo, lead_dir: Path, stdout: str | None, decisions: Any, message: str
 ) -> None:
-    review_repo.plan("x.md", PLAN)
-    review_repo.answer(REREVIEW, {"message": approved_review()})
-    review_repo.answer("x.md", {"message": revise_review(CRITICAL)})
+    scripted_repo.plan("x.md", PLAN)
+    scripted_repo.answer(REREVIEW, {"message": approved_review()})
+    scripted_repo.answer("x.md", {"message": revise_review(CRITICAL)})
     if decisions == "ACCEPT-WITHOUT-EDIT":
         decisions = [accept(CRITICAL)]
     decisions = [
         {**d, "finding": fid(CRITICAL)} if d.get("finding") == "CRIT" else d for d in decisions
     ]
     command = lead_script(lead_dir, decisions=decisions, stdout=stdout)
-    result = review_repo.run(
+    result = scripted_repo.run(
         NO_CODE, "--advreview-lead=command", f"--advreview-lead-command={command}"
     )
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*docs/plans/x.md — lead could not run (aborted)", message])
-    assert len(review_repo.server.response_requests) == 1  # never re-reviewed as fixed
+    assert len(scripted_repo.server.response_requests) == 1  # never re-reviewed as fixed
 
 
 def test_lead_timeout_is_an_error_and_leaves_no_process(
-    review_repo: ReviewRepo, lead_dir: Path
+    scripted_repo: ReviewRepo, lead_dir: Path
 ) -> None:
-    review_repo.plan("x.md", PLAN)
-    review_repo.answer("x.md", {"message": revise_review(CRITICAL)})
+    scripted_repo.plan("x.md", PLAN)
+    scripted_repo.answer("x.md", {"message": revise_review(CRITICAL)})
     spawner = lead_dir / "spawn.py"
     # The child sits in its own session, as Claude Code's tool processes do: a kill of
     # the lead's process group alone would not reach it.
@@ -298,25 +298,26 @@ def test_lead_timeout_is_an_error_and_leaves_no_process(
             """
         )
     )
-    result = review_repo.run(
+    # The timeout is the lead's alone: the in-process reviewer keeps its own minute.
+    result = scripted_repo.run(
         NO_CODE,
-        "--advreview-timeout=8",
+        "--advreview-timeout=3",
         "--advreview-lead=command",
         f"--advreview-lead-command={sys.executable} {spawner}",
     )
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*did not finish within 8s*killed*"])
+    result.stdout.fnmatch_lines(["*did not finish within 3s*killed*"])
     pid = int((lead_dir / "child.pid").read_text())
 
     assert settled(lambda: [pid] if sleeper_running(pid) else []) == []
 
 
 def test_structural_finding_needs_the_operator_is_not_applied_and_never_passes(
-    review_repo: ReviewRepo, lead_dir: Path
+    scripted_repo: ReviewRepo, lead_dir: Path
 ) -> None:
-    plan = review_repo.plan("x.md", PLAN)
-    review_repo.answer(REREVIEW, {"message": approved_review()})
-    review_repo.answer("x.md", {"message": revise_review(CRITICAL, HIGH)})
+    plan = scripted_repo.plan("x.md", PLAN)
+    scripted_repo.answer(REREVIEW, {"message": approved_review()})
+    scripted_repo.answer("x.md", {"message": revise_review(CRITICAL, HIGH)})
     command = lead_script(
         lead_dir,
         decisions=[
@@ -329,55 +330,58 @@ def test_structural_finding_needs_the_operator_is_not_applied_and_never_passes(
         ],
         edit={str(plan): FIXED_LINE},
     )
-    result = review_repo.run(
+    result = scripted_repo.run(
         NO_CODE, "--advreview-lead=command", f"--advreview-lead-command={command}"
     )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([f"needs the operator: {fid(HIGH)} — a structural fix*"])
     assert plan.read_text().count(FIXED_LINE) == 1  # the accepted fix only
-    second = review_repo.server.response_requests[-1].last_user_text
+    second = scripted_repo.server.response_requests[-1].last_user_text
     assert "not applied: a structural change that needs the operator's sign-off" in second
     # The finding stays open for the operator: the next run fails on it from the stored
     # state, without asking the reviewer again (tests/test_operator_e2e.py has the rest).
-    calls = len(review_repo.server.response_requests)
-    again = review_repo.run(NO_CODE)
+    calls = len(scripted_repo.server.response_requests)
+    again = scripted_repo.run(NO_CODE)
     again.assert_outcomes(failed=1)
     again.stdout.fnmatch_lines([f"needs the operator: {fid(HIGH)} — a structural fix*"])
-    assert len(review_repo.server.response_requests) == calls
+    assert len(scripted_repo.server.response_requests) == calls
 
 
-def test_fixer_hook_wins_over_the_built_in_lead(review_repo: ReviewRepo, lead_dir: Path) -> None:
-    review_repo.plan("x.md", PLAN)
-    review_repo.pytester.makeconftest(
-        """
-        from pytest_advreview.models import Decision, DecisionAction
+def test_fixer_hook_wins_over_the_built_in_lead(scripted_repo: ReviewRepo, lead_dir: Path) -> None:
+    scripted_repo.plan("x.md", PLAN)
+    scripted_repo.write(
+        "conftest.py",
+        textwrap.dedent(
+            """
+            from pytest_advreview.models import Decision, DecisionAction
 
-        def pytest_advreview_fix(item, review):
-            return [Decision(finding=f.id, action=DecisionAction.REJECT, reason="HOOK-REASON")
-                    for f in review.findings]
-        """
+            def pytest_advreview_fix(item, review):
+                return [Decision(finding=f.id, action=DecisionAction.REJECT, reason="HOOK-REASON")
+                        for f in review.findings]
+            """
+        ),
     )
-    review_repo.answer(REREVIEW, {"message": approved_review()})
-    review_repo.answer("x.md", {"message": revise_review(CRITICAL)})
+    scripted_repo.answer(REREVIEW, {"message": approved_review()})
+    scripted_repo.answer("x.md", {"message": revise_review(CRITICAL)})
     command = lead_script(lead_dir, decisions=[accept(CRITICAL)])
-    result = review_repo.run(
+    result = scripted_repo.run(
         NO_CODE, "--advreview-lead=command", f"--advreview-lead-command={command}"
     )
     result.assert_outcomes(passed=1)
     assert lead_prompts(lead_dir) == []  # the built-in lead never ran
-    assert "HOOK-REASON" in review_repo.server.response_requests[-1].last_user_text
+    assert "HOOK-REASON" in scripted_repo.server.response_requests[-1].last_user_text
 
 
 def test_five_rounds_without_approval_end_at_max_rounds_with_every_decision_reported(
-    review_repo: ReviewRepo, lead_dir: Path
+    scripted_repo: ReviewRepo, lead_dir: Path
 ) -> None:
-    review_repo.plan("x.md", PLAN)
-    review_repo.answer(REREVIEW, {"message": revise_review(MEDIUM)})
-    review_repo.answer("x.md", {"message": revise_review(MEDIUM)})
+    scripted_repo.plan("x.md", PLAN)
+    scripted_repo.answer(REREVIEW, {"message": revise_review(MEDIUM)})
+    scripted_repo.answer("x.md", {"message": revise_review(MEDIUM)})
     reject = {"finding": fid(MEDIUM), "action": "reject", "reason": "Order is by primary key."}
     command = lead_script(lead_dir, decisions=[reject])
-    report = review_repo.path.parent / "results.json"
-    result = review_repo.run(
+    report = scripted_repo.path.parent / "results.json"
+    result = scripted_repo.run(
         NO_CODE,
         "--advreview-lead=command",
         f"--advreview-lead-command={command}",
@@ -544,11 +548,12 @@ def test_claude_lead_timeout_is_an_error_and_leaves_no_claude_process(
     claude_repo.answer("x.md", {"message": revise_review(CRITICAL)})
     messages_server.set_script({"rules": [{"match": LEAD_RULE, "steps": [{"hang": 120}]}]})
     model = f"hang-{uuid.uuid4().hex}"  # marks this test's claude in /proc
+    # 5 s: Codex's round 1, then the lead's, which Claude Code starts in about a second.
     result = claude_repo.run(
-        *claude_args(claude_executable, f"--advreview-lead-model={model}", "--advreview-timeout=10")
+        *claude_args(claude_executable, f"--advreview-lead-model={model}", "--advreview-timeout=5")
     )
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*the claude lead did not finish within 10s*killed*"])
+    result.stdout.fnmatch_lines(["*the claude lead did not finish within 5s*killed*"])
 
     def running() -> list[str]:
         found = []
@@ -564,16 +569,16 @@ def test_claude_lead_timeout_is_an_error_and_leaves_no_claude_process(
 
 
 def test_plan_lead_under_worktree_isolation_edits_the_users_plan(
-    review_repo: ReviewRepo, lead_dir: Path
+    scripted_repo: ReviewRepo, lead_dir: Path
 ) -> None:
-    plan = review_repo.plan("x.md", PLAN)
-    review_repo.answer(REREVIEW, {"message": approved_review()})
-    review_repo.answer("x.md", {"message": revise_review(CRITICAL)})
+    plan = scripted_repo.plan("x.md", PLAN)
+    scripted_repo.answer(REREVIEW, {"message": approved_review()})
+    scripted_repo.answer("x.md", {"message": revise_review(CRITICAL)})
     # A relative path: the lead runs in the review's private worktree.
     command = lead_script(
         lead_dir, decisions=[accept(CRITICAL)], edit={"docs/plans/x.md": FIXED_LINE}
     )
-    result = review_repo.run(
+    result = scripted_repo.run(
         NO_CODE,
         "--advreview-isolation=worktree",
         "--advreview-lead=command",
@@ -581,7 +586,7 @@ def test_plan_lead_under_worktree_isolation_edits_the_users_plan(
     )
     result.assert_outcomes(passed=1)
     assert plan.read_text() == PLAN + FIXED_LINE
-    assert f"+{FIXED_LINE}" in review_repo.server.response_requests[-1].last_user_text
+    assert f"+{FIXED_LINE}" in scripted_repo.server.response_requests[-1].last_user_text
 
 
 CODE = FindingSpec("high", "Counter overflows", file="src/app.py", lines=(1, 1))
@@ -597,11 +602,11 @@ def _code_change(review_repo: ReviewRepo) -> Path:
 
 
 def test_code_item_without_worktree_keeps_one_round_and_the_header_says_so(
-    review_repo: ReviewRepo, lead_dir: Path
+    scripted_repo: ReviewRepo, lead_dir: Path
 ) -> None:
-    app = _code_change(review_repo)
+    app = _code_change(scripted_repo)
     command = lead_script(lead_dir, decisions=[accept(CRITICAL)], edit={"src/app.py": "y = 3\n"})
-    result = review_repo.run("--advreview-lead=command", f"--advreview-lead-command={command}")
+    result = scripted_repo.run("--advreview-lead=command", f"--advreview-lead-command={command}")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         ["advreview:*code-review: one round per run, the lead does not edit code*"]
@@ -616,12 +621,12 @@ def test_code_item_without_worktree_keeps_one_round_and_the_header_says_so(
     ids=["worktree", "ini-opt-in"],
 )
 def test_code_item_lead_edits_only_the_change_set_when_allowed(
-    review_repo: ReviewRepo, lead_dir: Path, allow: tuple[str, ...]
+    scripted_repo: ReviewRepo, lead_dir: Path, allow: tuple[str, ...]
 ) -> None:
-    app = _code_change(review_repo)
+    app = _code_change(scripted_repo)
     fix = {"finding": "FIRST", "action": "accept", "reason": "Bounded.", "changed": "guard"}
     command = lead_script(lead_dir, decisions=[fix], edit={"src/app.py": "y = 3\n"})
-    result = review_repo.run(
+    result = scripted_repo.run(
         *allow, "--advreview-lead=command", f"--advreview-lead-command={command}"
     )
     result.assert_outcomes(passed=1)
@@ -631,32 +636,32 @@ def test_code_item_lead_edits_only_the_change_set_when_allowed(
 
 
 def test_lead_takes_up_a_stored_revise_instead_of_failing_from_cache(
-    review_repo: ReviewRepo, lead_dir: Path
+    scripted_repo: ReviewRepo, lead_dir: Path
 ) -> None:
-    plan = review_repo.plan("x.md", PLAN)
-    review_repo.answer(REREVIEW, {"message": approved_review()})
-    review_repo.answer("x.md", {"message": revise_review(CRITICAL)})
-    review_repo.run(NO_CODE).assert_outcomes(failed=1)  # a run without a lead: round 1
+    plan = scripted_repo.plan("x.md", PLAN)
+    scripted_repo.answer(REREVIEW, {"message": approved_review()})
+    scripted_repo.answer("x.md", {"message": revise_review(CRITICAL)})
+    scripted_repo.run(NO_CODE).assert_outcomes(failed=1)  # a run without a lead: round 1
     command = lead_script(lead_dir, decisions=[accept(CRITICAL)], edit={str(plan): FIXED_LINE})
-    result = review_repo.run(
+    result = scripted_repo.run(
         NO_CODE, "--advreview-lead=command", f"--advreview-lead-command={command}"
     )
     result.assert_outcomes(passed=1)
-    first, second = review_repo.server.response_requests
+    first, second = scripted_repo.server.response_requests
     assert second.thread_id == first.thread_id
     assert f"+{FIXED_LINE}" in second.last_user_text
     result.stdout.fnmatch_lines(["*x.md::adversarial-review: approved*round 2*"])
     # The approval of the edited plan is stored: a third run passes from cache.
-    again = review_repo.run(NO_CODE)
+    again = scripted_repo.run(NO_CODE)
     again.assert_outcomes(passed=1)
-    assert len(review_repo.server.response_requests) == 2
+    assert len(scripted_repo.server.response_requests) == 2
 
 
 def test_lead_that_swaps_the_plan_for_a_symlink_is_an_error(
-    review_repo: ReviewRepo, lead_dir: Path
+    scripted_repo: ReviewRepo, lead_dir: Path
 ) -> None:
-    plan = review_repo.plan("x.md", PLAN)
-    review_repo.answer("x.md", {"message": revise_review(CRITICAL)})
+    plan = scripted_repo.plan("x.md", PLAN)
+    scripted_repo.answer("x.md", {"message": revise_review(CRITICAL)})
     secret = lead_dir / "secret.txt"
     secret.write_text("token=hunter2\n")
     swap = lead_dir / "swap.py"
@@ -673,28 +678,28 @@ def test_lead_that_swaps_the_plan_for_a_symlink_is_an_error(
             """
         )
     )
-    result = review_repo.run(
+    result = scripted_repo.run(
         NO_CODE, "--advreview-lead=command", f"--advreview-lead-command={sys.executable} {swap}"
     )
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*replaced docs/plans/x.md with a symbolic link*"])
-    assert len(review_repo.server.response_requests) == 1  # the secret never reached it
+    assert len(scripted_repo.server.response_requests) == 1  # the secret never reached it
 
 
 def test_lead_under_xdist_reports_its_edits_on_the_controller(
-    review_repo: ReviewRepo, lead_dir: Path
+    scripted_repo: ReviewRepo, lead_dir: Path
 ) -> None:
-    plan = review_repo.plan("x.md", PLAN)
-    review_repo.plan("y.md", "# Plan Y\n\n1. Ship.\n")
-    review_repo.answer(REREVIEW, {"message": approved_review()})
-    review_repo.answer("x.md", {"message": revise_review(CRITICAL)})
-    review_repo.answer("y.md", {"message": approved_review()})
+    plan = scripted_repo.plan("x.md", PLAN)
+    scripted_repo.plan("y.md", "# Plan Y\n\n1. Ship.\n")
+    scripted_repo.answer(REREVIEW, {"message": approved_review()})
+    scripted_repo.answer("x.md", {"message": revise_review(CRITICAL)})
+    scripted_repo.answer("y.md", {"message": approved_review()})
     # A relative path: each review's lead runs in that review's private worktree.
     command = lead_script(
         lead_dir, decisions=[accept(CRITICAL)], edit={"docs/plans/x.md": FIXED_LINE}
     )
     patch = lead_dir / "lead.patch"
-    result = review_repo.run_subprocess(
+    result = scripted_repo.run(
         NO_CODE,
         "-n",
         "2",
@@ -711,16 +716,16 @@ def test_lead_under_xdist_reports_its_edits_on_the_controller(
 
 
 def test_under_ci_an_approval_of_the_leads_edits_does_not_pass_the_commit(
-    review_repo: ReviewRepo, lead_dir: Path, monkeypatch: pytest.MonkeyPatch
+    scripted_repo: ReviewRepo, lead_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    plan = review_repo.plan("x.md", PLAN)
-    review_repo.commit("plan")
-    review_repo.answer(REREVIEW, {"message": approved_review()})
-    review_repo.answer("x.md", {"message": revise_review(CRITICAL)})
+    plan = scripted_repo.plan("x.md", PLAN)
+    scripted_repo.commit("plan")
+    scripted_repo.answer(REREVIEW, {"message": approved_review()})
+    scripted_repo.answer("x.md", {"message": revise_review(CRITICAL)})
     command = lead_script(lead_dir, decisions=[accept(CRITICAL)], edit={str(plan): FIXED_LINE})
     monkeypatch.setenv("CI", "true")
     args = (NO_CODE, "--advreview-lead=command", f"--advreview-lead-command={command}")
-    result = review_repo.run(*args, "docs/plans/x.md")
+    result = scripted_repo.run(*args, "docs/plans/x.md")
     # The reviewer approved the edited plan, but CI judges the commit, which lacks the edit.
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
@@ -728,24 +733,24 @@ def test_under_ci_an_approval_of_the_leads_edits_does_not_pass_the_commit(
     )
     assert plan.read_text().endswith(FIXED_LINE)
     # Nothing was stored as approved: back at the committed text, the next run reviews again.
-    git(review_repo.path, "checkout", "--", "docs/plans/x.md")
-    calls = len(review_repo.server.response_requests)
-    again = review_repo.run(NO_CODE, "docs/plans/x.md")
+    git(scripted_repo.path, "checkout", "--", "docs/plans/x.md")
+    calls = len(scripted_repo.server.response_requests)
+    again = scripted_repo.run(NO_CODE, "docs/plans/x.md")
     again.assert_outcomes(failed=1)
-    assert len(review_repo.server.response_requests) > calls
+    assert len(scripted_repo.server.response_requests) > calls
 
 
 def test_code_item_lead_never_edits_for_a_branch_change_set(
-    review_repo: ReviewRepo, lead_dir: Path
+    scripted_repo: ReviewRepo, lead_dir: Path
 ) -> None:
     # A branch diff (BASE...HEAD) would be re-reviewed without working-tree edits.
-    git(review_repo.path, "checkout", "-q", "-b", "feature")
-    review_repo.write("src/app.py", "x = 1\n")
-    review_repo.commit("app")
-    review_repo.answer("src/app.py", {"message": revise_review(CODE)})
+    git(scripted_repo.path, "checkout", "-q", "-b", "feature")
+    scripted_repo.write("src/app.py", "x = 1\n")
+    scripted_repo.commit("app")
+    scripted_repo.answer("src/app.py", {"message": revise_review(CODE)})
     fix = {"finding": "FIRST", "action": "accept", "reason": "Bounded.", "changed": "guard"}
     command = lead_script(lead_dir, decisions=[fix], edit={"src/app.py": "y = 3\n"})
-    result = review_repo.run(
+    result = scripted_repo.run(
         "--advreview-diff=branch",
         "--advreview-base=main",
         "--advreview-isolation=worktree",
@@ -757,16 +762,16 @@ def test_code_item_lead_never_edits_for_a_branch_change_set(
 
 
 def test_command_lead_process_never_gets_the_state_key(
-    review_repo: ReviewRepo, lead_dir: Path, monkeypatch: pytest.MonkeyPatch
+    scripted_repo: ReviewRepo, lead_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from pytest_advreview.statekey import STATE_KEY_ENV
 
-    plan = review_repo.plan("x.md", PLAN)
+    plan = scripted_repo.plan("x.md", PLAN)
     monkeypatch.setenv(STATE_KEY_ENV, "k" * 40)
-    review_repo.answer(REREVIEW, {"message": approved_review()})
-    review_repo.answer("x.md", {"message": revise_review(CRITICAL)})
+    scripted_repo.answer(REREVIEW, {"message": approved_review()})
+    scripted_repo.answer("x.md", {"message": revise_review(CRITICAL)})
     command = lead_script(lead_dir, decisions=[accept(CRITICAL)], edit={str(plan): FIXED_LINE})
-    review_repo.run(
+    scripted_repo.run(
         NO_CODE, "--advreview-lead=command", f"--advreview-lead-command={command}"
     ).assert_outcomes(passed=1)
     names = json.loads((lead_dir / "env-0.json").read_text())

@@ -218,15 +218,16 @@ def test_hang_times_out_twice_and_leaves_no_process(
 ):
     advreview_server.set_script({"rules": [], "default": {"hang": 60}})
     work = tmp_path / "hang-work"
+    timeout = 2.0  # Codex asks the model within a second, then waits on the hang
     started = time.monotonic()
-    result = reviewer(codex_executable, advreview_server, codex_env, timeout=3.0).dispatch(
+    result = reviewer(codex_executable, advreview_server, codex_env, timeout=timeout).dispatch(
         request(git_repo, work)
     )
     elapsed = time.monotonic() - started
     assert result.runner.result is RunnerStatus.TIMEOUT
     assert result.attempts == 2
-    # Two attempts of 3 s, plus start-up and the kill grace: bounded by the setting.
-    assert elapsed < 2 * (3.0 + 3.0) + 5
+    # Two attempts of the timeout, plus start-up and the kill grace: bounded by the setting.
+    assert elapsed < 2 * (timeout + 3.0) + 5
     assert settled(lambda: _codex_processes(str(work))) == []
 
 

@@ -1,9 +1,11 @@
 """``--advreview-shard=K/N``: N CI jobs review disjoint shares whose state combines.
 
-The matrix recipe in docs/ci.md relies on three things this file checks with the real
-Codex CLI: the shares are disjoint and together are the unsharded run; each share's state
-is its own files, so copying the shares' state folders into one loses nothing; and an
-unchanged re-run on the combined state makes no reviewer call at all.
+The matrix recipe in docs/ci.md relies on three things this file checks, reviewing with
+the in-process scripted reviewer (which items a share reviews and where their state goes
+are the plugin's, not the reviewer's): the shares are disjoint and together are the
+unsharded run; each share's state is its own files, so copying the shares' state folders
+into one loses nothing; and an unchanged re-run on the combined state makes no reviewer
+call at all.
 """
 
 from __future__ import annotations
@@ -32,17 +34,18 @@ def _items(report: Path) -> set[str]:
     return {item["nodeid"] for item in data["items"]}
 
 
-@pytest.mark.real_codex
 def test_three_shards_cover_the_run_once_and_their_combined_state_needs_no_reviewer(
-    review_repo: ReviewRepo, tmp_path: Path
+    scripted_repo: ReviewRepo, tmp_path: Path
 ) -> None:
     for name in PLANS:
-        review_repo.plan(name, f"# {name}\n\n1. Do the thing.\n")
-    review_repo.commit("twelve plans")
-    review_repo.answer("docs/plans/plan-", {"message": approved_review()})
+        scripted_repo.plan(name, f"# {name}\n\n1. Do the thing.\n")
+    scripted_repo.commit("twelve plans")
+    scripted_repo.answer("docs/plans/plan-", {"message": approved_review()})
     common = ("--advreview-diff=none", "-o", "advreview_plan_scope=all")
 
-    unsharded = review_repo.pytester.runpytest("--collect-only", "-q", *review_repo.args(*common))
+    unsharded = scripted_repo.pytester.runpytest(
+        "--collect-only", "-q", *scripted_repo.args(*common)
+    )
     expected = {line for line in unsharded.stdout.lines if "::adversarial-review" in line}
     assert len(expected) == 12
 
@@ -51,7 +54,7 @@ def test_three_shards_cover_the_run_once_and_their_combined_state_needs_no_revie
         cache = tmp_path / f"cache-{k}"
         report = tmp_path / f"shard-{k}.json"
         extra = ["-n", "2"] if k == 1 else []  # one share through xdist: the same split
-        args = review_repo.args(
+        args = scripted_repo.args(
             *common,
             f"--advreview-shard={k}/3",
             f"--advreview-json={report}",
@@ -59,11 +62,7 @@ def test_three_shards_cover_the_run_once_and_their_combined_state_needs_no_revie
             f"cache_dir={cache}",
             *extra,
         )
-        run = (
-            review_repo.pytester.runpytest_subprocess(*args)
-            if extra
-            else review_repo.pytester.runpytest(*args)
-        )
+        run = scripted_repo.pytester.runpytest(*args)
         share = _items(report)
         assert json.loads(report.read_text())["settings"]["shard"] == f"{k}/3"
         wanted = {n for n in expected if share_of(n.split("::")[0], 3) == k}
@@ -78,7 +77,7 @@ def test_three_shards_cover_the_run_once_and_their_combined_state_needs_no_revie
     # Disjoint, and together exactly the unsharded run.
     assert sum(len(s) for s in shares) == 12
     assert set().union(*shares) == expected
-    calls = len(review_repo.server.response_requests)
+    calls = len(scripted_repo.server.response_requests)
     assert calls == 12  # one review per plan, none twice
 
     # The next run restores every job's state into one folder (the matrix recipe's
@@ -91,18 +90,20 @@ def test_three_shards_cover_the_run_once_and_their_combined_state_needs_no_revie
             shutil.copy2(entry, combined / STATE / entry.name)
     assert len(list((combined / STATE).iterdir())) == 12
 
-    review_repo.server.clear_requests()
+    scripted_repo.server.clear_requests()
     report = tmp_path / "rerun.json"
-    rerun = review_repo.run(*common, f"--advreview-json={report}", "-o", f"cache_dir={combined}")
+    rerun = scripted_repo.run(*common, f"--advreview-json={report}", "-o", f"cache_dir={combined}")
     rerun.assert_outcomes(passed=12)
-    assert review_repo.server.response_requests == []
+    assert scripted_repo.server.response_requests == []
     statuses = {i["record"]["status"] for i in json.loads(report.read_text())["items"]}
     assert statuses == {"cached"}
     # So is a re-run of each share on the combined state.
     for k in (1, 2, 3):
-        again = review_repo.run(*common, f"--advreview-shard={k}/3", "-o", f"cache_dir={combined}")
+        again = scripted_repo.run(
+            *common, f"--advreview-shard={k}/3", "-o", f"cache_dir={combined}"
+        )
         again.assert_outcomes(passed=len(shares[k - 1]), deselected=12 - len(shares[k - 1]))
-    assert review_repo.server.response_requests == []
+    assert scripted_repo.server.response_requests == []
 
 
 def test_shares_are_a_function_of_the_key_alone() -> None:

@@ -328,6 +328,62 @@ def test_step_and_server_latency_delay_the_answer(server: ScriptedServer) -> Non
     assert time.monotonic() - started >= 0.3
 
 
+def test_hold_answers_once_enough_requests_are_in_flight(server: ScriptedServer) -> None:
+    server.set_script({"default": {"message": "m", "hold": {"answering": 3}}})
+    answers: list[bytes] = []
+
+    def ask(prompt: str) -> None:
+        answers.append(post(server, responses_body(prompt))[2])
+
+    clients = [threading.Thread(target=ask, args=(prompt,)) for prompt in "abc"]
+    for number, client in enumerate(clients):
+        if number:  # none answered while fewer than three were in flight
+            deadline = time.monotonic() + 5
+            while len(server.requests) < number and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert len(server.requests) == number and answers == []
+        client.start()
+    for client in clients:
+        client.join(10)
+    assert len(answers) == 3 and all(texts(sse_events(raw)) == ["m"] for raw in answers)
+    assert sorted(r.answering for r in server.requests) == [0, 1, 2]
+
+
+def test_hold_waits_for_a_request_holding_a_text(server: ScriptedServer) -> None:
+    server.set_script(
+        {
+            "rules": [{"match": "first", "steps": [{"message": "1", "hold": {"seen": "GO"}}]}],
+            "default": {"message": "2"},
+        }
+    )
+    answers: list[str] = []
+    client = threading.Thread(
+        target=lambda: answers.extend(texts(sse_events(post(server, responses_body("first"))[2])))
+    )
+    client.start()
+    deadline = time.monotonic() + 5
+    while not server.requests and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert answers == []
+    assert texts(sse_events(post(server, responses_body("GO"))[2])) == ["2"]
+    client.join(10)
+    assert answers == ["1"]
+
+
+def test_hold_ends_after_at_most_and_its_shape_is_checked(
+    server: ScriptedServer, tmp_path: Path
+) -> None:
+    server.set_script({"default": {"message": "m", "hold": {"seen": "never", "at_most": 0.1}}})
+    assert texts(sse_events(post(server, responses_body("x"))[2])) == ["m"]
+    with pytest.raises(ValueError, match="default step 0 'hold' takes a dict"):
+        server.set_script({"default": {"message": "m", "hold": {"latency": 1}}})
+    from pytest_advreview.testing import ScriptedReviews
+
+    reviews = ScriptedReviews(tmp_path / "state")
+    with pytest.raises(ValueError, match=r"has a 'hold'.*use 'latency' in process"):
+        reviews.set_script({"default": {"message": "m", "hold": {"answering": 2}}})
+
+
 def test_stop_interrupts_a_hanging_handler_quickly() -> None:
     srv = ScriptedServer({"default": {"hang": 60}}).start()
     outcome: list[BaseException] = []

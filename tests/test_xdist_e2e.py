@@ -1,15 +1,16 @@
-"""Review items under real pytest-xdist workers (subprocess runs, real Codex CLI)."""
+"""Review items under real pytest-xdist workers (each a process of its own).
+
+Where results land and what the controller reports is the plugin's: the in-process scripted
+reviewer reviews those.  A reviewer's tool call that writes into the shared checkout is
+Codex's: that test runs the real Codex CLI.
+"""
 
 from __future__ import annotations
 
 import re
 
-import pytest
-
 from conftest import ReviewRepo
 from pytest_advreview.testing import FindingSpec, approved_review, revise_review, shell_step
-
-pytestmark = pytest.mark.real_codex
 
 VERDICTS = {
     "p0.md": "approved",
@@ -38,10 +39,10 @@ def _outcomes(out: str) -> dict[str, str]:
     return found
 
 
-def test_eight_plans_on_four_workers_match_a_serial_run(review_repo: ReviewRepo) -> None:
-    _script(review_repo)
-    parallel = review_repo.run_subprocess("--advreview-diff=none", "-n", "4")
-    serial = review_repo.run_subprocess("--advreview-diff=none", "--advreview-fresh")
+def test_eight_plans_on_four_workers_match_a_serial_run(scripted_repo: ReviewRepo) -> None:
+    _script(scripted_repo)
+    parallel = scripted_repo.run("--advreview-diff=none", "-n", "4")
+    serial = scripted_repo.run("--advreview-diff=none", "--advreview-fresh")
     serial.assert_outcomes(passed=4, failed=4)
     parallel.assert_outcomes(passed=4, failed=4)
     expected = {name: ("approved" if v == "approved" else "revise") for name, v in VERDICTS.items()}
@@ -52,7 +53,7 @@ def test_eight_plans_on_four_workers_match_a_serial_run(review_repo: ReviewRepo)
     assert summary.count("::adversarial-review:") == 8
     assert parallel.stdout.str().count("adversarial review summary") == 1
     # Every worker stored its targets' state in the one pytest cache.
-    states = review_repo.path / ".pytest_cache" / "d" / "advreview" / "state"
+    states = scripted_repo.path / ".pytest_cache" / "d" / "advreview" / "state"
     assert len(list(states.glob("*.json"))) == 8
     # Each failure carries its own plan's finding (results land on the right item).
     for name, verdict in VERDICTS.items():
@@ -65,14 +66,18 @@ def test_without_isolation_an_overlapping_mutation_fails_every_overlapping_item(
 ) -> None:
     review_repo.plan("writer.md", "# Plan writer\n")
     review_repo.plan("slow.md", "# Plan slow\n")
+    # The writer's reviewer writes pwned.txt once the slow review has asked the model (its
+    # workspace is snapshotted), and the slow review is answered only after the write (the
+    # writer's next request carries the tool's output).
     review_repo.answer(
         "writer.md",
-        shell_step("echo 1 > pwned.txt"),
+        {**shell_step("echo 1 > pwned.txt"), "hold": {"seen": "docs/plans/slow.md"}},
         {"message": approved_review()},
     )
-    # The slow review is still running when the writer's reviewer writes pwned.txt.
-    review_repo.answer("slow.md", {"message": approved_review(), "latency": 6})
-    result = review_repo.run_subprocess("--advreview-diff=none", "-n", "2")
+    review_repo.answer(
+        "slow.md", {"message": approved_review(), "hold": {"seen": "function_call_output"}}
+    )
+    result = review_repo.run("--advreview-diff=none", "-n", "2")
     result.assert_outcomes(passed=2, errors=2)  # fail closed: both items error
     out = result.stdout.str()
     for name in ("writer.md", "slow.md"):

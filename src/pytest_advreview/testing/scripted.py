@@ -92,6 +92,11 @@ def _validate(script: Mapping[str, Any]) -> None:
     for index, step in enumerate(default if isinstance(default, list) else [default]):
         steps.append((f"default step {index}", step))
     for where, step in steps:
+        if "hold" in step:
+            raise ValueError(
+                f"advreview scripted reviewer: {where} has a 'hold', which waits for "
+                "requests arriving at the scripted server; use 'latency' in process"
+            )
         kinds = [kind for kind in _TOOL_STEPS if kind in step]
         if kinds:
             raise ValueError(

@@ -41,8 +41,15 @@ STEP kinds (exactly one of the first eight keys, plus the optional modifiers bel
 
 Modifiers: ``"truncate_after_items": true`` (with ``message``/``items``/tool calls: send the
 items, then close without ``response.completed``), ``"latency": S`` (sleep before
-answering; the server-wide :attr:`ScriptedServer.latency` adds to it) and ``"usage":
-{...}`` (merged over the default usage of ``response.completed``).
+answering; the server-wide :attr:`ScriptedServer.latency` adds to it), ``"usage":
+{...}`` (merged over the default usage of ``response.completed``) and ``"hold": {...}``.
+
+``"hold": {"answering": N, "seen": T, "at_most": S}`` waits, before the latency, for
+events instead of a guessed time: until ``N`` Responses requests, this one included, are
+being answered at once (``answering``) and a request whose raw body holds the text ``T``
+has arrived (``seen``; requests :meth:`ScriptedServer.clear_requests` forgot do not
+count), but never longer than ``S`` seconds (default 60), so a test whose event never
+comes fails on its assertions instead of hanging.  Both conditions are optional.
 
 **Default usage**: ``input_tokens`` is the size in bytes of the request body (so a benchmark
 can read "bytes sent to the model" off Codex's ``turn.completed`` event), ``output_tokens``
@@ -55,6 +62,8 @@ Only the standard library is used, so the server runs wherever the tests run.
 from __future__ import annotations
 
 import json
+import threading
+import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -232,6 +241,12 @@ def _validate_step(step: Any, where: str) -> None:
             f"advreview scripted server: {where} needs exactly one of {', '.join(_STEP_KINDS)};"
             f" got keys {sorted(step)}"
         )
+    hold = step.get("hold", {})
+    if not isinstance(hold, dict) or not set(hold) <= {"answering", "seen", "at_most"}:
+        raise ValueError(
+            f"advreview scripted server: {where} 'hold' takes a dict of answering, seen and "
+            f"at_most; got {hold!r}"
+        )
 
 
 def choose_step(
@@ -335,6 +350,13 @@ class ScriptedServer(LoopbackServer):
         self._script: dict[str, Any] = {"rules": []}
         self._counters: dict[tuple[int | None, str | None], int] = {}
         self._requests: list[LoggedRequest] = []
+        #: The raw bodies of ``_requests``, for the ``seen`` condition of a ``hold``.
+        self._bodies: list[str] = []
+        #: For every Responses request ever received, in order: how many were being
+        #: answered once it arrived, itself included (a ``hold``'s ``answering``).
+        self._in_flight: list[int] = []
+        #: Notified whenever a request is logged: what a ``hold`` waits on.
+        self._changed = threading.Condition(self._lock)
         if script is not None:
             self.set_script(script)
 
@@ -385,6 +407,7 @@ class ScriptedServer(LoopbackServer):
         """Forget the logged requests (counters are kept)."""
         with self._lock:
             self._requests.clear()
+            self._bodies.clear()
 
     # -- handler side ------------------------------------------------------------------
 
@@ -393,20 +416,24 @@ class ScriptedServer(LoopbackServer):
         handler: BaseHTTPRequestHandler,
         raw: bytes,
         choose: bool,
-    ) -> tuple[LoggedRequest, dict[str, Any]]:
-        """Log the request and (for a POST) pick its step, both under one lock."""
+    ) -> tuple[LoggedRequest, dict[str, Any], int]:
+        """Log the request and (for a POST) pick its step, both under one lock; the third
+        value is the request's place in ``_in_flight`` (-1 when no step was picked)."""
         body = json_object(raw)
         headers = {name.lower(): value for name, value in handler.headers.items()}
         probe = LoggedRequest(0, handler.command, handler.path, headers, body, len(raw))
         rule_index: int | None = None
         step_index = 0
         step: dict[str, Any] = {}
+        arrival = -1
         with self._lock:
             answering = 0
             if choose:
                 rule_index, step_index, step = self._choose(probe, raw)
                 answering = self._answering
                 self._answering += 1
+                self._in_flight.append(self._answering)
+                arrival = len(self._in_flight) - 1
             logged = LoggedRequest(
                 index=len(self._requests),
                 method=handler.command,
@@ -419,6 +446,8 @@ class ScriptedServer(LoopbackServer):
                 answering=answering,
             )
             self._requests.append(logged)
+            self._bodies.append(raw.decode("utf-8", "replace"))
+            self._changed.notify_all()
         if self.log_dir is not None:
             record = {
                 "method": logged.method,
@@ -431,7 +460,7 @@ class ScriptedServer(LoopbackServer):
             }
             target = self.log_dir / f"req-{logged.index:04d}.json"
             target.write_text(json.dumps(record, indent=2), encoding="utf-8")
-        return logged, step
+        return logged, step, arrival
 
     def _choose(self, request: LoggedRequest, raw: bytes) -> tuple[int | None, int, dict[str, Any]]:
         """Pick (rule, step index, step) for a request; the caller holds the lock."""
@@ -443,8 +472,10 @@ class ScriptedServer(LoopbackServer):
             self._log(handler, raw, choose=False)
             send_json(handler, 404, {})
             return
-        _, step = self._log(handler, raw, choose=True)
+        _, step, arrival = self._log(handler, raw, choose=True)
         try:
+            if "hold" in step and not self._hold(step["hold"], arrival):
+                return
             wait = float(step.get("latency", 0.0)) + float(self.latency)
             if wait > 0 and self._stop_event.wait(wait):
                 return
@@ -452,6 +483,27 @@ class ScriptedServer(LoopbackServer):
         finally:
             with self._lock:
                 self._answering -= 1
+
+    def _hold(self, hold: Mapping[str, Any], arrival: int) -> bool:
+        """Wait out a step's ``hold``; ``False`` when the server stopped meanwhile.
+
+        ``answering`` is met once a request arriving while this one (``arrival``) waits
+        found that many in flight: a condition that, once met, stays met, so no held
+        request misses it when another is answered first.
+        """
+        answering = int(hold.get("answering", 0))
+        seen = hold.get("seen")
+        deadline = time.monotonic() + float(hold.get("at_most", 60.0))
+        with self._changed:
+            while not self._stop_event.is_set():
+                arrived = seen is None or any(str(seen) in body for body in self._bodies)
+                together = max(self._in_flight[arrival:]) >= answering
+                left = deadline - time.monotonic()
+                if (together and arrived) or left <= 0:
+                    return True
+                # In slices: stop() sets its event without notifying this condition.
+                self._changed.wait(min(left, 0.1))
+        return False
 
     def _answer(self, handler: BaseHTTPRequestHandler, step: Mapping[str, Any], size: int) -> None:
         """Send the answer one step describes."""
