@@ -109,7 +109,7 @@ def test_head_that_rewrites_the_gate_is_reviewed_from_its_content_with_the_base_
         {"message": revise_review(HIGH)},
     )
 
-    result = scripted_repo.run_subprocess(
+    result = scripted_repo.run(
         "--advreview-head=pr",
         "--advreview-diff=none",
         "--advreview-json=out.json",
@@ -192,7 +192,7 @@ def test_a_plan_the_base_also_has_is_reviewed_once_from_the_head(scripted_repo: 
     # path whose text differs from the rootdir's (a symlink to the checkout).
     link = scripted_repo.path.parent / f"{scripted_repo.path.name}-link"
     link.symlink_to(scripted_repo.path)
-    result = scripted_repo.run_subprocess(
+    result = scripted_repo.run(
         "--advreview-head=pr",
         "--advreview-diff=none",
         f"--rootdir={scripted_repo.path}",
