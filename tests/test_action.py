@@ -178,7 +178,13 @@ def scratch(
     codex_executable: Path,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Scratch:
-    env = offline_env(clean_env(), TMPDIR=str(tmp_path_factory.mktemp("codex-tmp")))
+    # A home of the runner's own, as on GitHub's runners: Codex starts its login shell
+    # there, and this machine's profile (a Python version manager, say) has no part in it.
+    env = offline_env(
+        clean_env(),
+        TMPDIR=str(tmp_path_factory.mktemp("codex-tmp")),
+        HOME=str(tmp_path_factory.mktemp("runner-home")),
+    )
     for name in ("CODEX_HOME", "OPENAI_API_KEY", "CODEX_API_KEY"):
         env.pop(name, None)
     return Scratch(tmp_path, advreview_server, codex_executable, env)

@@ -1,8 +1,12 @@
 """``--advreview-head=REF``: a pull request's head reviewed as data, with the base's gate.
 
-Real Codex CLI against the scripted server, real git repositories: the base is the
-pytester directory (its pytest.ini, conftest and decisions are the gate), the head is a
-branch whose files try to change that gate.
+Real git repositories: the base is the pytester directory (its pytest.ini, conftest and
+decisions are the gate), the head is a branch whose files try to change that gate.  What
+the reviewer's real tool shell gets (its working directory, the read-only sandbox, no
+network, no escalation, no project config), Ctrl-C and Codex's own files run the real
+Codex CLI against the scripted server; the plugin's handling of the head (which files,
+which gate, which diff, usage errors, one checkout under xdist) runs on the in-process
+scripted reviewer, whose run steps stand in for the reviewer's commands.
 """
 
 from __future__ import annotations
@@ -18,9 +22,13 @@ from pathlib import Path
 import pytest
 
 from conftest import INTERRUPTED_HANG_S, ReviewRepo, git, interrupt_when, start_interruptible
-from pytest_advreview.testing import FindingSpec, approved_review, revise_review, shell_step
-
-pytestmark = pytest.mark.real_codex
+from pytest_advreview.testing import (
+    FindingSpec,
+    approved_review,
+    revise_review,
+    run_step,
+    shell_step,
+)
 
 HIGH = FindingSpec("high", "Rollback restores a stale backup", section="Rollback")
 HEAD_PLAN = "# Head plan\n\nHEAD-ONLY-PLAN-TEXT: migrate in place, no rollback.\n"
@@ -68,13 +76,13 @@ def tool_outputs(repo: ReviewRepo) -> str:
 
 
 def test_head_that_rewrites_the_gate_is_reviewed_from_its_content_with_the_base_gate(
-    review_repo: ReviewRepo, tmp_path_factory: pytest.TempPathFactory
+    scripted_repo: ReviewRepo, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    strict_base(review_repo)
+    strict_base(scripted_repo)
     marker = tmp_path_factory.mktemp("marker") / "HEAD-CONFTEST-IMPORTED"
     approve_all = "sh -c 'cat >/dev/null; echo VERDICT: APPROVED'"
     head_sha = make_head(
-        review_repo,
+        scripted_repo,
         {
             # Each of these would let the head pass itself if the plugin honoured it.
             "pytest.ini": (
@@ -94,14 +102,14 @@ def test_head_that_rewrites_the_gate_is_reviewed_from_its_content_with_the_base_
             "docs/plans/evil.md": HEAD_PLAN,
         },
     )
-    assert not (review_repo.path / "docs/plans/evil.md").exists()  # only in REF
-    review_repo.answer(
+    assert not (scripted_repo.path / "docs/plans/evil.md").exists()  # only in REF
+    scripted_repo.answer(
         "evil.md",
-        shell_step("pwd; cat docs/plans/evil.md"),
+        run_step("pwd; cat docs/plans/evil.md"),
         {"message": revise_review(HIGH)},
     )
 
-    result = review_repo.run_subprocess(
+    result = scripted_repo.run(
         "--advreview-head=pr",
         "--advreview-diff=none",
         "--advreview-json=out.json",
@@ -119,20 +127,20 @@ def test_head_that_rewrites_the_gate_is_reviewed_from_its_content_with_the_base_
         ]
     )
     # The prompt says that what is reviewed is untrusted data.
-    first = review_repo.server.response_requests[0].last_user_text
+    first = scripted_repo.server.response_requests[0].last_user_text
     assert "<untrusted_input>" in first and "untrusted pull request" in first
     # The reviewer read REF's plan, in REF's checkout.
-    outputs = tool_outputs(review_repo)
+    outputs = tool_outputs(scripted_repo)
     assert "HEAD-ONLY-PLAN-TEXT" in outputs
     assert str(checkout_path(out)) in outputs
     # Nothing of REF ran: neither its conftest nor its reviewer, and its ini was not read.
     assert not marker.exists()
     assert "head reviewer" not in out
-    data = json.loads((review_repo.path / "out.json").read_text())
+    data = json.loads((scripted_repo.path / "out.json").read_text())
     assert data["settings"]["head"] == "pr"
-    report = (review_repo.path / "report.md").read_text()
+    report = (scripted_repo.path / "report.md").read_text()
     assert "· head (as data): `pr`" in report
-    sarif = (review_repo.path / "out.sarif").read_text()
+    sarif = (scripted_repo.path / "out.sarif").read_text()
     uris = {
         loc["physicalLocation"]["artifactLocation"]["uri"]
         for run in json.loads(sarif)["runs"]
@@ -174,20 +182,20 @@ def test_checkout_is_the_reviewers_cwd_blocks_writes_and_is_removed_afterwards(
     assert git(review_repo.path, "worktree", "list", "--porcelain").count("worktree ") == 1
 
 
-def test_a_plan_the_base_also_has_is_reviewed_once_from_the_head(review_repo: ReviewRepo) -> None:
-    review_repo.plan("p.md", "# Base plan\n\nBASE-PLAN-TEXT\n")
-    review_repo.commit("base plan")
-    make_head(review_repo, {"docs/plans/p.md": HEAD_PLAN})
-    review_repo.answer("p.md", shell_step("cat docs/plans/p.md"), {"message": approved_review()})
+def test_a_plan_the_base_also_has_is_reviewed_once_from_the_head(scripted_repo: ReviewRepo) -> None:
+    scripted_repo.plan("p.md", "# Base plan\n\nBASE-PLAN-TEXT\n")
+    scripted_repo.commit("base plan")
+    make_head(scripted_repo, {"docs/plans/p.md": HEAD_PLAN})
+    scripted_repo.answer("p.md", run_step("cat docs/plans/p.md"), {"message": approved_review()})
 
     # pytest walks the base's docs/ folder, where a p.md exists too, and reaches it by a
     # path whose text differs from the rootdir's (a symlink to the checkout).
-    link = review_repo.path.parent / f"{review_repo.path.name}-link"
-    link.symlink_to(review_repo.path)
-    result = review_repo.run_subprocess(
+    link = scripted_repo.path.parent / f"{scripted_repo.path.name}-link"
+    link.symlink_to(scripted_repo.path)
+    result = scripted_repo.run(
         "--advreview-head=pr",
         "--advreview-diff=none",
-        f"--rootdir={review_repo.path}",
+        f"--rootdir={scripted_repo.path}",
         str(link / "docs"),
     )
 
@@ -195,10 +203,10 @@ def test_a_plan_the_base_also_has_is_reviewed_once_from_the_head(review_repo: Re
     result.stdout.fnmatch_lines(["docs/plans/p.md::adversarial-review: approved (passed)*"])
     # The plan the prompt names is REF's, opened in the reviewer's cwd (the checkout);
     # the base's file under the walked path is not named, hashed or read.
-    (prompt,) = [r.last_user_text for r in review_repo.server.response_requests[:1]]
+    (prompt,) = [r.last_user_text for r in scripted_repo.server.response_requests[:1]]
     assert "docs/plans/p.md" in prompt
-    assert str(link) not in prompt and str(review_repo.path) not in prompt
-    assert "HEAD-ONLY-PLAN-TEXT" in tool_outputs(review_repo)
+    assert str(link) not in prompt and str(scripted_repo.path) not in prompt
+    assert "HEAD-ONLY-PLAN-TEXT" in tool_outputs(scripted_repo)
 
 
 def test_a_write_into_the_checkout_under_workspace_write_is_a_reported_mutation(
@@ -277,36 +285,36 @@ def test_the_reviewers_commands_have_no_network(review_repo: ReviewRepo) -> None
 
 
 def test_code_item_reviews_base_dot_dot_dot_head_not_the_checkout(
-    review_repo: ReviewRepo,
+    scripted_repo: ReviewRepo,
 ) -> None:
-    review_repo.write("src/app.py", "VALUE = 1\n")
-    review_repo.commit("app")
-    merge_base = git(review_repo.path, "rev-parse", "HEAD").strip()
-    make_head(review_repo, {"src/app.py": "VALUE = 2  # HEAD-CHANGE\n"})
+    scripted_repo.write("src/app.py", "VALUE = 1\n")
+    scripted_repo.commit("app")
+    merge_base = git(scripted_repo.path, "rev-parse", "HEAD").strip()
+    make_head(scripted_repo, {"src/app.py": "VALUE = 2  # HEAD-CHANGE\n"})
     # The base moves on after the fork point, and the checkout has uncommitted work:
     # neither is part of the pull request.
-    review_repo.write("src/base_only.py", "BASE = 1\n")
-    review_repo.commit("base moves on")
-    base_sha = git(review_repo.path, "rev-parse", "HEAD").strip()
-    review_repo.write("src/dirty.py", "DIRTY = 1\n")
-    review_repo.answer(
+    scripted_repo.write("src/base_only.py", "BASE = 1\n")
+    scripted_repo.commit("base moves on")
+    base_sha = git(scripted_repo.path, "rev-parse", "HEAD").strip()
+    scripted_repo.write("src/dirty.py", "DIRTY = 1\n")
+    scripted_repo.answer(
         "src/app.py",
-        shell_step(f"git diff {base_sha}...HEAD"),
+        run_step(f"git diff {base_sha}...HEAD"),
         {"message": approved_review()},
     )
 
-    result = review_repo.run_subprocess("--advreview-head=pr")
+    result = scripted_repo.run("--advreview-head=pr")
 
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*::code-review*: approved*"])
-    (prompt,) = [r.last_user_text for r in review_repo.server.response_requests[:1]]
+    (prompt,) = [r.last_user_text for r in scripted_repo.server.response_requests[:1]]
     assert "src/app.py" in prompt
     assert "base_only.py" not in prompt and "dirty.py" not in prompt
     assert " diff --text --no-textconv --no-ext-diff " in prompt
     assert f"{base_sha}...HEAD` to see the full diffs" in prompt
     assert "the changes of pr" in prompt
     # The command the prompt names, run in the reviewer's cwd, shows the head's change.
-    outputs = tool_outputs(review_repo)
+    outputs = tool_outputs(scripted_repo)
     assert "+VALUE = 2  # HEAD-CHANGE" in outputs
     assert "base_only" not in outputs
     assert merge_base != base_sha
@@ -322,51 +330,51 @@ def test_code_item_reviews_base_dot_dot_dot_head_not_the_checkout(
     ids=["unknown", "option-like", "unrelated-history"],
 )
 def test_a_bad_ref_is_a_usage_error_naming_it_and_the_fix(
-    review_repo: ReviewRepo, make: bool, ref: str, expected: str
+    scripted_repo: ReviewRepo, make: bool, ref: str, expected: str
 ) -> None:
     if make:
-        git(review_repo.path, "checkout", "-q", "--orphan", ref)
-        review_repo.write("other.txt", "another project\n")
-        review_repo.commit("unrelated")
-        git(review_repo.path, "checkout", "-q", "-f", "main")
+        git(scripted_repo.path, "checkout", "-q", "--orphan", ref)
+        scripted_repo.write("other.txt", "another project\n")
+        scripted_repo.commit("unrelated")
+        git(scripted_repo.path, "checkout", "-q", "-f", "main")
 
-    result = review_repo.run_subprocess(f"--advreview-head={ref}")
+    result = scripted_repo.run(f"--advreview-head={ref}")
 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     err = result.stderr.str()
     assert expected in err
     assert "git fetch" in err
     assert "Traceback" not in err + result.stdout.str()
-    assert not review_repo.server.response_requests
+    assert not scripted_repo.server.response_requests
 
 
-def test_the_repositorys_ini_file_cannot_switch_head_mode_on(review_repo: ReviewRepo) -> None:
-    make_head(review_repo, {"docs/plans/p.md": HEAD_PLAN})
-    review_repo.write("pytest.ini", "[pytest]\nadvreview_head = pr\n")
-    result = review_repo.run_subprocess("--collect-only", "--advreview-diff=none")
+def test_the_repositorys_ini_file_cannot_switch_head_mode_on(scripted_repo: ReviewRepo) -> None:
+    make_head(scripted_repo, {"docs/plans/p.md": HEAD_PLAN})
+    scripted_repo.write("pytest.ini", "[pytest]\nadvreview_head = pr\n")
+    result = scripted_repo.run("--collect-only", "--advreview-diff=none")
     assert "reviewed as data" not in result.stdout.str()
     assert "docs/plans/p.md" not in result.stdout.str()  # main's plans only: none
     result.stdout.fnmatch_lines(["*Unknown config option: advreview_head*"])
 
 
 def test_a_temporary_directory_inside_the_rootdir_is_a_usage_error(
-    review_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch
+    scripted_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    make_head(review_repo, {"docs/plans/p.md": HEAD_PLAN, "conftest.py": "raise SystemExit(3)\n"})
-    inside = review_repo.path / "tmp"
+    make_head(scripted_repo, {"docs/plans/p.md": HEAD_PLAN, "conftest.py": "raise SystemExit(3)\n"})
+    inside = scripted_repo.path / "tmp"
     inside.mkdir()
     monkeypatch.setenv("TMPDIR", str(inside))
 
-    result = review_repo.run_subprocess("--advreview-head=pr", "--advreview-diff=none")
+    result = scripted_repo.run_subprocess("--advreview-head=pr", "--advreview-diff=none")
 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "needs a temporary directory outside the rootdir" in result.stderr.str()
     assert not list(inside.glob("advreview-head-*"))
 
 
-def test_head_with_uncommitted_diff_is_a_usage_error(review_repo: ReviewRepo) -> None:
-    make_head(review_repo, {"docs/plans/p.md": HEAD_PLAN})
-    result = review_repo.run_subprocess("--advreview-head=pr", "--advreview-diff=uncommitted")
+def test_head_with_uncommitted_diff_is_a_usage_error(scripted_repo: ReviewRepo) -> None:
+    make_head(scripted_repo, {"docs/plans/p.md": HEAD_PLAN})
+    result = scripted_repo.run("--advreview-head=pr", "--advreview-diff=uncommitted")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "--advreview-diff=uncommitted" in result.stderr.str()
     assert "BASE...REF" in result.stderr.str()
@@ -377,20 +385,25 @@ def leftover_checkouts() -> list[Path]:
     return sorted(Path(os.environ["TMPDIR"]).glob("advreview-head-*"))
 
 
-def test_a_plan_that_is_a_symlink_in_the_head_is_refused(review_repo: ReviewRepo) -> None:
-    secret = review_repo.path.parent / "secret.txt"
+def test_a_plan_that_is_a_symlink_in_the_head_is_refused(
+    scripted_repo: ReviewRepo,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    monkeypatch.setenv("TMPDIR", str(tmp_path_factory.mktemp("head-tmp")))  # as review_repo
+    secret = scripted_repo.path.parent / "secret.txt"
     secret.write_text("SECRET-OF-THE-RUNNER\n")
-    git(review_repo.path, "checkout", "-q", "-b", "pr")
-    (review_repo.path / "docs/plans").mkdir(parents=True)
-    (review_repo.path / "docs/plans/leak.md").symlink_to(secret)
-    review_repo.commit("a plan that points outside")
-    git(review_repo.path, "checkout", "-q", "main")
+    git(scripted_repo.path, "checkout", "-q", "-b", "pr")
+    (scripted_repo.path / "docs/plans").mkdir(parents=True)
+    (scripted_repo.path / "docs/plans/leak.md").symlink_to(secret)
+    scripted_repo.commit("a plan that points outside")
+    git(scripted_repo.path, "checkout", "-q", "main")
 
-    result = review_repo.run_subprocess("--advreview-head=pr")
+    result = scripted_repo.run_subprocess("--advreview-head=pr")
 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "docs/plans/leak.md is a symbolic link" in result.stderr.str()
-    assert not review_repo.server.response_requests
+    assert not scripted_repo.server.response_requests
     assert leftover_checkouts() == []  # built, then removed after the usage error
 
 
@@ -453,7 +466,7 @@ def test_head_codex_project_config_and_agents_md_do_not_reach_the_reviewer(
 
 
 def test_filter_drivers_the_head_selects_are_not_run(
-    review_repo: ReviewRepo,
+    scripted_repo: ReviewRepo,
     monkeypatch: pytest.MonkeyPatch,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
@@ -463,35 +476,35 @@ def test_filter_drivers_the_head_selects_are_not_run(
     # .gitattributes selects it for its files.
     gitconfig.write_text(f'[filter "evil"]\n\tsmudge = touch {marker} && cat\n')
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
-    make_head(review_repo, {".gitattributes": "* filter=evil\n", "docs/plans/p.md": HEAD_PLAN})
+    make_head(scripted_repo, {".gitattributes": "* filter=evil\n", "docs/plans/p.md": HEAD_PLAN})
     assert not marker.exists()
-    review_repo.answer("p.md", shell_step("cat docs/plans/p.md"), {"message": approved_review()})
+    scripted_repo.answer("p.md", run_step("cat docs/plans/p.md"), {"message": approved_review()})
 
-    result = review_repo.run_subprocess("--advreview-head=pr", "--advreview-diff=none")
+    result = scripted_repo.run("--advreview-head=pr", "--advreview-diff=none")
 
     result.assert_outcomes(passed=1)
-    assert "HEAD-ONLY-PLAN-TEXT" in tool_outputs(review_repo)
+    assert "HEAD-ONLY-PLAN-TEXT" in tool_outputs(scripted_repo)
     assert not marker.exists()
 
 
-def test_head_under_xdist_shares_one_checkout_and_removes_it(review_repo: ReviewRepo) -> None:
-    strict_base(review_repo)
+def test_head_under_xdist_shares_one_checkout_and_removes_it(scripted_repo: ReviewRepo) -> None:
+    strict_base(scripted_repo)
     make_head(
-        review_repo,
+        scripted_repo,
         {
             "docs/plans/a.md": HEAD_PLAN,
             "docs/plans/b.md": HEAD_PLAN.replace("Head plan", "Second plan"),
             "conftest.py": "raise SystemExit('the head conftest was imported')\n",
         },
     )
-    review_repo.answer("a.md", shell_step("pwd"), {"message": approved_review()})
-    review_repo.answer("b.md", {"message": revise_review(HIGH)})
+    scripted_repo.answer("a.md", run_step("pwd"), {"message": approved_review()})
+    scripted_repo.answer("b.md", {"message": revise_review(HIGH)})
 
-    result = review_repo.run_subprocess("--advreview-head=pr", "--advreview-diff=none", "-n", "2")
+    result = scripted_repo.run_subprocess("--advreview-head=pr", "--advreview-diff=none", "-n", "2")
 
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*FAILED docs/plans/b.md::adversarial-review*"])
     checkout = checkout_path(result.stdout.str())
-    assert f"{checkout}\n" in tool_outputs(review_repo)
+    assert f"{checkout}\n" in tool_outputs(scripted_repo)
     assert "head conftest" not in result.stdout.str() + result.stderr.str()
     assert not checkout.parent.exists()

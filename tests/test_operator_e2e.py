@@ -8,7 +8,7 @@ decision, or the reviewer re-reviews changed content with the finding in its pro
 
 The lead is a ``command`` lead (a small script that answers ``needs-operator``); the
 reviewer is the in-process scripted reviewer, or the real Codex CLI against the scripted
-Responses-API server where a test needs Codex's own sessions or a real tool call.
+Responses-API server where a test needs Codex's own sessions.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import pytest
 from conftest import ReviewRepo
 from pytest_advreview.models import Location, finding_id
 from pytest_advreview.state import state_key
-from pytest_advreview.testing import FindingSpec, approved_review, revise_review, shell_step
+from pytest_advreview.testing import FindingSpec, approved_review, revise_review, run_step
 
 HIGH = FindingSpec(
     "high",
@@ -193,28 +193,28 @@ def test_on_a_runner_without_the_thread_the_fresh_review_is_told_of_the_open_fin
 
 
 def test_a_reviewer_that_deletes_the_entry_does_not_close_the_open_finding(
-    review_repo: ReviewRepo, lead: tuple[str, ...]
+    scripted_repo: ReviewRepo, lead: tuple[str, ...]
 ) -> None:
-    left_to_the_operator(review_repo, lead)
-    victim = entry(review_repo)
+    left_to_the_operator(scripted_repo, lead)
+    victim = entry(scripted_repo)
 
-    # A second plan's reviewer deletes the stored state through a real tool call.
-    review_repo.plan("y.md", "# Other\n\n1. Something else.\n")
-    review_repo.rules.clear()
+    # A second plan's reviewer deletes the stored state with a command it runs.
+    scripted_repo.plan("y.md", "# Other\n\n1. Something else.\n")
+    scripted_repo.rules.clear()
     delete = f"import pathlib; pathlib.Path({str(victim)!r}).unlink(); print('deleted')"
-    review_repo.answer(
-        "y.md", shell_step(f'{sys.executable} -c "{delete}"'), {"message": approved_review()}
+    scripted_repo.answer(
+        "y.md", run_step(f'{sys.executable} -c "{delete}"'), {"message": approved_review()}
     )
-    review_repo.answer("", {"message": approved_review()})
-    attacked = review_repo.run(NO_CODE, "docs/plans/y.md")
-    assert any("deleted" in text for text in review_repo.tool_outputs())  # it really ran
+    scripted_repo.answer("", {"message": approved_review()})
+    attacked = scripted_repo.run(NO_CODE, "docs/plans/y.md")
+    assert any("deleted" in text for text in scripted_repo.tool_outputs())  # it really ran
     attacked.assert_outcomes(errors=1, passed=1)
     attacked.stdout.fnmatch_lines(["*review state of docs/plans/x.md changed outside*"])
 
     # The verdict went with the entry; the question to a person did not.
     assert victim.is_file()
-    approve_everything(review_repo)
-    assert_fails_naming_the_open_finding(review_repo.run(NO_CODE, "docs/plans/x.md"))
+    approve_everything(scripted_repo)
+    assert_fails_naming_the_open_finding(scripted_repo.run(NO_CODE, "docs/plans/x.md"))
 
 
 def test_renaming_the_plan_does_not_take_the_open_finding_away(

@@ -1,4 +1,5 @@
-"""What leaves the process, from real runs: the real Codex CLI against the scripted server.
+"""What leaves the process, from real runs: the real Codex CLI against the scripted server
+(its event stream is what the progress display shows).
 
 A reviewer that got hold of the job's credentials writes them into its findings (plain,
 wrapped over a line, URL-encoded), and its text speaks as the CI (``::stop-commands::``,
@@ -21,7 +22,11 @@ import pytest
 from conftest import ReviewRepo
 from pytest_advreview.testing import FindingSpec, review_text, shell_step
 
-pytestmark = pytest.mark.real_codex
+#: What a reviewer's command runs after its ``echo``: wait until the progress display
+#: has shown it running (a line in the run's ``./stdout``; at most 30 s).
+SHOWN_RUNNING = (
+    "i=0; until grep -q 'running: echo' stdout || [ $i -ge 600 ]; do i=$((i+1)); sleep 0.05; done"
+)
 
 
 def _alnum(n: int) -> str:
@@ -120,10 +125,9 @@ def test_no_output_of_a_run_carries_a_credential_the_reviewer_wrote(
     review_repo.plan("notes.md", "# Notes\n\n## Rollout\n\nShare the hook.\n")
     hostile = _hostile_review(planted)
     # The reviewer also runs a command that names the token (the progress display's
-    # line in the log shows what it runs).
-    review_repo.answer(
-        "deploy.md", shell_step(f"sleep 2; echo {planted.pat}"), {"message": hostile}
-    )
+    # line in the log shows what it runs; there is none under xdist).
+    command = f"echo {planted.pat}" if workers else f"echo {planted.pat}; {SHOWN_RUNNING}"
+    review_repo.answer("deploy.md", shell_step(command), {"message": hostile})
     medium = review_text("REVISE", [FindingSpec("medium", f"Token {planted.pat} is shared")])
     review_repo.answer("notes.md", {"message": medium})
 
@@ -236,7 +240,9 @@ def test_review_text_cannot_speak_as_the_ci_and_the_gates_error_survives(
     )
     review_repo.answer(
         "deploy.md",
-        shell_step("sleep 2; echo '::notice ::forged-progress' '##[error]forged-progress'"),
+        shell_step(
+            f"echo '::notice ::forged-progress' '##[error]forged-progress'; {SHOWN_RUNNING}"
+        ),
         {"message": hostile},
     )
 
@@ -265,16 +271,16 @@ def test_review_text_cannot_speak_as_the_ci_and_the_gates_error_survives(
     assert "\x1b" not in log and "\r" not in log and "\x07" not in log
 
 
-def test_a_plan_whose_name_would_forge_log_lines_is_refused(review_repo: ReviewRepo) -> None:
+def test_a_plan_whose_name_would_forge_log_lines_is_refused(scripted_repo: ReviewRepo) -> None:
     name = "evil\n::notice ::forged\x1b[2K.md"
-    review_repo.plan(name, "# Plan\n\n1. Do it.\n")
-    review_repo.plan("fine.md")
+    scripted_repo.plan(name, "# Plan\n\n1. Do it.\n")
+    scripted_repo.plan("fine.md")
 
-    result = review_repo.run_subprocess("--advreview-diff=none")
+    result = scripted_repo.run_subprocess("--advreview-diff=none")
 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     err = result.stderr.str()
     assert "the plan file 'docs/plans/evil\\x0a::notice ::forged\\x1b[2K.md'" in err
     assert "rename the file" in err
     assert "\x1b" not in result.stdout.str() + err
-    assert review_repo.server.response_requests == []  # nothing was reviewed
+    assert scripted_repo.server.response_requests == []  # nothing was reviewed

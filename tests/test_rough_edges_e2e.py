@@ -1,8 +1,12 @@
-"""The rough edges users met, end to end with the real Codex CLI.
+"""The rough edges users met, end to end.
 
 Each test names the edge it closes: symlinked plans, a run from a subdirectory, an
 unusable base, a verdict refused for a reason, a review in another language, decisions
 on things that do not exist, temporary folders left behind, and the mutation report.
+The plugin's own logic runs on the in-process scripted reviewer; a run from a
+subdirectory (where pytest finds no conftest of the repository), Ctrl-C during a review
+(the reviewer's process is killed) and the mutation report (a real tool call under
+Codex's sandbox) run the real Codex CLI.
 """
 
 from __future__ import annotations
@@ -25,8 +29,6 @@ from conftest import (
 )
 from pytest_advreview.testing import FindingSpec, approved_review, revise_review, shell_step
 
-pytestmark = pytest.mark.real_codex
-
 NO_CODE = "--advreview-diff=none"
 PLAN = "# Plan\n\n1. Migrate.\n\n## Rollback\nRestore the backup.\n"
 HIGH = FindingSpec("high", "Rollback restores a stale backup", section="Rollback")
@@ -34,11 +36,17 @@ HIGH = FindingSpec("high", "Rollback restores a stale backup", section="Rollback
 
 @pytest.fixture
 def temp_root(
-    review_repo: ReviewRepo,
+    request: pytest.FixtureRequest,
     monkeypatch: pytest.MonkeyPatch,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Path:
-    """A private temp root for the runs of one test, in process and in subprocesses."""
+    """A private temp root for the runs of one test, in process and in subprocesses.
+
+    Set after the test's repository fixture, which may point ``TMPDIR`` elsewhere.
+    """
+    for name in ("review_repo", "scripted_repo"):
+        if name in request.fixturenames:
+            request.getfixturevalue(name)
     root = tmp_path_factory.mktemp("temp-root")
     monkeypatch.setenv("TMPDIR", str(root))
     monkeypatch.setattr(tempfile, "tempdir", str(root))  # in-process runs cache it
@@ -54,19 +62,19 @@ def _plugin_temp_dirs(root: Path) -> list[str]:
 
 
 def test_a_symlinked_folder_loop_reviews_each_real_file_once(
-    review_repo: ReviewRepo, tmp_path_factory: pytest.TempPathFactory
+    scripted_repo: ReviewRepo, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    review_repo.pytester.makeini("[pytest]\nadvreview_plan_scope = all\n")
-    review_repo.plan("x.md", PLAN)
-    plans = review_repo.path / "docs" / "plans"
+    scripted_repo.pytester.makeini("[pytest]\nadvreview_plan_scope = all\n")
+    scripted_repo.plan("x.md", PLAN)
+    plans = scripted_repo.path / "docs" / "plans"
     (plans / "loop").symlink_to("..")  # docs/plans/loop/plans/loop/... for 40 levels
     (plans / "alias.md").symlink_to("x.md")
     outside = tmp_path_factory.mktemp("outside") / "secret.md"
     outside.write_text("# Not this project's plan\n")
     (plans / "stolen.md").symlink_to(outside)
-    review_repo.commit("plans and links")
-    review_repo.answer("Review the implementation plan", {"message": approved_review()})
-    result = review_repo.run(NO_CODE)
+    scripted_repo.commit("plans and links")
+    scripted_repo.answer("Review the implementation plan", {"message": approved_review()})
+    result = scripted_repo.run(NO_CODE)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [
@@ -75,10 +83,10 @@ def test_a_symlinked_folder_loop_reviews_each_real_file_once(
             "*docs/plans/x.md::adversarial-review*: approved*",
         ]
     )
-    assert len(review_repo.server.response_requests) == 1
+    assert len(scripted_repo.server.response_requests) == 1
 
     # Named on the command line, the link is refused, not reviewed as the project's plan.
-    named = review_repo.run(NO_CODE, "docs/plans/stolen.md")
+    named = scripted_repo.run(NO_CODE, "docs/plans/stolen.md")
     assert named.ret == pytest.ExitCode.USAGE_ERROR
     named.stderr.fnmatch_lines(
         ["*docs/plans/stolen.md is a symlink to *secret.md, outside the repository*"]
@@ -86,9 +94,9 @@ def test_a_symlinked_folder_loop_reviews_each_real_file_once(
     # The fix the messages name: commit the plan itself in place of the link.
     (plans / "stolen.md").unlink()
     (plans / "stolen.md").write_text(outside.read_text())
-    review_repo.commit("the plan itself")
-    review_repo.run(NO_CODE, "docs/plans/stolen.md").assert_outcomes(passed=1)
-    assert len(review_repo.server.response_requests) == 2
+    scripted_repo.commit("the plan itself")
+    scripted_repo.run(NO_CODE, "docs/plans/stolen.md").assert_outcomes(passed=1)
+    assert len(scripted_repo.server.response_requests) == 2
 
 
 # -- a run from a subdirectory ---------------------------------------------------------------
@@ -134,54 +142,54 @@ def test_a_run_from_a_subdirectory_finds_the_same_plans_and_decisions(
 
 
 def test_a_plan_named_on_the_command_line_is_reviewed_without_a_usable_base(
-    review_repo: ReviewRepo,
+    scripted_repo: ReviewRepo,
 ) -> None:
-    review_repo.plan("x.md", PLAN)
-    review_repo.write("src/app.py", "print(1)\n")
-    review_repo.answer("x.md", {"message": approved_review()})
-    named = review_repo.run("--advreview-base=origin/gone", "docs/plans/x.md")
+    scripted_repo.plan("x.md", PLAN)
+    scripted_repo.write("src/app.py", "print(1)\n")
+    scripted_repo.answer("x.md", {"message": approved_review()})
+    named = scripted_repo.run("--advreview-base=origin/gone", "docs/plans/x.md")
     named.assert_outcomes(passed=1)
     assert named.ret == pytest.ExitCode.OK
     named.stdout.fnmatch_lines(["advreview: the base cannot be used: *'origin/gone'*"])
 
     # The whole gate: the plan is still reviewed, the code item alone errors, with the
     # reason, and the run does not pass.
-    whole = review_repo.run("--advreview-base=origin/gone")
+    whole = scripted_repo.run("--advreview-base=origin/gone")
     whole.assert_outcomes(passed=1, errors=1)
     whole.stdout.fnmatch_lines(
         ["*code-review*cannot review: pytest-advreview: the base 'origin/gone'*"]
     )
     # The plan's verdict is cached from the first run, and no code review was paid for.
-    assert len(review_repo.server.response_requests) == 1
+    assert len(scripted_repo.server.response_requests) == 1
 
 
 def test_unrelated_histories_error_the_code_item_and_the_suggested_fix_works(
-    review_repo: ReviewRepo,
+    scripted_repo: ReviewRepo,
 ) -> None:
-    git(review_repo.path, "checkout", "-q", "--orphan", "imported")
-    review_repo.write("src/app.py", "print(1)\n")
-    review_repo.commit("an unrelated history")
-    first = review_repo.run()
+    git(scripted_repo.path, "checkout", "-q", "--orphan", "imported")
+    scripted_repo.write("src/app.py", "print(1)\n")
+    scripted_repo.commit("an unrelated history")
+    first = scripted_repo.run()
     first.assert_outcomes(errors=1)
     out = first.stdout.str()
     assert "main and HEAD have unrelated histories" in out
     assert "shallow" not in out
     # The suggested --advreview-diff=uncommitted: nothing uncommitted, nothing to review.
-    fixed = review_repo.run("--advreview-diff=uncommitted")
+    fixed = scripted_repo.run("--advreview-diff=uncommitted")
     assert fixed.ret == pytest.ExitCode.NO_TESTS_COLLECTED
-    assert review_repo.server.response_requests == []
+    assert scripted_repo.server.response_requests == []
 
 
 # -- a refused verdict, a review in another language ----------------------------------------
 
 
 def test_an_unclosed_code_fence_error_says_why_the_verdict_did_not_count(
-    review_repo: ReviewRepo,
+    scripted_repo: ReviewRepo,
 ) -> None:
-    review_repo.plan("x.md", PLAN)
+    scripted_repo.plan("x.md", PLAN)
     unclosed = "## Summary\n\nThe plan quotes:\n\n```sql\nDROP TABLE users;\n\nVERDICT: REVISE"
-    review_repo.answer("x.md", {"message": unclosed}, where="body")
-    result = review_repo.run(NO_CODE)
+    scripted_repo.answer("x.md", {"message": unclosed}, where="body")
+    result = scripted_repo.run(NO_CODE)
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         [
@@ -191,8 +199,8 @@ def test_an_unclosed_code_fence_error_says_why_the_verdict_did_not_count(
     )
 
 
-def test_a_review_in_the_chosen_language_keeps_its_locations(review_repo: ReviewRepo) -> None:
-    review_repo.plan("x.md", PLAN)
+def test_a_review_in_the_chosen_language_keeps_its_locations(scripted_repo: ReviewRepo) -> None:
+    scripted_repo.plan("x.md", PLAN)
     german = (
         "## Summary\n\nDer Plan migriert die Daten.\n\n## Findings\n\n"
         "### [severity: high] Das Backup ist veraltet\n"
@@ -203,12 +211,12 @@ def test_a_review_in_the_chosen_language_keeps_its_locations(review_repo: Review
         "- **Recommendation:** Backup nach dem Stopp der Schreibzugriffe.\n\n"
         "## Verdict\n\nVERDICT: REVISE"
     )
-    review_repo.answer("x.md", {"message": german})
-    result = review_repo.run(NO_CODE, "--advreview-language=Deutsch")
+    scripted_repo.answer("x.md", {"message": german})
+    result = scripted_repo.run(NO_CODE, "--advreview-language=Deutsch")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*[[]severity: high[]] AR-* Das Backup ist veraltet (Rollback)*"])
     assert "degraded content" not in result.stdout.str()
-    (prompt,) = ran_prompts(review_repo.server, "x.md")
+    (prompt,) = ran_prompts(scripted_repo.server, "x.md")
     language = prompt.split("<language>", 1)[1].split("</language>", 1)[0]
     assert "Deutsch" in language
     for label in ("Section", "What can go wrong", "Why vulnerable", "Impact", "Recommendation"):
@@ -219,15 +227,15 @@ def test_a_review_in_the_chosen_language_keeps_its_locations(review_repo: Review
 
 
 def test_a_decision_on_a_target_that_does_not_exist_is_a_usage_error(
-    review_repo: ReviewRepo,
+    scripted_repo: ReviewRepo,
 ) -> None:
-    review_repo.plan("x.md", PLAN)
-    review_repo.write(
+    scripted_repo.plan("x.md", PLAN)
+    scripted_repo.write(
         ".advreview/decisions.toml",
         '[[decision]]\ntarget = "docs/plans/x.md"\nfinding = "AR-123456"\naction = "accept"\n\n'
         '[[decision]]\ntarget = "docs/plan/x.md"\nfinding = "AR-123456"\naction = "accept"\n',
     )
-    result = review_repo.run(NO_CODE)
+    result = scripted_repo.run(NO_CODE)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [
@@ -235,37 +243,37 @@ def test_a_decision_on_a_target_that_does_not_exist_is_a_usage_error(
             "repository*delete the entry*"
         ]
     )
-    assert review_repo.server.response_requests == []
+    assert scripted_repo.server.response_requests == []
     # The fix the message names: the plan's path relative to the repository top.
-    decisions = review_repo.path / ".advreview" / "decisions.toml"
+    decisions = scripted_repo.path / ".advreview" / "decisions.toml"
     decisions.write_text(decisions.read_text().replace("docs/plan/x.md", "docs/plans/x.md"))
     decisions.write_text(decisions.read_text().replace('"AR-123456"', '"AR-654321"', 1))
-    review_repo.answer("x.md", {"message": approved_review()})
-    review_repo.run(NO_CODE).assert_outcomes(passed=1)
+    scripted_repo.answer("x.md", {"message": approved_review()})
+    scripted_repo.run(NO_CODE).assert_outcomes(passed=1)
 
 
-def test_a_decision_on_an_unknown_finding_id_is_a_usage_error(review_repo: ReviewRepo) -> None:
-    review_repo.plan("x.md", PLAN)
-    review_repo.answer(
+def test_a_decision_on_an_unknown_finding_id_is_a_usage_error(scripted_repo: ReviewRepo) -> None:
+    scripted_repo.plan("x.md", PLAN)
+    scripted_repo.answer(
         "x.md", {"message": revise_review(HIGH)}, {"message": approved_review()}, where="body"
     )
-    review_repo.run(NO_CODE).assert_outcomes(failed=1)
-    review_repo.write(
+    scripted_repo.run(NO_CODE).assert_outcomes(failed=1)
+    scripted_repo.write(
         ".advreview/decisions.toml",
         '[[decision]]\ntarget = "docs/plans/x.md"\nfinding = "AR-000000"\n'
         'action = "reject"\nreason = "Not an issue."\n',
     )
-    result = review_repo.run(NO_CODE)
+    result = scripted_repo.run(NO_CODE)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         ["*decisions.toml: decision entry 1: unknown finding id AR-000000 for docs/plans/x.md*"]
     )
-    assert len(review_repo.server.response_requests) == 1
+    assert len(scripted_repo.server.response_requests) == 1
     # The fix the message names: the id from the failure output.
     (known,) = re.findall(r"known: (AR-[0-9a-f]{6})", result.stderr.str())
-    decisions = review_repo.path / ".advreview" / "decisions.toml"
+    decisions = scripted_repo.path / ".advreview" / "decisions.toml"
     decisions.write_text(decisions.read_text().replace("AR-000000", known))
-    review_repo.run(NO_CODE).assert_outcomes(passed=1)
+    scripted_repo.run(NO_CODE).assert_outcomes(passed=1)
 
 
 # -- temporary folders -----------------------------------------------------------------------
@@ -308,10 +316,10 @@ def test_ctrl_c_during_a_review_leaves_no_temporary_folder(
 
 @pytest.mark.parametrize("content", [b"\xff\xfe not UTF-8\n", b"   \n"], ids=["not-utf8", "empty"])
 def test_an_unusable_plan_leaves_no_temporary_folder(
-    review_repo: ReviewRepo, temp_root: Path, content: bytes
+    scripted_repo: ReviewRepo, temp_root: Path, content: bytes
 ) -> None:
-    review_repo.write("docs/plans/x.md", content)
-    result = review_repo.run(NO_CODE)
+    scripted_repo.write("docs/plans/x.md", content)
+    result = scripted_repo.run(NO_CODE)
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*docs/plans/x.md*cannot review: plan file*"])
     assert "kept in" not in result.stdout.str()
@@ -319,11 +327,11 @@ def test_an_unusable_plan_leaves_no_temporary_folder(
 
 
 def test_a_failed_review_keeps_its_folder_and_prints_where(
-    review_repo: ReviewRepo, temp_root: Path
+    scripted_repo: ReviewRepo, temp_root: Path
 ) -> None:
-    review_repo.plan("x.md", PLAN)
-    review_repo.answer("x.md", {"http_status": 400})
-    result = review_repo.run(NO_CODE)
+    scripted_repo.plan("x.md", PLAN)
+    scripted_repo.answer("x.md", {"http_status": 400})
+    result = scripted_repo.run(NO_CODE)
     result.assert_outcomes(errors=1)
     (kept,) = set(re.findall(r"reviewer files kept in (/\S+)", result.stdout.str()))
     assert [Path(kept).name] == _plugin_temp_dirs(temp_root)
@@ -364,19 +372,19 @@ def test_a_mutation_under_worktree_isolation_names_its_round_and_no_isolation_hi
 
 
 def test_the_fixture_prints_the_folder_it_keeps_after_an_error(
-    review_repo: ReviewRepo, temp_root: Path
+    scripted_repo: ReviewRepo, temp_root: Path
 ) -> None:
-    review_repo.plan("x.md", PLAN)
-    review_repo.write(
+    scripted_repo.plan("x.md", PLAN)
+    scripted_repo.write(
         "test_fixture.py",
         'def test_review(adversarial_review):\n    adversarial_review.plan("docs/plans/x.md")\n',
     )
-    review_repo.answer("x.md", {"http_status": 400})
-    result = review_repo.pytester.runpytest(
+    scripted_repo.answer("x.md", {"http_status": 400})
+    result = scripted_repo.pytester.runpytest(
         "test_fixture.py",
-        f"--advreview-codex={review_repo.codex}",
+        f"--advreview-codex={scripted_repo.codex}",
         "--advreview-model=fake-model",
-        *[a for a in review_repo.args() if a.startswith("--advreview-codex-config=")],
+        *[a for a in scripted_repo.args() if a.startswith("--advreview-codex-config=")],
     )
     result.assert_outcomes(failed=1)
     (kept,) = set(re.findall(r"reviewer files kept in (/\S+)", result.stdout.str()))

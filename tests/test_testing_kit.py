@@ -1093,6 +1093,53 @@ def test_scripted_reviewer_refuses_tool_steps_and_bad_input(tmp_path: Path) -> N
     assert reviews.requests == []  # nothing was asked
 
 
+def test_scripted_reviewer_runs_a_run_step_in_its_workspace_and_sends_its_output(
+    tmp_path: Path,
+) -> None:
+    from pytest_advreview.models import RunnerStatus, Verdict
+    from pytest_advreview.runner import STREAM_FILE
+    from pytest_advreview.testing import ScriptedReviewer, ScriptedReviews, run_step
+
+    reviews = ScriptedReviews(tmp_path / "state")
+    command = 'pwd; grep -c "Review docs/plans" "$ADVREVIEW_SCRIPTED_PROMPT"; exit 3'
+    reviews.set_script(
+        {
+            "rules": [
+                {
+                    "match": "x.md",
+                    "steps": [run_step(command, "r1"), {"message": approved_review()}],
+                }
+            ]
+        }
+    )
+    result = _dispatch(ScriptedReviewer(reviews.folder), tmp_path)
+    assert result.runner.result is RunnerStatus.SUCCESS, result.runner.errors
+    assert result.runner.verdict is Verdict.APPROVED and result.attempts == 1
+    first, second = reviews.requests
+    assert first.thread_id == second.thread_id and first.function_call_outputs == []
+    assert second.last_user_text == first.last_user_text
+    (output,) = second.function_call_outputs
+    assert output["call_id"] == "r1"
+    assert output["output"] == f"Process exited with code 3\nOutput:\n{tmp_path}\n1\n"
+    events = (tmp_path / "work" / STREAM_FILE).read_text().splitlines()
+    ran = [json.loads(line)["item"] for line in events if "command_execution" in line]
+    assert [item["command"] for item in ran] == [command, command]
+    assert ran[1]["exit_code"] == 3
+    with pytest.raises(ValueError, match="'run' must be a command string"):
+        reviews.set_script({"default": {"run": ""}})
+    with pytest.raises(ValueError, match="exactly one of"):
+        reviews.set_script({"default": {"run": "true", "http_status": 500}})
+
+
+def test_a_run_step_that_outlasts_the_timeout_is_a_timeout(tmp_path: Path) -> None:
+    from pytest_advreview.testing import ScriptedReviewer, ScriptedReviews, run_step
+
+    reviews = ScriptedReviews(tmp_path / "state", {"default": run_step("sleep 5")})
+    result = _dispatch(ScriptedReviewer(reviews.folder, timeout=0.2), tmp_path)
+    assert result.runner.result.value == "timeout"
+    assert "did not finish within 0.2s" in (result.runner.errors or "")
+
+
 def test_scripted_reviewer_fixture_reviews_a_run_and_a_reviewer_error_is_an_item_error(
     pytester: pytest.Pytester, scripted_reviewer: Any
 ) -> None:

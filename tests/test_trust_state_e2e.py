@@ -2,9 +2,10 @@
 
 A reviewer (through a real Codex tool call), an earlier CI
 step or a restored cache that rewrites the plugin's stored state never passes an item,
-and a verdict is reused only for the reviewer and the content that produced it.  The
-tests of a reviewer's tool calls, of the provider and of Codex's home run the real Codex
-CLI; the others run on the in-process scripted reviewer.
+and a verdict is reused only for the reviewer and the content that produced it.  That a
+reviewer's real tool call can reach the stored state, what reaches its tools, the
+provider and Codex's home run the real Codex CLI; the others run on the in-process
+scripted reviewer, whose run steps stand in for a reviewer's commands.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pytest_advreview.testing import (
     ScriptedServer,
     approved_review,
     revise_review,
+    run_step,
     shell_step,
 )
 
@@ -75,6 +77,16 @@ def forge_command(repo: ReviewRepo, target: Path) -> str:
     return f"{sys.executable} {script} {target}"
 
 
+def wait_until(condition: str) -> str:
+    """A shell command that returns once the command ``condition`` succeeds, or after
+    60 s (the test then fails on what did not happen, not on a hang)."""
+    return f"i=0; until {condition} || [ $i -ge 1200 ]; do i=$((i+1)); sleep 0.05; done"
+
+
+def exists(path: Path) -> str:
+    return f"[ -e {shlex.quote(str(path))} ]"
+
+
 def forge(repo: ReviewRepo, target: Path) -> None:
     """The same forgery, done by something outside any review (an earlier CI step)."""
     subprocess.run(shlex.split(forge_command(repo, target)), check=True, capture_output=True)
@@ -116,33 +128,33 @@ def test_a_reviewer_that_rewrites_another_plans_verdict_errors_and_that_plan_is_
 
 
 def test_a_fixture_reviewer_that_rewrites_a_stored_verdict_fails_and_the_entry_is_discarded(
-    review_repo: ReviewRepo,
+    scripted_repo: ReviewRepo,
 ) -> None:
     # The adversarial_review fixture runs reviewers too: the stored verdicts are watched
     # while they run, as they are for review items.
-    victim = stored_revise(review_repo, "bravo.md")
+    victim = stored_revise(scripted_repo, "bravo.md")
 
-    review_repo.plan("alpha.md", PLAN)
-    review_repo.answer(
+    scripted_repo.plan("alpha.md", PLAN)
+    scripted_repo.answer(
         "alpha.md",
-        shell_step(forge_command(review_repo, victim)),
+        run_step(forge_command(scripted_repo, victim)),
         {"message": approved_review()},
     )
-    review_repo.write(
+    scripted_repo.write(
         "test_fixture.py",
         "def test_review(adversarial_review):\n"
         '    adversarial_review.plan("docs/plans/alpha.md")\n',
     )
-    result = review_repo.pytester.runpytest(
+    result = scripted_repo.pytester.runpytest(
         "test_fixture.py",
-        f"--advreview-codex={review_repo.codex}",
+        f"--advreview-codex={scripted_repo.codex}",
         "--advreview-model=fake-model",
-        *[a for a in review_repo.args() if a.startswith("--advreview-codex-config=")],
+        *[a for a in scripted_repo.args() if a.startswith("--advreview-codex-config=")],
     )
     result.assert_outcomes(failed=1)
-    outputs = review_repo.tool_outputs()
+    outputs = scripted_repo.tool_outputs()
     assert any("forged" in text for text in outputs)  # the tool call really ran
-    relative = victim.relative_to(review_repo.path).as_posix()
+    relative = victim.relative_to(scripted_repo.path).as_posix()
     assert f"{relative} (review state of docs/plans/bravo.md changed" in result.stdout.str()
     assert not victim.exists()  # the touched entry is discarded: bravo is reviewed again
 
@@ -193,14 +205,20 @@ def test_the_ci_secret_never_reaches_the_reviewers_tools(
 def test_entries_other_workers_write_during_a_review_are_not_mutations(
     scripted_repo: ReviewRepo,
 ) -> None:
+    states = scripted_repo.path / ".pytest_cache" / "d" / "advreview" / "state"
+    # The long review ends once another worker has stored a verdict (its own is stored
+    # after it ends).
     scripted_repo.plan("long.md", PLAN)
-    scripted_repo.answer("long.md", {"message": approved_review(), "latency": 5})
+    scripted_repo.answer(
+        "long.md",
+        run_step(wait_until(f"ls {shlex.quote(str(states))}/*.json >/dev/null 2>&1")),
+        {"message": approved_review()},
+    )
     for name in ("q1.md", "q2.md", "q3.md"):
         scripted_repo.plan(name, PLAN + name)
         scripted_repo.answer(name, {"message": approved_review()})
     result = scripted_repo.run_subprocess(NO_CODE, "-n", "2")
     result.assert_outcomes(passed=4)
-    states = scripted_repo.path / ".pytest_cache" / "d" / "advreview" / "state"
     assert len(list(states.glob("*.json"))) == 4
     # Run again: every verdict the workers stored is trusted.
     again = scripted_repo.run_subprocess(NO_CODE, "-n", "2")
@@ -209,30 +227,44 @@ def test_entries_other_workers_write_during_a_review_are_not_mutations(
 
 
 def test_under_xdist_a_forged_entry_errors_every_overlapping_review_and_is_discarded(
-    review_repo: ReviewRepo,
+    scripted_repo: ReviewRepo,
 ) -> None:
-    victim = stored_revise(review_repo, "victim.md")
+    victim = stored_revise(scripted_repo, "victim.md")
 
-    review_repo.plan("writer.md", PLAN + "writer\n")
-    review_repo.plan("slow.md", PLAN + "slow\n")
-    review_repo.answer(
-        "writer.md", shell_step(forge_command(review_repo, victim)), {"message": approved_review()}
+    scripted_repo.plan("writer.md", PLAN + "writer\n")
+    scripted_repo.plan("slow.md", PLAN + "slow\n")
+    # The slow review is still running when the writer's reviewer forges the entry: each
+    # waits for the other (one review per worker).
+    started, forged = (
+        scripted_repo.path.parent / "slow-started",
+        scripted_repo.path.parent / "forged",
     )
-    # The slow review is still running when the writer's reviewer forges the entry.
-    review_repo.answer("slow.md", {"message": approved_review(), "latency": 6})
-    result = review_repo.run_subprocess(NO_CODE, "-n", "2", "-k", "writer or slow")
+    scripted_repo.answer(
+        "writer.md",
+        run_step(
+            f"{wait_until(exists(started))}; {forge_command(scripted_repo, victim)}; "
+            f"touch {shlex.quote(str(forged))}"
+        ),
+        {"message": approved_review()},
+    )
+    scripted_repo.answer(
+        "slow.md",
+        run_step(f"touch {shlex.quote(str(started))}; {wait_until(exists(forged))}"),
+        {"message": approved_review()},
+    )
+    result = scripted_repo.run_subprocess(NO_CODE, "-n", "2", "-k", "writer or slow")
     result.assert_outcomes(passed=2, errors=2)
     out = result.stdout.str()
-    relative = victim.relative_to(review_repo.path).as_posix()
+    relative = victim.relative_to(scripted_repo.path).as_posix()
     for name in ("writer.md", "slow.md"):
         section = out.split(f"ERROR at teardown of [advreview] docs/plans/{name}", 1)[1]
         assert relative in section.split("ERROR at teardown", 1)[0]
     assert not victim.exists()
 
-    before = len(ran_prompts(review_repo.server, "victim.md"))
-    third = review_repo.run(NO_CODE, "docs/plans/victim.md")
+    before = len(ran_prompts(scripted_repo.server, "victim.md"))
+    third = scripted_repo.run(NO_CODE, "docs/plans/victim.md")
     third.assert_outcomes(failed=1)
-    assert len(ran_prompts(review_repo.server, "victim.md")) == before + 1
+    assert len(ran_prompts(scripted_repo.server, "victim.md")) == before + 1
 
 
 def test_a_bad_ci_secret_is_a_usage_error(
@@ -398,16 +430,16 @@ def test_every_changed_byte_of_the_code_change_forces_a_new_review(
 
 
 def test_a_reviewer_that_writes_the_decisions_file_errors_even_where_git_does_not_look(
-    review_repo: ReviewRepo,
+    scripted_repo: ReviewRepo,
 ) -> None:
     # The decisions file in an ignored folder: git status never lists it.
-    decisions = review_repo.path / ".pytest_cache" / "advreview-decisions.toml"
-    review_repo.plan("x.md", PLAN)
-    review_repo.answer(
+    decisions = scripted_repo.path / ".pytest_cache" / "advreview-decisions.toml"
+    scripted_repo.plan("x.md", PLAN)
+    scripted_repo.answer(
         "x.md",
-        shell_step(f"mkdir -p {decisions.parent} && echo '# approved by me' > {decisions}"),
+        run_step(f"mkdir -p {decisions.parent} && echo '# approved by me' > {decisions}"),
         {"message": approved_review()},
     )
-    result = review_repo.run(NO_CODE, f"-oadvreview_decisions={decisions}")
+    result = scripted_repo.run(NO_CODE, f"-oadvreview_decisions={decisions}")
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(["*ERROR at teardown*", "*advreview-decisions.toml*round 1*"])

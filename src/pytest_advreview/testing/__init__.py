@@ -26,7 +26,7 @@ from .fake_codex import FAKE_CODEX_VERSION, Behaviour, FakeCodex, install_fake_c
 from .fixtures import CODEX_ENV_VAR, FakeCodexFactory, find_codex, offline_env
 from .messages_server import MessagesRequest, ScriptedMessagesServer, claude_offline_env
 from .reviews import FindingSpec, approved_review, review_text, revise_review
-from .scripted import ScriptedReviewer, ScriptedReviews
+from .scripted import ScriptedReviewer, ScriptedReviews, run_step
 from .server import (
     FAKE_KEY_ENV,
     FAKE_KEY_VALUE,
@@ -65,5 +65,6 @@ __all__ = [
     "offline_env",
     "review_text",
     "revise_review",
+    "run_step",
     "shell_step",
 ]

@@ -20,8 +20,20 @@ review the parser calls drift, is a failed attempt retried once, as with Codex);
 ``hang_after_created`` are failed attempts (retried once); ``hang`` waits (until the
 timeout: a timeout; until pytest stops: cancelled); ``latency`` delays the answer.  Tool
 calls (``function_call``, ``custom_tool_call``, ``items``) are refused when the script
-is set: the scripted reviewer runs no tools, so tests of tool calls, the sandbox, the
-environment, rollouts or process handling stay on the real CLI (``codex_executable``).
+is set: the scripted reviewer runs no tool of Codex's, so tests of tool calls, the
+sandbox, the environment, rollouts or process handling stay on the real CLI
+(``codex_executable``).
+
+One step kind is the in-process reviewer's own: ``{"run": CMD, "call_id": C}``
+(:func:`run_step`) runs ``CMD`` with ``/bin/sh -c`` in the reviewer's workspace (the
+``repo_root`` the plugin hands the backend, Codex's ``-C``), with no sandbox, the test
+process's environment and ``$ADVREVIEW_SCRIPTED_PROMPT`` naming a file that holds the
+prompt; its exit code and output go back in the next request as a ``function_call`` and
+its ``function_call_output`` (as Codex sends a tool's output), and the step after it
+answers that request, like :func:`.server.shell_step` with the real CLI.  It is for the
+plugin's logic around a reviewer that reads or writes (what the prompt's commands show,
+a write the plugin must catch); what the real tool shell can reach stays on the real CLI.
+The event stream shows the command (``command_execution``) while it runs.
 
 The script and the log live in a folder (``state.json``, ``requests.jsonl``, one lock),
 so the backend works in the pytest process under test, in a ``runpytest_subprocess`` and
@@ -37,7 +49,9 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import os
 import secrets
+import subprocess
 import threading
 import time
 import uuid
@@ -67,7 +81,13 @@ from ..runner import (
 )
 from .server import FAKE_MODEL, LoggedRequest, choose_step, validate_script
 
-__all__ = ["SCRIPTED_REVIEWER_NAME", "ScriptedReviewer", "ScriptedReviews"]
+__all__ = [
+    "PROMPT_FILE_ENV",
+    "SCRIPTED_REVIEWER_NAME",
+    "ScriptedReviewer",
+    "ScriptedReviews",
+    "run_step",
+]
 
 #: The backend's own name (``Reviewer.name``).  Not a built-in name, so the fixture path
 #: keeps it when it stands in for ``codex`` (``review.make_reviewer``).
@@ -80,18 +100,59 @@ _LOCK = ".lock"
 _TOOL_STEPS = ("function_call", "custom_tool_call", "items")
 #: The path logged requests carry, so code filtering like ``response_requests`` keeps them.
 _PATH = "/v1/responses"
+#: The step the in-process reviewer runs itself (:func:`run_step`).
+_RUN = "run"
+#: In a ``run`` step's command: the file holding the prompt the reviewer was given.
+PROMPT_FILE_ENV = "ADVREVIEW_SCRIPTED_PROMPT"
 
 
-def _validate(script: Mapping[str, Any]) -> None:
-    """The server's checks, plus: no tool-call step (the reviewer runs no tools)."""
-    validate_script(script)
+def run_step(cmd: str, call_id: str = "c1") -> dict[str, Any]:
+    """A step in which the in-process reviewer runs ``cmd`` in its workspace itself.
+
+    The scripted reviewer's counterpart of :func:`.server.shell_step` (see the module
+    doc): ``cmd`` runs under ``/bin/sh -c`` in the reviewer's working directory, without a
+    sandbox, and the step after it answers the request that carries its output.
+    """
+    return {_RUN: cmd, "call_id": call_id}
+
+
+def _steps(script: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """``(where, step)`` of every step of a validated script."""
     steps: list[tuple[str, Any]] = []
     for number, rule in enumerate(script.get("rules", [])):
         steps += [(f"rule {number} step {i}", step) for i, step in enumerate(rule["steps"])]
     default = script.get("default", [])
     for index, step in enumerate(default if isinstance(default, list) else [default]):
         steps.append((f"default step {index}", step))
-    for where, step in steps:
+    return steps
+
+
+def _runs_as_messages(script: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``script`` whose ``run`` steps are messages, for the server's checks
+    (which know no ``run``); a ``run`` with another step kind still fails them."""
+    copy = cast("dict[str, Any]", json.loads(json.dumps(script)))
+
+    def swap(step: Any) -> Any:
+        if isinstance(step, dict) and _RUN in step:
+            if not isinstance(step[_RUN], str) or not step[_RUN].strip():
+                raise ValueError("advreview scripted reviewer: 'run' must be a command string")
+            return {**{k: v for k, v in step.items() if k != _RUN}, "message": ""}
+        return step
+
+    for rule in copy.get("rules", []) if isinstance(copy.get("rules"), list) else []:
+        if isinstance(rule, dict) and isinstance(rule.get("steps"), list):
+            rule["steps"] = [swap(step) for step in rule["steps"]]
+    if isinstance(copy.get("default"), list):
+        copy["default"] = [swap(step) for step in copy["default"]]
+    elif "default" in copy:
+        copy["default"] = swap(copy["default"])
+    return copy
+
+
+def _validate(script: Mapping[str, Any]) -> None:
+    """The server's checks, plus: no tool-call step (the reviewer runs no tools)."""
+    validate_script(_runs_as_messages(script))
+    for where, step in _steps(script):
         if "hold" in step:
             raise ValueError(
                 f"advreview scripted reviewer: {where} has a 'hold', which waits for "
@@ -286,43 +347,103 @@ class ScriptedReviewer:
             return _cancelled(attempt_id)
         resume = request.operation is Operation.RESUME
         thread = request.session_id if resume and request.session_id else str(uuid.uuid4())
-        with _locked(self.folder):
-            state = _read_state(self.folder)
-            if resume and thread not in state["threads"]:
-                why = f"scripted reviewer: no thread {thread} to resume"
-                return _Attempt(attempt_id, RunnerStatus.LAUNCH_FAILURE, errors=why)
-            known = state["threads"].get(thread, {"input": [], "usage": {}})
-            user = {"role": "user", "content": [{"type": "input_text", "text": prompt}]}
-            body = {"model": FAKE_MODEL, "input": [*known["input"], user]}
-            raw = json.dumps(body).encode()
-            probe = LoggedRequest(0, "POST", _PATH, {"thread-id": thread}, body, len(raw))
-            counters = {(rule, tid): count for rule, tid, count in state["counters"]}
-            rule, index, step = choose_step(state["script"], counters, probe, raw)
-            state["counters"] = [[r, t, n] for (r, t), n in counters.items()]
-            text = str(step["message"]) if "message" in step else None
-            usage: TokenUsage | None = None
-            if text is not None:
-                usage = _usage(step, len(raw), text) + TokenUsage(**known["usage"])
-                answer = {"role": "assistant", "content": [{"type": "output_text", "text": text}]}
-                known = {"input": [*body["input"], answer], "usage": usage.model_dump()}
-                state["threads"][thread] = known
-            _write_state(self.folder, state)
-            entry = {
-                "headers": {"thread-id": thread},
-                "body": body,
-                "raw_size": len(raw),
-                "rule": rule,
-                "step": index,
-            }
-            with (self.folder / _LOG).open("a", encoding="utf-8") as log:
-                log.write(json.dumps(entry) + "\n")
-        wait = float(step.get("latency", 0.0))
-        if wait > 0 and self._cancel.wait(wait):
-            return _cancelled(attempt_id)
-        _write_stream(work / STREAM_FILE, thread, text, usage)
+        user = {"role": "user", "content": [{"type": "input_text", "text": prompt}]}
+        # This attempt's input: the prompt, then each ``run`` step's call and output.
+        turn: list[dict[str, Any]] = [user]
+        stream = work / STREAM_FILE
+        begun = False
+        while True:
+            with _locked(self.folder):
+                state = _read_state(self.folder)
+                if resume and thread not in state["threads"]:
+                    why = f"scripted reviewer: no thread {thread} to resume"
+                    return _Attempt(attempt_id, RunnerStatus.LAUNCH_FAILURE, errors=why)
+                known = state["threads"].get(thread, {"input": [], "usage": {}})
+                body = {"model": FAKE_MODEL, "input": [*known["input"], *turn]}
+                raw = json.dumps(body).encode()
+                probe = LoggedRequest(0, "POST", _PATH, {"thread-id": thread}, body, len(raw))
+                counters = {(rule, tid): count for rule, tid, count in state["counters"]}
+                rule, index, step = choose_step(state["script"], counters, probe, raw)
+                state["counters"] = [[r, t, n] for (r, t), n in counters.items()]
+                text = str(step["message"]) if "message" in step else None
+                usage: TokenUsage | None = None
+                if text is not None:
+                    usage = _usage(step, len(raw), text) + TokenUsage(**known["usage"])
+                    answer = {
+                        "role": "assistant",
+                        "content": [{"type": "output_text", "text": text}],
+                    }
+                    known = {"input": [*body["input"], answer], "usage": usage.model_dump()}
+                    state["threads"][thread] = known
+                _write_state(self.folder, state)
+                entry = {
+                    "headers": {"thread-id": thread},
+                    "body": body,
+                    "raw_size": len(raw),
+                    "rule": rule,
+                    "step": index,
+                }
+                with (self.folder / _LOG).open("a", encoding="utf-8") as log:
+                    log.write(json.dumps(entry) + "\n")
+            wait = float(step.get("latency", 0.0))
+            if wait > 0 and self._cancel.wait(wait):
+                return _cancelled(attempt_id)
+            if not begun:
+                _begin_stream(stream, thread)
+                begun = True
+            if _RUN not in step:
+                break
+            ran = self._run(str(step[_RUN]), request.repo_root, work / f"{kind}.md", stream)
+            if isinstance(ran, _Attempt):
+                return _replace_id(ran, attempt_id)
+            call_id = str(step.get("call_id", "c1"))
+            call = {"cmd": step[_RUN]}
+            turn.append(
+                {
+                    "type": "function_call",
+                    "name": "exec_command",
+                    "arguments": json.dumps(call),
+                    "call_id": call_id,
+                }
+            )
+            turn.append({"type": "function_call_output", "call_id": call_id, "output": ran})
+        _end_stream(stream, text, usage)
         if text is None:
             return self._failed(attempt_id, step)
         return _review(request, attempt_id, thread, text, usage)
+
+    def _run(self, command: str, cwd: Path, prompt: Path, stream: Path) -> str | _Attempt:
+        """Run a ``run`` step's command; its exit code and output as a tool's output.
+
+        :returns: the output, or a failed attempt (timeout, cancelled) with no id.
+        """
+        started = {"type": "command_execution", "command": command, "status": "in_progress"}
+        _stream(stream, {"type": "item.started", "item": started})
+        proc = subprocess.Popen(
+            ["/bin/sh", "-c", command],
+            cwd=cwd,
+            env={**os.environ, PROMPT_FILE_ENV: str(prompt)},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                out, _ = proc.communicate(timeout=0.05)
+                break
+            except subprocess.TimeoutExpired:
+                if self._cancel.is_set() or time.monotonic() >= deadline:
+                    proc.kill()
+                    proc.communicate()
+                    if self._cancel.is_set():
+                        return _cancelled("")
+                    why = f"scripted reviewer: {command!r} did not finish within {self.timeout:g}s"
+                    return _Attempt("", RunnerStatus.TIMEOUT, errors=why)
+        output = out.decode("utf-8", "replace")
+        done = {**started, "status": "completed", "exit_code": proc.returncode}
+        _stream(stream, {"type": "item.completed", "item": {**done, "aggregated_output": output}})
+        return f"Process exited with code {proc.returncode}\nOutput:\n{output}"
 
     def _failed(self, attempt_id: str, step: Mapping[str, Any]) -> _Attempt:
         """What a step that is not a message does to the attempt."""
@@ -380,18 +501,25 @@ def _usage(step: Mapping[str, Any], size: int, text: str) -> TokenUsage:
     )
 
 
-def _write_stream(path: Path, thread: str, text: str | None, usage: TokenUsage | None) -> None:
-    """A Codex-like ``--json`` event stream, for the progress display that reads it."""
-    events: list[dict[str, Any]] = [
-        {"type": "thread.started", "thread_id": thread},
-        {"type": "turn.started"},
-    ]
+def _stream(path: Path, event: Mapping[str, Any], *, fresh: bool = False) -> None:
+    """Add one event to a Codex-like ``--json`` event stream (the progress display reads
+    it while the review runs)."""
+    with path.open("w" if fresh else "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(event) + "\n")
+
+
+def _begin_stream(path: Path, thread: str) -> None:
+    _stream(path, {"type": "thread.started", "thread_id": thread}, fresh=True)
+    _stream(path, {"type": "turn.started"})
+
+
+def _end_stream(path: Path, text: str | None, usage: TokenUsage | None) -> None:
+    """The stream's last events: the answer and the turn's end, or the turn's failure."""
     if text is not None and usage is not None:
-        events.append({"type": "item.completed", "item": {"type": "agent_message", "text": text}})
-        events.append({"type": "turn.completed", "usage": usage.model_dump()})
+        _stream(path, {"type": "item.completed", "item": {"type": "agent_message", "text": text}})
+        _stream(path, {"type": "turn.completed", "usage": usage.model_dump()})
     else:
-        events.append({"type": "turn.failed", "error": {"message": "scripted failure"}})
-    path.write_text("".join(json.dumps(event) + "\n" for event in events), encoding="utf-8")
+        _stream(path, {"type": "turn.failed", "error": {"message": "scripted failure"}})
 
 
 def _review(
@@ -413,6 +541,10 @@ def _review(
         triage=analysis.triage,
         thread_usage=usage,
     )
+
+
+def _replace_id(attempt: _Attempt, attempt_id: str) -> _Attempt:
+    return _Attempt(attempt_id, attempt.status, terminal=attempt.terminal, errors=attempt.errors)
 
 
 def _replace(attempt: _Attempt, *, errors: str) -> _Attempt:
