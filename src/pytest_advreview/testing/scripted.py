@@ -79,6 +79,7 @@ from ..runner import (
     dispatch_usage,
     retry_once,
 )
+from ..runner._process import kill_group
 from .server import FAKE_MODEL, LoggedRequest, choose_step, validate_script
 
 __all__ = [
@@ -426,6 +427,9 @@ class ScriptedReviewer:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
+            # Its own group: a timeout kills what the shell started too, which would
+            # otherwise hold the output pipe open until it finished on its own.
+            start_new_session=True,
         )
         deadline = time.monotonic() + self.timeout
         while True:
@@ -434,7 +438,7 @@ class ScriptedReviewer:
                 break
             except subprocess.TimeoutExpired:
                 if self._cancel.is_set() or time.monotonic() >= deadline:
-                    proc.kill()
+                    kill_group(proc)
                     proc.communicate()
                     if self._cancel.is_set():
                         return _cancelled("")
