@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,6 +20,7 @@ from pytest_advreview.runner.codex import (
     remove_tool_tmp,
 )
 from pytest_advreview.settings import Settings
+from pytest_advreview.testing import approved_review
 
 
 def test_the_python_environment_and_the_package_are_found_inside_a_workspace(
@@ -118,3 +120,64 @@ def test_the_private_folder_is_removed_with_what_the_reviewer_left(tmp_path: Pat
     assert not folder.exists()
     assert victim.read_text() == "keep"
     assert victim.stat().st_mode & 0o777 == 0o400  # a link is removed, never followed
+
+
+@pytest.fixture
+def fixture_review(pytester: pytest.Pytester, scripted_reviewer: Any) -> Any:
+    """A repository whose test reviews a plan through the ``adversarial_review`` fixture
+    (no review run), with the in-process reviewer standing in for Codex."""
+    from conftest import commit, init_repo
+
+    init_repo(pytester.path)
+    (pytester.path / ".gitignore").write_text(".pytest_cache/\n__pycache__/\n/conftest.py\n")
+    (pytester.path / "notes").mkdir()
+    (pytester.path / "notes" / "a.md").write_text("# Plan\n\n1. Step.\n")
+    pytester.makepyfile(
+        test_review="""
+        def test_review(adversarial_review):
+            adversarial_review.plan("notes/a.md").assert_approved()
+        """
+    )
+    commit(pytester.path, "init")
+    scripted_reviewer.set_script({"default": {"message": approved_review()}})
+    return scripted_reviewer
+
+
+def test_a_fixture_review_under_ci_refuses_a_codex_home_the_reviewer_may_write(
+    pytester: pytest.Pytester, fixture_review: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CI", "true")
+    monkeypatch.setenv("CODEX_HOME", str(pytester.path / ".codex"))
+    result = pytester.runpytest("-p", "no:randomly", "-W", "default")
+    result.assert_outcomes(failed=1)
+    refused = "*UsageError*inside it: CODEX_HOME*under CI or --advreview-strict-exit*refused*"
+    result.stdout.fnmatch_lines([refused])
+    assert fixture_review.response_requests == []
+
+
+def test_a_fixture_review_warns_of_a_codex_home_the_reviewer_may_write(
+    pytester: pytest.Pytester, fixture_review: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("CI", "GITHUB_ACTIONS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("CODEX_HOME", str(pytester.path / ".codex"))
+    result = pytester.runpytest("-p", "no:randomly", "-W", "default")
+    result.assert_outcomes(passed=1, warnings=1)
+    result.stdout.fnmatch_lines(["*ContainmentWarning*CODEX_HOME*"])
+    assert len(fixture_review.response_requests) == 1
+
+
+def test_a_fixture_review_with_nothing_exposed_or_a_read_only_sandbox_is_not_warned(
+    pytester: pytest.Pytester, fixture_review: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CI", "true")
+    # CODEX_HOME is the fixture's, outside the repository.
+    result = pytester.runpytest("-p", "no:randomly", "-W", "default")
+    result.assert_outcomes(passed=1)
+    monkeypatch.setenv("CODEX_HOME", str(pytester.path / ".codex"))
+    (pytester.path / "test_review.py").write_text(
+        "def test_review(adversarial_review):\n"
+        '    adversarial_review.plan("notes/a.md", sandbox="read-only").assert_approved()\n'
+    )
+    result = pytester.runpytest("-p", "no:randomly", "-W", "default")
+    result.assert_outcomes(passed=1)

@@ -39,7 +39,14 @@ import pytest_advreview
 if TYPE_CHECKING:
     from .settings import Settings
 
-__all__ = ["Exposure", "check", "exposed", "preload", "writable_workspace"]
+__all__ = [
+    "ContainmentWarning",
+    "Exposure",
+    "check",
+    "exposed",
+    "preload",
+    "writable_workspace",
+]
 
 PACKAGE = pytest_advreview.__name__
 #: Modules a review run never uses: the testing kit (its servers), the doctor (a run of
@@ -48,6 +55,11 @@ _NOT_PRELOADED = (f"{PACKAGE}.testing", f"{PACKAGE}.doctor", f"{PACKAGE}.__main_
 
 
 _preloaded: list[str] = []
+
+
+class ContainmentWarning(pytest.PytestWarning):
+    """The gate's own code lies where a fixture review's reviewer may write (nothing
+    gates the run, so it is not refused)."""
 
 
 def preload() -> list[str]:

@@ -13,13 +13,14 @@ import functools
 import os
 import shutil
 import tempfile
+import warnings
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from . import engine, runstash, targets
+from . import containment, engine, runstash, targets
 from . import settings as settings_mod
 from .coordinator import Coordinator
 from .loop import LoopResult
@@ -171,6 +172,16 @@ class AdversarialReview:
         from .runner.factory import BuiltinReviewers
 
         __tracebackhide__ = True
+        # The items' check runs once at configure for the run's settings; a fixture review
+        # has settings of its own (a sandbox override) and may run with no review run.
+        gated = targets.in_ci(os.environ) or settings.strict_exit
+        try:
+            exposed = containment.check(settings, self.root, os.environ, gated=gated)
+        except pytest.UsageError as exc:
+            raise pytest.UsageError(str(exc)) from None  # the message, not check's source
+        for warning in exposed:
+            found = containment.ContainmentWarning(warning.removeprefix("WARNING: "))
+            warnings.warn(found, stacklevel=3)
         coordinator = self._coordinator().for_settings(settings)
         context = ReviewContext(
             self.config,
