@@ -7,6 +7,7 @@ import os
 import pkgutil
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -285,11 +286,9 @@ def review_repo(
     codex_executable: Path,
     codex_home: Path,
     monkeypatch: pytest.MonkeyPatch,
-    tmp_path_factory: pytest.TempPathFactory,
 ) -> ReviewRepo:
     """A git repo under ``pytester`` whose reviews go to the scripted server via real Codex."""
     monkeypatch.setenv(FAKE_KEY_ENV, FAKE_KEY_VALUE)
-    monkeypatch.setenv("TMPDIR", str(tmp_path_factory.mktemp("codex-tmp")))
     _review_repository(pytester, monkeypatch, codex_home)
     return ReviewRepo(pytester, advreview_server, codex_executable)
 
@@ -300,6 +299,13 @@ def _review_repository(
     """The committed repository both review fixtures start from, with no CI variable and
     Codex's home outside it (the containment check looks for it)."""
     monkeypatch.setenv("CODEX_HOME", str(codex_home))
+    # The folders a run keeps after an error go under pytest's temporary folder (pruned
+    # after three runs), not the machine's /tmp: TMPDIR for the runs in a subprocess,
+    # tempfile's cached choice for the runs in this process.
+    temp = pytester.path.parent / f"{pytester.path.name}-tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
     # CI too: the suite runs under CI=true, where --advreview-diff=auto means the branch.
     for name in ("OPENAI_API_KEY", "CODEX_API_KEY", "CI", "GITHUB_ACTIONS", "GITHUB_BASE_REF"):
         monkeypatch.delenv(name, raising=False)
