@@ -11,6 +11,14 @@ from conftest import commit, init_repo, saved_prompts
 from pytest_advreview.testing import FindingSpec, approved_review, review_text, revise_review
 
 HIGH = FindingSpec("high", "Rollback restores a stale backup", section="Rollback")
+#: A fix hook (a lead) that accepts every finding, as a conftest's text.
+ACCEPT_EVERY_FINDING = """
+from pytest_advreview.models import Decision, DecisionAction
+
+def pytest_advreview_fix(item, review):
+    return [Decision(finding=f.id, action=DecisionAction.ACCEPT, reason="done")
+            for f in review.findings]
+"""
 
 
 @pytest.fixture
@@ -45,14 +53,18 @@ def _command_reviewer(pytester: pytest.Pytester, *answers: str) -> str:
     return f"{sys.executable} {script}"
 
 
-def test_command_backend_reviews_through_stdin_and_stdout(repo: pytest.Pytester) -> None:
-    command = _command_reviewer(repo, approved_review())
-    result = repo.runpytest(
+def _run_command_backend(repo: pytest.Pytester, command: str) -> pytest.RunResult:
+    return repo.runpytest(
         "--adversarial-review",
         "--advreview-reviewer=command",
         f"--advreview-command={command}",
         "--advreview-diff=none",
     )
+
+
+def test_command_backend_reviews_through_stdin_and_stdout(repo: pytest.Pytester) -> None:
+    command = _command_reviewer(repo, approved_review())
+    result = _run_command_backend(repo, command)
     result.assert_outcomes(passed=1)
     (prompt,) = saved_prompts(repo.path)
     assert prompt.startswith("<!-- ADVERSARIAL-REVIEW-SESSION: ")
@@ -60,22 +72,9 @@ def test_command_backend_reviews_through_stdin_and_stdout(repo: pytest.Pytester)
 
 
 def test_command_backend_later_rounds_are_fresh_runs_with_history(repo: pytest.Pytester) -> None:
-    repo.makeconftest(
-        """
-        from pytest_advreview.models import Decision, DecisionAction
-
-        def pytest_advreview_fix(item, review):
-            return [Decision(finding=f.id, action=DecisionAction.ACCEPT, reason="done")
-                    for f in review.findings]
-        """
-    )
+    repo.makeconftest(ACCEPT_EVERY_FINDING)
     command = _command_reviewer(repo, revise_review(HIGH), approved_review())
-    result = repo.runpytest(
-        "--adversarial-review",
-        "--advreview-reviewer=command",
-        f"--advreview-command={command}",
-        "--advreview-diff=none",
-    )
+    result = _run_command_backend(repo, command)
     result.assert_outcomes(passed=1)
     _, second = saved_prompts(repo.path)
     assert "## Previous review rounds" in second
@@ -249,23 +248,8 @@ def test_a_fix_hook_in_a_conftest_found_during_collection_takes_up_the_review(
 ) -> None:
     # docs/conftest.py is loaded while pytest collects docs/plans/x.md, after the session
     # started: its fix hook counts as much as one in the root conftest.
-    (repo.path / "docs" / "conftest.py").write_text(
-        textwrap.dedent(
-            """
-            from pytest_advreview.models import Decision, DecisionAction
-
-            def pytest_advreview_fix(item, review):
-                return [Decision(finding=f.id, action=DecisionAction.ACCEPT, reason="done")
-                        for f in review.findings]
-            """
-        )
-    )
+    (repo.path / "docs" / "conftest.py").write_text(ACCEPT_EVERY_FINDING)
     command = _command_reviewer(repo, revise_review(HIGH), approved_review())
-    result = repo.runpytest(
-        "--adversarial-review",
-        "--advreview-reviewer=command",
-        f"--advreview-command={command}",
-        "--advreview-diff=none",
-    )
+    result = _run_command_backend(repo, command)
     result.assert_outcomes(passed=1)
     assert len(saved_prompts(repo.path)) == 2
