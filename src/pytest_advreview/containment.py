@@ -36,6 +36,8 @@ import pytest
 
 import pytest_advreview
 
+from .targets import in_ci
+
 if TYPE_CHECKING:
     from .settings import Settings
 
@@ -132,15 +134,14 @@ def exposed(workspace: Path, environ: Mapping[str, str]) -> list[Exposure]:
     return found
 
 
-def check(
-    settings: Settings, review_root: Path, environ: Mapping[str, str], *, gated: bool
-) -> list[str]:
-    """Warnings for the header; raises a usage error instead when the verdict gates.
+def check(settings: Settings, review_root: Path, environ: Mapping[str, str]) -> list[str]:
+    """Warnings for the header; raises a usage error instead when the verdict gates
+    (under CI, or with ``--advreview-strict-exit``).
 
-    :param gated: the verdict decides something (under CI, or ``--advreview-strict-exit``).
-    :raises pytest.UsageError: ``gated`` and a part of the gate lies inside the folder
-        the reviewer may write.
+    :raises pytest.UsageError: the verdict gates and a part of the gate lies inside the
+        folder the reviewer may write.
     """
+    gated = in_ci(environ) or settings.strict_exit
     workspace = writable_workspace(settings, review_root)
     if workspace is None:
         return []

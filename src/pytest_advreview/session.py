@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import containment, outbound, runstash, targets
+from . import containment, outbound, runstash
 from .constants import BUILTIN_REVIEWERS, CODE_ITEM_NAME, RECORD_ATTR
 from .coordinator import Coordinator
 from .items import PlanFile, ReviewItem, ReviewRepr
@@ -160,9 +160,8 @@ class ReviewSession:
     def _check_containment(self) -> None:
         """Refuse (where the verdict gates) or warn when the gate's own code lies where
         the reviewer may write (:mod:`.containment`); once, on the controller."""
-        gated = targets.in_ci(os.environ) or self.settings.strict_exit
         self.containment_warnings = containment.check(
-            self.settings, self.targets.repo_root, os.environ, gated=gated
+            self.settings, self.targets.repo_root, os.environ
         )
 
     # -- --advreview-only: review items and nothing else ---------------------------------
