@@ -164,6 +164,24 @@ def live_processes(needle: str | bytes) -> list[tuple[int, list[bytes], str | No
     return found
 
 
+@pytest.fixture(scope="session")
+def ecosystem_python(pytestconfig: pytest.Config) -> Path:
+    """The Python of ``.venv-ecosystem`` (``scripts/setup``): this checkout's plugin with
+    pytest-rerunfailures, pytest-retry, pytest-repeat, pytest-flakefinder, pytest-timeout,
+    pytest-html and pytest-github-actions-annotate-failures; skip locally, fail under CI."""
+    python = pytestconfig.rootpath / ".venv-ecosystem" / "bin" / "python"
+    probe = "import pytest_advreview, pytest_rerunfailures, pytest_timeout, pytest_html"
+    found = python.exists() and (
+        subprocess.run([str(python), "-c", probe], capture_output=True, check=False).returncode == 0
+    )
+    if not found:
+        reason = f"{python} with the ecosystem extra is missing; run scripts/setup"
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes", "on"):
+            pytest.fail(f"{reason} (CI=true, so this is a failure, not a skip)", pytrace=False)
+        pytest.skip(reason)
+    return python
+
+
 @pytest.fixture(autouse=True)
 def private_state_key(
     monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
@@ -277,6 +295,17 @@ class ReviewRepo:
 
     def run_subprocess(self, *extra: str) -> pytest.RunResult:
         return self.pytester.runpytest_subprocess(*self.args(*extra))
+
+    def run_ecosystem(self, python: Path, *extra: str, timeout: float = 300) -> pytest.RunResult:
+        """This repository's review run by ``python`` (:func:`ecosystem_python`): pytest with
+        the plugins users run beside this one installed and autoloaded."""
+        return self.pytester.run(
+            str(python),
+            "-m",
+            "pytest",
+            *self.args(*extra),
+            timeout=timeout,
+        )
 
 
 @pytest.fixture
