@@ -147,10 +147,12 @@ def _read_user_key(path: Path) -> bytes | None:
         raise StateKeyError(
             f"the state key {path} cannot be opened ({why}). " + _fix(path)
         ) from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        # Checked before fdopen, which raises IsADirectoryError (a traceback) on a folder.
+        os.close(fd)
+        raise StateKeyError(f"the state key {path} is not a regular file. " + _fix(path))
     with os.fdopen(fd, "rb") as fh:
-        info = os.fstat(fh.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise StateKeyError(f"the state key {path} is not a regular file. " + _fix(path))
         if info.st_uid != os.getuid():
             raise StateKeyError(
                 f"the state key {path} belongs to uid {info.st_uid}, not to this user "

@@ -1,0 +1,233 @@
+"""Boundaries of containment.py: every place of the gate checked for exposure on its own,
+the edge of "inside the workspace", and who may write it (each setting on each side).
+
+Issue 26: ``sys.base_prefix`` dropped from the places checked passed the whole suite; the
+tests moved only ``sys.prefix``, the package and ``CODEX_HOME``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+import pytest_advreview
+from pytest_advreview import containment
+from pytest_advreview.containment import Exposure
+from pytest_advreview.settings import Settings
+
+PACKAGE = Path(pytest_advreview.__file__).parent
+FIX = (
+    "move the virtual environment (and CODEX_HOME) out of the repository, pass "
+    "--advreview-sandbox=read-only, or pass --advreview-isolation=worktree"
+)
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A workspace; the Python environment, the installation and Codex's home elsewhere."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "venv"))
+    monkeypatch.setattr(sys, "base_prefix", str(tmp_path / "python"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    return root
+
+
+def elsewhere(tmp_path: Path) -> dict[str, str]:
+    return {"CODEX_HOME": str(tmp_path / "codex-home")}
+
+
+def test_nothing_of_the_gate_inside_the_workspace_is_no_finding(repo: Path, tmp_path: Path) -> None:
+    assert containment.exposed(repo, elsewhere(tmp_path)) == []
+
+
+def test_a_base_python_inside_the_workspace_is_found(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = repo / "python"
+    base.mkdir()
+    monkeypatch.setattr(sys, "base_prefix", str(base))
+    assert containment.exposed(repo, elsewhere(tmp_path)) == [
+        Exposure("the Python installation (sys.base_prefix)", base)
+    ]
+
+
+def test_a_base_python_inside_the_workspace_is_refused_under_ci(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = repo / "python"
+    base.mkdir()
+    monkeypatch.setattr(sys, "base_prefix", str(base))
+    with pytest.raises(pytest.UsageError) as info:
+        containment.check(Settings(), repo, {**elsewhere(tmp_path), "CI": "true"})
+    assert str(info.value) == (
+        f"pytest-advreview: the reviewer may write {repo} (sandbox=workspace-write), and "
+        f"the gate's own code lies inside it: the Python installation (sys.base_prefix) at "
+        f"{base}. A reviewer could change what decides its verdict; under CI or "
+        f"--advreview-strict-exit this is refused: {FIX}"
+    )
+
+
+def test_a_base_python_inside_the_workspace_is_warned_about_locally(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = repo / "python"
+    base.mkdir()
+    monkeypatch.setattr(sys, "base_prefix", str(base))
+    assert containment.check(Settings(), repo, elsewhere(tmp_path)) == [
+        f"WARNING: the reviewer may write {repo} (sandbox=workspace-write), and the gate's "
+        f"own code lies inside it: the Python installation (sys.base_prefix) at {base}. A "
+        f"reviewer could change what decides its verdict; {FIX}"
+    ]
+
+
+def test_the_python_environment_inside_the_workspace_is_found(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    venv = repo / ".venv"
+    venv.mkdir()
+    monkeypatch.setattr(sys, "prefix", str(venv))
+    assert containment.exposed(repo, elsewhere(tmp_path)) == [
+        Exposure("the Python environment running pytest (sys.prefix)", venv)
+    ]
+
+
+def test_a_venv_and_its_base_python_in_one_place_are_named_once(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outside a venv sys.prefix and sys.base_prefix are the same folder: one finding."""
+    python = repo / "python"
+    python.mkdir()
+    monkeypatch.setattr(sys, "prefix", str(python))
+    monkeypatch.setattr(sys, "base_prefix", str(repo / "link"))
+    (repo / "link").symlink_to(python)
+    assert containment.exposed(repo, elsewhere(tmp_path)) == [
+        Exposure("the Python environment running pytest (sys.prefix)", python)
+    ]
+
+
+def test_the_package_inside_the_workspace_is_found(tmp_path: Path, repo: Path) -> None:
+    assert containment.exposed(PACKAGE.parent, elsewhere(tmp_path)) == [
+        Exposure("the pytest-advreview package", PACKAGE)
+    ]
+    assert containment.exposed(PACKAGE, elsewhere(tmp_path)) == [
+        Exposure("the pytest-advreview package", PACKAGE)
+    ]  # the folder itself is inside
+
+
+def test_codex_home_inside_the_workspace_is_found(repo: Path) -> None:
+    home = repo / ".codex-home"
+    assert containment.exposed(repo, {"CODEX_HOME": f"  {home}\n"}) == [
+        Exposure("CODEX_HOME (Codex's configuration and sessions)", home)
+    ]
+
+
+@pytest.mark.parametrize("value", [None, "", "   "])
+def test_without_codex_home_codex_uses_dot_codex_in_the_home_folder(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, value: str | None
+) -> None:
+    monkeypatch.setenv("HOME", str(repo))
+    environ = {} if value is None else {"CODEX_HOME": value}
+    assert containment.exposed(repo, environ) == [
+        Exposure("CODEX_HOME (Codex's configuration and sessions)", repo / ".codex")
+    ]
+
+
+def test_a_folder_beside_the_workspace_with_its_name_as_a_prefix_is_not_inside(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    beside = tmp_path / "repo2"
+    beside.mkdir()
+    monkeypatch.setattr(sys, "prefix", str(beside))
+    monkeypatch.setattr(sys, "base_prefix", str(tmp_path / "repo-python"))
+    assert containment.exposed(repo, {"CODEX_HOME": str(tmp_path / "repox")}) == []
+    # The workspace itself is inside.
+    monkeypatch.setattr(sys, "prefix", str(repo))
+    assert [e.path for e in containment.exposed(repo, elsewhere(tmp_path))] == [repo]
+
+
+def test_every_place_inside_is_listed_in_order_in_the_refusal(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    venv, base, home = repo / ".venv", repo / "python", repo / "codex"
+    monkeypatch.setattr(sys, "prefix", str(venv))
+    monkeypatch.setattr(sys, "base_prefix", str(base))
+    with pytest.raises(pytest.UsageError) as info:
+        containment.check(
+            Settings(lead="codex", sandbox="read-only", strict_exit=True),
+            repo,
+            {"CODEX_HOME": str(home)},
+        )
+    assert (
+        f"may write {repo} (lead=codex), and the gate's own code lies inside it: the Python "
+        f"environment running pytest (sys.prefix) at {venv}; the Python installation "
+        f"(sys.base_prefix) at {base}; CODEX_HOME (Codex's configuration and sessions) at "
+        f"{home}. A reviewer"
+    ) in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("environ", "strict", "gated"),
+    [
+        ({}, False, False),
+        ({"CI": "false"}, False, False),
+        ({"CI": "true"}, False, True),
+        ({"CI": " TRUE "}, False, True),
+        ({"GITHUB_ACTIONS": "true"}, False, True),
+        ({}, True, True),
+    ],
+)
+def test_the_exposure_is_refused_exactly_when_the_verdict_gates(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, environ: dict[str, str], strict: bool, gated: bool
+) -> None:
+    monkeypatch.setattr(sys, "prefix", str(repo / ".venv"))
+    environ = {**environ, "CODEX_HOME": str(repo.parent / "codex-home")}
+    settings = Settings(strict_exit=strict)
+    if gated:
+        with pytest.raises(pytest.UsageError, match="this is refused"):
+            containment.check(settings, repo, environ)
+    else:
+        (warning,) = containment.check(settings, repo, environ)
+        assert warning.startswith("WARNING: the reviewer may write")
+
+
+def test_no_writable_workspace_or_nothing_inside_is_no_warning(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "prefix", str(repo / ".venv"))
+    ci = {**elsewhere(tmp_path), "CI": "true"}
+    assert containment.check(Settings(sandbox="read-only"), repo, ci) == []
+    assert containment.check(Settings(isolation="worktree"), repo, ci) == []
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "venv"))
+    assert containment.check(Settings(), repo, ci) == []
+
+
+@pytest.mark.parametrize(
+    ("settings", "writable"),
+    [
+        (Settings(), True),
+        (Settings(sandbox="inherit"), True),
+        (Settings(sandbox="danger-full-access"), True),
+        (Settings(sandbox="read-only"), False),
+        (Settings(reviewer="command", command="x"), False),
+        (Settings(reviewer="command", command="x", lead="command", lead_command="y"), True),
+        (Settings(sandbox="read-only", lead="codex"), True),
+        (Settings(sandbox="read-only", lead="claude"), True),
+        (Settings(isolation="worktree"), False),
+        (Settings(isolation="worktree", lead="codex"), False),
+    ],
+)
+def test_who_may_write_the_workspace(settings: Settings, writable: bool) -> None:
+    root = Path("/r")
+    assert containment.writable_workspace(settings, root) == (root if writable else None)
+
+
+def test_the_preload_leaves_out_the_testing_kit_the_doctor_and_the_entry_point() -> None:
+    names = containment.preload()
+    assert names == containment.preload()  # once per process, the same list
+    assert "pytest_advreview.plugin" in names
+    assert "pytest_advreview.runner.environment" in names
+    for left_out in ("testing", "doctor", "__main__"):
+        assert not any(n.startswith(f"pytest_advreview.{left_out}") for n in names)

@@ -1,0 +1,171 @@
+"""Boundaries of the redaction rules (outbound.py): the minimum lengths of a secret, of a
+part and of a line, every name that is not secret, and the state key file's text.
+
+Each length is tested at its limit and one on each side; each list member on its own
+(issue 26: ``<`` mutated to ``<=`` on the minimum secret length passed the whole suite).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pytest_advreview import outbound
+from pytest_advreview.options import SPECS
+from pytest_advreview.outbound import MIN_SECRET_CHARS, NOT_SECRET_NAMES, Redactor, Secret
+from pytest_advreview.statekey import STATE_KEY_ENV, user_key_path
+
+
+@pytest.fixture(autouse=True)
+def _no_active_redactor() -> Iterator[None]:
+    yield
+    outbound.install(None)
+
+
+def redacted(environ: dict[str, str], text: str, allow: tuple[str, ...] = ()) -> str:
+    return Redactor.from_environ(environ, allow).redact(text)
+
+
+def test_the_documented_minimum_is_8_characters() -> None:
+    assert MIN_SECRET_CHARS == 8
+
+
+@pytest.mark.parametrize("length", [MIN_SECRET_CHARS, MIN_SECRET_CHARS + 1])
+def test_a_value_of_the_minimum_length_or_longer_is_redacted(length: int) -> None:
+    value = "Zq8vX2kP3wR7"[:length] if length <= 12 else "Zq8vX2kP3wR7" + "z" * length
+    assert len(value) == length
+    assert redacted({"DEPLOY_PIN": value}, f"pin={value}.") == "pin=[redacted:DEPLOY_PIN]."
+
+
+def test_a_value_one_below_the_minimum_is_left_alone() -> None:
+    value = "Zq8vX2k"
+    assert len(value) == MIN_SECRET_CHARS - 1
+    assert outbound.environment_secrets({"DEPLOY_PIN": value}) == []
+    assert redacted({"DEPLOY_PIN": value}, f"pin={value}.") == f"pin={value}."
+
+
+def test_surrounding_whitespace_does_not_count_towards_the_minimum() -> None:
+    assert outbound.environment_secrets({"DEPLOY_PIN": "  Zq8vX2k \n"}) == []
+    assert outbound.environment_secrets({"DEPLOY_PIN": " Zq8vX2kP\n"}) == [
+        Secret("DEPLOY_PIN", "Zq8vX2kP")
+    ]
+
+
+@pytest.mark.parametrize("length", [3, 4, 5])
+def test_a_url_password_is_a_secret_of_its_own_from_4_characters(length: int) -> None:
+    password = "pQ7zW"[:length]
+    url = f"https://deploy:{password}@git.example.com/acme.git"
+    found = outbound.environment_secrets({"REMOTE": url})
+    parts = [s.value for s in found if s.value != url]
+    assert parts == ([password] if length >= 4 else [])
+
+
+@pytest.mark.parametrize("length", [3, 4, 5])
+def test_a_credential_pair_is_a_secret_of_its_own_from_4_characters(length: int) -> None:
+    token = "pQ7zW"[:length]
+    value = f"--user=acme --token={token} --verbose"
+    parts = [s.value for s in outbound.environment_secrets({"OPTS": value}) if s.value != value]
+    assert parts == ([token] if length >= 4 else [])
+
+
+@pytest.mark.parametrize("length", [15, 16, 17])
+def test_a_line_of_a_multi_line_value_is_a_secret_of_its_own_from_16_characters(
+    length: int,
+) -> None:
+    line = ("MIIEvQIBADANBgkqhkiG9w0"[:length]).ljust(length, "x")
+    value = f"-----BEGIN KEY-----\n{line}\n-----END KEY-----"
+    parts = {s.value for s in outbound.environment_secrets({"PEM": value})} - {value}
+    assert (line in parts) is (length >= 16)
+    # The two armour lines are 19 and 17 characters: always parts.
+    assert {"-----BEGIN KEY-----", "-----END KEY-----"} <= parts
+
+
+def test_a_single_line_value_is_not_split_into_lines() -> None:
+    value = "abcdefghijklmnopqrstuvwxyz0123456789"
+    assert outbound.environment_secrets({"ONE": value}) == [Secret("ONE", value)]
+
+
+@pytest.mark.parametrize("name", sorted(NOT_SECRET_NAMES))
+def test_every_name_that_is_not_secret_is_shown_in_any_case(name: str) -> None:
+    value = "shown-value-9Zq8vX2kP"
+    for spelled in (name, name.lower()):
+        assert outbound.environment_secrets({spelled: value}) == []
+    assert outbound.environment_secrets({name + "_X": value}) == [Secret(name + "_X", value)]
+
+
+SETTINGS = sorted(spec.env_var for spec in SPECS if spec.env and spec.metavar != "CMD")
+COMMANDS = sorted(spec.env_var for spec in SPECS if spec.env and spec.metavar == "CMD")
+
+
+@pytest.mark.parametrize("name", SETTINGS)
+def test_every_setting_variable_is_shown(name: str) -> None:
+    assert outbound.environment_secrets({name: "shown-setting-9Zq8vX2kP"}) == []
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_a_command_line_setting_is_a_secret(name: str) -> None:
+    value = "review --token abcdefgh"
+    assert Secret(name, value) in outbound.environment_secrets({name: value})
+
+
+def test_locale_variables_are_shown_by_their_glob_and_the_users_globs_add_to_it() -> None:
+    value = "shown-value-9Zq8vX2kP"
+    assert outbound.environment_secrets({"LC_ALL": value, "lc_time": value}) == []
+    assert outbound.environment_secrets({"XLC_ALL": value}) == [Secret("XLC_ALL", value)]
+    allow = ("build_*", "EXACT")
+    assert outbound.environment_secrets({"BUILD_ID": value, "exact": value}, allow) == []
+    assert outbound.environment_secrets({"EXACTLY": value}, allow) == [Secret("EXACTLY", value)]
+
+
+@pytest.mark.parametrize("value", ["12345678", "-12345678", "+1234567.89", " 123456789 "])
+def test_a_number_is_shown(value: str) -> None:
+    assert outbound.environment_secrets({"BUILD_NUMBER": value}) == []
+
+
+@pytest.mark.parametrize("value", ["12345678a", "1234.5678.9", "0x1234567"])
+def test_a_value_that_is_only_almost_a_number_is_a_secret(value: str) -> None:
+    assert outbound.environment_secrets({"BUILD_NUMBER": value}) == [Secret("BUILD_NUMBER", value)]
+
+
+def test_existing_absolute_paths_are_shown_and_any_other_path_is_a_secret(tmp_path: Path) -> None:
+    here = str(tmp_path)
+    assert outbound.environment_secrets({"WORK": here, "BOTH": f"{here}:{here}:"}) == []
+    for value in (f"{here}:/no/such/folder", "relative/folder/x", f"{here}/missing"):
+        assert outbound.environment_secrets({"WORK": value}) == [Secret("WORK", value)]
+
+
+def test_the_state_key_variable_is_named_by_its_own_rule_in_any_case() -> None:
+    key = "k" * 40
+    assert outbound.environment_secrets({STATE_KEY_ENV: key}) == []
+    assert outbound.environment_secrets({STATE_KEY_ENV.lower(): key}) == []
+    assert redacted({STATE_KEY_ENV: key}, f"key {key}") == f"key [redacted:{STATE_KEY_ENV}]"
+
+
+@pytest.mark.parametrize("length", [MIN_SECRET_CHARS - 1, MIN_SECRET_CHARS, MIN_SECRET_CHARS + 1])
+def test_the_key_file_text_is_a_secret_from_the_minimum_length(tmp_path: Path, length: int) -> None:
+    environ = {"XDG_STATE_HOME": str(tmp_path)}
+    path = user_key_path(environ)
+    path.parent.mkdir(parents=True)
+    text = "0a1b2c3d4e"[:length]
+    path.write_text(f" {text}\n", encoding="ascii")
+    out = redacted(environ, f"key {text.upper()}!")
+    kept = f"key {text.upper()}!"
+    assert out == (kept if length < MIN_SECRET_CHARS else "key [redacted:state key]!")
+
+
+def test_a_text_shorter_than_every_secret_is_returned_as_it_is() -> None:
+    redactor = Redactor([Secret("A", "abcdefgh"), Secret("B", "abcdefghijk")])
+    assert redactor.redact("abcdefg") == "abcdefg"
+    assert redactor.redact("abcdefgh") == "[redacted:A]"
+    assert redactor.redact("abcdefghijk") == "[redacted:B]"
+    assert not redactor.may_hold_secrets(["abcdefg"])
+    assert redactor.may_hold_secrets(["xx", "abcdefgh"])
+    assert not Redactor([]).may_hold_secrets(["abcdefgh"])
+
+
+def test_overlapping_secrets_are_one_redaction_named_by_the_first() -> None:
+    redactor = Redactor([Secret("LEFT", "abcdefgh"), Secret("RIGHT", "efghijkl")])
+    assert redactor.redact("xx abcdefghijkl yy") == "xx [redacted:LEFT] yy"
+    assert redactor.redact("abcdefgh efghijkl") == "[redacted:LEFT] [redacted:RIGHT]"
