@@ -359,6 +359,9 @@ def test_the_error_report_word_for_word() -> None:
     assert error_report("item", base) == (
         "Adversarial review — item — lead could not run (aborted)\n\nit broke\n\nwarning: w\n"
     )
+    # Only line ends are stripped: the error's own last characters stay.
+    ending = result(ReviewStatus.ABORTED, error="exit code 0xFX \n\n")
+    assert error_report("i", ending).endswith("\n\nexit code 0xFX \n")
     assert error_report("item", result(ReviewStatus.ABORTED)) == (
         "Adversarial review — item — reviewer could not run (aborted)\n\nno error text\n"
     )
