@@ -7,6 +7,7 @@ stripping both passed the whole suite).
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -137,7 +138,11 @@ def test_a_key_file_that_is_a_folder_is_refused(tmp_path: Path) -> None:
     path.mkdir(parents=True, mode=0o700)
     with pytest.raises(StateKeyError) as info:
         load_state_key(_env(tmp_path))
-    assert str(info.value).startswith(f"the state key {path} is not a regular file. Fix: delete")
+    assert str(info.value) == (
+        f"the state key {path} is not a regular file. Fix: delete {path} (a new key is made "
+        "on the next run, and every stored verdict is reviewed again), or set "
+        f"{STATE_KEY_ENV} to a secret of at least 32 characters"
+    )
 
 
 def test_a_symlinked_key_file_is_refused_by_name(tmp_path: Path) -> None:
@@ -206,3 +211,96 @@ def test_a_mac_verifies_only_its_own_payload_under_its_own_key() -> None:
     assert not other.verify(b"payload", mac)
     assert not key.verify(b"payload", mac.encode())  # not a str
     assert not key.verify(b"payload", None)
+
+
+def test_without_an_environment_argument_the_process_environment_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(STATE_KEY_ENV, "e" * MIN_KEY_CHARS)
+    assert load_state_key().secret == b"e" * MIN_KEY_CHARS
+
+
+def test_a_key_file_is_read_only_as_far_as_a_key_and_its_line_end(tmp_path: Path) -> None:
+    _key_file(tmp_path, 0o600, "cd" * 32 + "\r\n" + "anything after the key line")
+    assert load_state_key(_env(tmp_path)).secret == bytes.fromhex("cd" * 32)
+    _key_file_again = user_key_path(_env(tmp_path))
+    _key_file_again.write_text("cd" * 32 + "\n" + "x", encoding="ascii")
+    with pytest.raises(StateKeyError, match="does not hold a key"):
+        load_state_key(_env(tmp_path))
+
+
+def test_the_key_folder_is_made_with_its_parents(tmp_path: Path) -> None:
+    env = {"XDG_STATE_HOME": str(tmp_path / "a" / "b")}
+    key = load_state_key(env)
+    assert key.where == str(tmp_path / "a" / "b" / "pytest-advreview" / "state.key")
+
+
+def test_a_new_key_is_linked_into_place_from_a_temporary_file_beside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    links: list[tuple[str, str]] = []
+    real_link = os.link
+
+    def link(src: str, dst: str) -> None:
+        links.append((str(src), str(dst)))
+        real_link(src, dst)
+
+    monkeypatch.setattr(os, "link", link)
+    key = load_state_key(_env(tmp_path))
+    ((src, dst),) = links
+    assert dst == key.where
+    assert Path(src).parent == Path(dst).parent
+    assert Path(src).name.startswith(".state.key-")
+    assert not Path(src).exists()
+    load_state_key(_env(tmp_path))  # an existing key is read, never made again
+    assert len(links) == 1
+
+
+def test_a_key_that_cannot_be_linked_into_place_says_why_and_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def link(src: str, dst: str) -> None:
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "link", link)
+    path = user_key_path(_env(tmp_path))
+    with pytest.raises(StateKeyError) as info:
+        load_state_key(_env(tmp_path))
+    assert str(info.value) == (
+        f"the state key {path} cannot be written (Invalid cross-device link). Fix: delete "
+        f"{path} (a new key is made on the next run, and every stored verdict is reviewed "
+        f"again), or set {STATE_KEY_ENV} to a secret of at least 32 characters"
+    )
+    assert list(path.parent.iterdir()) == []  # the temporary file is removed
+
+
+def test_a_temporary_file_that_cannot_be_removed_does_not_fail_the_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def unlink(path: str) -> None:
+        raise OSError(errno.EBUSY, "busy")
+
+    monkeypatch.setattr(os, "unlink", unlink)
+    assert load_state_key(_env(tmp_path)).source == "file"
+
+
+def test_a_key_that_vanishes_right_after_it_was_made_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_advreview import statekey
+
+    monkeypatch.setattr(statekey, "_read_user_key", lambda path: None)
+    path = user_key_path(_env(tmp_path))
+    with pytest.raises(StateKeyError) as info:
+        load_state_key(_env(tmp_path))
+    assert str(info.value) == f"{path} vanished right after it was created"
+
+
+def test_a_key_path_that_cannot_be_opened_says_why(tmp_path: Path) -> None:
+    long = tmp_path / ("x" * 300)  # longer than a file name may be
+    with pytest.raises(StateKeyError) as info:
+        load_state_key({"XDG_STATE_HOME": str(long)})
+    path = long / "pytest-advreview" / "state.key"
+    assert str(info.value).startswith(
+        f"the state key {path} cannot be opened (File name too long). Fix: delete {path}"
+    )
