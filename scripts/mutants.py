@@ -208,7 +208,10 @@ def main() -> int:
     unknown = [m for m in args.modules if m not in modules]
     if unknown:
         parser.error(f"unknown module {', '.join(unknown)}: choose from {' '.join(modules)}")
-    results = [run(name, modules[name], equivalents) for name in (args.modules or list(modules))]
+    results = []
+    for name in args.modules or list(modules):
+        results.append(run(name, modules[name], equivalents))
+        print(table(results[-1:]).splitlines()[-1], flush=True)  # each row as it is known
     print()
     print(table(results))
     for r in results:

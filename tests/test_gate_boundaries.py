@@ -1,0 +1,260 @@
+"""Boundaries of the gate check (gate.py): every phase with every record against every
+logged outcome, every CI variable and truthy value, every exit status the final status
+may meet, the merge of the xdist workers' reports, and each problem's text word for word."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from pytest_advreview import gate
+from pytest_advreview.constants import EXIT_REVIEW_ERRORS
+from pytest_advreview.gate import FAILED, NOT_RUN, OTHER, PASSED, SHARD, Logged, Problem
+
+NODE = "plan.md::adversarial-review"
+CHANGED = (
+    "a conftest or plugin changed this review item's report (a pytest_runtest_makereport "
+    "hookwrapper, or a pytest_runtest_logreport that edits the report); remove that code "
+    "or keep it away from review items"
+)
+WHAT = {
+    "setup": "the review (setup)",
+    "call": "the verdict (call)",
+    "teardown": "the workspace check (teardown)",
+}
+
+
+def ok() -> Logged:
+    return Logged("passed", False, PASSED)
+
+
+def phases(**changed: Logged | None) -> dict[str, Logged]:
+    found: dict[str, Logged | None] = {"setup": ok(), "call": ok(), "teardown": ok(), **changed}
+    return {when: logged for when, logged in found.items() if logged is not None}
+
+
+def problems(logged: dict[str, Logged] | None, how: str | None = None, **kw: Any) -> list[Problem]:
+    return gate.check({NODE: how}, {} if logged is None else {NODE: logged}, **kw)
+
+
+@pytest.mark.parametrize("when", ["setup", "call", "teardown"])
+def test_a_failed_record_logged_as_passed_or_skipped_is_a_problem_in_every_phase(
+    when: str,
+) -> None:
+    for outcome in ("passed", "skipped"):
+        (problem,) = problems(phases(**{when: Logged(outcome, False, FAILED)}))
+        assert problem == Problem(
+            NODE, f"{WHAT[when]} failed", outcome, CHANGED, hides_failure=when == "call"
+        )
+    # Logged as failed: as bad as the record, no problem.
+    assert problems(phases(**{when: Logged("failed", False, FAILED)})) == []
+
+
+@pytest.mark.parametrize("when", ["setup", "call", "teardown"])
+def test_an_xfailed_failure_names_the_xfail(when: str) -> None:
+    (problem,) = problems(phases(**{when: Logged("skipped", True, FAILED, "flaky")}))
+    assert problem.seen == "xfailed (flaky)"
+    assert problem.fix == (
+        "an xfail mark (or pytest.xfail) from a conftest or plugin turned the failure into "
+        "an xfail; remove it from review items"
+    )
+
+
+@pytest.mark.parametrize("when", ["setup", "call", "teardown"])
+def test_a_phase_that_never_ran_is_a_problem_whether_skipped_or_passed(when: str) -> None:
+    (skipped,) = problems(phases(**{when: Logged("skipped", False, NOT_RUN, "no")}))
+    assert skipped == Problem(
+        NODE,
+        f"{WHAT[when]} to run",
+        "skipped (no) before it ran",
+        "a skip or skipif mark, an xfail(run=False), or pytest.skip from a conftest or "
+        "plugin kept the review from running; remove it from review items",
+    )
+    (passed,) = problems(phases(**{when: Logged("passed", False, NOT_RUN)}))
+    assert passed == Problem(
+        NODE,
+        f"{WHAT[when]} to run",
+        f"passed, but the plugin's {when} never ran",
+        f"a conftest or plugin replaced this review item's {when} or its report; remove that code",
+    )
+
+
+@pytest.mark.parametrize("when", ["setup", "call", "teardown"])
+def test_a_report_without_the_record_is_a_problem_whatever_its_outcome(when: str) -> None:
+    for outcome in ("passed", "failed", "skipped"):
+        (problem,) = problems(phases(**{when: Logged(outcome, False, None)}))
+        assert problem == Problem(
+            NODE,
+            f"{WHAT[when]} with the plugin's record",
+            f"a {outcome} {when} report without it",
+            "a conftest or plugin replaced this review item's report or logged one of its "
+            "own; remove that code or keep it away from review items",
+        )
+
+
+def test_a_passed_record_logged_as_skipped_is_a_problem() -> None:
+    (problem,) = problems(phases(teardown=Logged("skipped", False, PASSED, "why")))
+    assert problem == Problem(NODE, f"{WHAT['teardown']} passed", "skipped (why)", CHANGED)
+
+
+@pytest.mark.parametrize("when", ["setup", "teardown"])
+def test_a_missing_setup_or_teardown_report_is_a_problem(when: str) -> None:
+    found = problems(phases(**{when: None}))
+    assert found[0] == Problem(
+        NODE,
+        f"{WHAT[when]} to run",
+        f"no {when} report",
+        "a conftest or plugin kept the phase from running or its report from being logged; "
+        "remove that code",
+    )
+
+
+def test_a_missing_call_is_a_problem_only_after_a_passed_setup() -> None:
+    (problem,) = problems(phases(call=None))
+    assert problem == Problem(
+        NODE,
+        f"{WHAT['call']} to run",
+        "no call report",
+        "pytest --setup-only/--setup-plan, or a conftest or plugin, kept the phase from "
+        "running or its report from being logged; run without it",
+    )
+    assert problems(phases(setup=Logged("failed", False, FAILED), call=None)) == []
+    assert problems(phases(setup=None, call=None))[0].seen == "no setup report"
+    assert len(problems(phases(setup=None, call=None))) == 1
+
+
+def test_one_problem_per_item_the_first_in_phase_order_keeping_a_hidden_failure() -> None:
+    found = problems(
+        phases(
+            setup=Logged("passed", False, None),
+            call=Logged("passed", False, FAILED),
+            teardown=Logged("passed", False, None),
+        )
+    )
+    assert [(p.expected, p.hides_failure) for p in found] == [
+        (f"{WHAT['setup']} with the plugin's record", True)
+    ]
+
+
+def test_items_are_checked_in_node_id_order_and_shards_are_left_out() -> None:
+    collected = {"b": None, "a": OTHER, "c": SHARD, "d": SHARD}
+    found = gate.check(collected, {"d": phases(call=Logged("passed", False, FAILED))})
+    assert [p.nodeid for p in found] == ["a", "b", "d"]
+    assert found[0] == Problem(
+        "a",
+        "the review to run (it was collected)",
+        "deselected",
+        "under CI every review item runs: drop the -m/-k/--deselect (or the addopts = -m "
+        '"not adversarial_review" in the ini file, or the conftest or plugin) that '
+        "deselects it; to split reviews between jobs use --advreview-shard=K/N",
+    )
+    assert found[1] == Problem(
+        "b",
+        "the review to run",
+        "no report",
+        "a conftest or plugin removed it from the run (pytest_collection_modifyitems, "
+        "pytest_runtest_protocol); remove that code or keep it away from review items",
+    )
+    # A deselected item that ran anyway is judged by what it logged.
+    assert gate.check({NODE: OTHER}, {NODE: phases()}) == []
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_the_exit_status_each_record_calls_for(strict: bool) -> None:
+    errors = EXIT_REVIEW_ERRORS if strict else 1
+    status = gate.gate_status
+    assert status([], {}, strict_exit=strict) is None
+    assert status([], {NODE: phases()}, strict_exit=strict) is None
+    for when in ("setup", "teardown"):
+        failed = {NODE: phases(**{when: Logged("failed", False, FAILED)})}
+        assert status([], failed, strict_exit=strict) == errors
+    assert status([], {NODE: phases(call=Logged("failed", False, FAILED))}, strict_exit=strict) == 1
+    plain = Problem(NODE, "e", "s", "f")
+    assert status([plain], {}, strict_exit=strict) == errors
+    hides = Problem(NODE, "e", "s", "f", hides_failure=True)
+    assert status([plain, hides], {}, strict_exit=strict) == 1
+
+
+@pytest.mark.parametrize(
+    ("current", "required", "final"),
+    [
+        (0, None, 0),
+        (1, None, 1),
+        (0, 1, 1),
+        (5, 1, 1),  # no tests collected
+        (0, EXIT_REVIEW_ERRORS, EXIT_REVIEW_ERRORS),
+        (5, EXIT_REVIEW_ERRORS, EXIT_REVIEW_ERRORS),
+        (EXIT_REVIEW_ERRORS, 1, 1),
+        (EXIT_REVIEW_ERRORS, EXIT_REVIEW_ERRORS, EXIT_REVIEW_ERRORS),
+        (1, EXIT_REVIEW_ERRORS, 1),
+        (2, 1, 2),
+        (3, 1, 3),
+        (4, 1, 4),
+    ],
+)
+def test_the_final_status_is_only_ever_raised(
+    current: int, required: int | None, final: int
+) -> None:
+    assert gate.final_status(current, required) == final
+
+
+@pytest.mark.parametrize("name", ["CI", "GITHUB_ACTIONS"])
+@pytest.mark.parametrize("value", ["1", "true", "True", " yes ", "ON"])
+def test_every_ci_variable_and_truthy_value_enforces_the_check(name: str, value: str) -> None:
+    assert gate.enforced_by({name: value}, strict_exit=False) == f"{name}={value}"
+
+
+@pytest.mark.parametrize("value", ["", "0", "false", "no", "off", "truthy"])
+def test_other_values_do_not_enforce_it_unless_strict(value: str) -> None:
+    environ = {"CI": value, "GITHUB_ACTIONS": value}
+    assert gate.enforced_by(environ, strict_exit=False) is None
+    assert gate.enforced_by(environ, strict_exit=True) == "--advreview-strict-exit"
+
+
+def test_ci_is_named_before_github_actions() -> None:
+    both = {"CI": "true", "GITHUB_ACTIONS": "true"}
+    assert gate.enforced_by(both, strict_exit=True) == "CI=true"
+
+
+def test_what_pytest_logged_reads_the_reason_of_a_skip_and_of_an_xfail() -> None:
+    skip = pytest.TestReport("n", ("f", 1, "n"), {}, "skipped", ("f", 1, "Skipped: why"), "setup")
+    assert Logged.of(skip) == Logged("skipped", False, None, "Skipped: why")
+    xfail = pytest.TestReport("n", ("f", 1, "n"), {}, "skipped", None, "call")
+    xfail.wasxfail = "flaky"  # type: ignore[attr-defined]
+    setattr(xfail, gate.GATE_ATTR, FAILED)
+    assert Logged.of(xfail) == Logged("skipped", True, FAILED, "flaky")
+    assert Logged.of(xfail).seen() == "xfailed (flaky)"
+    xpass = pytest.TestReport("n", ("f", 1, "n"), {}, "passed", None, "call")
+    xpass.wasxfail = "ok"  # type: ignore[attr-defined]
+    assert Logged.of(xpass).seen() == "passed"
+    odd = pytest.TestReport("n", ("f", 1, "n"), {}, "skipped", ("f", 1), "setup")
+    assert Logged.of(odd).reason == ""
+    assert Logged("skipped", False, None).seen() == "skipped"
+    assert Logged("failed", True, None, "r").seen() == "xfailed (r)"
+
+
+def test_a_problem_line_names_item_expectation_what_was_logged_and_the_fix() -> None:
+    assert Problem("n", "e", "s", "f").line() == "n: expected e; pytest logged s: f"
+
+
+def _node(sent: object) -> SimpleNamespace:
+    return SimpleNamespace(workeroutput={gate.WORKEROUTPUT_KEY: sent})
+
+
+def test_the_workers_reports_merge_and_one_other_deselection_is_enough() -> None:
+    check = gate.GateCheck(
+        SimpleNamespace(),
+        gate.GateRecorder(),
+        enforced="CI=true",
+        strict=False,  # type: ignore[arg-type]
+    )
+    assert check._remote is None
+    check.pytest_testnodedown(SimpleNamespace(), None)  # no workeroutput: ignored
+    check.pytest_testnodedown(_node("not a dict"), None)
+    assert check._remote is None
+    check.pytest_testnodedown(_node({"a": None, "b": SHARD, "c": OTHER}), None)
+    check.pytest_testnodedown(_node({"a": OTHER, "b": None, "c": None, "d": SHARD}), None)
+    check.pytest_testnodedown(_node({"a": None, "b": SHARD}), None)
+    assert check._remote == {"a": OTHER, "b": SHARD, "c": OTHER, "d": SHARD}
