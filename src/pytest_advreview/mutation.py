@@ -143,6 +143,11 @@ def _display(path: str, root: str | None) -> str:
     return path
 
 
+def _commit(head: str | None) -> str:
+    """A commit as a message names it: 12 characters (the words of an unborn branch whole)."""
+    return head[:12] if head else "an unborn branch"
+
+
 def _untracked_or_absent(code: str | None) -> bool:
     return code is None or code == "??"
 
@@ -226,8 +231,8 @@ def compare(before: Snapshot, after: Snapshot, *, allow_untracked: Sequence[str]
                 path="HEAD",
                 kind="modified",
                 detail=(
-                    f"HEAD moved from {(before.head or 'an unborn branch')[:12]} to "
-                    f"{(after.head or 'an unborn branch')[:12]} (a commit, reset or checkout)"
+                    f"HEAD moved from {_commit(before.head)} to {_commit(after.head)} "
+                    "(a commit, reset or checkout)"
                 ),
             )
         )
