@@ -231,3 +231,19 @@ def test_the_preload_leaves_out_the_testing_kit_the_doctor_and_the_entry_point()
     assert "pytest_advreview.runner.environment" in names
     for left_out in ("testing", "doctor", "__main__"):
         assert not any(n.startswith(f"pytest_advreview.{left_out}") for n in names)
+
+
+def test_the_first_preload_of_a_process_imports_every_module_it_lists(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Measured from an empty list (an earlier test of this process preloaded already)."""
+    monkeypatch.setattr(containment, "_preloaded", [])
+    names = containment.preload()
+    assert names == containment._preloaded
+    assert names is not containment._preloaded  # a copy: the caller cannot change it
+    assert all(isinstance(n, str) and n.startswith("pytest_advreview.") for n in names)
+    assert {"pytest_advreview.gate", "pytest_advreview.report.sarif"} <= set(names)
+    assert not any(
+        n.startswith(("pytest_advreview.testing", "pytest_advreview.doctor.")) for n in names
+    )
+    assert "pytest_advreview.doctor" not in names and "pytest_advreview.__main__" not in names
