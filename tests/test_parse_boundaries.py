@@ -1,0 +1,219 @@
+"""Boundaries of review parsing (parse/): the medium count the triage covers, the length
+of a stub and of the scanned window, the shown last line of a review without a verdict,
+every strong environment-failure phrase, and every severity on each side of fail-on."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_advreview.models import (
+    Finding,
+    Location,
+    OutputFormat,
+    Review,
+    ReviewQuality,
+    Severity,
+    Verdict,
+)
+from pytest_advreview.parse import analyse, classify_quality
+from pytest_advreview.parse.quality import MAX_COVERED_MEDIUM
+
+
+def finding(severity: str, n: int) -> str:
+    return (
+        f"### [severity: {severity}] Problem number {n}\n"
+        f"- **Section:** Task {n}\n"
+        f"- **What can go wrong:** thing {n} breaks.\n"
+    )
+
+
+def review(findings: str, verdict: str = "VERDICT: REVISE") -> str:
+    return f"## Summary\n\nThe plan.\n\n## Findings\n\n{findings}\n## Verdict\n\n{verdict}\n"
+
+
+def test_the_triage_covers_ten_medium_findings() -> None:
+    assert MAX_COVERED_MEDIUM == 10
+
+
+@pytest.mark.parametrize(("count", "truncated"), [(9, False), (10, False), (11, True)])
+def test_the_triage_counts_medium_findings_up_to_the_limit(count: int, truncated: bool) -> None:
+    text = review("".join(finding("medium", n) for n in range(count)))
+    triage = analyse(text).triage
+    assert (triage.covered_medium, triage.truncated) == (min(count, 10), truncated)
+    assert triage.finding_count == count
+    assert triage.max_severity == "medium"
+
+
+def test_the_triage_counts_each_severity() -> None:
+    text = review(
+        finding("critical", 1) + finding("high", 2) + finding("high", 3) + finding("medium", 4)
+    )
+    triage = analyse(text).triage
+    assert (
+        triage.status,
+        triage.finding_count,
+        triage.max_severity,
+        triage.covered_critical,
+        triage.covered_high,
+        triage.covered_medium,
+        triage.truncated,
+        triage.needs_lead_judgment,
+    ) == ("ok", 4, "critical", 1, 2, 1, False, False)
+    approved = analyse(review("None.\n", "VERDICT: APPROVED")).triage
+    assert (approved.max_severity, approved.finding_count) == ("none", 0)
+
+
+@pytest.mark.parametrize("fail_on", [Severity.MEDIUM, Severity.HIGH, Severity.CRITICAL])
+@pytest.mark.parametrize("severity", ["medium", "high", "critical"])
+def test_approved_with_a_finding_is_drift_exactly_at_or_above_fail_on(
+    fail_on: Severity, severity: str
+) -> None:
+    result = analyse(review(finding(severity, 1), "VERDICT: APPROVED"), fail_on=fail_on)
+    ranks = {"medium": 1, "high": 2, "critical": 3}
+    at_or_above = ranks[severity] >= ranks[fail_on.value]
+    assert (result.drift is not None) is at_or_above
+    assert result.triage.needs_lead_judgment is at_or_above
+
+
+def test_the_threshold_may_come_as_a_plain_string() -> None:
+    result = analyse(review(finding("medium", 1), "VERDICT: APPROVED"), "markdown", "high")  # type: ignore[arg-type]
+    assert result.drift is None
+    result = analyse(review(finding("high", 1), "VERDICT: APPROVED"), "markdown", "high")  # type: ignore[arg-type]
+    assert result.drift is not None and "fail-on high" in result.drift
+
+
+def test_the_drift_texts_word_for_word() -> None:
+    assert analyse("  \n").drift == "empty review"
+    assert analyse(review("None.\n")).drift == (
+        "verdict REVISE without any [severity: critical|high|medium] finding"
+    )
+
+
+@pytest.mark.parametrize(("length", "shown"), [(79, None), (80, None), (81, 77)])
+def test_the_last_line_of_a_review_without_a_verdict_is_shown_up_to_80_characters(
+    length: int, shown: int | None
+) -> None:
+    last = "x" * length
+    drift = analyse(f"## Summary\n\nok\n\n{last}\n\n").drift
+    assert drift is not None
+    expected = last if shown is None else last[:shown] + "..."
+    assert drift.startswith(f"no verdict on the last line (got {expected!r}): ")
+
+
+def test_json_drift_keeps_the_markdown_reading() -> None:
+    result = analyse(review(finding("high", 1)), OutputFormat.JSON)
+    assert result.drift is not None
+    assert [f.severity for f in result.review.findings] == [Severity.HIGH]
+    assert result.triage.needs_lead_judgment
+
+
+def test_a_valid_json_review_is_judged_like_a_markdown_one() -> None:
+    text = '{"summary": "s", "verdict": "REVISE", "findings": []}'
+    result = analyse(text, "json")  # type: ignore[arg-type]
+    assert result.drift == "verdict REVISE without any [severity: critical|high|medium] finding"
+
+
+def _stub(text: str) -> Review:
+    return Review(summary="", findings=(), verdict=None, raw=text)
+
+
+@pytest.mark.parametrize(("length", "stub"), [(599, True), (600, True), (601, False)])
+def test_an_error_stub_is_at_most_600_characters(length: int, stub: bool) -> None:
+    text = "error: too many requests".ljust(length, ".")
+    quality = classify_quality(_stub(f"  {text}\n"))
+    assert (quality is ReviewQuality.DEGRADED_ENVIRONMENTAL) is stub
+
+
+def test_a_stub_with_a_heading_or_json_is_not_a_stub() -> None:
+    assert (
+        classify_quality(_stub("error: too many requests")) is ReviewQuality.DEGRADED_ENVIRONMENTAL
+    )
+    assert classify_quality(_stub("# Review\nerror: too many requests")) is ReviewQuality.VALID
+    assert classify_quality(_stub("x\n  # note\ntoo many requests")) is ReviewQuality.VALID
+    assert classify_quality(_stub('{"error": "too many requests"}')) is ReviewQuality.VALID
+
+
+STRONG = [
+    "bwrap: setting up uid map: Permission denied",
+    "operation not permitted",
+    "read-only file system",
+    "not inside a trusted directory",
+    "pass --skip-git-repo-check",
+    "do you trust the contents of this directory",
+    "too many requests",
+    "http 429",
+    "rate limit reached",
+    "you hit your usage limit",
+    "usage limit",
+    "quota exceeded",
+    "no such file or directory",
+    "permission denied",
+    "sandbox setup failed",
+    "sandbox error: x",
+    "failed to set up the sandbox",
+    "sandbox prevented me",
+]
+
+
+@pytest.mark.parametrize("phrase", STRONG)
+def test_every_strong_failure_phrase_makes_a_short_stub_environmental(phrase: str) -> None:
+    assert classify_quality(_stub(f"Error: {phrase}.")) is ReviewQuality.DEGRADED_ENVIRONMENTAL
+    assert classify_quality(_stub("Error: all is fine.")) is ReviewQuality.VALID
+
+
+@pytest.mark.parametrize(
+    "weak", ["bwrap", "sandbox", "rate-limit", "quota", "trusted directory", "file not found"]
+)
+def test_a_weak_mention_needs_a_statement_of_inability(weak: str) -> None:
+    text = "# Review\n" + "The plan is long. " * 40 + f"Note on {weak}.\n"
+    assert classify_quality(_stub(text)) is ReviewQuality.VALID
+    unable = text + "I could not perform the review.\n"
+    assert classify_quality(_stub(unable)) is ReviewQuality.DEGRADED_ENVIRONMENTAL
+
+
+@pytest.mark.parametrize(("filler", "found"), [(15_000, True), (40_000, False)])
+def test_only_both_ends_of_a_long_review_are_scanned(filler: int, found: bool) -> None:
+    middle = "# Review\n" + "a" * filler + "\nI could not read the plan.\n" + "b" * filler
+    assert (classify_quality(_stub(middle)) is ReviewQuality.DEGRADED_ENVIRONMENTAL) is found
+
+
+@pytest.mark.parametrize("at", ["start", "end"])
+def test_an_inability_at_either_end_of_a_long_review_is_found(at: str) -> None:
+    statement = "I could not read the plan."
+    body = "# Review\n" + "a" * 40_000
+    text = statement + "\n" + body if at == "start" else body + "\n" + statement
+    assert classify_quality(_stub(text)) is ReviewQuality.DEGRADED_ENVIRONMENTAL
+
+
+def _review_with(f: Finding, raw: str = "# Review\nfine\n") -> Review:
+    return Review(summary="", findings=(f,), verdict=Verdict.REVISE, raw=raw)
+
+
+def test_a_finding_backed_by_a_location_or_an_answer_makes_the_review_valid() -> None:
+    bare = Finding(id="AR-000001", severity=Severity.HIGH, title="vague")
+    assert classify_quality(_review_with(bare)) is ReviewQuality.DEGRADED_CONTENT
+    located = bare.model_copy(update={"location": Location(section="3")})
+    assert classify_quality(_review_with(located)) is ReviewQuality.VALID
+    for answer in ("what_can_go_wrong", "why_vulnerable", "impact", "recommendation"):
+        answered = bare.model_copy(update={answer: "because"})
+        assert classify_quality(_review_with(answered)) is ReviewQuality.VALID
+
+
+def test_a_finding_that_reports_the_reviewers_environment_is_not_backing() -> None:
+    env = Finding(
+        id="AR-000002",
+        severity=Severity.HIGH,
+        title="Cannot review",
+        recommendation="I could not read the plan: permission denied",
+    )
+    raw = "# Review\nI could not read the plan: permission denied\n"
+    assert classify_quality(_review_with(env, raw)) is ReviewQuality.DEGRADED_ENVIRONMENTAL
+    # The same words with a location are a finding about the code, not the environment.
+    located = env.model_copy(
+        update={"recommendation": "handle permission denied", "location": Location(file="a.py")}
+    )
+    assert classify_quality(_review_with(located, raw)) is ReviewQuality.VALID
+    unlocated = env.model_copy(update={"recommendation": "operation not permitted here"})
+    stub = "# Review\nEvery command failed: operation not permitted.\n"
+    assert classify_quality(_review_with(unlocated, stub)) is ReviewQuality.DEGRADED_ENVIRONMENTAL
+    assert classify_quality(_review_with(located, stub)) is ReviewQuality.VALID
