@@ -1,8 +1,8 @@
 """Boundaries of containment.py: every place of the gate checked for exposure on its own,
 the edge of "inside the workspace", and who may write it (each setting on each side).
 
-Issue 26: ``sys.base_prefix`` dropped from the places checked passed the whole suite; the
-tests moved only ``sys.prefix``, the package and ``CODEX_HOME``.
+A mutation test: ``sys.base_prefix`` dropped from the places checked passed the whole
+suite; the tests moved only ``sys.prefix``, the package and ``CODEX_HOME``.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Boundaries of the redaction rules (outbound.py): the minimum lengths of a secret, of a
 part and of a line, every name that is not secret, and the state key file's text.
 
-Each length is tested at its limit and one on each side; each list member on its own
-(issue 26: ``<`` mutated to ``<=`` on the minimum secret length passed the whole suite).
+Each length is tested at its limit and one on each side; each list member on its own (a
+mutation test: ``<`` mutated to ``<=`` on the minimum secret length passed the whole
+suite).
 """
 
 from __future__ import annotations

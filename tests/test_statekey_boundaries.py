@@ -1,8 +1,8 @@
 """Boundaries of the state key's rules: its length, the key file's mode, owner and content.
 
 Each rule is tested at its limit and one step on each side, every permission bit the
-mask guards on its own (issue 26: a mask weakened to 0o007 and a length measured before
-stripping both passed the whole suite).
+mask guards on its own (mutation tests: a mask weakened to 0o007 and a length measured
+before stripping both passed the whole suite).
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def _key_file(tmp_path: Path, mode: int, content: str = "ab" * 32 + "\n") -> Pat
     return path
 
 
-# Every bit of 0o077 on its own, and the group modes issue 26 names.
+# Every bit of 0o077 on its own, and the group modes 0640, 0620 and 0660.
 GROUP_OR_OTHER = [0o640, 0o620, 0o660, 0o610, 0o604, 0o602, 0o601, 0o644, 0o666]
 
 
