@@ -8,6 +8,7 @@ suite).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -170,3 +171,132 @@ def test_overlapping_secrets_are_one_redaction_named_by_the_first() -> None:
     redactor = Redactor([Secret("LEFT", "abcdefgh"), Secret("RIGHT", "efghijkl")])
     assert redactor.redact("xx abcdefghijkl yy") == "xx [redacted:LEFT] yy"
     assert redactor.redact("abcdefgh efghijkl") == "[redacted:LEFT] [redacted:RIGHT]"
+
+
+# -- neutralisation ------------------------------------------------------------------------
+
+C0_C1 = [chr(c) for c in range(0xA0) if c < 0x20 or 0x7F <= c < 0xA0]
+BIDI = list("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def escaped(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+@pytest.mark.parametrize("char", [c for c in C0_C1 if c not in "\n\t\r"])
+def test_every_c0_and_c1_control_is_escaped_everywhere(char: str) -> None:
+    assert outbound.escape_controls(f"a{char}b") == f"a{escaped(char)}b"
+    assert outbound.terminal_text(f"a{char}b") == f"a{escaped(char)}b"
+    assert outbound.one_line(f"a{char}b") == f"a{escaped(char)}b"
+    assert outbound.unsafe_name(f"a{char}b")
+    assert outbound.shown(f"a{char}b") == f"'a{escaped(char)}b'"
+
+
+@pytest.mark.parametrize("char", [*BIDI, "\u2028", "\u2029"])
+def test_every_bidi_and_line_separator_character_is_escaped(char: str) -> None:
+    assert outbound.escape_controls(f"a{char}b") == f"a\\u{ord(char):04x}b"
+    assert outbound.unsafe_name(f"x{char}")
+
+
+@pytest.mark.parametrize("char", ["\u00a0", "\u00ff", "\u0100", "\u200b", "é"])
+def test_printable_and_other_characters_are_left_alone(char: str) -> None:
+    assert outbound.escape_controls(f"a{char}b") == f"a{char}b"
+    assert not outbound.unsafe_name(f"a{char}b")
+
+
+def test_escapes_use_two_hex_digits_up_to_ff_and_four_above() -> None:
+    assert outbound.escape_controls("\x00\x1b\x7f\x85\x9f") == "\\x00\\x1b\\x7f\\x85\\x9f"
+    assert outbound.escape_controls("\u200e") == "\\u200e"
+
+
+def test_newlines_tabs_and_carriage_returns_by_what_is_kept() -> None:
+    text = "a\tb\r\nc\rd\n"
+    assert outbound.escape_controls(text) == "a\tb\r\nc\\x0dd\n"
+    assert outbound.escape_controls(text, keep="") == "a\\x09b\\x0d\\x0ac\\x0dd\\x0a"
+    assert outbound.escape_controls(text, keep="\t") == "a\tb\\x0d\\x0ac\\x0dd\\x0a"
+    assert outbound.escape_controls(text, keep="\n\r\t") == text
+    assert outbound.escape_controls(text, keep="\r") == "a\\x09b\r\\x0ac\rd\\x0a"
+    assert outbound.one_line(text) == "a\\x09b\\x0d\\x0ac\\x0dd\\x0a"
+
+
+@pytest.mark.parametrize(
+    ("line", "defused"),
+    [
+        ("::error::x", "\\::error::x"),
+        ("  ::warning file=a::x", "  \\::warning file=a::x"),
+        ("\t::group::x", "\t\\::group::x"),
+        ("a ::error::x", "a ::error::x"),
+        (":error:", ":error:"),
+        ("x ##[error]y ##[group]", "x ##\\[error]y ##\\[group]"),
+        ("##", "##"),
+    ],
+)
+def test_workflow_commands_are_defused_on_every_line(line: str, defused: str) -> None:
+    assert outbound.terminal_text(f"ok\n{line}\nok") == f"ok\n{defused}\nok"
+    # On one line a tab is escaped first: the line then starts with a backslash anyway.
+    assert outbound.one_line(line) == defused.replace("\t", "\\x09").replace("\\x09\\::", "\\x09::")
+
+
+def test_annotation_texts_escape_what_would_end_them() -> None:
+    text = "50% a:b,c\r\nd\x1b"
+    assert outbound.annotation_data(text) == "50%25 a:b,c%0D%0Ad\\x1b"
+    assert outbound.annotation_property(text) == "50%25 a%3Ab%2Cc%0D%0Ad\\x1b"
+    assert outbound.annotation_data("a\tb") == "a\tb"
+
+
+def test_a_name_is_shown_quoted_with_workflow_brackets_defused() -> None:
+    assert outbound.shown("a ##[b\nc") == "'a ##\\[b\\x0ac'"
+    assert outbound.unsafe_name("a ##[b")
+    assert not outbound.unsafe_name("a #[b ## [c")
+
+
+def test_data_and_models_without_a_secret_are_returned_as_they_are() -> None:
+    from pytest_advreview.models import Location
+
+    outbound.install(Redactor([Secret("TOKEN", "s3cr3t-value")]))
+    tree = {"a": ["x", ("y", {"b": "z"})], "n": 1, "none": None}
+    assert outbound.redact_data(tree) is tree
+    secret_tree = {"a": ["x", ("s3cr3t-value", {"b": "s3cr3t-value!"})], "n": 1, "k": None}
+    assert outbound.redact_data(secret_tree) == {
+        "a": ["x", ["[redacted:TOKEN]", {"b": "[redacted:TOKEN]!"}]],
+        "n": 1,
+        "k": None,
+    }
+    clean = Location(file="a.py", section="s")
+    assert outbound.redact_model(clean) is clean
+    dirty = Location(file="s3cr3t-value.py", section="s")
+    assert outbound.redact_model(dirty) == Location(file="[redacted:TOKEN].py", section="s")
+    assert outbound.redact("x s3cr3t-value") == "x [redacted:TOKEN]"
+
+
+def test_without_an_installed_redactor_the_process_environment_is_used(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SOME_DEPLOY_KEY", "Qz8vX2kP3wR7")
+    outbound.install(None)
+    assert outbound.redact("k=Qz8vX2kP3wR7") == "k=[redacted:SOME_DEPLOY_KEY]"
+
+
+@pytest.mark.parametrize(
+    ("value", "active"), [("true", True), (" TRUE ", True), ("1", False), ("", False)]
+)
+def test_the_log_guard_pauses_workflow_commands_only_under_github_actions(
+    value: str, active: bool
+) -> None:
+    guard = outbound.LogGuard(Redactor([]), {"GITHUB_ACTIONS": value})
+    assert guard.active is active
+    assert len(guard.token) == 32
+    assert guard.token != outbound.LogGuard(Redactor([]), {}).token
+
+
+def test_the_log_guard_gives_each_worker_the_controllers_secrets() -> None:
+    from types import SimpleNamespace
+
+    redactor = Redactor([Secret("A", "abcdefgh"), Secret("state key", "0a1b2c3d", True)])
+    node = SimpleNamespace(workerinput={})
+    outbound.LogGuard(redactor, {}).pytest_configure_node(node)
+    assert json.loads(node.workerinput[outbound.WORKERINPUT_KEY]) == [
+        ["A", "abcdefgh", False],
+        ["state key", "0a1b2c3d", True],
+    ]
