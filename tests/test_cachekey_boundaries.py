@@ -5,6 +5,7 @@ reviewer's identity (where Codex's home is, what a digest looks like)."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,8 @@ from pytest_advreview.cachekey import (
     CacheKey,
     cache_key,
     change_set_hash,
+    code_digest,
+    plan_digest,
     plan_hash,
     reviewer_identity,
 )
@@ -154,8 +157,6 @@ def test_the_branch_key_is_the_diff_of_the_listed_files_since_the_base(repo: Pat
 
 @pytest.mark.parametrize("size", [0, 1, (1 << 20) - 1, 1 << 20, (1 << 20) + 1])
 def test_a_plan_hash_reads_every_chunk(tmp_path: Path, size: int) -> None:
-    import hashlib
-
     plan = tmp_path / "plan.md"
     data = bytes(range(256)) * (size // 256) + bytes(range(size % 256))
     plan.write_bytes(data)
@@ -226,3 +227,25 @@ def test_an_unreadable_codex_home_file_is_never_equal_to_a_readable_one(tmp_path
     (tmp_path / "config.toml").mkdir()  # reading a folder fails (EISDIR)
     identity = reviewer_identity(Settings(), {"CODEX_HOME": str(tmp_path)})
     assert identity["codex_home/config.toml"] == "unreadable:21"
+
+
+def test_the_plan_key_is_the_documented_digest(tmp_path: Path) -> None:
+    """The content key's own encoding, recomputed: a tag that moved would re-key every
+    stored verdict silently (each is reviewed again), and a prompt may hold any text."""
+    plan = tmp_path / "x.md"
+    plan.write_bytes(b"# Plan\n")
+    body = "Review x.md \udcff"  # a prompt read with surrogateescape
+    expected = hashlib.sha256(
+        b"plan\0" + b"Review x.md \xff" + b"\0" + hashlib.sha256(b"# Plan\n").hexdigest().encode()
+    ).hexdigest()
+    assert plan_digest(plan, body) == expected
+
+
+def test_the_code_key_is_the_documented_digest(repo: Path) -> None:
+    (repo / "a.txt").write_text("a")
+    change = uncommitted("a.txt")
+    files = change_set_hash(repo, change)
+    expected = hashlib.sha256(
+        b"code\0" + b"Review \xff" + b"\0" + files.encode() + b"\0plan\0" + b"# Plan \xfe"
+    ).hexdigest()
+    assert code_digest(repo, change, "Review \udcff", "# Plan \udcfe") == expected
