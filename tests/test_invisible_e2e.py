@@ -16,11 +16,10 @@ import json
 import re
 import secrets
 import string
-from typing import Any
 
 import pytest
 
-from conftest import ReviewRepo
+from conftest import ReviewRepo, json_strings
 from pytest_advreview.testing import FindingSpec, review_text
 
 #: One of each kind: format characters, fillers, selectors, tags, a combining mark.
@@ -54,17 +53,6 @@ _UNSEEN = re.compile(_INVISIBLE.pattern[:-1] + "\u0300-\u036f]")
 
 def _alnum(n: int) -> str:
     return "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(n))
-
-
-def _strings(value: Any) -> str:
-    """Every string of a parsed JSON document, one per line (JSON escapes undone)."""
-    if isinstance(value, str):
-        return value + "\n"
-    if isinstance(value, dict):
-        return "".join(_strings(k) + _strings(v) for k, v in value.items())
-    if isinstance(value, list):
-        return "".join(_strings(v) for v in value)
-    return ""
 
 
 def _unescaped(text: str) -> str:
@@ -119,8 +107,8 @@ def test_a_credential_split_by_invisible_characters_and_bidi_controls_reach_no_o
     result.assert_outcomes(failed=1)
     outputs = {
         "terminal": result.stdout.str() + result.stderr.str(),
-        "json": _strings(json.loads((out / "results.json").read_text(encoding="utf-8"))),
-        "sarif": _strings(json.loads((out / "advreview.sarif").read_text(encoding="utf-8"))),
+        "json": json_strings(json.loads((out / "results.json").read_text(encoding="utf-8"))),
+        "sarif": json_strings(json.loads((out / "advreview.sarif").read_text(encoding="utf-8"))),
         "markdown": (out / "report.md").read_text(encoding="utf-8"),
         "step summary": summary.read_text(encoding="utf-8"),
         "junit": (out / "junit.xml").read_text(encoding="utf-8"),
@@ -142,4 +130,4 @@ def test_a_credential_split_by_invisible_characters_and_bidi_controls_reach_no_o
     findings = re.search(r'name="findings" value="([^"]*)"', junit)
     assert findings is not None
     decoded = json.loads(html.unescape(findings.group(1)))  # as a consumer reads it
-    assert _INVISIBLE.findall(_strings(decoded)) == []
+    assert _INVISIBLE.findall(json_strings(decoded)) == []

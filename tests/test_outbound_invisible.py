@@ -9,13 +9,10 @@ import base64
 import json
 import re
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 
-from pytest_advreview import action, outbound
-from pytest_advreview.models import Finding, ItemRecord, ReviewStatus, Severity
+from pytest_advreview import outbound
 from pytest_advreview.outbound import INVISIBLE_RANGES, Redactor, Secret
 
 PAT = "ghp_Q7xv0PlantedPat9Zk2LmN4"
@@ -156,28 +153,6 @@ def test_visible_text_keeps_its_combining_marks_and_its_data_its_identity(
     assert outbound.redact_data(clean) is clean
 
 
-def test_a_records_invisible_characters_are_shown_in_every_field(redactor: Redactor) -> None:
-    finding = Finding(
-        id="F1",
-        severity=Severity.HIGH,
-        title="evil\u202etxt.exe",
-        what_can_go_wrong="the token " + "\u200b".join(PAT),
-        impact="Roll\u2067out",
-    )
-    record = ItemRecord(
-        nodeid="docs/plans/x.md::adversarial-review",
-        key="docs/plans/x.md",
-        kind="plan",
-        status=ReviewStatus.REVISE,
-        outcome="failed",
-        findings=(finding,),
-    )
-    shown = outbound.redact_model(record).findings[0]
-    assert shown.title == "evil\\u202etxt.exe"
-    assert shown.impact == "Roll\\u2067out"
-    assert shown.what_can_go_wrong == "the token [redacted:DEPLOY_PAT]"
-
-
 @pytest.mark.parametrize("offset", [0, 1, 2])
 @pytest.mark.parametrize("alphabet", ["standard", "url-safe"])
 def test_a_base64_encoded_secret_is_redacted_alone_or_inside_a_longer_encoding(
@@ -205,26 +180,6 @@ def test_the_encoded_forms_are_derived_on_each_worker_not_sent() -> None:
     assert set(worker.secrets) == set(controller.secrets)
     encoded = base64.b64encode(PAT.encode()).decode()
     assert worker.redact(encoded).startswith("[redacted:DEPLOY_PAT (base64)]")
-
-
-def test_the_pull_request_comment_shows_invisible_characters_and_redacts_through_them(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    report = tmp_path / "report.md"
-    hidden = "\u2060".join(PAT)
-    report.write_text(f"# Adversarial review\n\ntoken {hidden}, evil\u202etxt.exe\n")
-    posted: list[Any] = []
-
-    def api(env: object, method: str, path: str, body: object = None) -> Any:
-        posted.append(body)
-        return [] if method == "GET" else {}
-
-    monkeypatch.setattr(action, "_api", api)
-    env = {"DEPLOY_PAT": PAT, "ADVREVIEW_ACTION_PR": "3", "ADVREVIEW_ACTION_REPORT": str(report)}
-    assert action.main(["comment"], env) == 0
-    [body] = [b["body"] for b in posted if b is not None]
-    assert "token [redacted:DEPLOY_PAT], evil\\u202etxt.exe" in body
-    assert INVISIBLE_PATTERN.search(body) is None
 
 
 @pytest.mark.parametrize("keep", ["", "\n\t", "\n\r\t"])
