@@ -37,8 +37,6 @@ from typing import Final
 
 import pytest
 
-from .git import GitError, run_git
-
 __all__ = ["LOCK_NAME", "RunLock", "hold", "hold_for_run", "lock_path"]
 
 #: The lock file's name in the git directory.
@@ -70,14 +68,9 @@ def lock_path(config: pytest.Config) -> Path | None:
     The git directory of the work tree containing rootdir (per work tree: each linked
     worktree is a checkout of its own); outside git, pytest's cache folder; else ``None``.
     """
-    root = Path(config.rootpath)
-    try:
-        out = run_git(root, "rev-parse", "--absolute-git-dir").stdout
-    except GitError:
-        out = b""
-    git_dir = os.fsdecode(out.rstrip(b"\n"))
-    if git_dir:
-        return Path(git_dir) / LOCK_NAME
+    git_dir = _git_dir(Path(config.rootpath))
+    if git_dir is not None:
+        return git_dir / LOCK_NAME
     cache: pytest.Cache | None = getattr(config, "cache", None)
     if cache is None:
         return None
@@ -85,6 +78,27 @@ def lock_path(config: pytest.Config) -> Path | None:
         return cache.mkdir(_CACHE_DIR_NAME) / _CACHE_LOCK_NAME
     except OSError:
         return None
+
+
+def _git_dir(start: Path) -> Path | None:
+    """The git directory of the work tree containing ``start``: the first ``.git`` above
+    it, a folder or (a linked worktree, a submodule) a file naming one.  Found without
+    starting git, as every run of the checkout finds it."""
+    for folder in (start, *start.parents):
+        dot_git = folder / ".git"
+        if dot_git.is_dir():
+            return dot_git
+        if dot_git.is_file():
+            try:
+                text = dot_git.read_text(encoding="utf-8", errors="surrogateescape")
+            except OSError:
+                return None
+            line = text.splitlines()[0] if text else ""
+            if not line.startswith("gitdir: "):
+                return None
+            named = folder / line.removeprefix("gitdir: ").strip()
+            return named if named.is_dir() else None
+    return None
 
 
 def hold(path: Path, announce: Callable[[str], None]) -> RunLock:
