@@ -63,30 +63,73 @@ def test_outside_git_the_lock_is_in_the_cache_folder_and_without_one_there_is_no
     assert runlock.lock_path(_config(plain)) is None
 
 
+def _try_hold(path: Path) -> list[str]:
+    """A process that takes the lock at ``path`` and prints what it was told (the waiting
+    message, then it stops) or ``held``, or the error."""
+    return [
+        sys.executable,
+        "-c",
+        "import sys\nfrom pytest_advreview import runlock\n"
+        "def said(text):\n    print(text, flush=True)\n    sys.exit(0)\n"
+        "try:\n"
+        f"    runlock.hold({str(path)!r}, said)\n"
+        "    print('held')\n"
+        "except runlock.NestedRunError as exc:\n"
+        "    print(exc)\n",
+    ]
+
+
 def test_the_waiting_message_names_the_holder_only_from_a_record_it_can_check(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / runlock.LOCK_NAME
+    # The holder: another process, not an ancestor of the one that waits.
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\nfrom pytest_advreview import runlock\n"
+            f"runlock.hold({str(path)!r}, print)\n"
+            "print('held', flush=True)\nsys.stdin.read()\n",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline() == "held\n"
+        said = subprocess.run(_try_hold(path), capture_output=True, text=True, timeout=60)
+        assert f"waiting for another run on this checkout (pid {holder.pid}, started " in (
+            said.stdout
+        )
+        assert str(path) in said.stdout
+        # A record someone else wrote into the file is not echoed.
+        record = b'{"pid": 1, "started": "\\u001b[2Jforged"}'
+        path.write_bytes(record + b" " * 40)
+        said = subprocess.run(_try_hold(path), capture_output=True, text=True, timeout=60)
+        assert "(its pid is not recorded yet)" in said.stdout
+        assert "forged" not in said.stdout
+    finally:
+        holder.communicate("")
+    said = subprocess.run(_try_hold(path), capture_output=True, text=True, timeout=60)
+    assert said.stdout == "held\n"  # the holder ended: the lock went with it
+
+
+def test_a_run_started_from_inside_the_holder_is_refused_instead_of_waiting_forever(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / runlock.LOCK_NAME
     held = runlock.hold(path, lambda text: pytest.fail(f"nobody holds it: {text}"))
     try:
-        waiting = [
-            sys.executable,
-            "-c",
-            "import sys\nfrom pytest_advreview import runlock\n"
-            "def said(text):\n    print(text, flush=True)\n    sys.exit(0)\n"
-            f"runlock.hold({str(path)!r}, said)\n",
-        ]
-        said = subprocess.run(waiting, capture_output=True, text=True, timeout=60, check=True)
-        assert f"(pid {os.getpid()}, started " in said.stdout
-        assert str(path) in said.stdout
-        # A record someone else wrote into the file is not echoed.
-        assert held.fd is not None
-        os.pwrite(held.fd, b'{"pid": 1, "started": "\\u001b[2Jforged"}' + b" " * 40, 0)
-        said = subprocess.run(waiting, capture_output=True, text=True, timeout=60, check=True)
-        assert "(its pid is not recorded yet)" in said.stdout
-        assert "forged" not in said.stdout
+        said = subprocess.run(_try_hold(path), capture_output=True, text=True, timeout=60)
     finally:
         held.release()
+    assert said.stdout.startswith(
+        f"pytest-advreview: this run was started from inside another run on this checkout "
+        f"(pid {os.getpid()}, started "
+    )
+    assert "waiting for another run" not in said.stdout
     held.release()  # twice: nothing happens
     again = runlock.hold(path, lambda text: pytest.fail(f"released: {text}"))
     again.release()

@@ -204,3 +204,23 @@ def test_a_run_without_the_cacheprovider_still_holds_the_checkout(
     with lock.open("rb") as probe:  # freed at the end of the run
         fcntl.lockf(probe.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
     assert os.path.getsize(lock) > 0
+
+
+def test_a_pytest_the_reviewer_starts_on_the_checkout_is_refused_not_left_waiting(
+    scripted_repo: ReviewRepo,
+) -> None:
+    # A reviewer that runs the suite, whose addopts review too: the inner run would wait
+    # for the run that waits for its reviewer.
+    scripted_repo.plan("alpha.md", PLAN)
+    inner = f"{shlex.quote(sys.executable)} -m pytest --adversarial-review {NO_CODE}"
+    scripted_repo.answer(
+        "alpha.md", run_step(f"{inner}; echo exit=$?"), {"message": approved_review()}
+    )
+    run = Run(scripted_repo, "outer")
+    code, out = run.finish()
+    assert code == 0, out
+    [said] = scripted_repo.tool_outputs()
+    assert "this run was started from inside another run on this checkout" in said
+    assert f"(pid {run.proc.pid}, started " in said
+    assert "exit=4" in said  # a usage error
+    assert WAITING not in said

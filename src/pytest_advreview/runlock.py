@@ -37,7 +37,7 @@ from typing import Final
 
 import pytest
 
-__all__ = ["LOCK_NAME", "RunLock", "hold", "hold_for_run", "lock_path"]
+__all__ = ["LOCK_NAME", "NestedRunError", "RunLock", "hold", "hold_for_run", "lock_path"]
 
 #: The lock file's name in the git directory.
 LOCK_NAME: Final = "advreview-run.lock"
@@ -46,6 +46,10 @@ _CACHE_LOCK_NAME: Final = "run.lock"
 _CACHE_DIR_NAME: Final = "advreview"
 #: Bytes of the holder's record read back (a pid and a time are far shorter).
 _RECORD_MAX: Final = 512
+
+
+class NestedRunError(Exception):
+    """The run that holds the checkout is an ancestor of this process."""
 
 
 @dataclass
@@ -106,6 +110,7 @@ def hold(path: Path, announce: Callable[[str], None]) -> RunLock:
     holds it.
 
     :raises OSError: the lock file cannot be opened or locked (a read-only folder).
+    :raises NestedRunError: the holder is an ancestor of this process.
     """
     flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(path, flags, 0o600)
@@ -115,9 +120,19 @@ def hold(path: Path, announce: Callable[[str], None]) -> RunLock:
         except OSError as exc:
             if exc.errno not in (errno.EACCES, errno.EAGAIN):
                 raise
+            pid, holder = _holder(fd)
+            if pid is not None and pid in _ancestors():
+                # Started by the holder (a reviewer's or a test's pytest): it would wait
+                # for a run that waits for it.
+                raise NestedRunError(
+                    f"pytest-advreview: this run was started from inside another run on "
+                    f"this checkout ({holder}), which holds it until it ends ({path}): "
+                    "waiting for it would never end. Fix: run it outside that run, or "
+                    "without --adversarial-review"
+                ) from None
             announce(
                 f"pytest-advreview: waiting for another run on this checkout "
-                f"({_holder(fd)}) to finish: it holds {path}. Two runs at once would each "
+                f"({holder}) to finish: it holds {path}. Two runs at once would each "
                 "take the other's writes for its own reviewer's. Wait, or stop that run"
             )
             fcntl.lockf(fd, fcntl.LOCK_EX)
@@ -136,6 +151,7 @@ def hold_for_run(config: pytest.Config) -> str | None:
     capture (a fixture review waits inside a test).
 
     :returns: a header line when the lock cannot be taken (the run goes on without it).
+    :raises pytest.UsageError: the run holding the checkout started this one.
     """
     path = lock_path(config)
     if path is None:
@@ -150,6 +166,8 @@ def hold_for_run(config: pytest.Config) -> str | None:
 
     try:
         held = hold(path, announce)
+    except NestedRunError as exc:
+        raise pytest.UsageError(str(exc)) from None
     except OSError as exc:
         return (
             f"the run lock {path} cannot be taken ({exc.strerror or exc}): a second run on "
@@ -159,13 +177,29 @@ def hold_for_run(config: pytest.Config) -> str | None:
     return None
 
 
-def _holder(fd: int) -> str:
-    """The holding run as its record names it (pid and start time), checked, never echoed:
-    the file is in a folder others may write to."""
+def _holder(fd: int) -> tuple[int | None, str]:
+    """The holding run's pid and how to name it, from its record (pid and start time),
+    checked, never echoed: the file is in a folder others may write to."""
     with contextlib.suppress(OSError, ValueError, TypeError, KeyError):
         record = json.loads(os.pread(fd, _RECORD_MAX, 0))
         pid, started = record["pid"], record["started"]
         if isinstance(pid, int) and isinstance(started, str):
             when = datetime.fromisoformat(started).astimezone(timezone.utc)
-            return f"pid {pid}, started {when.isoformat(timespec='seconds')}"
-    return "its pid is not recorded yet"
+            return pid, f"pid {pid}, started {when.isoformat(timespec='seconds')}"
+    return None, "its pid is not recorded yet"
+
+
+def _ancestors() -> set[int]:
+    """The pids of this process's parent, its parent, ... (from ``/proc``; on a system
+    without it, none: a run started from inside the holder then waits for it)."""
+    found: set[int] = set()
+    pid = os.getppid()
+    while pid > 1 and pid not in found:
+        found.add(pid)
+        try:
+            stat_line = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+            # "pid (comm) state ppid ...": the name may hold spaces and parentheses.
+            pid = int(stat_line.rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            break
+    return found
