@@ -231,6 +231,17 @@ def commit(root: Path, message: str = "commit") -> None:
     git(root, "commit", "-q", "-m", message)
 
 
+def json_strings(value: Any) -> str:
+    """Every string of a parsed JSON document, one per line (JSON escapes undone)."""
+    if isinstance(value, str):
+        return value + "\n"
+    if isinstance(value, dict):
+        return "".join(json_strings(k) + json_strings(v) for k, v in value.items())
+    if isinstance(value, list):
+        return "".join(json_strings(v) for v in value)
+    return ""
+
+
 def saved_prompts(root: Path) -> list[str]:
     """The prompts a test's reviewer saved as ``root/prompts/0.txt``, ``1.txt``, …, in order."""
     folder = root / "prompts"

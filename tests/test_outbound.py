@@ -149,7 +149,13 @@ def test_data_and_models_are_redacted_field_by_field(active: None) -> None:
     }
     clean = {"a": ["nothing here"]}
     assert outbound.redact_data(clean) is clean  # no copy without a secret
-    finding = Finding(id="AR-000001", severity=Severity.HIGH, title=f"token {PAT}")
+    finding = Finding(
+        id="AR-000001",
+        severity=Severity.HIGH,
+        title=f"token {PAT}",
+        what_can_go_wrong="the token " + "\u200b".join(PAT),  # zero-width spaces
+        impact="evil\u202etxt.exe",
+    )
     record = ItemRecord(
         nodeid="x.md::adversarial-review",
         key="x.md",
@@ -160,6 +166,8 @@ def test_data_and_models_are_redacted_field_by_field(active: None) -> None:
     )
     redacted = outbound.redact_model(record)
     assert redacted.findings[0].title == "token [redacted:DEPLOY_PAT]"
+    assert redacted.findings[0].what_can_go_wrong == "the token [redacted:DEPLOY_PAT]"
+    assert redacted.findings[0].impact == "evil\\u202etxt.exe"  # shown, never raw
     assert outbound.redact_model(redacted) is redacted
 
 
@@ -246,7 +254,8 @@ def test_the_pull_request_comment_is_redacted_before_it_is_posted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     report = tmp_path / "report.md"
-    report.write_text(f"# Adversarial review\n\ntoken {PAT}\n")
+    hidden = "\u2060".join(PAT)  # word joiners: it looks like the token
+    report.write_text(f"# Adversarial review\n\ntoken {PAT}\n{hidden} evil\u202etxt.exe\n")
     posted: list[Any] = []
 
     def api(env: object, method: str, path: str, body: object = None) -> Any:
@@ -258,3 +267,5 @@ def test_the_pull_request_comment_is_redacted_before_it_is_posted(
     assert action.main(["comment"], env) == 0
     [body] = [b for b in posted if b is not None]
     assert PAT not in body["body"] and "token [redacted:DEPLOY_PAT]" in body["body"]
+    # Invisible characters are shown (the file is read back from disk).
+    assert "\n[redacted:DEPLOY_PAT] evil\\u202etxt.exe\n" in body["body"]

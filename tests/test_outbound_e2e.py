@@ -14,12 +14,11 @@ import json
 import re
 import secrets
 import string
-from typing import Any
 from urllib.parse import quote, quote_plus, unquote, unquote_plus
 
 import pytest
 
-from conftest import ReviewRepo
+from conftest import ReviewRepo, json_strings
 from pytest_advreview.testing import FindingSpec, review_text, shell_step
 
 #: What a reviewer's command runs after its ``echo``: wait until the progress display
@@ -72,17 +71,6 @@ class Planted:
             for what, value in self.values().items()
             if any(value in form or value.lower() in form for form in forms)
         )
-
-
-def _strings(value: Any) -> str:
-    """Every string of a parsed JSON document, one per line (JSON escapes undone)."""
-    if isinstance(value, str):
-        return value + "\n"
-    if isinstance(value, dict):
-        return "".join(_strings(k) + _strings(v) for k, v in value.items())
-    if isinstance(value, list):
-        return "".join(_strings(v) for v in value)
-    return ""
 
 
 def _hostile_review(p: Planted) -> str:
@@ -149,8 +137,8 @@ def test_no_output_of_a_run_carries_a_credential_the_reviewer_wrote(
     stdout = result.stdout.str()
     outputs = {
         "terminal": stdout + result.stderr.str(),
-        "json": _strings(json.loads((out / "results.json").read_text())),
-        "sarif": _strings(json.loads((out / "advreview.sarif").read_text())),
+        "json": json_strings(json.loads((out / "results.json").read_text())),
+        "sarif": json_strings(json.loads((out / "advreview.sarif").read_text())),
         "markdown": (out / "report.md").read_text(),
         "step summary": summary.read_text(),
         "junit": (out / "junit.xml").read_text(),

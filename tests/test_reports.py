@@ -405,7 +405,7 @@ def test_markdown_has_one_section_per_item_with_status_meaning_and_findings(run:
     text = render_markdown(Settings(fail_on=Severity.HIGH), run.results)
     assert text.startswith("# Adversarial review\n")
     assert "**Gate: failed** — 5 reviews: 2 failed, 1 could not run" in text
-    sections = re.findall(r"^## (?:✅|⚠️|❌|⛔) .*$", text, re.M)  # not the reviews' own
+    sections = re.findall(r"^## (?:✅|⚠|❌|⛔) .*$", text, re.M)  # not the reviews' own
     assert len(sections) == 5
     assert "## ❌ docs/plans/failed.md — revise (failed)" in sections
     assert "## ⛔ docs/plans/errored.md — aborted (error)" in sections

@@ -180,7 +180,7 @@ def test_a_real_run_writes_every_format_and_annotates_on_github(
     for key, head in (
         ("approved.md", "✅ docs/plans/approved.md — approved (passed)"),
         ("failed.md", "❌ docs/plans/failed.md — revise (failed)"),
-        ("low.md", "⚠️ docs/plans/low.md — revise (warned)"),
+        ("low.md", "⚠ docs/plans/low.md — revise (warned)"),
         ("errored.md", "⛔ docs/plans/errored.md — aborted (error)"),
     ):
         assert f"\n## {head}\n" in report, key
@@ -299,7 +299,7 @@ def test_an_approval_with_findings_below_fail_on_passes_with_a_warning_everywher
     assert item["record"]["outcome"] == "warned"
     assert [f["severity"] for f in item["record"]["findings"]] == ["medium"]
     report = (out / "report.md").read_text()
-    assert "\n## ⚠️ docs/plans/approved-note.md — approved (warned)\n" in report
+    assert "\n## ⚠ docs/plans/approved-note.md — approved (warned)\n" in report
     [finding] = json.loads((out / "advreview.sarif").read_text())["runs"][0]["results"]
     assert finding["level"] == "warning"
     assert [c.split(" ", 1)[0] for c in _commands(result.stdout.str())] == ["::warning"]

@@ -710,8 +710,9 @@ def comment(env: Mapping[str, str]) -> int:
         f"{env.get('GITHUB_RUN_ID', '')}"
     )
     # The report was redacted by the review step; this step's own secrets (the token
-    # that posts it) are redacted here, before the text leaves for GitHub's API.
-    body = comment_body(outbound.redact(report), run_url)
+    # that posts it) are redacted here, before the text leaves for GitHub's API, and
+    # its invisible characters shown again (the file is read back from disk).
+    body = comment_body(outbound.document_text(report), run_url)
     existing = None
     page = 1
     while existing is None:

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from . import containment, engine, runstash, targets
+from . import containment, engine, runlock, runstash, targets
 from . import settings as settings_mod
 from .coordinator import Coordinator
 from .loop import LoopResult
@@ -41,6 +41,7 @@ from .review import (
     make_reviewer,
     repo_relative,
 )
+from .state import StateWarning
 
 __all__ = ["AdversarialReview", "ReviewOutcome"]
 
@@ -162,6 +163,12 @@ class AdversarialReview:
             return stash.coordinator
         own = self.config.stash.get(_OWN_COORDINATOR, None)
         if own is None:
+            if not hasattr(self.config, "workerinput"):
+                # Stored state is written: no other run on this checkout at the same time
+                # (runlock.py).  An xdist worker cannot tell its siblings from another run.
+                problem = runlock.hold_for_run(self.config)
+                if problem is not None:
+                    warnings.warn(StateWarning(f"pytest-advreview: {problem}"), stacklevel=3)
             run_dir = Path(tempfile.mkdtemp(prefix="advreview-run-"))
             self.config.add_cleanup(lambda: shutil.rmtree(run_dir, ignore_errors=True))
             own = Coordinator(self.config, settings_mod.from_config(self.config), run_dir)

@@ -27,14 +27,22 @@ from its environment (:meth:`Redactor.from_environ`) and sent to xdist workers i
 * the state key (:mod:`.statekey`): ``ADVREVIEW_STATE_KEY``, or the per-user key file's
   hex text, read (never created) the first time a text is redacted after it exists.
 
-A value is found also when whitespace, a line break, a backslash or an ANSI colour code
-was inserted between any two of its characters (a wrapped or re-flowed line, a markdown
-escape) and when any character is percent-encoded (``quote``, ``quote_plus``).  It is
-replaced by ``[redacted:NAME]``.
+A value is found also when whitespace, a line break, a backslash, an ANSI colour code,
+an invisible character (:data:`INVISIBLE_RANGES`), a combining mark or such a character
+as this module shows it (``\\u200b``) was inserted between any two of its characters (a
+wrapped or re-flowed line, a markdown escape, a credential that looks whole on screen),
+when any character is percent-encoded (``quote``, ``quote_plus``), and base64-encoded
+(either alphabet, at any offset inside a longer encoding).  It is replaced by
+``[redacted:NAME]`` (``[redacted:NAME (base64)]``).
 
-**Neutralisation** (:func:`terminal_text`, :func:`one_line`).  Control characters (C0
-except newline and tab, DEL, C1, a lone carriage return, line and paragraph separators,
-bidirectional overrides) are shown escaped (``\\x1b``), and a line whose first
+**Neutralisation** (:func:`terminal_text`, :func:`one_line`, :func:`document_text`).
+Control characters (C0 except newline and tab, DEL, C1, a lone carriage return, line and
+paragraph separators) and invisible characters (Unicode's default-ignorable code points,
+bidirectional controls among them, and the interlinear annotation controls) are shown
+escaped (``\\x1b``, ``\\u202e``); the data outputs (the record, JSON, SARIF, JUnit
+properties), whose formats escape control characters themselves, show the invisible ones
+(:func:`redact_data`, :func:`show_invisible`).  An escape is plain ASCII, so every step is
+idempotent.  A line whose first
 non-blank characters are ``::`` or which contains ``##[`` (the GitHub runner parses
 both as workflow commands, ``##[`` anywhere in a line) is defused with a backslash.
 Under GitHub Actions the terminal summary, where pytest prints the failure texts, is
@@ -48,6 +56,7 @@ Workflow command fields are escaped per GitHub's rules (:func:`annotation_data`,
 
 from __future__ import annotations
 
+import base64
 import fnmatch
 import functools
 import json
@@ -69,6 +78,7 @@ from .runner.environment import looks_like_credential
 from .statekey import STATE_KEY_ENV, user_key_path
 
 __all__ = [
+    "INVISIBLE_RANGES",
     "MIN_SECRET_CHARS",
     "NOT_SECRET_NAMES",
     "WORKERINPUT_KEY",
@@ -77,6 +87,7 @@ __all__ = [
     "Secret",
     "annotation_data",
     "annotation_property",
+    "document_text",
     "environment_secrets",
     "escape_controls",
     "install",
@@ -84,6 +95,7 @@ __all__ = [
     "redact",
     "redact_data",
     "redact_model",
+    "show_invisible",
     "shown",
     "terminal_text",
     "unsafe_name",
@@ -238,6 +250,8 @@ class Secret:
     value: str
     #: Match letters in either case (the state key's hex text).
     ignore_case: bool = False
+    #: A form of another secret (its base64): not sent to workers, which derive it again.
+    derived: bool = False
 
 
 def _not_secret(name: str, value: str, allow: Iterable[str]) -> bool:
@@ -307,10 +321,70 @@ def _state_key(environ: Mapping[str, str]) -> Secret | None:
     return Secret("state key", text, ignore_case=True)
 
 
-#: Characters allowed between two characters of a secret: whitespace (a wrapped line),
-#: a backslash (a markdown escape) and ANSI colour codes.
-_FILLER = r"(?:\s|\\|\x1b\[[0-9;]*[A-Za-z])*"
-_FILLER_RUN = re.compile(r"(?:\s|\\|\x1b\[[0-9;]*[A-Za-z])+")
+#: Code points that show nothing: Unicode's Default_Ignorable_Code_Point (soft hyphen,
+#: zero-width space and joiners, word joiner, bidirectional controls, Hangul fillers,
+#: variation selectors, tag characters, ...) and the interlinear annotation controls,
+#: which hide the text between them.  Inclusive ranges.
+INVISIBLE_RANGES: Final = (
+    (0x00AD, 0x00AD),
+    (0x034F, 0x034F),
+    (0x061C, 0x061C),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x200B, 0x200F),
+    (0x202A, 0x202E),
+    (0x2060, 0x206F),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFEFF, 0xFEFF),
+    (0xFFA0, 0xFFA0),
+    (0xFFF0, 0xFFFB),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0000, 0xE0FFF),
+)
+#: Combining marks (the combining diacritical blocks): visible, but a secret with one
+#: after each character still reads as the secret.  Only skipped when matching.
+_COMBINING_RANGES: Final = (
+    (0x0300, 0x036F),
+    (0x1AB0, 0x1AFF),
+    (0x1DC0, 0x1DFF),
+    (0x20D0, 0x20FF),
+    (0xFE20, 0xFE2F),
+)
+
+
+def _char_class(ranges: Iterable[tuple[int, int]]) -> str:
+    parts = (
+        re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}"
+        for a, b in ranges
+    )
+    return "[" + "".join(parts) + "]"
+
+
+_INVISIBLE_CLASS: Final = _char_class(INVISIBLE_RANGES)
+_INVISIBLE = re.compile(_INVISIBLE_CLASS)
+#: What may stand between two characters of a secret: whitespace (a wrapped line), a
+#: backslash (a markdown escape), ANSI colour codes, invisible characters and combining
+#: marks, and an invisible or control character as this module shows it (``\u200b``).
+_PLAIN_FILLER: Final = (
+    rf"\s|\x1b\[[0-9;]*[A-Za-z]|{_INVISIBLE_CLASS}|{_char_class(_COMBINING_RANGES)}"
+)
+_ESCAPE: Final = r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8})"
+_FILLER = rf"(?:{_PLAIN_FILLER}|{_ESCAPE}|\\)*"
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_ESCAPES = re.compile(_ESCAPE)
+#: The single characters of the filler, deleted by ``str.translate`` (a regular
+#: expression over every character of a long text is several times slower).
+_FILLER_CHARS: Final = dict.fromkeys(
+    (
+        *(c for c in range(0x3000 + 1) if chr(c).isspace()),
+        ord("\\"),
+        *(c for a, b in (*INVISIBLE_RANGES, *_COMBINING_RANGES) for c in range(a, b + 1)),
+    ),
+    None,
+)
 
 
 def _char_pattern(char: str, ignore_case: bool) -> str:
@@ -332,11 +406,36 @@ def _pattern(secret: Secret) -> re.Pattern[str]:
     return re.compile(_FILLER.join(chars))
 
 
-def _canonical(text: str) -> str:
+def _canonical(text: str, *, escapes: bool = True) -> str:
     """``text`` without filler and percent-encoding: a secret's pattern can match ``text``
-    only if the secret's canonical form is a substring of this (a cheap first test)."""
-    text = _FILLER_RUN.sub("", text)
+    only if the secret's canonical form is a substring of this (a cheap first test).
+
+    :param escapes: remove the escapes this module shows (``\\u200b``) as a whole; the
+        cheap test compares the forms without too, so a secret that starts like an
+        escape's tail (``u200b…``) after a backslash is still tested.
+    """
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    if escapes and "\\" in text:
+        text = _ESCAPES.sub("", text)
+    if text.isascii():  # the usual text: white space and backslashes only (faster)
+        text = "".join(text.split()).replace("\\", "")
+    else:
+        text = text.translate(_FILLER_CHARS)
     return unquote(text, errors="replace") if "%" in text else text
+
+
+def _base64_forms(value: str) -> set[str]:
+    """What ``value`` looks like base64-encoded (standard and URL-safe alphabets), alone or
+    inside a longer encoded text: at each of the three byte offsets, the characters that
+    only its bytes decide."""
+    data = value.encode("utf-8")
+    forms: set[str] = set()
+    for offset in range(3):
+        encoded = base64.b64encode(b"\0" * offset + data).decode("ascii")
+        middle = encoded[-(-4 * offset // 3) : 4 * (offset + len(data)) // 3]
+        forms.update((middle, middle.translate(str.maketrans("+/", "-_"))))
+    return forms
 
 
 class Redactor:
@@ -350,8 +449,9 @@ class Redactor:
         self, found: Iterable[Secret], *, environ: Mapping[str, str] | None = None
     ) -> None:
         self.secrets: tuple[Secret, ...] = ()
-        #: Each secret's canonical form, and whether "+" is left out of it and the text.
-        self._canon: list[tuple[Secret, str, bool]] = []
+        #: Each secret's canonical forms (without any filler; without the escapes kept),
+        #: and whether "+" is left out of them and the text.
+        self._canon: list[tuple[Secret, str, str, bool]] = []
         self._compiled: dict[Secret, re.Pattern[str]] = {}
         self._shortest = 0
         self._add(found)
@@ -362,16 +462,27 @@ class Redactor:
         self._next_look = 0.0
 
     def _add(self, found: Iterable[Secret]) -> None:
-        unique = {(s.value, s.ignore_case): s for s in (*self.secrets, *found) if s.value.strip()}
+        given = [s for s in found if s.value.strip() and not s.derived]
+        # A secret base64-encoded is the secret: each (long) one's encoded forms too.
+        encoded = [
+            Secret(f"{s.name} (base64)", form, derived=True)
+            for s in given
+            if len(s.value.strip()) >= MIN_SECRET_CHARS
+            for form in _base64_forms(s.value.strip())
+        ]
+        every = (*self.secrets, *given, *encoded)
+        unique = {(s.value, s.ignore_case): s for s in every}
         #: Longest first: a secret that contains another is named by itself.
         self.secrets = tuple(sorted(unique.values(), key=lambda s: (-len(s.value), s.name)))
         self._canon = []
         for secret in self.secrets:
-            canon = _FILLER_RUN.sub("", secret.value)
-            # quote_plus writes a space as "+": compared without "+" on both sides.
-            plus = " " in secret.value
-            canon = canon.replace("+", "") if plus else canon
-            self._canon.append((secret, canon.lower() if secret.ignore_case else canon, plus))
+            forms = []
+            for escapes in (True, False):
+                canon = _canonical(secret.value, escapes=escapes)
+                # quote_plus writes a space as "+": compared without "+" on both sides.
+                canon = canon.replace("+", "") if " " in secret.value else canon
+                forms.append(canon.lower() if secret.ignore_case else canon)
+            self._canon.append((secret, forms[0], forms[1], " " in secret.value))
         self._shortest = min((len(s.value.strip()) for s in self.secrets), default=0)
 
     @classmethod
@@ -398,7 +509,8 @@ class Redactor:
     def to_wire(self) -> str:
         """The secrets as ``workerinput`` carries them (a pipe no reviewer can read)."""
         self._refresh_state_key()
-        return json.dumps([[s.name, s.value, s.ignore_case] for s in self.secrets])
+        given = (s for s in self.secrets if not s.derived)
+        return json.dumps([[s.name, s.value, s.ignore_case] for s in given])
 
     def _refresh_state_key(self) -> None:
         if self._state_key_found or self._environ is None:
@@ -417,17 +529,23 @@ class Redactor:
         if len(text) < self._shortest:
             return []
         canon = _canonical(text)
-        forms: dict[tuple[bool, bool], str] = {}
-        found = []
-        for secret, value, plus in self._canon:
-            form = forms.get((secret.ignore_case, plus))
-            if form is None:
-                form = canon.replace("+", "") if plus else canon
-                form = form.lower() if secret.ignore_case else form
-                forms[secret.ignore_case, plus] = form
-            if value in form:
-                found.append(secret)
-        return found
+        # Without a backslash both forms are the same text.
+        canons = (canon, _canonical(text, escapes=False) if "\\" in text else canon)
+        forms: dict[tuple[int, bool, bool], str] = {}
+
+        def form(which: int, ignore_case: bool, plus: bool) -> str:
+            found = forms.get((which, ignore_case, plus))
+            if found is None:
+                found = canons[which].replace("+", "") if plus else canons[which]
+                found = forms[which, ignore_case, plus] = found.lower() if ignore_case else found
+            return found
+
+        return [
+            secret
+            for secret, value, plain, plus in self._canon
+            if value in form(0, secret.ignore_case, plus)
+            or plain in form(1, secret.ignore_case, plus)
+        ]
 
     def _exact(self, secret: Secret) -> re.Pattern[str]:
         pattern = self._compiled.get(secret)
@@ -500,7 +618,7 @@ def _strings(value: Any) -> Iterable[str]:
 
 def _redact_tree(value: Any) -> Any:
     if isinstance(value, str):
-        return redact(value)
+        return show_invisible(redact(value))
     if isinstance(value, dict):
         return {key: _redact_tree(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
@@ -509,19 +627,22 @@ def _redact_tree(value: Any) -> Any:
 
 
 def redact_data(value: Any) -> Any:
-    """``value`` (a JSON-like tree) with :func:`redact` applied to every string in it.
+    """``value`` (a JSON-like tree) with :func:`redact` and :func:`show_invisible` applied
+    to every string in it: what the data outputs (the record, JSON, SARIF, JUnit
+    properties) carry.
 
-    One cheap test over all its strings first: a tree without a secret (almost every
-    record) is returned as it is.
+    One cheap test over all its strings first: a tree without a secret or an invisible
+    character (almost every record) is returned as it is.
     """
-    if not _active().may_hold_secrets(_strings(value)):
+    texts = list(_strings(value))
+    if not _active().may_hold_secrets(texts) and not any(map(_INVISIBLE.search, texts)):
         return value
     return _redact_tree(value)
 
 
 def redact_model(model: _Model) -> _Model:
-    """``model`` with :func:`redact` applied to every string field (the same object when
-    none holds a secret)."""
+    """``model`` with :func:`redact_data` applied to every string field (the same object
+    when none changes)."""
     data = model.model_dump(mode="json")
     cleaned = redact_data(data)
     if cleaned is data:
@@ -531,29 +652,47 @@ def redact_model(model: _Model) -> _Model:
 
 # -- neutralisation ------------------------------------------------------------------------
 
-_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-
 
 def _escaped(char: str) -> str:
     code = ord(char)
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
-@functools.lru_cache(maxsize=8)
-def _controls(keep: str) -> re.Pattern[str]:
-    unsafe = [chr(c) for c in range(0xA0) if unicodedata.category(chr(c)) == "Cc"]
-    unsafe += ["\u2028", "\u2029", *sorted(_BIDI)]
+def _show_match(match: re.Match[str]) -> str:
+    return _escaped(match.group(0))
+
+
+@functools.lru_cache(maxsize=16)
+def _controls(keep: str, ascii_only: bool = False) -> re.Pattern[str]:
+    """What :func:`escape_controls` escapes; ``ascii_only``: in a text that is ASCII (most
+    are), whose search then need not test each character against the invisible ones."""
+    top = 0x80 if ascii_only else 0xA0
+    unsafe = [chr(c) for c in range(top) if unicodedata.category(chr(c)) == "Cc"]
+    unsafe += [] if ascii_only else ["\u2028", "\u2029"]
     chars = "".join(re.escape(c) for c in unsafe if c not in keep and c != "\r")
     # A carriage return that ends a line (CRLF) moves nothing; a lone one returns the
     # cursor (and, for the GitHub runner, starts a new line).
     carriage = "" if "\r" in keep else ("\r(?!\n)" if "\n" in keep else "\r")
-    return re.compile("|".join(p for p in (f"[{chars}]", carriage) if p))
+    # Invisible characters (bidirectional controls among them) are never kept.
+    invisible = "" if ascii_only else _INVISIBLE_CLASS
+    return re.compile("|".join(p for p in (f"[{chars}]", invisible, carriage) if p))
+
+
+def show_invisible(text: str) -> str:
+    """``text`` with every invisible character (:data:`INVISIBLE_RANGES`: zero-width,
+    soft hyphen, bidirectional controls, ...) shown escaped (``\\u200b``), nothing else
+    changed: for outputs whose format escapes control characters itself (JSON, SARIF,
+    JUnit XML) but whose readers render these.  Idempotent (an escape is plain ASCII)."""
+    return _INVISIBLE.sub(_show_match, text)
 
 
 def escape_controls(text: str, keep: str = "\n\t") -> str:
-    """``text`` with control characters shown escaped (``\\x1b``), ``keep`` left as is
-    (with a newline kept, so is the carriage return of a CRLF line end)."""
-    return _controls(keep).sub(lambda m: _escaped(m.group(0)), text)
+    """``text`` with control and invisible characters shown escaped (``\\x1b``,
+    ``\\u200b``), ``keep`` left as is (with a newline kept, so is the carriage return of
+    a CRLF line end)."""
+    return _controls(keep, text.isascii()).sub(_show_match, text)
 
 
 def _defuse(line: str) -> str:
@@ -569,6 +708,12 @@ def terminal_text(text: str) -> str:
     that the GitHub runner would read as a workflow command (see the module doc)."""
     clean = escape_controls(redact(text))
     return "\n".join(_defuse(line) for line in clean.split("\n"))
+
+
+def document_text(text: str) -> str:
+    """A document that is not a log (the markdown report, the pull-request comment):
+    redacted, control and invisible characters shown escaped, lines and tabs kept."""
+    return escape_controls(redact(text))
 
 
 def one_line(text: str) -> str:

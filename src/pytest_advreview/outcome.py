@@ -34,7 +34,7 @@ import pytest
 
 from .loop import LoopResult
 from .models import Finding, Review, ReviewStatus, Severity, Verdict
-from .outbound import terminal_text
+from .outbound import redact_data, terminal_text
 
 __all__ = [
     "Outcome",
@@ -314,9 +314,11 @@ def user_properties(result: LoopResult, outcome: Outcome) -> list[tuple[str, obj
     """Structured results for ``item.user_properties`` (JUnit ``<property>``, xdist-safe).
 
     ``findings`` is a JSON string so that every consumer sees the same value: JUnit XML
-    stringifies property values anyway.
+    stringifies property values anyway.  Its strings are redacted and their invisible
+    characters shown before they are encoded, so a consumer that decodes the JSON gets
+    the shown form back, not the raw characters.
     """
-    findings = [f.model_dump(mode="json") for f in (*outcome.failing, *outcome.below)]
+    findings = redact_data([f.model_dump(mode="json") for f in (*outcome.failing, *outcome.below)])
     return [
         ("verdict", outcome.verdict.value if outcome.verdict is not None else None),
         ("max_severity", outcome.max_severity.value if outcome.max_severity else None),

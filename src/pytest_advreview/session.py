@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import containment, outbound, runstash
+from . import containment, outbound, runlock, runstash
 from .constants import BUILTIN_REVIEWERS, CODE_ITEM_NAME, RECORD_ATTR
 from .coordinator import Coordinator
 from .items import PlanFile, ReviewItem, ReviewRepr
@@ -57,6 +57,13 @@ class ReviewSession:
         # (the token ledger lives there); removed by the controller at the end.
         #: A worker's run directory, secret and head checkout (``None`` on the controller).
         self._from_controller = runstash.from_workerinput(config)
+        #: Why this run holds no run lock of its checkout (a header line), if so.
+        self.lock_warning: str | None = None
+        if self._from_controller is None and not config.option.collectonly:
+            # Before anything is read: a run on this checkout writes what the reviews
+            # watch, so another one waits here until it has ended (runlock.py). Taken
+            # first, its cleanup runs last.
+            self.lock_warning = runlock.hold_for_run(config)
         if self._from_controller is not None:
             self.run_dir, self.run_secret, _ = self._from_controller
         else:
@@ -316,6 +323,8 @@ class ReviewSession:
             env = reviewer_process_env(os.environ)
             lines.extend(f"advreview: {w}" for w in allow_warnings(env, self.settings.env_allow))
         lines.extend(f"advreview: {warning}" for warning in self.containment_warnings)
+        if self.lock_warning is not None:
+            lines.append(f"advreview: WARNING: {self.lock_warning}")
         if (
             os.environ.get("CI", "").strip().lower() == "true"
             and not os.environ.get(STATE_KEY_ENV, "").strip()

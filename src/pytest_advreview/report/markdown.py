@@ -27,7 +27,7 @@ from ..models import (
     RoundRecord,
     RunnerStatus,
 )
-from ..outbound import escape_controls, redact
+from ..outbound import document_text
 from .collect import ItemResult
 from .json_report import gate_result
 from .terminal import MEANING
@@ -40,7 +40,8 @@ __all__ = ["STEP_SUMMARY_LIMIT", "escape", "render_markdown"]
 #: GitHub refuses a step summary above 1 MiB; the reviews are left out to stay below it.
 STEP_SUMMARY_LIMIT = 1024 * 1024
 
-_ICON = {"passed": "✅", "warned": "⚠️", "failed": "❌", "error": "⛔"}
+#: No variation selector (U+FE0F): the report shows every invisible character escaped.
+_ICON = {"passed": "✅", "warned": "⚠", "failed": "❌", "error": "⛔"}
 _SPECIAL = re.compile(r"([\\`*_\[\]<>|~#!])")
 _OP_NAMES = {"initial": "initial review", "resume": "re-review", "fresh-exec": "fresh review"}
 
@@ -326,7 +327,7 @@ def render_markdown(
         ]
     # The records are redacted at their source; this pass covers the settings and what
     # else the page names, and shows control characters (a PR comment, a step summary).
-    return escape_controls(redact("\n".join(lines).rstrip("\n") + "\n"))
+    return document_text("\n".join(lines).rstrip("\n") + "\n")
 
 
 def step_summary(
