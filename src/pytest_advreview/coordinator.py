@@ -22,24 +22,31 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from . import targets
 from .atomic import write_atomic
 from .cachekey import cache_key, reviewer_identity
 from .decisions import (
     CODE_TARGET,
     DecisionsError,
     DecisionsFile,
+    GateBase,
     check_known,
     check_targets,
+    gated,
+    load_at_commit,
     load_decisions,
 )
+from .git import GitError, commit
 from .loop import FixFailed, LoopResult
 from .models import (
+    ChangeSet,
     Decision,
     Finding,
     LeadAction,
     OpenFinding,
     Operation,
     Review,
+    ReviewedChange,
     ReviewStatus,
     RoundRecord,
     Severity,
@@ -98,8 +105,12 @@ class Coordinator:
         run_dir: Path,
         *,
         run_secret: bytes | None = None,
+        base: GateBase | None = None,
     ) -> None:
-        """:param run_secret: the secret of this run's state tags (shared by xdist workers)."""
+        """:param run_secret: the secret of this run's state tags (shared by xdist workers).
+        :param base: the run's base, whose decisions file decides needs-operator findings
+            under a gate (found here from the settings when not given).
+        """
         self.config = config
         self.settings = settings
         self.store = StateStore(config, run_secret=run_secret)
@@ -111,8 +122,22 @@ class Coordinator:
         #: Why a stored entry was not used, warned once, by the item that reviews it (so
         #: xdist workers, which all collect every item, do not each warn).
         self._problems: dict[str, str] = {}
+        #: Under a gate only the base commit's decisions file speaks for the operator.
+        self.gated = gated(os.environ, strict_exit=settings.strict_exit, head=settings.head)
+        self._base = base
         self.decisions_path = Path(settings.decisions)
-        self.decisions = _load_decisions(self.decisions_path)
+        #: The operator's decisions (they close needs-operator findings) and where the
+        #: failure tells the operator to record one.
+        self.operator, self.operator_where = self._operator_file()
+        #: The author's answers, sent to the reviewer as data: the file of the checkout.
+        #: With --advreview-head the checkout is the base, read from git like the operator's.
+        self.decisions = (
+            self.operator
+            if self.gated and settings.head is not None
+            else _load_decisions(self.decisions_path)
+        )
+        if not self.gated:
+            self.operator = self.decisions  # a local run: the person running it decides
 
     def for_settings(self, settings: Settings) -> Coordinator:
         """This coordinator for one review with other settings (a fixture's overrides).
@@ -129,7 +154,74 @@ class Coordinator:
         if Path(settings.decisions) != self.decisions_path:
             other.decisions_path = Path(settings.decisions)
             other.decisions = _load_decisions(other.decisions_path)
+            if not self.gated:
+                other.operator = other.decisions
+                other.operator_where = str(other.decisions_path)
+            # Under a gate the operator's file stays the base's: no override moves it.
         return other
+
+    def _operator_file(self) -> tuple[DecisionsFile | None, str]:
+        """The decisions file that speaks for the operator, and where to record a decision.
+
+        A local run: the decisions file itself (loaded by the caller).  Under a gate: the
+        file as the base commit holds it, from git objects (never the working tree, which
+        is the branch's); no base, no operator decisions (findings stay open).
+        """
+        if not self.gated:
+            return None, str(self.decisions_path)
+        base = self._base if self._base is not None else self._find_base()
+        if base is None or base.ref is None:
+            return DecisionsFile(path=self.decisions_path), (
+                f"{self.decisions_path} on the base branch (no base was found: pass "
+                "--advreview-base=REF; under a gate the branch's own decisions file does "
+                "not decide findings left to the operator)"
+            )
+        key = targets.lexical_key(self.decisions_path, base.top, Path(self.config.rootpath))
+        if key is None:
+            raise pytest.UsageError(
+                str(
+                    DecisionsError(
+                        self.decisions_path,
+                        f"lies outside the repository {base.top}, but under a gate (CI, "
+                        "--advreview-strict-exit, --advreview-head) the operator's decisions "
+                        "are read from the base commit; set advreview_decisions to a file "
+                        "inside the repository",
+                    )
+                )
+            )
+        try:
+            sha = commit(base.top, base.ref)
+        except GitError as exc:
+            raise pytest.UsageError(f"pytest-advreview: {exc}") from None
+        if sha is None:
+            raise pytest.UsageError(
+                f"pytest-advreview: the base {base.ref!r} is not a commit of {base.top}; "
+                "the operator's decisions are read from it: pass --advreview-base=REF"
+            )
+        name = base.name or base.ref
+        shown = name if name == sha else f"{name} ({sha[:12]})"
+        try:
+            found = load_at_commit(base.top, sha, key, shown=shown)
+        except DecisionsError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        return found, (
+            f"{key} on the base branch ({shown}: under a gate the branch's own decisions "
+            "file does not decide findings left to the operator)"
+        )
+
+    def _find_base(self) -> GateBase | None:
+        """The base as the run's targets would find it (a fixture's own coordinator)."""
+        try:
+            repo = targets.repo_info(Path(self.config.rootpath))
+            if repo is None:
+                return None
+            if self.settings.head is not None:
+                return GateBase(repo.root, self.settings.base or "HEAD")
+            return GateBase(
+                repo.root, targets.resolve_base(repo.root, self.settings.base, os.environ)
+            )
+        except targets.TargetError:
+            return None
 
     def check_decisions(self, repo_root: Path) -> None:
         """Refuse decisions on targets that do not exist or findings they never had.
@@ -175,9 +267,9 @@ class Coordinator:
                 self.decisions_path,
                 f"the plan {key} no longer exists, but findings the lead left to the "
                 f"operator on it are still open: {listed}. A deleted or renamed plan does "
-                "not take them along. Fix: record the operator's decision on each in this "
-                f'file ([[decision]] target = "{key}", finding = "{first}", action = '
-                '"accept", "re-scope" or "reject" with a reason)',
+                "not take them along. Fix: record the operator's decision on each in "
+                f'{self.operator_where} ([[decision]] target = "{key}", finding = '
+                f'"{first}", action = "accept", "re-scope" or "reject" with a reason)',
             )
 
     def stored(self, key: str) -> ReviewState | None:
@@ -208,10 +300,29 @@ class Coordinator:
         return tuple(o for o in state.operator_open if o.finding.id not in decided)
 
     def _decided(self, key: str) -> frozenset[str]:
-        """Ids the decisions file has a decision on, for target ``key``."""
-        if self.decisions is None:
+        """Ids the operator has decided for target ``key`` (under a gate: the base's file)."""
+        if self.operator is None:
             return frozenset()
-        return frozenset(d.finding for d in self.decisions.for_target(key))
+        return frozenset(d.finding for d in self.operator.for_target(key))
+
+    def _sent(self, key: str, state: ReviewState | None) -> tuple[Decision, ...]:
+        """The decisions sent to the reviewer on ``key``: the author's answers, and under
+        a gate the operator's (the base's file) on findings this target has had, which
+        replace an answer of the author's on the same finding."""
+        author = self.decisions.for_target(key) if self.decisions is not None else ()
+        if self.operator is None or self.operator is self.decisions:
+            return author
+        known = state.known_finding_ids if state is not None else frozenset()
+        decided = {d.finding: d for d in self.operator.for_target(key) if d.finding in known}
+        return (*(d for d in author if d.finding not in decided), *decided.values())
+
+    def change_note(self, key: str, change: ChangeSet | None) -> str | None:
+        """How ``change`` differs from the change the stored rounds of ``key`` reviewed
+        (``None``: the same, nothing stored, or no change set)."""
+        state = self.stored(key)
+        if change is None or state is None or state.change is None or not state.rounds:
+            return None
+        return state.change.differs(ReviewedChange.of(change))
 
     def stored_severity(self, key: str) -> str | None:
         """The max severity of the last stored review when it asked for revision."""
@@ -255,7 +366,7 @@ class Coordinator:
             warnings.warn_explicit(
                 StateWarning(problem), StateWarning, filename=str(where or key), lineno=1
             )
-        decisions = self.decisions.for_target(key) if self.decisions is not None else ()
+        decisions = self._sent(key, state)
         if state is not None and self.decisions is not None:
             try:
                 check_known(self.decisions, key, state.known_finding_ids, self.decisions_path)
@@ -290,6 +401,10 @@ class Coordinator:
         applied = None
         if step.action == "continue" and state is not None and state.last_content is not None:
             applied = applied_text(spec.kind, key, state.last_content, material.content)
+            differs = self.change_note(key, spec.change)
+            if differs is not None:
+                # The earlier rounds judged other files: the reviewer must know.
+                applied = f"Note: {differs}.\n\n{applied or ''}".rstrip("\n")
         return Due(decisions=tuple(step.decisions), history=step.history, applied=applied)
 
     def rounds(self, run: ReviewRun, due: Due) -> Rounds | None:
@@ -311,7 +426,7 @@ class Coordinator:
                 result,
                 needs_operator=tuple(o.finding.id for o in still_open),
                 operator_open=tuple(still_open),
-                decisions_file=str(self.decisions_path),
+                decisions_file=self.operator_where,
             )
         return result
 
@@ -356,6 +471,7 @@ class Coordinator:
             history=history,
             still_open=still_open,
             closed=frozenset(renewed | settled),
+            change=ReviewedChange.of(run.spec.change) if run.spec.change is not None else None,
         )
 
     def save(self, key: str, rounds: Rounds) -> None:
@@ -388,6 +504,7 @@ class Coordinator:
                 last_content=material.content,
                 status=result.status,
                 operator_open=still_stored,
+                change=rounds.change,
             )
         elif still_stored != stored_open:
             state = (
@@ -464,6 +581,8 @@ class Rounds:
     history: tuple[RoundRecord, ...]
     still_open: tuple[OpenFinding, ...] | None
     closed: frozenset[str] = frozenset()
+    #: The code change the rounds reviewed (code targets), stored with them.
+    change: ReviewedChange | None = None
 
 
 def _left_open(

@@ -12,6 +12,12 @@ A missing file means no decisions.  Every other problem is a :class:`DecisionsEr
 that names the file, the entry (1-based, in file order),
 the problem and the fix, so a typo never silently drops a decision.
 
+Who decides what (docs/safety.md, "Authority over findings"): the file's entries are the
+author's answers, sent to the reviewer as data (the reviewer still decides).  A finding the
+lead left to a person is decided only by the operator: in a local run the file is the
+operator's voice; under a gate (:func:`gated`) only the file as the **base** commit holds
+it, read from git objects (:func:`load_at_commit`), never the branch's working tree.
+
 Reasons: ``reject`` and ``re-scope`` need one (the reviewer is asked to weigh it; a
 rejection without reasoning is just dismissal), ``accept`` may omit it (the "Applied"
 diff shows what changed).
@@ -20,7 +26,7 @@ diff shows what changed).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,15 +35,20 @@ from pydantic import ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
 from ._toml import tomllib
+from .git import GitError, literal_pathspec, run_git, split_z
 from .models import Decision, DecisionAction, WireModel
+from .targets import in_ci
 
 __all__ = [
     "CODE_TARGET",
     "DecisionEntry",
     "DecisionsError",
     "DecisionsFile",
+    "GateBase",
     "check_known",
     "check_targets",
+    "gated",
+    "load_at_commit",
     "load_decisions",
 ]
 
@@ -167,6 +178,75 @@ def load_decisions(path: Path) -> DecisionsFile:
         raise DecisionsError(
             path, f"cannot be read ({exc.strerror or exc}); fix its permissions"
         ) from exc
+    return _parse(path, raw)
+
+
+@dataclass(frozen=True)
+class GateBase:
+    """The base commit whose decisions file decides needs-operator findings under a gate.
+
+    :param top: the top level of the trusted checkout (with ``--advreview-head``, the
+        base's, not the head's).
+    :param ref: the base as the run resolved it (``--advreview-base``, the CI base
+        branch, ``origin/HEAD``, ``main``...); ``None`` when no base was found.
+    """
+
+    top: Path
+    ref: str | None
+    #: How messages name the base when ``ref`` is a commit id (``--advreview-head``'s base).
+    name: str | None = None
+
+
+def gated(environ: Mapping[str, str], *, strict_exit: bool, head: str | None) -> bool:
+    """Whether a verdict of this run gates something (CI, strict exit, head as data):
+    then only the base commit's decisions file decides needs-operator findings."""
+    return in_ci(environ) or strict_exit or head is not None
+
+
+def load_at_commit(top: Path, commit: str, key: str, *, shown: str) -> DecisionsFile:
+    """The decisions file ``key`` as commit ``commit`` holds it, from git objects only.
+
+    The working tree is never read: under a gate it is the branch's (or whatever an
+    earlier step of the job wrote).  A symbolic link or a folder at ``key`` in the commit
+    is refused rather than followed or skipped.
+
+    :param top: the repository top level.
+    :param commit: the base commit (a full id).
+    :param key: the file, relative to ``top`` (:func:`~.targets.lexical_key`).
+    :param shown: how messages name the commit (``origin/main (1a2b3c4d5e6f)``).
+    :returns: the entries; none when the commit has no such file.
+    :raises DecisionsError: the entry is a link or not a file, git failed, or the file is
+        not a valid decisions file.
+    """
+    where = Path(f"{shown}:{key}")
+    try:
+        listed = run_git(top, "ls-tree", "-z", "--full-tree", commit, "--", literal_pathspec(key))
+        rows = [row for row in split_z(listed.stdout) if row]
+        if not rows:
+            return DecisionsFile(path=where)
+        meta, _, _name = rows[0].partition("\t")
+        mode, kind, oid = meta.split()
+        if mode == "120000":
+            raise DecisionsError(
+                where,
+                "is a symbolic link in the base commit; the operator's decisions are read "
+                "from the base commit's own file: commit the file itself in place of the link",
+            )
+        if kind != "blob":
+            raise DecisionsError(
+                where,
+                f"is a {kind}, not a file, in the base commit; point "
+                "advreview_decisions at a TOML file",
+            )
+        raw = run_git(top, "cat-file", "blob", oid).stdout
+    except GitError as exc:
+        raise DecisionsError(
+            where, f"cannot be read from the base commit ({exc}); fetch the base's history"
+        ) from None
+    return _parse(where, raw)
+
+
+def _parse(path: Path, raw: bytes) -> DecisionsFile:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
