@@ -38,13 +38,23 @@ def lead(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, ...]:
     return operator_lead(tmp_path_factory.mktemp("lead"))
 
 
+def pull_request(repo: ReviewRepo) -> ReviewRepo:
+    """A pull request: the plan committed on ``feature``, ``main`` its base."""
+    git(repo.path, "checkout", "-q", "-b", "feature")
+    repo.plan("x.md", PLAN)
+    repo.commit("the plan")
+    return repo
+
+
 @pytest.fixture
 def branch(scripted_repo: ReviewRepo) -> ReviewRepo:
-    """A pull request: the plan committed on ``feature``, ``main`` its base."""
-    git(scripted_repo.path, "checkout", "-q", "-b", "feature")
-    scripted_repo.plan("x.md", PLAN)
-    scripted_repo.commit("the plan")
-    return scripted_repo
+    return pull_request(scripted_repo)
+
+
+@pytest.fixture
+def real_branch(review_repo: ReviewRepo) -> ReviewRepo:
+    """:func:`branch`, reviewed by the real Codex CLI."""
+    return pull_request(review_repo)
 
 
 def on_main(repo: ReviewRepo, relpath: str, text: str) -> None:
@@ -70,9 +80,11 @@ def assert_still_open(result: pytest.RunResult) -> None:
     assert "in .advreview/decisions.toml on the base branch (main (" in out
 
 
+@pytest.mark.real_codex
 def test_under_ci_the_branchs_reject_is_the_authors_answer_not_the_operators(
-    branch: ReviewRepo, lead: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
+    real_branch: ReviewRepo, lead: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    branch = real_branch
     monkeypatch.setenv("CI", "true")
     left_to_the_operator(branch, lead)
 
