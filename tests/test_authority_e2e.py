@@ -192,3 +192,24 @@ def test_head_mode_reads_the_operators_decisions_from_the_base_commit(
     # Committed on the base, it is the operator's.
     branch.commit("the operator decides")
     branch.run(NO_CODE, *head).assert_outcomes(passed=1)
+
+
+def test_the_base_branchs_decisions_on_other_findings_are_not_this_branchs_answers(
+    branch: ReviewRepo, lead: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CI", "true")
+    left_to_the_operator(branch, lead)
+    # The operator decided another pull request's finding on the same plan on main; the
+    # branch merges main, so its checkout carries that entry too.
+    other = decision().replace(fid(HIGH), "AR-000000").replace(REASON, "Decided on #6.")
+    on_main(branch, ".advreview/decisions.toml", other)
+    git(branch.path, "merge", "-q", "main")
+    approve_everything(branch)
+    # Not a usage error ("unknown finding id AR-000000"): the entry is the base's, not
+    # an answer of this branch; and the finding left open here stays open.
+    assert_still_open(branch.run(NO_CODE))
+    # The branch adds its own answer below the base's: checked and sent, not deciding.
+    (branch.path / ".advreview/decisions.toml").write_text(other + "\n" + decision())
+    branch.commit("our answer")
+    assert_still_open(branch.run(NO_CODE))
+    assert REASON in branch.server.response_requests[-1].last_user_text

@@ -129,15 +129,12 @@ class Coordinator:
         #: The operator's decisions (they close needs-operator findings) and where the
         #: failure tells the operator to record one.
         self.operator, self.operator_where = self._operator_file()
-        #: The author's answers, sent to the reviewer as data: the file of the checkout.
-        #: With --advreview-head the checkout is the base, read from git like the operator's.
-        self.decisions = (
-            self.operator
-            if self.gated and settings.head is not None
-            else _load_decisions(self.decisions_path)
-        )
+        #: The author's answers, sent to the reviewer as data: the checkout's file.
+        self.decisions = _load_decisions(self.decisions_path) if settings.head is None else None
         if not self.gated:
             self.operator = self.decisions  # a local run: the person running it decides
+        else:
+            self.decisions = _own_entries(self.decisions, self.operator)
 
     def for_settings(self, settings: Settings) -> Coordinator:
         """This coordinator for one review with other settings (a fixture's overrides).
@@ -157,7 +154,8 @@ class Coordinator:
             if not self.gated:
                 other.operator = other.decisions
                 other.operator_where = str(other.decisions_path)
-            # Under a gate the operator's file stays the base's: no override moves it.
+            else:  # the operator's file stays the base's: no override moves it
+                other.decisions = _own_entries(other.decisions, self.operator)
         return other
 
     def _operator_file(self) -> tuple[DecisionsFile | None, str]:
@@ -655,6 +653,23 @@ def _settled(item: OpenFinding, told: Decision | None, result: LoopResult) -> bo
         ):
             return True
     return False
+
+
+def _own_entries(
+    checkout: DecisionsFile | None, base: DecisionsFile | None
+) -> DecisionsFile | None:
+    """Under a gate, the branch's own answers: the entries its file adds to the base's.
+
+    The base's entries are the operator's (on this and other pull requests' findings);
+    a merge checkout carries them too, and they must neither be checked as this branch's
+    answers nor count as its own.  With ``--advreview-head`` REF's file is never read:
+    the author has no entries there.
+    """
+    if checkout is None or base is None or not base.entries:
+        return checkout
+    return DecisionsFile(
+        path=checkout.path, entries=tuple(e for e in checkout.entries if e not in base.entries)
+    )
 
 
 def _load_decisions(path: Path) -> DecisionsFile | None:
