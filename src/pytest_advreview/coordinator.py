@@ -27,16 +27,14 @@ from .atomic import write_atomic
 from .cachekey import cache_key, reviewer_identity
 from .decisions import (
     CODE_TARGET,
+    Authority,
     DecisionsError,
     DecisionsFile,
     GateBase,
     check_known,
     check_targets,
     gated,
-    load_at_commit,
-    load_decisions,
 )
-from .git import GitError, commit
 from .loop import FixFailed, LoopResult
 from .models import (
     ChangeSet,
@@ -122,19 +120,34 @@ class Coordinator:
         #: Why a stored entry was not used, warned once, by the item that reviews it (so
         #: xdist workers, which all collect every item, do not each warn).
         self._problems: dict[str, str] = {}
-        #: Under a gate only the base commit's decisions file speaks for the operator.
-        self.gated = gated(os.environ, strict_exit=settings.strict_exit, head=settings.head)
-        self._base = base
         self.decisions_path = Path(settings.decisions)
-        #: The operator's decisions (they close needs-operator findings) and where the
-        #: failure tells the operator to record one.
-        self.operator, self.operator_where = self._operator_file()
-        #: The author's answers, sent to the reviewer as data: the checkout's file.
-        self.decisions = _load_decisions(self.decisions_path) if settings.head is None else None
-        if not self.gated:
-            self.operator = self.decisions  # a local run: the person running it decides
-        else:
-            self.decisions = _own_entries(self.decisions, self.operator)
+        gate = gated(os.environ, strict_exit=settings.strict_exit, head=settings.head)
+        if gate and base is None:
+            base = _find_base(config, settings)
+        try:
+            found = Authority.of(
+                self.decisions_path,
+                rootdir=Path(config.rootpath),
+                gated=gate,
+                head=settings.head is not None,
+                base=base,
+            )
+        except DecisionsError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        #: Who decides what: the author's answers (sent to the reviewer as data), the
+        #: operator's decisions (they close needs-operator findings; under a gate the base
+        #: commit's file) and where the failure tells the operator to record one.
+        self.authority = found
+
+    @property
+    def decisions(self) -> DecisionsFile | None:
+        """The author's answers: sent to the reviewer, checked against the targets."""
+        return self.authority.author
+
+    @property
+    def operator(self) -> DecisionsFile | None:
+        """The operator's decisions: they close findings the lead left to a person."""
+        return self.authority.operator
 
     def for_settings(self, settings: Settings) -> Coordinator:
         """This coordinator for one review with other settings (a fixture's overrides).
@@ -150,76 +163,11 @@ class Coordinator:
         other.identity = reviewer_identity(settings)
         if Path(settings.decisions) != self.decisions_path:
             other.decisions_path = Path(settings.decisions)
-            other.decisions = _load_decisions(other.decisions_path)
-            if not self.gated:
-                other.operator = other.decisions
-                other.operator_where = str(other.decisions_path)
-            else:  # the operator's file stays the base's: no override moves it
-                other.decisions = _own_entries(other.decisions, self.operator)
+            try:
+                other.authority = self.authority.with_author(other.decisions_path)
+            except DecisionsError as exc:
+                raise pytest.UsageError(str(exc)) from None
         return other
-
-    def _operator_file(self) -> tuple[DecisionsFile | None, str]:
-        """The decisions file that speaks for the operator, and where to record a decision.
-
-        A local run: the decisions file itself (loaded by the caller).  Under a gate: the
-        file as the base commit holds it, from git objects (never the working tree, which
-        is the branch's); no base, no operator decisions (findings stay open).
-        """
-        if not self.gated:
-            return None, str(self.decisions_path)
-        base = self._base if self._base is not None else self._find_base()
-        if base is None or base.ref is None:
-            return DecisionsFile(path=self.decisions_path), (
-                f"{self.decisions_path} on the base branch (no base was found: pass "
-                "--advreview-base=REF; under a gate the branch's own decisions file does "
-                "not decide findings left to the operator)"
-            )
-        key = targets.lexical_key(self.decisions_path, base.top, Path(self.config.rootpath))
-        if key is None:
-            raise pytest.UsageError(
-                str(
-                    DecisionsError(
-                        self.decisions_path,
-                        f"lies outside the repository {base.top}, but under a gate (CI, "
-                        "--advreview-strict-exit, --advreview-head) the operator's decisions "
-                        "are read from the base commit; set advreview_decisions to a file "
-                        "inside the repository",
-                    )
-                )
-            )
-        try:
-            sha = commit(base.top, base.ref)
-        except GitError as exc:
-            raise pytest.UsageError(f"pytest-advreview: {exc}") from None
-        if sha is None:
-            raise pytest.UsageError(
-                f"pytest-advreview: the base {base.ref!r} is not a commit of {base.top}; "
-                "the operator's decisions are read from it: pass --advreview-base=REF"
-            )
-        name = base.name or base.ref
-        shown = name if name == sha else f"{name} ({sha[:12]})"
-        try:
-            found = load_at_commit(base.top, sha, key, shown=shown)
-        except DecisionsError as exc:
-            raise pytest.UsageError(str(exc)) from None
-        return found, (
-            f"{key} on the base branch ({shown}: under a gate the branch's own decisions "
-            "file does not decide findings left to the operator)"
-        )
-
-    def _find_base(self) -> GateBase | None:
-        """The base as the run's targets would find it (a fixture's own coordinator)."""
-        try:
-            repo = targets.repo_info(Path(self.config.rootpath))
-            if repo is None:
-                return None
-            if self.settings.head is not None:
-                return GateBase(repo.root, self.settings.base or "HEAD")
-            return GateBase(
-                repo.root, targets.resolve_base(repo.root, self.settings.base, os.environ)
-            )
-        except targets.TargetError:
-            return None
 
     def check_decisions(self, repo_root: Path) -> None:
         """Refuse decisions on targets that do not exist or findings they never had.
@@ -266,7 +214,7 @@ class Coordinator:
                 f"the plan {key} no longer exists, but findings the lead left to the "
                 f"operator on it are still open: {listed}. A deleted or renamed plan does "
                 "not take them along. Fix: record the operator's decision on each in "
-                f'{self.operator_where} ([[decision]] target = "{key}", finding = '
+                f'{self.authority.where} ([[decision]] target = "{key}", finding = '
                 f'"{first}", action = "accept", "re-scope" or "reject" with a reason)',
             )
 
@@ -424,7 +372,7 @@ class Coordinator:
                 result,
                 needs_operator=tuple(o.finding.id for o in still_open),
                 operator_open=tuple(still_open),
-                decisions_file=self.operator_where,
+                decisions_file=self.authority.where,
             )
         return result
 
@@ -655,26 +603,14 @@ def _settled(item: OpenFinding, told: Decision | None, result: LoopResult) -> bo
     return False
 
 
-def _own_entries(
-    checkout: DecisionsFile | None, base: DecisionsFile | None
-) -> DecisionsFile | None:
-    """Under a gate, the branch's own answers: the entries its file adds to the base's.
-
-    The base's entries are the operator's (on this and other pull requests' findings);
-    a merge checkout carries them too, and they must neither be checked as this branch's
-    answers nor count as its own.  With ``--advreview-head`` REF's file is never read:
-    the author has no entries there.
-    """
-    if checkout is None or base is None or not base.entries:
-        return checkout
-    return DecisionsFile(
-        path=checkout.path, entries=tuple(e for e in checkout.entries if e not in base.entries)
-    )
-
-
-def _load_decisions(path: Path) -> DecisionsFile | None:
-    """The decisions file at ``path``; a broken one is a usage error naming it."""
+def _find_base(config: pytest.Config, settings: Settings) -> GateBase | None:
+    """The base as the run's targets would find it (for a fixture's own coordinator)."""
     try:
-        return load_decisions(path)
-    except DecisionsError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        repo = targets.repo_info(Path(config.rootpath))
+        if repo is None:
+            return None
+        if settings.head is not None:
+            return GateBase(repo.root, settings.base or "HEAD")
+        return GateBase(repo.root, targets.resolve_base(repo.root, settings.base, os.environ))
+    except targets.TargetError:
+        return None

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +35,13 @@ from pydantic import ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
 from ._toml import tomllib
-from .git import GitError, literal_pathspec, run_git, split_z
+from .git import GitError, commit, literal_pathspec, run_git, split_z
 from .models import Decision, DecisionAction, WireModel
-from .targets import in_ci
+from .targets import in_ci, lexical_key
 
 __all__ = [
     "CODE_TARGET",
+    "Authority",
     "DecisionEntry",
     "DecisionsError",
     "DecisionsFile",
@@ -201,6 +202,99 @@ def gated(environ: Mapping[str, str], *, strict_exit: bool, head: str | None) ->
     """Whether a verdict of this run gates something (CI, strict exit, head as data):
     then only the base commit's decisions file decides needs-operator findings."""
     return in_ci(environ) or strict_exit or head is not None
+
+
+@dataclass(frozen=True)
+class Authority:
+    """Who decides what in one run (docs/safety.md, "Authority over findings").
+
+    :param gated: a verdict of the run gates something (:func:`gated`).
+    :param author: the author's answers, sent to the reviewer as data (the reviewer still
+        decides); under a gate only the entries the checkout's file adds to the base's.
+    :param operator: the decisions that close findings the lead left to a person: the
+        same file in a local run, the base commit's under a gate.
+    :param where: where the failure tells the operator to record a decision.
+    """
+
+    gated: bool
+    author: DecisionsFile | None
+    operator: DecisionsFile | None
+    where: str
+
+    @classmethod
+    def of(
+        cls, path: Path, *, rootdir: Path, gated: bool, head: bool, base: GateBase | None
+    ) -> Authority:
+        """Read the decisions of a run whose decisions file is ``path``.
+
+        :param head: ``--advreview-head``: the checkout is the base, the head is data, and
+            REF's file is never read (the author has no entries).
+        :param base: the run's base (``None`` or no ``ref``: none was found; under a gate
+            no operator decision then counts, and the finding stays open).
+        :raises DecisionsError: a file is invalid, the path lies outside the repository
+            under a gate, the base's entry is a link, or git cannot read the base.
+        """
+        if not gated:
+            own = load_decisions(path)
+            return cls(gated=False, author=own, operator=own, where=str(path))
+        operator, where = _at_base(path, rootdir, base)
+        author = None if head else load_decisions(path)
+        return cls(gated=True, author=_added(author, operator), operator=operator, where=where)
+
+    def with_author(self, path: Path) -> Authority:
+        """This authority with the author's file at ``path`` (a fixture's override); under
+        a gate the operator's file stays the base's: no override moves it."""
+        own = load_decisions(path)
+        if not self.gated:
+            return Authority(gated=False, author=own, operator=own, where=str(path))
+        return replace(self, author=_added(own, self.operator))
+
+
+def _at_base(path: Path, rootdir: Path, base: GateBase | None) -> tuple[DecisionsFile, str]:
+    """Under a gate: the decisions file as the base commit holds it, and where to record."""
+    if base is None or base.ref is None:
+        return DecisionsFile(path=path), (
+            f"{path} on the base branch (no base was found: pass --advreview-base=REF; "
+            "under a gate the branch's own decisions file does not decide findings left "
+            "to the operator)"
+        )
+    key = lexical_key(path, base.top, rootdir)
+    if key is None:
+        raise DecisionsError(
+            path,
+            f"lies outside the repository {base.top}, but under a gate (CI, "
+            "--advreview-strict-exit, --advreview-head) the operator's decisions are read "
+            "from the base commit; set advreview_decisions to a file inside the repository",
+        )
+    try:
+        sha = commit(base.top, base.ref)
+    except GitError as exc:
+        raise DecisionsError(path, f"cannot be read from the base: {exc}") from None
+    if sha is None:
+        raise DecisionsError(
+            path,
+            f"cannot be read from the base {base.ref!r}, which is not a commit of "
+            f"{base.top}; pass --advreview-base=REF (and fetch it)",
+        )
+    name = base.name or base.ref
+    shown = name if name == sha else f"{name} ({sha[:12]})"
+    return load_at_commit(base.top, sha, key, shown=shown), (
+        f"{key} on the base branch ({shown}: under a gate the branch's own decisions "
+        "file does not decide findings left to the operator)"
+    )
+
+
+def _added(checkout: DecisionsFile | None, base: DecisionsFile | None) -> DecisionsFile | None:
+    """Under a gate, the branch's own answers: the entries its file adds to the base's.
+
+    The base's entries are the operator's (on this and on other pull requests' findings);
+    a merge checkout carries them too, and they must neither be checked as this branch's
+    answers nor count as its own.
+    """
+    if checkout is None or base is None or not base.entries:
+        return checkout
+    own = tuple(e for e in checkout.entries if e not in base.entries)
+    return DecisionsFile(path=checkout.path, entries=own)
 
 
 def load_at_commit(top: Path, commit: str, key: str, *, shown: str) -> DecisionsFile:

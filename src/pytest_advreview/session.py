@@ -317,10 +317,10 @@ class ReviewSession:
             differs = self.coordinator.change_note(CODE_ITEM_NAME, selected.code_change()[0])
             if differs is not None:
                 lines.append(f"advreview: code-review: {differs}")
-        if self.coordinator.gated:
+        if self.coordinator.authority.gated:
             lines.append(
                 "advreview: findings left to the operator are decided only by "
-                f"{self.coordinator.operator_where}"
+                f"{self.coordinator.authority.where}"
             )
         if selected.repo_note:
             lines.append(
