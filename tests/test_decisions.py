@@ -7,11 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from conftest import commit, git, init_repo
 from pytest_advreview.decisions import (
     DecisionsError,
     DecisionsFile,
     check_known,
     check_targets,
+    gated,
+    load_at_commit,
     load_decisions,
 )
 from pytest_advreview.models import Decision, DecisionAction
@@ -276,3 +279,68 @@ def test_check_targets_refuses_a_target_that_is_no_file(tmp_path: Path) -> None:
     assert message.startswith(f"pytest-advreview: decisions file {path}: decision entry 4: ")
     assert "target 'docs/plans/typo.md' is not a file of the repository" in message
     assert "or delete the entry" in message
+
+
+# -- under a gate: the base commit's file, from git objects -----------------------------
+
+
+@pytest.fixture
+def based(tmp_path: Path, hermetic_git: None) -> tuple[Path, str]:
+    """A repository whose first commit has the decisions file; the working tree differs."""
+    root = init_repo(tmp_path / "repo")
+    (root / ".advreview").mkdir()
+    (root / ".advreview/decisions.toml").write_text(GOOD, encoding="utf-8")
+    (root / "linked.toml").symlink_to(".advreview/decisions.toml")
+    (root / "folder").mkdir()
+    (root / "folder/keep").write_text("x\n")
+    commit(root, "base")
+    sha = git(root, "rev-parse", "HEAD").strip()
+    # What the branch (or an earlier step) leaves in the working tree is never read.
+    (root / ".advreview/decisions.toml").write_text("not toml [", encoding="utf-8")
+    return root, sha
+
+
+def test_the_base_commits_file_is_read_from_git_not_the_working_tree(
+    based: tuple[Path, str],
+) -> None:
+    root, sha = based
+    found = load_at_commit(root, sha, ".advreview/decisions.toml", shown="main")
+    assert [e.finding for e in found.entries] == ["AR-1a2b3c", "AR-4d5e6f", "AR-777777"]
+    assert str(found.path) == "main:.advreview/decisions.toml"
+    assert load_at_commit(root, sha, "absent.toml", shown="main").entries == ()
+
+
+@pytest.mark.parametrize(
+    ("key", "problem"),
+    [
+        ("linked.toml", "is a symbolic link in the base commit"),
+        ("folder", "is a tree, not a file, in the base commit"),
+    ],
+)
+def test_a_link_or_a_folder_in_the_base_commit_is_refused(
+    based: tuple[Path, str], key: str, problem: str
+) -> None:
+    root, sha = based
+    with pytest.raises(DecisionsError, match=f"main:{key}: {problem}"):
+        load_at_commit(root, sha, key, shown="main")
+
+
+def test_a_base_commits_file_with_errors_names_the_commit_and_the_entry(
+    based: tuple[Path, str],
+) -> None:
+    root, _ = based
+    (root / ".advreview/decisions.toml").write_text(
+        '[[decision]]\ntarget = "x.md"\nfinding = "AR-1a2b3c"\naction = "reject"\n'
+    )
+    commit(root, "a reject without a reason")
+    sha = git(root, "rev-parse", "HEAD").strip()
+    with pytest.raises(DecisionsError, match=r"main:\.advreview/decisions\.toml: decision entry 1"):
+        load_at_commit(root, sha, ".advreview/decisions.toml", shown="main")
+
+
+def test_gated_means_ci_strict_exit_or_head_as_data() -> None:
+    assert not gated({}, strict_exit=False, head=None)
+    assert gated({"CI": "true"}, strict_exit=False, head=None)
+    assert gated({"GITHUB_ACTIONS": "true"}, strict_exit=False, head=None)
+    assert gated({}, strict_exit=True, head=None)
+    assert gated({}, strict_exit=False, head="abc")

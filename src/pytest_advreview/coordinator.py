@@ -22,24 +22,29 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from . import targets
 from .atomic import write_atomic
 from .cachekey import cache_key, reviewer_identity
 from .decisions import (
     CODE_TARGET,
+    Authority,
     DecisionsError,
     DecisionsFile,
+    GateBase,
     check_known,
     check_targets,
-    load_decisions,
+    gated,
 )
 from .loop import FixFailed, LoopResult
 from .models import (
+    ChangeSet,
     Decision,
     Finding,
     LeadAction,
     OpenFinding,
     Operation,
     Review,
+    ReviewedChange,
     ReviewStatus,
     RoundRecord,
     Severity,
@@ -98,8 +103,12 @@ class Coordinator:
         run_dir: Path,
         *,
         run_secret: bytes | None = None,
+        base: GateBase | None = None,
     ) -> None:
-        """:param run_secret: the secret of this run's state tags (shared by xdist workers)."""
+        """:param run_secret: the secret of this run's state tags (shared by xdist workers).
+        :param base: the run's base, whose decisions file decides needs-operator findings
+            under a gate (found here from the settings when not given).
+        """
         self.config = config
         self.settings = settings
         self.store = StateStore(config, run_secret=run_secret)
@@ -112,7 +121,33 @@ class Coordinator:
         #: xdist workers, which all collect every item, do not each warn).
         self._problems: dict[str, str] = {}
         self.decisions_path = Path(settings.decisions)
-        self.decisions = _load_decisions(self.decisions_path)
+        gate = gated(os.environ, strict_exit=settings.strict_exit, head=settings.head)
+        if gate and base is None:
+            base = _find_base(config, settings)
+        try:
+            found = Authority.of(
+                self.decisions_path,
+                rootdir=Path(config.rootpath),
+                gated=gate,
+                head=settings.head is not None,
+                base=base,
+            )
+        except DecisionsError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        #: Who decides what: the author's answers (sent to the reviewer as data), the
+        #: operator's decisions (they close needs-operator findings; under a gate the base
+        #: commit's file) and where the failure tells the operator to record one.
+        self.authority = found
+
+    @property
+    def decisions(self) -> DecisionsFile | None:
+        """The author's answers: sent to the reviewer, checked against the targets."""
+        return self.authority.author
+
+    @property
+    def operator(self) -> DecisionsFile | None:
+        """The operator's decisions: they close findings the lead left to a person."""
+        return self.authority.operator
 
     def for_settings(self, settings: Settings) -> Coordinator:
         """This coordinator for one review with other settings (a fixture's overrides).
@@ -128,7 +163,10 @@ class Coordinator:
         other.identity = reviewer_identity(settings)
         if Path(settings.decisions) != self.decisions_path:
             other.decisions_path = Path(settings.decisions)
-            other.decisions = _load_decisions(other.decisions_path)
+            try:
+                other.authority = self.authority.with_author(other.decisions_path)
+            except DecisionsError as exc:
+                raise pytest.UsageError(str(exc)) from None
         return other
 
     def check_decisions(self, repo_root: Path) -> None:
@@ -175,9 +213,9 @@ class Coordinator:
                 self.decisions_path,
                 f"the plan {key} no longer exists, but findings the lead left to the "
                 f"operator on it are still open: {listed}. A deleted or renamed plan does "
-                "not take them along. Fix: record the operator's decision on each in this "
-                f'file ([[decision]] target = "{key}", finding = "{first}", action = '
-                '"accept", "re-scope" or "reject" with a reason)',
+                "not take them along. Fix: record the operator's decision on each in "
+                f'{self.authority.where} ([[decision]] target = "{key}", finding = '
+                f'"{first}", action = "accept", "re-scope" or "reject" with a reason)',
             )
 
     def stored(self, key: str) -> ReviewState | None:
@@ -208,10 +246,29 @@ class Coordinator:
         return tuple(o for o in state.operator_open if o.finding.id not in decided)
 
     def _decided(self, key: str) -> frozenset[str]:
-        """Ids the decisions file has a decision on, for target ``key``."""
-        if self.decisions is None:
+        """Ids the operator has decided for target ``key`` (under a gate: the base's file)."""
+        if self.operator is None:
             return frozenset()
-        return frozenset(d.finding for d in self.decisions.for_target(key))
+        return frozenset(d.finding for d in self.operator.for_target(key))
+
+    def _sent(self, key: str, state: ReviewState | None) -> tuple[Decision, ...]:
+        """The decisions sent to the reviewer on ``key``: the author's answers, and under
+        a gate the operator's (the base's file) on findings this target has had, which
+        replace an answer of the author's on the same finding."""
+        author = self.decisions.for_target(key) if self.decisions is not None else ()
+        if self.operator is None or self.operator is self.decisions:
+            return author
+        known = state.known_finding_ids if state is not None else frozenset()
+        decided = {d.finding: d for d in self.operator.for_target(key) if d.finding in known}
+        return (*(d for d in author if d.finding not in decided), *decided.values())
+
+    def change_note(self, key: str, change: ChangeSet | None) -> str | None:
+        """How ``change`` differs from the change the stored rounds of ``key`` reviewed
+        (``None``: the same, nothing stored, or no change set)."""
+        state = self.stored(key)
+        if change is None or state is None or state.change is None or not state.rounds:
+            return None
+        return state.change.differs(ReviewedChange.of(change))
 
     def stored_severity(self, key: str) -> str | None:
         """The max severity of the last stored review when it asked for revision."""
@@ -255,7 +312,7 @@ class Coordinator:
             warnings.warn_explicit(
                 StateWarning(problem), StateWarning, filename=str(where or key), lineno=1
             )
-        decisions = self.decisions.for_target(key) if self.decisions is not None else ()
+        decisions = self._sent(key, state)
         if state is not None and self.decisions is not None:
             try:
                 check_known(self.decisions, key, state.known_finding_ids, self.decisions_path)
@@ -290,6 +347,10 @@ class Coordinator:
         applied = None
         if step.action == "continue" and state is not None and state.last_content is not None:
             applied = applied_text(spec.kind, key, state.last_content, material.content)
+            differs = self.change_note(key, spec.change)
+            if differs is not None:
+                # The earlier rounds judged other files: the reviewer must know.
+                applied = f"Note: {differs}.\n\n{applied or ''}".rstrip("\n")
         return Due(decisions=tuple(step.decisions), history=step.history, applied=applied)
 
     def rounds(self, run: ReviewRun, due: Due) -> Rounds | None:
@@ -311,7 +372,7 @@ class Coordinator:
                 result,
                 needs_operator=tuple(o.finding.id for o in still_open),
                 operator_open=tuple(still_open),
-                decisions_file=str(self.decisions_path),
+                decisions_file=self.authority.where,
             )
         return result
 
@@ -356,6 +417,7 @@ class Coordinator:
             history=history,
             still_open=still_open,
             closed=frozenset(renewed | settled),
+            change=ReviewedChange.of(run.spec.change) if run.spec.change is not None else None,
         )
 
     def save(self, key: str, rounds: Rounds) -> None:
@@ -388,6 +450,7 @@ class Coordinator:
                 last_content=material.content,
                 status=result.status,
                 operator_open=still_stored,
+                change=rounds.change,
             )
         elif still_stored != stored_open:
             state = (
@@ -464,6 +527,8 @@ class Rounds:
     history: tuple[RoundRecord, ...]
     still_open: tuple[OpenFinding, ...] | None
     closed: frozenset[str] = frozenset()
+    #: The code change the rounds reviewed (code targets), stored with them.
+    change: ReviewedChange | None = None
 
 
 def _left_open(
@@ -538,9 +603,14 @@ def _settled(item: OpenFinding, told: Decision | None, result: LoopResult) -> bo
     return False
 
 
-def _load_decisions(path: Path) -> DecisionsFile | None:
-    """The decisions file at ``path``; a broken one is a usage error naming it."""
+def _find_base(config: pytest.Config, settings: Settings) -> GateBase | None:
+    """The base as the run's targets would find it (for a fixture's own coordinator)."""
     try:
-        return load_decisions(path)
-    except DecisionsError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        repo = targets.repo_info(Path(config.rootpath))
+        if repo is None:
+            return None
+        if settings.head is not None:
+            return GateBase(repo.root, settings.base or "HEAD")
+        return GateBase(repo.root, targets.resolve_base(repo.root, settings.base, os.environ))
+    except targets.TargetError:
+        return None

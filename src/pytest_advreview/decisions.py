@@ -12,6 +12,12 @@ A missing file means no decisions.  Every other problem is a :class:`DecisionsEr
 that names the file, the entry (1-based, in file order),
 the problem and the fix, so a typo never silently drops a decision.
 
+Who decides what (docs/safety.md, "Authority over findings"): the file's entries are the
+author's answers, sent to the reviewer as data (the reviewer still decides).  A finding the
+lead left to a person is decided only by the operator: in a local run the file is the
+operator's voice; under a gate (:func:`gated`) only the file as the **base** commit holds
+it, read from git objects (:func:`load_at_commit`), never the branch's working tree.
+
 Reasons: ``reject`` and ``re-scope`` need one (the reviewer is asked to weigh it; a
 rejection without reasoning is just dismissal), ``accept`` may omit it (the "Applied"
 diff shows what changed).
@@ -20,8 +26,8 @@ diff shows what changed).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,15 +35,21 @@ from pydantic import ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
 from ._toml import tomllib
+from .git import GitError, commit, literal_pathspec, run_git, split_z
 from .models import Decision, DecisionAction, WireModel
+from .targets import in_ci, lexical_key
 
 __all__ = [
     "CODE_TARGET",
+    "Authority",
     "DecisionEntry",
     "DecisionsError",
     "DecisionsFile",
+    "GateBase",
     "check_known",
     "check_targets",
+    "gated",
+    "load_at_commit",
     "load_decisions",
 ]
 
@@ -167,6 +179,168 @@ def load_decisions(path: Path) -> DecisionsFile:
         raise DecisionsError(
             path, f"cannot be read ({exc.strerror or exc}); fix its permissions"
         ) from exc
+    return _parse(path, raw)
+
+
+@dataclass(frozen=True)
+class GateBase:
+    """The base commit whose decisions file decides needs-operator findings under a gate.
+
+    :param top: the top level of the trusted checkout (with ``--advreview-head``, the
+        base's, not the head's).
+    :param ref: the base as the run resolved it (``--advreview-base``, the CI base
+        branch, ``origin/HEAD``, ``main``...); ``None`` when no base was found.
+    """
+
+    top: Path
+    ref: str | None
+    #: How messages name the base when ``ref`` is a commit id (``--advreview-head``'s base).
+    name: str | None = None
+
+
+def gated(environ: Mapping[str, str], *, strict_exit: bool, head: str | None) -> bool:
+    """Whether a verdict of this run gates something (CI, strict exit, head as data):
+    then only the base commit's decisions file decides needs-operator findings."""
+    return in_ci(environ) or strict_exit or head is not None
+
+
+@dataclass(frozen=True)
+class Authority:
+    """Who decides what in one run (docs/safety.md, "Authority over findings").
+
+    :param gated: a verdict of the run gates something (:func:`gated`).
+    :param author: the author's answers, sent to the reviewer as data (the reviewer still
+        decides); under a gate only the entries the checkout's file adds to the base's.
+    :param operator: the decisions that close findings the lead left to a person: the
+        same file in a local run, the base commit's under a gate.
+    :param where: where the failure tells the operator to record a decision.
+    """
+
+    gated: bool
+    author: DecisionsFile | None
+    operator: DecisionsFile | None
+    where: str
+
+    @classmethod
+    def of(
+        cls, path: Path, *, rootdir: Path, gated: bool, head: bool, base: GateBase | None
+    ) -> Authority:
+        """Read the decisions of a run whose decisions file is ``path``.
+
+        :param head: ``--advreview-head``: the checkout is the base, the head is data, and
+            REF's file is never read (the author has no entries).
+        :param base: the run's base (``None`` or no ``ref``: none was found; under a gate
+            no operator decision then counts, and the finding stays open).
+        :raises DecisionsError: a file is invalid, the path lies outside the repository
+            under a gate, the base's entry is a link, or git cannot read the base.
+        """
+        if not gated:
+            own = load_decisions(path)
+            return cls(gated=False, author=own, operator=own, where=str(path))
+        operator, where = _at_base(path, rootdir, base)
+        author = None if head else load_decisions(path)
+        return cls(gated=True, author=_added(author, operator), operator=operator, where=where)
+
+    def with_author(self, path: Path) -> Authority:
+        """This authority with the author's file at ``path`` (a fixture's override); under
+        a gate the operator's file stays the base's: no override moves it."""
+        own = load_decisions(path)
+        if not self.gated:
+            return Authority(gated=False, author=own, operator=own, where=str(path))
+        return replace(self, author=_added(own, self.operator))
+
+
+def _at_base(path: Path, rootdir: Path, base: GateBase | None) -> tuple[DecisionsFile, str]:
+    """Under a gate: the decisions file as the base commit holds it, and where to record."""
+    if base is None or base.ref is None:
+        return DecisionsFile(path=path), (
+            f"{path} on the base branch (no base was found: pass --advreview-base=REF; "
+            "under a gate the branch's own decisions file does not decide findings left "
+            "to the operator)"
+        )
+    key = lexical_key(path, base.top, rootdir)
+    if key is None:
+        raise DecisionsError(
+            path,
+            f"lies outside the repository {base.top}, but under a gate (CI, "
+            "--advreview-strict-exit, --advreview-head) the operator's decisions are read "
+            "from the base commit; set advreview_decisions to a file inside the repository",
+        )
+    try:
+        sha = commit(base.top, base.ref)
+    except GitError as exc:
+        raise DecisionsError(path, f"cannot be read from the base: {exc}") from None
+    if sha is None:
+        raise DecisionsError(
+            path,
+            f"cannot be read from the base {base.ref!r}, which is not a commit of "
+            f"{base.top}; pass --advreview-base=REF (and fetch it)",
+        )
+    name = base.name or base.ref
+    shown = name if name == sha else f"{name} ({sha[:12]})"
+    return load_at_commit(base.top, sha, key, shown=shown), (
+        f"{key} on the base branch ({shown}: under a gate the branch's own decisions "
+        "file does not decide findings left to the operator)"
+    )
+
+
+def _added(checkout: DecisionsFile | None, base: DecisionsFile | None) -> DecisionsFile | None:
+    """Under a gate, the branch's own answers: the entries its file adds to the base's.
+
+    The base's entries are the operator's (on this and on other pull requests' findings);
+    a merge checkout carries them too, and they must neither be checked as this branch's
+    answers nor count as its own.
+    """
+    if checkout is None or base is None or not base.entries:
+        return checkout
+    own = tuple(e for e in checkout.entries if e not in base.entries)
+    return DecisionsFile(path=checkout.path, entries=own)
+
+
+def load_at_commit(top: Path, commit: str, key: str, *, shown: str) -> DecisionsFile:
+    """The decisions file ``key`` as commit ``commit`` holds it, from git objects only.
+
+    The working tree is never read: under a gate it is the branch's (or whatever an
+    earlier step of the job wrote).  A symbolic link or a folder at ``key`` in the commit
+    is refused rather than followed or skipped.
+
+    :param top: the repository top level.
+    :param commit: the base commit (a full id).
+    :param key: the file, relative to ``top`` (:func:`~.targets.lexical_key`).
+    :param shown: how messages name the commit (``origin/main (1a2b3c4d5e6f)``).
+    :returns: the entries; none when the commit has no such file.
+    :raises DecisionsError: the entry is a link or not a file, git failed, or the file is
+        not a valid decisions file.
+    """
+    where = Path(f"{shown}:{key}")
+    try:
+        listed = run_git(top, "ls-tree", "-z", "--full-tree", commit, "--", literal_pathspec(key))
+        rows = [row for row in split_z(listed.stdout) if row]
+        if not rows:
+            return DecisionsFile(path=where)
+        meta, _, _name = rows[0].partition("\t")
+        mode, kind, oid = meta.split()
+        if mode == "120000":
+            raise DecisionsError(
+                where,
+                "is a symbolic link in the base commit; the operator's decisions are read "
+                "from the base commit's own file: commit the file itself in place of the link",
+            )
+        if kind != "blob":
+            raise DecisionsError(
+                where,
+                f"is a {kind}, not a file, in the base commit; point "
+                "advreview_decisions at a TOML file",
+            )
+        raw = run_git(top, "cat-file", "blob", oid).stdout
+    except GitError as exc:
+        raise DecisionsError(
+            where, f"cannot be read from the base commit ({exc}); fetch the base's history"
+        ) from None
+    return _parse(where, raw)
+
+
+def _parse(path: Path, raw: bytes) -> DecisionsFile:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

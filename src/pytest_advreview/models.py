@@ -32,6 +32,7 @@ __all__ = [
     "Review",
     "ReviewQuality",
     "ReviewStatus",
+    "ReviewedChange",
     "RoundRecord",
     "RunnerResult",
     "RunnerStatus",
@@ -282,6 +283,42 @@ class ChangeSet(WireModel):
     #: ``working-tree-encoding``) where git cannot be told to skip that: their diff shows
     #: rewritten text, and the prompt tells the reviewer to read the files themselves.
     converted: tuple[str, ...] = ()
+
+
+class ReviewedChange(WireModel):
+    """Which code change a target's stored rounds reviewed, kept with its state.
+
+    Rounds continue across runs; when the change set of this run is another one (another
+    mode, base or files: a laptop run that switched from the branch to its uncommitted
+    files), the header and the re-review prompt say so (:meth:`differs`).
+    """
+
+    #: The code prompt's phrase: ``branch changes vs main``, ``untracked files``.
+    description: str
+    files: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, change: ChangeSet) -> ReviewedChange:
+        """The record of ``change``."""
+        return cls(description=change.description, files=change.files)
+
+    def differs(self, now: ReviewedChange) -> str | None:
+        """One sentence naming how ``now`` differs from this one; ``None``: the same."""
+        if now == self:
+            return None
+        gone = tuple(f for f in self.files if f not in now.files)
+        new = tuple(f for f in now.files if f not in self.files)
+        return (
+            f"the change set is not the one its stored rounds reviewed: they reviewed "
+            f"{self.description} ({_files(self.files)}), this run reviews {now.description} "
+            f"({_files(now.files)})"
+            + (f"; no longer in it: {_some(gone)}" if gone else "")
+            + (f"; new in it: {_some(new)}" if new else "")
+        )
+
+
+def _files(files: tuple[str, ...]) -> str:
+    return f"{len(files)} file" + ("" if len(files) == 1 else "s")
 
 
 class ChangeSetInfo(WireModel):

@@ -41,6 +41,7 @@ from .review import (
     make_reviewer,
     repo_relative,
 )
+from .selection import not_the_change
 from .state import StateWarning
 
 __all__ = ["AdversarialReview", "ReviewOutcome"]
@@ -232,7 +233,14 @@ class AdversarialReview:
         root = self.root
         resolved = targets.resolve_base(root, base or settings.base, os.environ)
         mode = settings.diff if settings.diff != "none" else "auto"
-        change = targets.change_set(root, mode, resolved, set(), ci=targets.in_ci(os.environ))
+        change = targets.change_set(
+            root,
+            mode,
+            resolved,
+            set(),
+            ci=targets.in_ci(os.environ),
+            outside=not_the_change(self.config, settings, root),
+        )
         if change is None:
             raise pytest.UsageError(
                 f"pytest-advreview: there is no code change to review in {root} "

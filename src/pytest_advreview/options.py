@@ -432,7 +432,8 @@ _PLANS_DESC = (
 )
 _DECISIONS_DESC = (
     "TOML file of accept / re-scope / reject decisions on findings, relative to rootdir "
-    "(default: .advreview/decisions.toml)"
+    "(default: .advreview/decisions.toml); under a gate the operator's decisions are read "
+    "from the base commit's copy"
 )
 _ENV_ALLOW_DESC = (
     "Globs of environment variable names (case-insensitive) that the reviewer's tool shell "

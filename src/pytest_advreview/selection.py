@@ -25,7 +25,34 @@ from .review import SharedLookups, TargetSpec, repo_relative
 if TYPE_CHECKING:
     from .settings import Settings
 
-__all__ = ["TargetSelection"]
+__all__ = ["TargetSelection", "not_the_change"]
+
+
+def not_the_change(config: pytest.Config, settings: Settings, top: Path) -> targets.NotTheChange:
+    """What this run and its tools write, and the decisions file: never the code change.
+
+    The plugin's own report files, the JUnit (``--junitxml``), ``--report-log`` and
+    ``--html`` files of this run (with pytest-html's ``assets`` folder), the pytest cache
+    folder; coverage data is matched by name in :class:`~.targets.NotTheChange`.
+    """
+    here = Path(config.invocation_params.dir)
+    written: list[str] = [
+        path
+        for path in (settings.json_report, settings.report, settings.sarif, settings.lead_patch)
+        if path is not None
+    ]
+    for name in ("xmlpath", "report_log", "htmlpath"):
+        value = getattr(config.option, name, None)
+        if isinstance(value, str) and value:
+            path = here / os.path.expandvars(os.path.expanduser(value))
+            written.append(os.fspath(path))
+            if name == "htmlpath":
+                written.append(os.path.join(path.parent, "assets", ""))
+    cache_dir = config.getini("cache_dir")
+    if isinstance(cache_dir, str) and cache_dir:
+        folder = Path(config.rootpath) / os.path.expandvars(os.path.expanduser(cache_dir))
+        written.append(os.path.join(folder, ""))
+    return targets.NotTheChange.of(top, settings.decisions, written, rootdir=Path(config.rootpath))
 
 
 class TargetSelection:
@@ -327,6 +354,8 @@ class TargetSelection:
                         self.selection.keys,
                         resolver=self.shared.resolve,
                         ci=ci,
+                        # Keys from the base's top: with --advreview-head, REF's same paths.
+                        outside=not_the_change(self.config, self.settings, self.repo.root),
                     )
                 except targets.BaseRefError as exc:
                     if self.head is not None:

@@ -22,6 +22,7 @@ import pytest
 from . import containment, outbound, runlock, runstash
 from .constants import BUILTIN_REVIEWERS, CODE_ITEM_NAME, RECORD_ATTR
 from .coordinator import Coordinator
+from .decisions import GateBase
 from .items import PlanFile, ReviewItem, ReviewRepr
 from .options import DEFAULT_DECISIONS
 from .parallel import ReviewPool
@@ -86,11 +87,22 @@ class ReviewSession:
             # repository's, found from a subdirectory as from the top.
             decisions = os.fspath(plan_root / DEFAULT_DECISIONS)
             self.settings = settings = settings.model_copy(update={"decisions": decisions})
+            self.targets.settings = settings  # the change set leaves this file out
         #: Warnings of the containment check for the header (the controller's).
         self.containment_warnings: list[str] = []
         if self._from_controller is None:
             self._check_containment()
-        self.coordinator = Coordinator(config, settings, self.run_dir, run_secret=self.run_secret)
+        repo, checkout = self.targets.repo, self.targets.head
+        self.coordinator = Coordinator(
+            config,
+            settings,
+            self.run_dir,
+            run_secret=self.run_secret,
+            # The base the targets resolved (with --advreview-head: its commit, resolved once).
+            base=None
+            if repo is None
+            else GateBase(repo.root, self.targets.base, checkout.base if checkout else None),
+        )
         self.stash = runstash.RunStash(
             run_dir=self.run_dir,
             run_secret=self.run_secret,
@@ -309,6 +321,14 @@ class ReviewSession:
             lines.append(f"advreview: the base cannot be used: {reason}")
         if info is not None:
             lines.append(f"advreview: code change: {info.summary()}")
+            differs = self.coordinator.change_note(CODE_ITEM_NAME, selected.code_change()[0])
+            if differs is not None:
+                lines.append(f"advreview: code-review: {differs}")
+        if self.coordinator.authority.gated:
+            lines.append(
+                "advreview: findings left to the operator are decided only by "
+                f"{self.coordinator.authority.where}"
+            )
         if selected.repo_note:
             lines.append(
                 selected.repo_note

@@ -55,6 +55,7 @@ from .models import (
     Decision,
     OpenFinding,
     Review,
+    ReviewedChange,
     ReviewStatus,
     RoundRecord,
     Severity,
@@ -119,6 +120,8 @@ class ReviewState(WireModel):
     #: Findings the lead left to a person that nobody has decided yet: every run of the
     #: target fails while one is open, whatever the stored or the new verdict says.
     operator_open: tuple[OpenFinding, ...] = ()
+    #: The code change the rounds reviewed (code targets; ``None`` before it was kept).
+    change: ReviewedChange | None = None
     #: When the state was written (ISO 8601, UTC).
     updated_at: str = Field(default_factory=_now)
 

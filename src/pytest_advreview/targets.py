@@ -40,6 +40,7 @@ from .models import ChangeSet, ChangeSetInfo
 __all__ = [
     "BaseRefError",
     "GitRepoInfo",
+    "NotTheChange",
     "PathResolver",
     "PlanSelection",
     "TargetError",
@@ -47,6 +48,7 @@ __all__ = [
     "change_set_info",
     "compile_glob",
     "in_ci",
+    "lexical_key",
     "match_any",
     "plan_files",
     "repo_info",
@@ -611,15 +613,92 @@ def _branch_error(root: Path, base: str, exc: GitError) -> BaseRefError:
     )
 
 
-def _uncommitted(root: Path, excluded: set[str]) -> ChangeSet | None:
+#: Data files tools write next to the code (coverage.py, pytest-cov, ``coverage
+#: combine``): never the author's change, matched by file name in any folder.
+_TOOL_DATA = re.compile(r"\.coverage(\..+)?\Z")
+
+
+@dataclass(frozen=True)
+class NotTheChange:
+    """Files that are never part of the code change, and never switch its mode.
+
+    :param always: the decisions file (top-relative): in every mode and state, committed
+        included; its entries reach the reviewer as decisions, not as code.
+    :param written: what the run and its tools write into the working tree (report files,
+        JUnit/report-log/HTML files of this run, the pytest cache folder, as top-relative
+        files or ``/``-terminated folders), plus coverage data by name: left out while
+        untracked or unstaged.  Staged or committed, they are the author's and stay in.
+    """
+
+    always: frozenset[str] = frozenset()
+    written: tuple[str, ...] = ()
+
+    def left_out(self, path: str, kind: str) -> bool:
+        """Whether ``path`` is no part of the change when ``kind`` shows it (``staged``,
+        ``unstaged``, ``untracked`` or ``branch``)."""
+        if path in self.always:
+            return True
+        if kind not in ("unstaged", "untracked"):
+            return False
+        name = path.rpartition("/")[2]
+        return bool(_TOOL_DATA.match(name)) or any(
+            path == w or (w.endswith("/") and path.startswith(w)) for w in self.written
+        )
+
+    @classmethod
+    def of(
+        cls,
+        top: Path,
+        decisions: str | os.PathLike[str] | None,
+        written: Iterable[str | os.PathLike[str]],
+        *,
+        rootdir: Path,
+    ) -> NotTheChange:
+        """From absolute paths (``written``: a folder given with a trailing ``/``)."""
+        keys = {k for k in [lexical_key(decisions, top, rootdir)] if k is not None}
+        found = []
+        for path in written:
+            key = lexical_key(path, top, rootdir)
+            if key is not None:
+                found.append(key + "/" if os.fspath(path).endswith("/") else key)
+        return cls(always=frozenset(keys), written=tuple(found))
+
+
+def lexical_key(path: str | os.PathLike[str] | None, top: Path, rootdir: Path) -> str | None:
+    """``path`` (absolute) relative to the top level ``top`` as a ``/`` path, ``None``
+    outside the repository.
+
+    Lexical below ``rootdir``: a link on the way is not followed (a link named like the
+    decisions file is left out of the change itself, never the file it points at; the
+    base commit is asked for the very path the setting names, not where a link the branch
+    committed leads).  Only ``rootdir`` (where pytest runs) is resolved, as git resolves
+    the top.
+    """
+    if path is None:
+        return None
+    text = os.path.normpath(os.fspath(path))
+    below = os.path.relpath(text, os.path.normpath(rootdir))
+    if below != ".." and not below.startswith(".." + os.sep):
+        text = os.path.normpath(os.path.join(os.path.realpath(rootdir), below))
+    key = os.path.relpath(text, os.path.realpath(top))
+    if key in (".", "..") or key.startswith(".." + os.sep) or os.path.isabs(key):
+        return None
+    return key.replace(os.sep, "/")
+
+
+def _uncommitted(root: Path, excluded: set[str], outside: NotTheChange) -> ChangeSet | None:
     every = status_entries(root)
     commands = {
         "unstaged": _shown_diff(root),
         "staged": _shown_diff(root, "--cached"),
         "untracked": "git ls-files --others --exclude-standard",
     }
+
+    def left_out(path: str, kind: str) -> bool:
+        return path in excluded or outside.left_out(path, kind)
+
     found = {
-        kind: [e.path for e in every if getattr(e, kind) and e.path not in excluded]
+        kind: [e.path for e in every if getattr(e, kind) and not left_out(e.path, kind)]
         for kind in commands
     }
     if not any(found.values()):
@@ -628,9 +707,9 @@ def _uncommitted(root: Path, excluded: set[str]) -> ChangeSet | None:
     description = " + ".join(changes) + " changes" if changes else ""
     if found["untracked"]:
         description = f"{description} + untracked files" if description else "untracked files"
-    # Only name an excluded path in a command when that command would have shown it.
+    # Only name a left-out path in a command when that command would have shown it.
     diff_commands = tuple(
-        _command(command, (e.path for e in every if getattr(e, kind) and e.path in excluded))
+        _command(command, (e.path for e in every if getattr(e, kind) and left_out(e.path, kind)))
         for kind, command in commands.items()
         if found[kind]
     )
@@ -677,8 +756,9 @@ def _branch_names(root: Path, base: str, *options: str) -> list[str]:
         raise _branch_error(root, base, exc) from None
 
 
-def _branch(root: Path, base: str, excluded: set[str]) -> ChangeSet | None:
+def _branch(root: Path, base: str, excluded: set[str], outside: NotTheChange) -> ChangeSet | None:
     names = _branch_names(root, base)
+    excluded = excluded | {p for p in names if outside.left_out(p, "branch")}
     files = sorted({p for p in names if p not in excluded})
     if not files:
         return None
@@ -700,6 +780,7 @@ def change_set(
     *,
     resolver: PathResolver | None = None,
     ci: bool = False,
+    outside: NotTheChange = NotTheChange(),
 ) -> ChangeSet | None:
     """The code change to review, as the code prompts describe it.
 
@@ -720,6 +801,9 @@ def change_set(
         them already, e.g. during collection, to reuse its answers).
     :param ci: the run is a CI run (:func:`in_ci`): ``auto`` means ``branch``, and
         without a base there is no change set (never the working tree's).
+    :param outside: files that are no part of the change (:class:`NotTheChange`): left
+        out like ``exclude``, so the decisions file or a coverage data file never turns
+        ``auto`` into uncommitted mode.
     :returns: ``None`` when nothing is left to review (or ``mode`` is ``none``).  The
         change set has ``base`` only in branch mode.
     :raises BaseRefError: ``branch`` without a base, or git cannot diff against the base.
@@ -728,7 +812,7 @@ def change_set(
         return None
     excluded = _relative_excludes(_toplevel(root), exclude, resolver or PathResolver())
     if mode == "uncommitted" or (mode == "auto" and not ci):
-        found = _uncommitted(root, excluded)
+        found = _uncommitted(root, excluded, outside)
         if found is not None or mode == "uncommitted":
             return found
     if base is None:
@@ -739,7 +823,7 @@ def change_set(
                 "pass --advreview-base=REF or set ini advreview_base"
             )
         return None
-    return _branch(root, base, excluded)
+    return _branch(root, base, excluded, outside)
 
 
 #: Variables that mark a CI run; GitHub Actions, GitLab CI, CircleCI, Travis, Buildkite
