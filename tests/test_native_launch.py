@@ -16,7 +16,7 @@ import pytest
 
 from conftest import live_processes, settled
 from pytest_advreview.models import RunnerStatus, Verdict
-from pytest_advreview.runner import native
+from pytest_advreview.runner import lifetime, native
 from pytest_advreview.runner.codex import CodexReviewer
 from pytest_advreview.testing import ScriptedServer, approved_review
 from test_runner_real import request, reviewer
@@ -43,8 +43,14 @@ def platform_package(codex: Path) -> Path:
 
 
 def _processes_with(needle: str) -> list[tuple[int, str]]:
-    """``(pid, real path of the executable)`` of every process whose argv holds ``needle``."""
-    return [(pid, exe) for pid, _argv, exe in live_processes(needle) if exe is not None]
+    """``(pid, real path of the executable)`` of every process whose argv holds ``needle``,
+    but the launch's supervisor (Python running ``runner/lifetime.py``, argv and all)."""
+    supervisor = os.fsencode(lifetime.__file__)
+    return [
+        (pid, exe)
+        for pid, argv, exe in live_processes(needle)
+        if exe is not None and supervisor not in argv
+    ]
 
 
 def _tree_while_waiting(

@@ -1,0 +1,380 @@
+"""No reviewer outlives pytest: the supervisor every reviewer and lead process runs under.
+
+pytest's own cleanup (the group kill of :mod:`._process`) runs only while pytest runs.
+A cancelled CI job's SIGTERM, pytest-timeout's ``thread`` method (``os._exit``) or a
+SIGKILL end pytest without it, and Codex went on working in the checkout; what Codex
+starts in a session of its own (a profile's background job in the login shell it
+snapshots the environment with, a tool's ``setsid``) is not in its process group and
+outlived even a run that ended normally.  Three parts close that:
+
+* **Signals** (:func:`interrupt_on_signals`): in a run with ``--adversarial-review``,
+  SIGTERM and SIGHUP raise :class:`Terminated` (a ``KeyboardInterrupt``) on the main
+  thread, so they take Ctrl-C's path: the launch in flight kills its reviewer, the jobs
+  pool cancels the others, the run ends interrupted.
+* **The supervisor** (this file run as a script, :func:`main`): every launch starts
+  ``python -I lifetime.py … -- ARGV`` instead of ``ARGV``.  It starts ``ARGV`` (stdin,
+  stdout, stderr, working folder and environment its own, so the CLI contract is
+  unchanged: its exit status, or the signal that ended it, comes back as the
+  supervisor's), and on Linux makes itself a child subreaper (``PR_SET_CHILD_SUBREAPER``):
+  every orphaned descendant, one that called ``setsid`` included, becomes its child.
+  When ``ARGV`` exits, or a signal stops the launch, it ends every descendant left
+  (SIGTERM, then SIGKILL after :data:`GRACE_S`, again until ``/proc`` shows none).  It
+  also holds the read end of a pipe whose write end only pytest holds: end of file means
+  pytest is gone, however it ended, and the supervisor ends everything and removes the
+  launch's temporary folders.
+* **Launching** (:class:`Supervised`): the argv, the pipes and the report of a failed
+  start (an executable that is missing raises the same ``OSError`` as before).
+
+Why a separate Python process rather than a parent-death signal: ``PR_SET_PDEATHSIG``
+fires when the *thread* that started the child ends (reviews run in the jobs pool's
+threads), needs a ``preexec_fn`` (work after ``fork`` in a threaded process), and reaches
+only the direct child, not what it started in another session.  The pipe's end of file is
+the one signal of pytest's end that no exit path skips.
+
+Limits: without ``/proc`` and subreapers (macOS) the supervisor still notices pytest's end
+and kills the process group of ``ARGV``; a descendant that left that group (``setsid``)
+is not reached there.  A supervisor that is SIGKILLed itself ends nothing (pytest's group
+kill still does while pytest runs).  This file is also run as a script by path (``python
+-I``), so it imports only the standard library.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import select
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from types import FrameType
+
+__all__ = [
+    "GRACE_S",
+    "Supervised",
+    "Terminated",
+    "descendants",
+    "interrupt_on_signals",
+    "main",
+    "remove_tree",
+]
+
+#: Seconds between SIGTERM and SIGKILL for what a launch leaves; shorter than the group
+#: kill's grace (``_process.KILL_GRACE_S``), so the supervisor is done first.
+GRACE_S = 2.0
+#: The signals that stop a run the way Ctrl-C does.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+#: ``prctl`` option: orphaned descendants are re-parented to the caller (Linux 3.4+).
+_PR_SET_CHILD_SUBREAPER = 36
+#: Variables Python itself sets at start (PEP 538 locale coercion): the supervisor puts
+#: them back as the launch gave them before it starts ``ARGV``.
+_PYTHON_SETS = ("LC_CTYPE",)
+
+
+class Terminated(KeyboardInterrupt):
+    """pytest got SIGTERM or SIGHUP: stop as on Ctrl-C (reviews in flight are killed)."""
+
+
+def interrupt_on_signals() -> Callable[[], None]:
+    """Make SIGTERM and SIGHUP raise :class:`Terminated`; return what undoes it.
+
+    Only on the main thread (the only one Python runs signal handlers on), and only for a
+    signal whose disposition is the default: an ignored SIGHUP (``nohup``) stays ignored,
+    and another program's handler is left alone.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    installed = []
+    for signum in STOP_SIGNALS:
+        if signal.getsignal(signum) is signal.SIG_DFL:
+            signal.signal(signum, _terminated)
+            installed.append(signum)
+
+    def restore() -> None:
+        for signum in installed:
+            if signal.getsignal(signum) is _terminated:
+                signal.signal(signum, signal.SIG_DFL)
+
+    return restore
+
+
+def _terminated(signum: int, _frame: FrameType | None) -> None:
+    name = signal.Signals(signum).name
+    raise Terminated(f"pytest received {name}: the reviews in flight were stopped")
+
+
+# -- launching -------------------------------------------------------------------------
+
+
+class Supervised:
+    """``argv`` as it is launched under the supervisor, with the pipes it needs.
+
+    Use as a context manager around the launch: ``Popen(s.argv, pass_fds=s.pass_fds,
+    env=s.env …)``, then :meth:`started` (raises the ``OSError`` of a failed start), and
+    leave the context only when the launched process has ended: leaving it is what the
+    supervisor would see if pytest died.
+
+    :param remove: folders the supervisor removes should pytest end during the launch.
+    """
+
+    def __init__(
+        self, argv: Sequence[str], env: Mapping[str, str], *, remove: Sequence[Path] = ()
+    ) -> None:
+        self._watch_r, self._watch_w = os.pipe()
+        self._report_r, self._report_w = os.pipe()
+        restore = []
+        for name in _PYTHON_SETS:
+            restore += ["--env", f"{name}={env[name]}"] if name in env else ["--unset", name]
+        self.argv = [
+            sys.executable,
+            "-I",
+            os.path.abspath(__file__),
+            "--watch",
+            str(self._watch_r),
+            "--report",
+            str(self._report_w),
+            *restore,
+            *[arg for folder in remove for arg in ("--remove", os.fspath(folder))],
+            "--",
+            *argv,
+        ]
+        self.env = dict(env)
+        self.pass_fds = (self._watch_r, self._report_w)
+
+    def __enter__(self) -> Supervised:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        for fd in (self._watch_r, self._watch_w, self._report_r, self._report_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def started(self) -> None:
+        """Wait for the supervisor's word that ``argv`` started.
+
+        :raises OSError: ``argv`` could not be started (missing, not executable), as
+            ``Popen`` would have raised it.
+        """
+        # Ours are closed: end of file comes when the supervisor reported or ended.
+        for fd in (self._watch_r, self._report_w):
+            os.close(fd)
+        self._watch_r = self._report_w = -1
+        chunks = []
+        while chunk := os.read(self._report_r, 4096):
+            chunks.append(chunk)
+        report = b"".join(chunks)
+        if report.startswith(b"E"):
+            code, strerror, filename = report[1:].decode(errors="replace").split("\0", 2)
+            raise OSError(int(code), strerror, filename)
+        # b"ok": started.  Nothing: the supervisor itself failed before it could start
+        # anything; its exit status and stderr (the launch's stderr file) say why.
+
+
+# -- the supervisor --------------------------------------------------------------------
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live descendant of ``pid``, from ``/proc`` (empty where there is none)."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                stat_fields = fh.read().rsplit(b")", 1)[-1].split()
+        except OSError:
+            continue
+        children.setdefault(int(stat_fields[1]), []).append(int(entry))
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def remove_tree(folder: Path) -> None:
+    """Remove ``folder`` with everything in it, read-only folders included; never raises."""
+
+    def retry(function: Callable[..., object], path: str, _exc: object) -> None:
+        # A read-only folder blocks deleting its entries: make it (never what a link
+        # planted there points at) writable and try again.
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(path), stat.S_IRWXU)
+            if not os.path.islink(path) and os.path.isdir(path):
+                os.chmod(path, stat.S_IRWXU)
+            function(path)
+
+    with contextlib.suppress(OSError):
+        if sys.version_info >= (3, 12):
+            shutil.rmtree(folder, onexc=retry)
+        else:
+            shutil.rmtree(folder, onerror=retry)
+
+
+class _Supervisor:
+    """One launch's supervisor: starts the child, waits, ends everything left."""
+
+    def __init__(self, watch: int) -> None:
+        self.watch = watch
+        self.me = os.getpid()
+        self.child: subprocess.Popen[bytes] | None = None
+        self.status: int | None = None
+        self.stopped_by: int | None = None
+        self._wake_r, wake_w = os.pipe()
+        os.set_blocking(wake_w, False)
+        os.set_blocking(self._wake_r, False)
+        signal.set_wakeup_fd(wake_w)
+        for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, self._signalled)
+
+    def _signalled(self, signum: int, _frame: FrameType | None) -> None:
+        if signum != signal.SIGCHLD and self.stopped_by is None:
+            self.stopped_by = signum
+
+    def start(self, argv: Sequence[str]) -> None:
+        # Its own process group: the group kill of _process reaches only the supervisor,
+        # which then ends the child's group and every descendant in order.
+        self.child = subprocess.Popen(list(argv), start_new_session=True)
+
+    def wait(self) -> str:
+        """Until the child exits (``"exited"``), a signal stops it, or pytest is gone."""
+        poller = select.poll()
+        poller.register(self.watch, select.POLLIN | select.POLLHUP)
+        poller.register(self._wake_r, select.POLLIN)
+        while True:
+            self._reap()
+            if self.status is not None:
+                return "exited"
+            if self.stopped_by is not None:
+                return "stopped"
+            for fd, _event in poller.poll():
+                if fd == self.watch:
+                    return "orphaned"  # the write end closed: pytest is gone
+                with contextlib.suppress(OSError):
+                    os.read(self._wake_r, 512)
+
+    def _reap(self) -> None:
+        """Collect every child that ended (the launched one and adopted orphans)."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if self.child is not None and pid == self.child.pid:
+                self.status = os.waitstatus_to_exitcode(status)
+                self.child.returncode = self.status
+
+    def _signal_all(self, signum: int) -> None:
+        """``signum`` to the child's group at once, then to every descendant outside it
+        (each process gets it once: a reviewer may count its SIGTERMs)."""
+        group = None if self.child is None else self.child.pid
+        if group is not None:
+            with contextlib.suppress(OSError):
+                os.killpg(group, signum)
+        for pid in descendants(self.me):
+            with contextlib.suppress(OSError):
+                if os.getpgid(pid) != group:
+                    os.kill(pid, signum)
+
+    def end_everything(self) -> None:
+        """SIGTERM every descendant, SIGKILL what is left after :data:`GRACE_S`."""
+        self._signal_all(signal.SIGTERM)
+        deadline = time.monotonic() + GRACE_S
+        while time.monotonic() < deadline:
+            self._reap()
+            if self.status is not None and not descendants(self.me):
+                return
+            time.sleep(0.02)
+        # Forks may race the kill: again until nothing is left (bounded: a process stuck
+        # in the kernel is not worth hanging the run for).
+        deadline = time.monotonic() + 10 * GRACE_S
+        while time.monotonic() < deadline:
+            self._signal_all(signal.SIGKILL)
+            time.sleep(0.02)
+            self._reap()
+            if self.status is not None and not descendants(self.me):
+                return
+
+
+def _subreaper() -> None:
+    """Adopt every orphaned descendant (Linux); elsewhere nothing to do."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _exit_as(status: int | None, fallback: int) -> None:
+    """Exit with ``status`` (a ``Popen.returncode``): a signal's end is re-raised."""
+    if status is None:
+        os._exit(fallback)
+    if status >= 0:
+        os._exit(status)
+    signum = -status
+    with contextlib.suppress(OSError, ValueError):
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        signal.signal(signum, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
+        os.kill(os.getpid(), signum)
+    os._exit(128 + signum)
+
+
+def main(args: Sequence[str]) -> None:
+    """``lifetime.py --watch FD --report FD [--env N=V] [--unset N] [--remove DIR] -- ARGV``."""
+    split = list(args).index("--")
+    options, argv = list(args)[:split], list(args)[split + 1 :]
+    watch = report = -1
+    remove: list[Path] = []
+    for flag, value in zip(options[::2], options[1::2], strict=True):
+        if flag == "--watch":
+            watch = int(value)
+        elif flag == "--report":
+            report = int(value)
+        elif flag == "--env":
+            name, _, set_to = value.partition("=")
+            os.environ[name] = set_to
+        elif flag == "--unset":
+            os.environ.pop(value, None)
+        elif flag == "--remove":
+            remove.append(Path(value))
+    _subreaper()
+    supervisor = _Supervisor(watch)
+    try:
+        supervisor.start(argv)
+    except OSError as exc:
+        code = exc.errno or errno.ENOENT
+        message = f"E{code}\0{exc.strerror or exc}\0{exc.filename or argv[0]}"
+        os.write(report, message.encode(errors="replace"))
+        os._exit(127)
+    os.write(report, b"ok")
+    os.close(report)
+    why = supervisor.wait()
+    supervisor.end_everything()
+    if why == "orphaned":
+        for folder in remove:
+            remove_tree(folder)
+    signum = supervisor.stopped_by or signal.SIGTERM
+    _exit_as(supervisor.status, 128 + signum)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
