@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import pytest
 
 from conftest import live_processes, settled
 from pytest_advreview.models import RunnerStatus, Verdict
-from pytest_advreview.runner import lifetime, native
+from pytest_advreview.runner import native
 from pytest_advreview.runner.codex import CodexReviewer
 from pytest_advreview.testing import ScriptedServer, approved_review
 from test_runner_real import request, reviewer
@@ -44,12 +45,10 @@ def platform_package(codex: Path) -> Path:
 
 def _processes_with(needle: str) -> list[tuple[int, str]]:
     """``(pid, real path of the executable)`` of every process whose argv holds ``needle``,
-    but the launch's supervisor (Python running ``runner/lifetime.py``, argv and all)."""
-    supervisor = os.fsencode(lifetime.__file__)
+    but the launch's supervisor (this Python, ``runner/lifetime.py``: argv and all)."""
+    supervisor = os.path.realpath(sys.executable)
     return [
-        (pid, exe)
-        for pid, argv, exe in live_processes(needle)
-        if exe is not None and supervisor not in argv
+        (pid, exe) for pid, _argv, exe in live_processes(needle) if exe not in (None, supervisor)
     ]
 
 

@@ -11,12 +11,13 @@ outlived even a run that ended normally.  Three parts close that:
   SIGTERM and SIGHUP raise :class:`Terminated` (a ``KeyboardInterrupt``) on the main
   thread, so they take Ctrl-C's path: the launch in flight kills its reviewer, the jobs
   pool cancels the others, the run ends interrupted.
-* **The supervisor** (this file run as a script, :func:`main`): every launch starts
-  ``python -I lifetime.py … -- ARGV`` instead of ``ARGV``.  It starts ``ARGV`` (stdin,
-  stdout, stderr, working folder and environment its own, so the CLI contract is
-  unchanged: its exit status, or the signal that ended it, comes back as the
-  supervisor's), and on Linux makes itself a child subreaper (``PR_SET_CHILD_SUBREAPER``):
-  every orphaned descendant, one that called ``setsid`` included, becomes its child.
+* **The supervisor** (:func:`main`, this module imported alone): every launch starts
+  ``python -I -S -c "…import lifetime; lifetime.main(…)" … -- ARGV`` instead of
+  ``ARGV``.  It starts ``ARGV`` (stdin, stdout, stderr, working folder and environment
+  its own, so the CLI contract is unchanged: its exit status, or the signal that ended
+  it, comes back as the supervisor's), and on Linux makes itself a child subreaper
+  (``PR_SET_CHILD_SUBREAPER``): every orphaned descendant, one that called ``setsid``
+  included, becomes its child.
   When ``ARGV`` exits, or a signal stops the launch, it ends every descendant left
   (SIGTERM, then SIGKILL after :data:`GRACE_S`, again until ``/proc`` shows none).  It
   also holds the read end of a pipe whose write end only pytest holds: end of file means
@@ -34,26 +35,26 @@ the one signal of pytest's end that no exit path skips.
 Limits: without ``/proc`` and subreapers (macOS) the supervisor still notices pytest's end
 and kills the process group of ``ARGV``; a descendant that left that group (``setsid``)
 is not reached there.  A supervisor that is SIGKILLed itself ends nothing (pytest's group
-kill still does while pytest runs).  This file is also run as a script by path (``python
--I``), so it imports only the standard library.
+kill still does while pytest runs).  The supervisor imports this module alone, from its
+folder, without ``site``: it imports only the standard library.
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import select
-import shutil
 import signal
-import stat
-import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
-from types import FrameType
+
+# The supervisor starts once per launch: it imports the fewest modules it can (not even
+# typing; ``python -I -S``: no site either), about 30 ms of CPU on a 2-core machine.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+    from pathlib import Path
+    from types import FrameType
 
 __all__ = [
     "GRACE_S",
@@ -68,6 +69,17 @@ __all__ = [
 #: Seconds between SIGTERM and SIGKILL for what a launch leaves; shorter than the group
 #: kill's grace (``_process.KILL_GRACE_S``), so the supervisor is done first.
 GRACE_S = 2.0
+#: This module's folder: the supervisor imports it from there as ``lifetime``.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+#: How the supervisor's Python starts: nothing of the environment or the working folder
+#: changes it (``-I``), only the standard library is imported (no ``site``: faster), and
+#: this module is imported rather than run as a script (its compiled form is cached).
+_BOOT = (
+    "-I",
+    "-S",
+    "-c",
+    f"import sys; sys.path.append({_HERE!r}); import lifetime; lifetime.main(sys.argv[1:])",
+)
 #: The signals that stop a run the way Ctrl-C does.
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 #: ``prctl`` option: orphaned descendants are re-parented to the caller (Linux 3.4+).
@@ -88,6 +100,8 @@ def interrupt_on_signals() -> Callable[[], None]:
     signal whose disposition is the default: an ignored SIGHUP (``nohup``) stays ignored,
     and another program's handler is left alone.
     """
+    import threading
+
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
     installed = []
@@ -133,8 +147,7 @@ class Supervised:
             restore += ["--env", f"{name}={env[name]}"] if name in env else ["--unset", name]
         self.argv = [
             sys.executable,
-            "-I",
-            os.path.abspath(__file__),
+            *_BOOT,
             "--watch",
             str(self._watch_r),
             "--report",
@@ -152,7 +165,7 @@ class Supervised:
 
     def __exit__(self, *_exc: object) -> None:
         for fd in (self._watch_r, self._watch_w, self._report_r, self._report_w):
-            with contextlib.suppress(OSError):
+            if fd >= 0:
                 os.close(fd)
 
     def started(self) -> None:
@@ -204,8 +217,11 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-def remove_tree(folder: Path) -> None:
+def remove_tree(folder: str | Path) -> None:
     """Remove ``folder`` with everything in it, read-only folders included; never raises."""
+    import contextlib
+    import shutil
+    import stat
 
     def retry(function: Callable[..., object], path: str, _exc: object) -> None:
         # A read-only folder blocks deleting its entries: make it (never what a link
@@ -229,7 +245,9 @@ class _Supervisor:
     def __init__(self, watch: int) -> None:
         self.watch = watch
         self.me = os.getpid()
-        self.child: subprocess.Popen[bytes] | None = None
+        #: The launched process, also the id of its process group.
+        self.child: int | None = None
+        #: Its ``Popen.returncode``-style status once it ended.
         self.status: int | None = None
         self.stopped_by: int | None = None
         self._wake_r, wake_w = os.pipe()
@@ -244,9 +262,20 @@ class _Supervisor:
             self.stopped_by = signum
 
     def start(self, argv: Sequence[str]) -> None:
-        # Its own process group: the group kill of _process reaches only the supervisor,
-        # which then ends the child's group and every descendant in order.
-        self.child = subprocess.Popen(list(argv), start_new_session=True)
+        """Start ``argv`` as ``Popen`` would: looked up on ``PATH``, the signals Python
+        ignores (SIGPIPE, SIGXFSZ) back to their default, no signal blocked.
+
+        In a process group of its own: the group kill of ``_process`` reaches only the
+        supervisor, which then ends the child's group and every descendant in order.
+        """
+        self.child = os.posix_spawnp(
+            argv[0],
+            list(argv),
+            os.environ,
+            setpgroup=0,
+            setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
+            setsigmask=(),
+        )
 
     def wait(self) -> str:
         """Until the child exits (``"exited"``), a signal stops it, or pytest is gone."""
@@ -262,8 +291,7 @@ class _Supervisor:
             for fd, _event in poller.poll():
                 if fd == self.watch:
                     return "orphaned"  # the write end closed: pytest is gone
-                with contextlib.suppress(OSError):
-                    os.read(self._wake_r, 512)
+                _drain(self._wake_r)
 
     def _reap(self) -> None:
         """Collect every child that ended (the launched one and adopted orphans)."""
@@ -274,24 +302,27 @@ class _Supervisor:
                 return
             if pid == 0:
                 return
-            if self.child is not None and pid == self.child.pid:
+            if pid == self.child:
                 self.status = os.waitstatus_to_exitcode(status)
-                self.child.returncode = self.status
 
     def _signal_all(self, signum: int) -> None:
         """``signum`` to the child's group at once, then to every descendant outside it
         (each process gets it once: a reviewer may count its SIGTERMs)."""
-        group = None if self.child is None else self.child.pid
-        if group is not None:
-            with contextlib.suppress(OSError):
-                os.killpg(group, signum)
+        if self.child is not None:
+            _send(self.child, signum, group=True)
         for pid in descendants(self.me):
-            with contextlib.suppress(OSError):
-                if os.getpgid(pid) != group:
-                    os.kill(pid, signum)
+            try:
+                inside = os.getpgid(pid) == self.child
+            except OSError:
+                continue  # gone already
+            if not inside:
+                _send(pid, signum)
 
     def end_everything(self) -> None:
         """SIGTERM every descendant, SIGKILL what is left after :data:`GRACE_S`."""
+        self._reap()
+        if self.status is not None and not descendants(self.me):
+            return  # the usual end: the CLI exited and left nothing running
         self._signal_all(signal.SIGTERM)
         deadline = time.monotonic() + GRACE_S
         while time.monotonic() < deadline:
@@ -310,40 +341,60 @@ class _Supervisor:
                 return
 
 
+def _send(pid: int, signum: int, *, group: bool = False) -> None:
+    """Signal ``pid`` (its group with ``group``); one that is gone already is no error."""
+    try:  # noqa: SIM105 (contextlib is one more import per launch)
+        (os.killpg if group else os.kill)(pid, signum)
+    except OSError:
+        pass
+
+
+def _drain(fd: int) -> None:
+    try:  # noqa: SIM105 (contextlib is one more import per launch)
+        os.read(fd, 512)
+    except OSError:  # nothing to read (non-blocking)
+        pass
+
+
 def _subreaper() -> None:
     """Adopt every orphaned descendant (Linux); elsewhere nothing to do."""
     if not sys.platform.startswith("linux"):
         return
     import ctypes
 
-    with contextlib.suppress(OSError, AttributeError):
+    try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):  # no prctl: orphans go to init, the group kill stays
+        pass
 
 
 def _exit_as(status: int | None, fallback: int) -> None:
     """Exit with ``status`` (a ``Popen.returncode``): a signal's end is re-raised."""
     if status is None:
-        os._exit(fallback)
+        sys.exit(fallback)
     if status >= 0:
-        os._exit(status)
+        sys.exit(status)
     signum = -status
-    with contextlib.suppress(OSError, ValueError):
+    try:
         import resource
 
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core file of the supervisor
         signal.signal(signum, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
         os.kill(os.getpid(), signum)
-    os._exit(128 + signum)
+    except (OSError, ValueError):
+        pass
+    sys.exit(128 + signum)
 
 
 def main(args: Sequence[str]) -> None:
-    """``lifetime.py --watch FD --report FD [--env N=V] [--unset N] [--remove DIR] -- ARGV``."""
+    """The supervisor; ``args``: ``--watch FD --report FD [--env N=V] [--unset N]
+    [--remove DIR] -- ARGV`` (:class:`Supervised` writes them)."""
     split = list(args).index("--")
     options, argv = list(args)[:split], list(args)[split + 1 :]
     watch = report = -1
-    remove: list[Path] = []
+    remove: list[str] = []
     for flag, value in zip(options[::2], options[1::2], strict=True):
         if flag == "--watch":
             watch = int(value)
@@ -355,7 +406,11 @@ def main(args: Sequence[str]) -> None:
         elif flag == "--unset":
             os.environ.pop(value, None)
         elif flag == "--remove":
-            remove.append(Path(value))
+            remove.append(value)
+    # Passed to this process only: the child and what it starts never hold them (a
+    # reviewer holding the report pipe would keep pytest waiting for its end).
+    for fd in (watch, report):
+        os.set_inheritable(fd, False)
     _subreaper()
     supervisor = _Supervisor(watch)
     try:
@@ -364,7 +419,7 @@ def main(args: Sequence[str]) -> None:
         code = exc.errno or errno.ENOENT
         message = f"E{code}\0{exc.strerror or exc}\0{exc.filename or argv[0]}"
         os.write(report, message.encode(errors="replace"))
-        os._exit(127)
+        sys.exit(127)
     os.write(report, b"ok")
     os.close(report)
     why = supervisor.wait()
@@ -372,9 +427,4 @@ def main(args: Sequence[str]) -> None:
     if why == "orphaned":
         for folder in remove:
             remove_tree(folder)
-    signum = supervisor.stopped_by or signal.SIGTERM
-    _exit_as(supervisor.status, 128 + signum)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
+    _exit_as(supervisor.status, 128 + (supervisor.stopped_by or signal.SIGTERM))
