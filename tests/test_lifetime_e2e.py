@@ -46,9 +46,11 @@ def _late_write() -> tuple[str, str]:
     return marker, f"sleep {marker}; echo late > late.txt"
 
 
-def _start(review_repo: ReviewRepo, *extra: str) -> subprocess.Popen[bytes]:
+def _start(
+    review_repo: ReviewRepo, *extra: str, workers: tuple[str, ...] = ("-p", "no:xdist")
+) -> subprocess.Popen[bytes]:
     args = review_repo.args(
-        "--advreview-diff=none", f"--advreview-timeout={INTERRUPTED_HANG_S}", "-p", "no:xdist"
+        "--advreview-diff=none", f"--advreview-timeout={INTERRUPTED_HANG_S}", *workers
     )
     return start_interruptible(
         [sys.executable, "-m", "pytest", *args, *extra],
@@ -82,13 +84,17 @@ def _communicate(proc: subprocess.Popen[bytes], after: str) -> str:
         pytest.fail(f"still running {INTERRUPTED_EXIT_S:.0f} s after {after}")
 
 
+@pytest.mark.parametrize(
+    "workers", [("-p", "no:xdist"), ("-n", "1")], ids=["one-process", "xdist-controller"]
+)
 def test_sigterm_to_pytest_mid_review_ends_the_reviewer_and_nothing_is_written_after(
-    review_repo: ReviewRepo,
+    review_repo: ReviewRepo, workers: tuple[str, ...]
 ) -> None:
+    # Under xdist the signal goes to the controller alone (`timeout`, `docker stop`).
     marker, command = _late_write()
     review_repo.plan("x.md")
     review_repo.answer("x.md", shell_step(command), {"message": approved_review()})
-    proc = _start(review_repo)
+    proc = _start(review_repo, workers=workers)
     try:
         wait_for(proc, lambda: bool(live_processes(f"sleep {marker}")), "the tool call")
         proc.send_signal(signal.SIGTERM)

@@ -62,7 +62,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.add_cleanup(lambda: outbound.install(None))
     # SIGTERM and SIGHUP (a cancelled CI job, `timeout`, a closed terminal) take Ctrl-C's
     # path: the reviews in flight are killed and the run ends interrupted, not passed.
-    config.add_cleanup(lifetime.interrupt_on_signals())
+    controller = not hasattr(config, "workerinput") and config.getoption("dist", "no") != "no"
+    config.add_cleanup(lifetime.interrupt_on_signals(workers=controller))
     # Before any review item is made: each one notes itself with the recorder.
     recorder = gate.GateRecorder()
     config.stash[gate.GATE_KEY] = recorder

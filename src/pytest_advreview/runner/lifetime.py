@@ -93,34 +93,56 @@ class Terminated(KeyboardInterrupt):
     """pytest got SIGTERM or SIGHUP: stop as on Ctrl-C (reviews in flight are killed)."""
 
 
-def interrupt_on_signals() -> Callable[[], None]:
+def interrupt_on_signals(*, workers: bool = False) -> Callable[[], None]:
     """Make SIGTERM and SIGHUP raise :class:`Terminated`; return what undoes it.
 
     Only on the main thread (the only one Python runs signal handlers on), and only for a
     signal whose disposition is the default: an ignored SIGHUP (``nohup``) stays ignored,
     and another program's handler is left alone.
+
+    :param workers: this is an xdist controller: the signal is passed on to its workers
+        (:func:`python_children`) first.  ``timeout`` and ``docker stop`` signal one
+        process, and xdist gives a busy worker 5 s before it interrupts it: time for a
+        reviewer to write into the checkout.
     """
     import threading
 
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
+
+    def terminated(signum: int, _frame: FrameType | None) -> None:
+        if workers:
+            for pid in python_children():
+                _send(pid, signum)
+        name = signal.Signals(signum).name
+        raise Terminated(f"pytest received {name}: the reviews in flight were stopped")
+
     installed = []
     for signum in STOP_SIGNALS:
         if signal.getsignal(signum) is signal.SIG_DFL:
-            signal.signal(signum, _terminated)
+            signal.signal(signum, terminated)
             installed.append(signum)
 
     def restore() -> None:
         for signum in installed:
-            if signal.getsignal(signum) is _terminated:
+            if signal.getsignal(signum) is terminated:
                 signal.signal(signum, signal.SIG_DFL)
 
     return restore
 
 
-def _terminated(signum: int, _frame: FrameType | None) -> None:
-    name = signal.Signals(signum).name
-    raise Terminated(f"pytest received {name}: the reviews in flight were stopped")
+def python_children() -> list[int]:
+    """This process's children that run this Python (an xdist controller's workers)."""
+    me = os.path.realpath(sys.executable)
+    found = []
+    for pid in _children(os.getpid()):
+        try:
+            exe = os.readlink(f"/proc/{pid}/exe")
+        except OSError:
+            continue
+        if exe == me:
+            found.append(pid)
+    return found
 
 
 # -- launching -------------------------------------------------------------------------
@@ -192,13 +214,13 @@ class Supervised:
 # -- the supervisor --------------------------------------------------------------------
 
 
-def descendants(pid: int) -> list[int]:
-    """Every live descendant of ``pid``, from ``/proc`` (empty where there is none)."""
+def _child_map() -> dict[int, list[int]]:
+    """Parent pid -> its children's pids, from ``/proc`` (empty where there is none)."""
     children: dict[int, list[int]] = {}
     try:
         entries = os.listdir("/proc")
     except OSError:
-        return []
+        return children
     for entry in entries:
         if not entry.isdigit():
             continue
@@ -208,6 +230,16 @@ def descendants(pid: int) -> list[int]:
         except OSError:
             continue
         children.setdefault(int(stat_fields[1]), []).append(int(entry))
+    return children
+
+
+def _children(pid: int) -> list[int]:
+    return _child_map().get(pid, [])
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live descendant of ``pid``, from ``/proc`` (empty where there is none)."""
+    children = _child_map()
     found: list[int] = []
     todo = [pid]
     while todo:
