@@ -100,10 +100,10 @@ def interrupt_on_signals(*, workers: bool = False) -> Callable[[], None]:
     signal whose disposition is the default: an ignored SIGHUP (``nohup``) stays ignored,
     and another program's handler is left alone.
 
-    :param workers: this is an xdist controller: the signal is passed on to its workers
-        (:func:`python_children`) first.  ``timeout`` and ``docker stop`` signal one
-        process, and xdist gives a busy worker 5 s before it interrupts it: time for a
-        reviewer to write into the checkout.
+    :param workers: this is an xdist controller: these signals, and SIGINT, are passed on
+        to its workers (:func:`python_children`) first.  A cancelled job, ``timeout`` or
+        ``docker stop`` may signal one process, and xdist gives a busy worker 5 s before
+        it interrupts it: time for a reviewer to write into the checkout.
     """
     import threading
 
@@ -114,19 +114,24 @@ def interrupt_on_signals(*, workers: bool = False) -> Callable[[], None]:
         if workers:
             for pid in python_children():
                 _send(pid, signum)
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
         name = signal.Signals(signum).name
         raise Terminated(f"pytest received {name}: the reviews in flight were stopped")
 
-    installed = []
-    for signum in STOP_SIGNALS:
-        if signal.getsignal(signum) is signal.SIG_DFL:
+    defaults: dict[int, object] = {signum: signal.SIG_DFL for signum in STOP_SIGNALS}
+    if workers:
+        defaults[signal.SIGINT] = signal.default_int_handler
+    installed = {}
+    for signum, default in defaults.items():
+        if signal.getsignal(signum) is default:
             signal.signal(signum, terminated)
-            installed.append(signum)
+            installed[signum] = default
 
     def restore() -> None:
-        for signum in installed:
+        for signum, default in installed.items():
             if signal.getsignal(signum) is terminated:
-                signal.signal(signum, signal.SIG_DFL)
+                signal.signal(signum, default)
 
     return restore
 
