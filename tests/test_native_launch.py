@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -43,8 +44,12 @@ def platform_package(codex: Path) -> Path:
 
 
 def _processes_with(needle: str) -> list[tuple[int, str]]:
-    """``(pid, real path of the executable)`` of every process whose argv holds ``needle``."""
-    return [(pid, exe) for pid, _argv, exe in live_processes(needle) if exe is not None]
+    """``(pid, real path of the executable)`` of every process whose argv holds ``needle``,
+    but the launch's supervisor (this Python, ``runner/lifetime.py``: argv and all)."""
+    supervisor = os.path.realpath(sys.executable)
+    return [
+        (pid, exe) for pid, _argv, exe in live_processes(needle) if exe not in (None, supervisor)
+    ]
 
 
 def _tree_while_waiting(

@@ -50,6 +50,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.getoption("advreview_enabled", default=False):
         return
     from . import gate, outbound, settings
+    from .runner import lifetime
     from .runner.factory import BuiltinReviewers
     from .session import Controller, ReviewSession
 
@@ -59,6 +60,10 @@ def pytest_configure(config: pytest.Config) -> None:
     redactor = outbound.Redactor.for_run(config, resolved.env_allow)
     outbound.install(redactor)
     config.add_cleanup(lambda: outbound.install(None))
+    # SIGTERM and SIGHUP (a cancelled CI job, `timeout`, a closed terminal) take Ctrl-C's
+    # path: the reviews in flight are killed and the run ends interrupted, not passed.
+    controller = not hasattr(config, "workerinput") and config.getoption("dist", "no") != "no"
+    config.add_cleanup(lifetime.interrupt_on_signals(workers=controller))
     # Before any review item is made: each one notes itself with the recorder.
     recorder = gate.GateRecorder()
     config.stash[gate.GATE_KEY] = recorder

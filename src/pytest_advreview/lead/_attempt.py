@@ -8,6 +8,7 @@ group kill does not reach them).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -50,11 +51,19 @@ class CliLead:
         """Run the turn; raise :class:`LeadError` when the lead could not do its job."""
         raise NotImplementedError
 
-    def launch(self, argv: list[str], request: LeadRequest, *, check_rc: bool = True) -> CliOutput:
+    def launch(
+        self,
+        argv: list[str],
+        request: LeadRequest,
+        *,
+        check_rc: bool = True,
+        remove: Sequence[Path] = (),
+    ) -> CliOutput:
         """Run ``argv`` with the turn's prompt on stdin, in the turn's folder.
 
         :param check_rc: raise on a non-zero exit code (Claude Code prints its JSON result
             with rc 1 too, so its backend reads the result first).
+        :param remove: the turn's private folders, removed should pytest die meanwhile.
         :raises LeadError: it cannot be started, did not finish within the timeout (then
             nothing of it is left running), or exited non-zero with ``check_rc``.
         """
@@ -69,6 +78,7 @@ class CliLead:
                 names=("lead-prompt.md", "lead-stdout.txt", "lead-stderr.txt"),
                 cwd=request.cwd,
                 timeout=timeout,
+                remove=remove,
             )
         except OSError as exc:
             raise LeadError(

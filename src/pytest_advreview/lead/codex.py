@@ -86,7 +86,7 @@ class CodexLead(CliLead):
         except OSError as exc:
             raise LeadError(f"cannot create {self.who}'s private temporary folder: {exc}") from None
         try:
-            out = self.launch(self.argv(request, tool_tmp), request)
+            out = self.launch(self.argv(request, tool_tmp), request, remove=(tool_tmp,))
         finally:
             remove_tool_tmp(tool_tmp)
         text = read_text(answer)

@@ -1,4 +1,8 @@
-"""Launching a reviewer process safely: argv lists, files for I/O, group kill on timeout."""
+"""Launching a reviewer process safely: argv lists, files for I/O, group kill on timeout.
+
+Every launch runs under the supervisor of :mod:`.lifetime`, which ends what the process
+leaves behind and everything when pytest itself ends without its cleanup.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +18,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..constants import MAX_ERROR_CHARS
-from . import environment
+from . import environment, lifetime
+from .lifetime import descendants
 
 #: Seconds between SIGTERM to the process group and SIGKILL.
 KILL_GRACE_S = 3.0
@@ -30,6 +35,7 @@ def launch(
     env: Mapping[str, str],
     timeout: float,
     cancel: threading.Event | None = None,
+    remove: Sequence[Path] = (),
 ) -> int | None:
     """Run ``argv`` with ``stdin_file`` on stdin; return the exit code, ``None`` on timeout.
 
@@ -38,22 +44,31 @@ def launch(
     not forward SIGKILL to the native binary, so only killing the whole group leaves
     nothing behind (also on Ctrl-C).  Setting ``cancel`` ends the wait early, like a
     timeout (the doctor runs checks in threads and stops them when its budget is spent).
+
+    ``argv`` runs under the supervisor (:mod:`.lifetime`): what it leaves running when it
+    exits is ended, and should pytest die during the launch, everything is ended and the
+    folders in ``remove`` (the launch's private temporary folders) are removed.
+
+    :raises OSError: ``argv`` cannot be started (as ``Popen`` raises it).
     """
     with (
         stdin_file.open("rb") as stdin,
         stdout_file.open("wb") as out,
         stderr_file.open("wb") as err,
+        lifetime.Supervised(argv, env, remove=remove) as supervised,
     ):
         proc = subprocess.Popen(
-            list(argv),
+            supervised.argv,
             stdin=stdin,
             stdout=out,
             stderr=err,
             cwd=cwd,
-            env=dict(env),
+            env=supervised.env,
             start_new_session=True,
+            pass_fds=supervised.pass_fds,
         )
         try:
+            supervised.started()
             rc = _wait(proc, timeout, cancel)
         except BaseException:
             kill_group(proc)
@@ -73,6 +88,7 @@ def run_piped(
     timeout: float,
     env: Mapping[str, str] | None = None,
     cancel: threading.Event | None = None,
+    remove: Sequence[Path] = (),
 ) -> int | None:
     """:func:`launch` a CLI that reads ``prompt`` on stdin, its files ``names`` in ``work``.
 
@@ -93,6 +109,7 @@ def run_piped(
         env=merged,
         timeout=timeout,
         cancel=cancel,
+        remove=remove,
     )
 
 
@@ -149,7 +166,9 @@ def _exited(pidfd: int, seconds: float) -> bool:
 def kill_group(proc: subprocess.Popen[bytes]) -> None:
     """SIGTERM the process group, SIGKILL what is left after a grace period, reap.
 
-    Descendants that left the group (Claude Code starts its tool processes with
+    The group is the supervisor's (:mod:`.lifetime`), which on SIGTERM ends its child's
+    group and every descendant itself within its shorter grace.  Descendants that left
+    the group (Claude Code starts its tool processes with
     ``setsid``) are found before the kill and SIGKILLed after it: once their parent is
     gone they are reparented and no longer findable as its descendants.  A second Ctrl-C
     during the grace period ends the grace, not the kill: the SIGKILL still goes.
@@ -169,31 +188,6 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
         proc.wait()
-
-
-def descendants(pid: int) -> list[int]:
-    """Every live descendant of ``pid``, from ``/proc`` (empty where there is none)."""
-    children: dict[int, list[int]] = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return []
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                stat = fh.read().rsplit(b")", 1)[-1].split()
-        except OSError:
-            continue
-        children.setdefault(int(stat[1]), []).append(int(entry))
-    found: list[int] = []
-    todo = [pid]
-    while todo:
-        for child in children.get(todo.pop(), ()):
-            found.append(child)
-            todo.append(child)
-    return found
 
 
 def read_text(path: Path) -> str | None:

@@ -25,13 +25,10 @@ import json
 import os
 import re
 import secrets
-import shutil
-import stat
-import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -59,6 +56,7 @@ from . import (
     DispatchResult,
     dispatch_usage,
     environment,
+    lifetime,
     native,
     retry_once,
 )
@@ -210,22 +208,8 @@ def private_tool_tmp() -> Path:
 
 def remove_tool_tmp(folder: Path) -> None:
     """Remove a :func:`private_tool_tmp` with all the reviewer left in it, read-only
-    folders included."""
-
-    def retry(function: Callable[..., object], path: str, _exc: object) -> None:
-        # A read-only folder blocks deleting its entries: make it (never what a link
-        # planted there points at) writable and try again.
-        with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(path), stat.S_IRWXU)
-            if not os.path.islink(path) and os.path.isdir(path):
-                os.chmod(path, stat.S_IRWXU)
-            function(path)
-
-    with contextlib.suppress(OSError):
-        if sys.version_info >= (3, 12):
-            shutil.rmtree(folder, onexc=retry)
-        else:
-            shutil.rmtree(folder, onerror=retry)
+    folders included (the supervisor removes it the same way should pytest die)."""
+    lifetime.remove_tree(folder)
 
 
 @dataclass(frozen=True)
@@ -579,6 +563,7 @@ class CodexReviewer:
                 env=env,
                 timeout=self.options.timeout,
                 cancel=self._cancel,
+                remove=() if tool_tmp is None else (tool_tmp,),
             )
         except FileNotFoundError:
             why = (
