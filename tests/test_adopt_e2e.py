@@ -8,6 +8,7 @@ never one error per item and never a silent pass.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -184,3 +185,23 @@ def test_a_value_with_a_space_that_leaves_the_rootdir_alone_works(
     )
     result.assert_outcomes(passed=1)
     assert "approved" in report.read_text()
+
+
+# -- the folders kept after an error ------------------------------------------------------
+
+
+def test_a_kept_folder_never_moves_into_the_workspace(
+    scripted_repo: ReviewRepo,
+) -> None:
+    """With ``--basetemp`` inside the repository the kept folder stays in the temporary
+    folder: moved into the workspace, it would show as a change to every other review."""
+    scripted_repo.write(".gitignore", "/base/\n" + (scripted_repo.path / ".gitignore").read_text())
+    scripted_repo.commit("ignore")
+    scripted_repo.plan("a.md")
+    scripted_repo.answer("a.md", {"http_status": 400})
+    base = scripted_repo.path / "base"
+    result = scripted_repo.run("--advreview-diff=none", f"--basetemp={base}")
+    result.assert_outcomes(errors=1)
+    (kept,) = re.findall(r"reviewer files kept in (/\S+)", result.stdout.str())
+    assert Path(kept).parent == Path(os.environ["TMPDIR"]).resolve()
+    assert not list(base.glob("**/advreview-*"))

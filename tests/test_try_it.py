@@ -163,3 +163,72 @@ def test_the_page_goes_from_install_to_a_revise_and_an_approved_review(
     assert terminal.run(cleanup).returncode == 0
     assert not (project / "docs" / "plans" / "try-advreview.md").exists()
     assert git(project, "status", "--porcelain") == ""
+
+
+# -- the serve command's own arguments ----------------------------------------------------
+
+
+def _serve_cli(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_advreview.testing", "serve", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "status", "message"),
+    [
+        ((), 2, "one of the arguments --approve --revise --script is required"),
+        (("--revise", "low"), 2, "invalid choice: 'low' (choose from"),
+        (("--approve", "--revise", "high"), 2, "not allowed with argument"),
+        (("--approve", "--port", "70000"), 2, "expected a port from 0 to 65535"),
+        (("--script", "missing.json"), 2, "serve: cannot read missing.json"),
+        (("--script", "not-json.json"), 2, "serve: not-json.json is not JSON"),
+        (("--script", "bad-rules.json"), 2, "'rules' must be a list"),
+    ],
+)
+def test_bad_serve_arguments_are_one_usage_line_not_a_traceback(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    args: tuple[str, ...],
+    status: int,
+    message: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "not-json.json").write_text("{rules")
+    (tmp_path / "bad-rules.json").write_text('{"rules": 3}')
+    proc = _serve_cli(*args, tmp_path=tmp_path)
+    assert proc.returncode == status
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_a_busy_port_names_the_fix(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = _serve_cli("--approve", "--port", str(port), tmp_path=tmp_path)
+    assert proc.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in proc.stderr
+    assert "pass --port N, or --port 0 for any free port" in proc.stderr
+
+
+def test_a_script_file_answers_and_is_named(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text('{"rules": [], "default": {"message": "VERDICT: APPROVED"}}')
+    server, exports = _serve(
+        f"{sys.executable} -m pytest_advreview.testing serve --script {script}",
+        0,
+        {**os.environ, "TMPDIR": str(tmp_path)},
+        tmp_path,
+    )
+    _stop(server)
+    assert exports[0] == "export ADVREVIEW_FAKE_KEY=advreview-fake-key"
