@@ -36,8 +36,12 @@ def _bare_path(tmp_path: Path) -> str:
     return os.pathsep.join([str(bin_dir), str(Path(sys.executable).parent)])
 
 
+@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["one-process", "xdist"])
 def test_a_missing_codex_is_one_usage_error_before_any_review(
-    review_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    review_repo: ReviewRepo,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    xdist: tuple[str, ...],
 ) -> None:
     for name in ("a.md", "b.md", "c.md"):
         review_repo.plan(name)
@@ -46,7 +50,7 @@ def test_a_missing_codex_is_one_usage_error_before_any_review(
     temp = Path(os.environ["TMPDIR"])
     before = sorted(temp.iterdir())
     args = [a for a in review_repo.args() if not a.startswith("--advreview-codex=")]
-    result = review_repo.pytester.runpytest_subprocess(*args, "--advreview-codex=codex")
+    result = review_repo.pytester.runpytest_subprocess(*args, "--advreview-codex=codex", *xdist)
     out = result.stdout.str() + result.stderr.str()
     assert result.ret == pytest.ExitCode.USAGE_ERROR, out
     assert out.count("the Codex CLI 'codex' is not on PATH") == 1, out
