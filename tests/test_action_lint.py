@@ -1,4 +1,5 @@
-"""actionlint and zizmor find nothing in ``action.yml`` and in every workflow of docs/ci.md.
+"""actionlint and zizmor find nothing in ``action.yml``, in every workflow of docs/ci.md and
+in the repository's own workflows (``.github/workflows``: the release).
 
 actionlint reads workflows only, so the action's steps are also checked as the job of a
 reusable workflow with the same inputs (expressions, the cache actions' inputs, and
@@ -22,6 +23,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 ACTION = ROOT / "action.yml"
 CI_DOC = ROOT / "docs" / "ci.md"
+WORKFLOWS = ROOT / ".github" / "workflows"
+RELEASE = WORKFLOWS / "release.yml"
 _FENCE = re.compile(r"^```yaml\n(.*?)^```", re.S | re.M)
 _PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+(\.\d+)*$")
 
@@ -47,6 +50,19 @@ def doc_workflows() -> list[tuple[str, dict[str, Any], str]]:
         if isinstance(data, dict) and "jobs" in data:
             found.append((f"ci-md-{index}.yml", data, text))
     return found
+
+
+def repo_workflows() -> list[tuple[str, dict[str, Any], str]]:
+    """The repository's own workflows: (name, parsed, text)."""
+    found = []
+    for path in sorted(WORKFLOWS.glob("*.yml")):
+        text = path.read_text(encoding="utf-8")
+        found.append((f"repo-{path.name}", yaml.safe_load(text), text))
+    return found
+
+
+def all_workflows() -> list[tuple[str, dict[str, Any], str]]:
+    return [*doc_workflows(), *repo_workflows()]
 
 
 def _action_as_workflow() -> str:
@@ -87,7 +103,7 @@ def test_actionlint_finds_nothing(tmp_path: Path) -> None:
     workflows = tmp_path / ".github" / "workflows"
     workflows.mkdir(parents=True)
     (workflows / "action.yml").write_text(_action_as_workflow(), encoding="utf-8")
-    for name, _, text in doc_workflows():
+    for name, _, text in all_workflows():
         (workflows / name).write_text(text, encoding="utf-8")
     files = sorted(str(path) for path in workflows.iterdir())
     proc = _run([actionlint, "-no-color", *files], tmp_path)
@@ -102,7 +118,7 @@ def test_zizmor_finds_nothing(tmp_path: Path) -> None:
     zizmor = _tool("zizmor")
     workflows = tmp_path / ".github" / "workflows"
     workflows.mkdir(parents=True)
-    for name, _, text in doc_workflows():
+    for name, _, text in all_workflows():
         (workflows / name).write_text(text, encoding="utf-8")
     shutil.copy(ACTION, tmp_path / "action.yml")
     proc = _run([zizmor, "--offline", "--no-progress", "--format=plain", str(tmp_path)], tmp_path)
@@ -119,7 +135,7 @@ def test_zizmor_finds_nothing(tmp_path: Path) -> None:
 
 
 def test_every_action_is_pinned_to_a_full_commit_with_its_version() -> None:
-    texts = [ACTION.read_text(encoding="utf-8"), *(text for _, _, text in doc_workflows())]
+    texts = [ACTION.read_text(encoding="utf-8"), *(text for _, _, text in all_workflows())]
     uses = [
         line.split("uses:", 1)[1].strip()
         for text in texts
@@ -140,3 +156,31 @@ def test_the_action_installs_the_codex_version_the_plugin_pins() -> None:
     package = json.loads((ROOT / "action" / "codex" / "package.json").read_text())
     assert package["dependencies"]["@openai/codex"] == PINNED_CODEX_VERSION
     assert lock["packages"]["node_modules/@openai/codex"]["version"] == PINNED_CODEX_VERSION
+
+
+def test_the_release_builds_checks_runs_the_demo_and_publishes_with_trusted_publishing() -> None:
+    """What the release workflow promises (docs/development.md "Releasing"): the files
+    published are the ones built, checked with twine check --strict and run (the demo
+    with the installed wheel), published without a stored token."""
+    release = yaml.safe_load(RELEASE.read_text(encoding="utf-8"))
+    assert release[True] == {"push": {"tags": ["v*"]}}  # YAML 1.1 reads the key "on" as true
+    assert release["permissions"] == {}
+    build, publish = release["jobs"]["build"], release["jobs"]["publish"]
+    script = "\n".join(step.get("run", "") for step in build["steps"])
+    order = [
+        "python -m build --outdir dist .",
+        "twine check --strict dist/*",
+        'bin/pip" install --disable-pip-version-check dist/*.whl',
+        "npm ci --prefix",
+        "examples/demo/run_demo.py",
+    ]
+    assert [script.index(part) for part in order] == sorted(script.index(p) for p in order)
+    assert build["permissions"] == {"contents": "read"}
+    # Only the publish job may ask for an identity token, and it takes no secret.
+    assert publish["needs"] == "build"
+    assert publish["permissions"] == {"id-token": "write"}
+    assert publish["environment"] == "release"
+    uses = [step["uses"].split("@")[0] for step in publish["steps"]]
+    assert uses == ["actions/download-artifact", "pypa/gh-action-pypi-publish"]
+    assert "secrets." not in RELEASE.read_text(encoding="utf-8")
+    assert "password" not in str(publish)

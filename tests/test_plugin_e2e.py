@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from conftest import ReviewRepo, git, ran_prompts, settled
+from pytest_advreview.constants import PINNED_CODEX_VERSION
 from pytest_advreview.testing import (
     FindingSpec,
     approved_review,
@@ -293,17 +294,20 @@ def test_a_base_that_is_not_a_commit_errors_the_code_item_only(scripted_repo: Re
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
 
 
-def test_a_codex_path_that_cannot_run_is_an_item_error_not_a_traceback(
+def test_a_codex_path_that_cannot_run_is_one_usage_error_not_a_traceback(
     review_repo: ReviewRepo,
 ) -> None:
     review_repo.plan("a.md")
+    review_repo.plan("b.md")
     folder = review_repo.path / "not-a-program"
     folder.mkdir()
     result = review_repo.run("--advreview-diff=none", f"--advreview-codex={folder}")
-    result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*cannot start Codex: *Permission denied*"])
-    out = result.stdout.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    out = result.stdout.str() + result.stderr.str()
+    assert out.count("is not a file") == 1, out
+    assert f"npm install -g @openai/codex@{PINNED_CODEX_VERSION}" in out
     assert "Traceback" not in out and "subprocess.py" not in out
+    assert review_repo.server.response_requests == []
 
 
 def test_plan_that_is_not_utf8_is_a_clear_error(scripted_repo: ReviewRepo) -> None:

@@ -27,6 +27,7 @@ from conftest import (
     ran_prompts,
     start_interruptible,
 )
+from pytest_advreview.review import KEPT_FOLDER
 from pytest_advreview.testing import FindingSpec, approved_review, revise_review, shell_step
 
 NO_CODE = "--advreview-diff=none"
@@ -334,7 +335,16 @@ def test_a_failed_review_keeps_its_folder_and_prints_where(
     result = scripted_repo.run(NO_CODE)
     result.assert_outcomes(errors=1)
     (kept,) = set(re.findall(r"reviewer files kept in (/\S+)", result.stdout.str()))
-    assert [Path(kept).name] == _plugin_temp_dirs(temp_root)
+    _assert_kept_under_basetemp(scripted_repo, Path(kept), temp_root)
+
+
+def _assert_kept_under_basetemp(repo: ReviewRepo, kept: Path, temp_root: Path) -> None:
+    """The kept folder lies under the run's pytest temporary folder (which pytest prunes
+    after three runs), with the reviewer's files; nothing is left in ``TMPDIR``."""
+    basetemp = repo.pytester.path.parent / "basetemp"  # pytester's --basetemp of the run
+    assert kept.parent == basetemp.resolve() / KEPT_FOLDER
+    assert (kept / "prompt.md").is_file()
+    assert _plugin_temp_dirs(temp_root) == []
 
 
 # -- the mutation report ---------------------------------------------------------------------
@@ -388,4 +398,4 @@ def test_the_fixture_prints_the_folder_it_keeps_after_an_error(
     )
     result.assert_outcomes(failed=1)
     (kept,) = set(re.findall(r"reviewer files kept in (/\S+)", result.stdout.str()))
-    assert [Path(kept).name] == _plugin_temp_dirs(temp_root)
+    _assert_kept_under_basetemp(scripted_repo, Path(kept), temp_root)

@@ -18,6 +18,8 @@ VERDICT_APPROVED = "VERDICT: APPROVED"
 VERDICT_REVISE = "VERDICT: REVISE"
 #: Codex CLI version the plugin was verified against (see docs/codex-compat.md).
 PINNED_CODEX_VERSION = "0.171.0"
+#: The one command that installs it, named by every message about a missing or old Codex.
+CODEX_INSTALL_COMMAND = f"npm install -g @openai/codex@{PINNED_CODEX_VERSION}"
 #: Claude Code version the ``claude`` lead was verified against (docs/lead.md "The built-in lead").
 PINNED_CLAUDE_VERSION = "2.1.332"
 #: Longest ``errors`` text of a runner result: enough for the reason, short enough for a

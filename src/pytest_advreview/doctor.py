@@ -25,7 +25,6 @@ import datetime as _dt
 import functools
 import json
 import os
-import re
 import secrets
 import shutil
 import signal
@@ -52,12 +51,15 @@ from .runner import STREAM_FILE, DispatchRequest, native
 from .runner._process import launch, read_text
 from .runner.codex import (
     _STDERR_FAILURE,
+    INSTALL_HINT,
+    VERSION_LINE,
     CodexCapabilities,
     CodexOptions,
     CodexReviewer,
     Sandbox,
     _read_stream,
     _Stream,
+    older_than_pinned,
 )
 from .runner.environment import CORE_NAMES
 from .testing.fixtures import offline_env
@@ -201,7 +203,8 @@ ASSUMED: Mapping[str, tuple[bool, str, str]] = {
 }
 
 _ROLLOUT_GLOB = CodexCapabilities().rollout_glob
-_VERSION = re.compile(r"^codex-cli (\d+\.\d+\.\d+\S*)$")
+#: The remedy of a Codex that is missing, broken or too old: the pinned install command.
+INSTALL_REMEDY = f"Fix: {INSTALL_HINT}."
 _SHOW = 160
 _WRITE_PROBE = "Write the probe file."
 
@@ -396,7 +399,7 @@ class _Doctor:
                 TMPDIR=str(self.tmp),
                 GIT_CONFIG_NOSYSTEM="1",
             )
-            self._add("version", *self._version())
+            self._version()
             if self.version is not None:
                 server = ScriptedServer(self._script())
                 server.start()
@@ -497,12 +500,14 @@ class _Doctor:
 
     def _report(self) -> DoctorReport:
         missing = (
-            "not run: codex is not runnable (see the version row)"
+            "not run: codex cannot be used (see the version row)"
             if self.version is None
             else "not run: its check stopped early (see the other rows)"
         )
+        # The rows that never ran because Codex could not: the same fix as the version row.
+        remedy = INSTALL_REMEDY if self.version is None else None
         for name in CHECKS:
-            self._add(name, "FAIL", missing)  # only where no check made the row
+            self._add(name, "FAIL", missing, remedy=remedy)  # only where no row was made
         rows = [self.rows[name] for name in CHECKS]
         rows += [row for name, row in self.rows.items() if name not in CHECKS]
         # Only the facts the runner reads: the others are the doctor's own (ASSUMED).
@@ -697,27 +702,35 @@ class _Doctor:
 
     # -- checks --------------------------------------------------------------------------
 
-    def _version(self) -> _Row:
-        """The version row; :attr:`version` stays ``None`` when Codex cannot be started."""
+    def _version(self) -> None:
+        """The version row; :attr:`version` stays ``None`` when Codex cannot be started
+        (or is older than the runner needs: then no other check is worth running)."""
         self.executable = shutil.which(self.codex)
         if self.executable is None:
-            return "FAIL", f"{self.codex!r} not found (not on PATH, not a file)"
+            return self._cannot_run(f"{self.codex!r} not found (not on PATH, not a file)")
         try:
             # Through _launch like every other call: timeout, group kill, run tag.
             launch = self._launch("version", [self.executable, "--version"], "", as_given=True)
         except (OSError, _Skip) as exc:
-            return "FAIL", f"`{self.codex} --version` failed: {_clip(str(exc))}"
+            return self._cannot_run(f"`{self.codex} --version` failed: {_clip(str(exc))}")
         printed = launch.stdout.strip()
-        match = _VERSION.match(printed)
+        match = VERSION_LINE.match(printed)
         if launch.rc != 0 or match is None:
             seen = f"`--version` printed {_clip(printed)!r} ({launch.how()})"
-            return "FAIL", f"{seen}, expected 'codex-cli X.Y.Z'"
+            return self._cannot_run(f"{seen}, expected 'codex-cli X.Y.Z'")
+        if older_than_pinned(match.group(1)):
+            return self._cannot_run(f"{printed}: older than {PINNED_CODEX_VERSION}")
         self.version = match.group(1)
         self.native = native.resolve(self.codex, self.env)
         if self.version == PINNED_CODEX_VERSION:
-            return "PASS", printed
+            return self._add("version", "PASS", printed)
         verified = f"the plugin was verified against {PINNED_CODEX_VERSION}"
-        return "WARN", f"{printed} ({verified}; the rows below decide whether it still works)"
+        observed = f"{printed} ({verified}; the rows below decide whether it still works)"
+        return self._add("version", "WARN", observed)
+
+    def _cannot_run(self, observed: str) -> None:
+        """The version row's failure, with the install command as its remedy."""
+        self._add("version", "FAIL", observed, remedy=INSTALL_REMEDY)
 
     def _check_native_launch(self) -> None:
         """Which program reviews start, and that the native binary acts as the wrapper.

@@ -13,10 +13,12 @@ registers them: :func:`add_options` leaves them out.
 
 from __future__ import annotations
 
+import inspect
 import re
 import shlex
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import pytest
@@ -37,6 +39,7 @@ __all__ = [
     "Spec",
     "add_options",
     "add_specs",
+    "check_spaced_values",
     "default",
 ]
 
@@ -356,10 +359,7 @@ _LANGUAGE_DESC = (
     "Language the reviewer writes its review in; verdict and severity literals stay "
     "English (default: English)"
 )
-_CODEX_DESC = (
-    "Codex executable, a name on PATH or a path (default: codex). "
-    "Write --advreview-codex=PATH with '=', or pytest takes the path for a test path."
-)
+_CODEX_DESC = "Codex executable, a name on PATH or a path (default: codex)"
 _CODEX_CONFIG_DESC = (
     "Extra KEY=VALUE passed as -c KEY=VALUE to every codex exec and resume, e.g. a custom "
     "model provider. Repeatable; command-line values come after the ini lines."
@@ -618,3 +618,77 @@ def add_specs(parser: pytest.Parser, specs: Iterable[Spec]) -> None:
 def _group(parser: pytest.Parser) -> pytest.OptionGroup:
     """The ``--help`` section of every option of the package (both entry points)."""
     return parser.getgroup("advreview", "adversarial reviews (pytest-advreview)")
+
+
+def check_spaced_values(parser: pytest.Parser, args: Sequence[str], invocation_dir: Path) -> None:
+    """Refuse a value option written with a space (``--advreview-codex PATH``) that moved
+    pytest's rootdir.
+
+    pytest chooses its rootdir and ini file before it loads plugins, so this package's
+    options are unknown then, and the value after one (an existing path) is taken for a
+    test path: ``--advreview-codex /opt/codex/bin/codex`` made ``/opt/codex/bin`` the
+    rootdir, the project's ini file was never read, no plan was found and the run passed.
+    The choice is made again here, with and without those values, now that the options
+    are known: the same choice means the option worked; another is a usage error.
+
+    :param args: the arguments pytest chose its rootdir from (``PYTEST_ADDOPTS``, then
+        the command line).
+    :raises pytest.UsageError: a value written with a space changed the rootdir or ini
+        file, with the ``=`` form that fixes it.
+    """
+    cut = list(args).index("--") if "--" in args else len(args)
+    values = {spec.option for spec in SPECS if spec.cli in ("store", "append")}
+    spaced = [i for i in range(cut - 1) if args[i] in values and not args[i + 1].startswith("-")]
+    if not spaced:
+        return
+    # As pytest read them (the option names unknown, their values left as test paths),
+    # and as they were meant.
+    as_read = [arg for i, arg in enumerate(args) if i not in spaced]
+    meant = [arg for i, arg in enumerate(args) if i not in spaced and i - 1 not in spaced]
+    moved = ""
+    try:
+        chosen, wanted = (
+            _setup(parser, as_read, invocation_dir),
+            _setup(parser, meant, invocation_dir),
+        )
+    except TypeError:
+        # Another pytest's signature: refuse every such value that names a path, as a
+        # path is what pytest would have taken it for.
+        spaced = [i for i in spaced if (invocation_dir / args[i + 1].split("::")[0]).exists()]
+    else:
+        if chosen == wanted:
+            return
+        moved = f" (rootdir {chosen[0]} instead of {wanted[0]})"
+    if not spaced:
+        return
+    shown = " ".join(f"{args[i]}={args[i + 1]}" for i in spaced)
+    raise pytest.UsageError(
+        "pytest-advreview: "
+        + ", ".join(f"{args[i]} {args[i + 1]}" for i in spaced)
+        + ": pytest chooses its rootdir before it knows this option, so it took the value "
+        f"for a test path{moved} and would read another configuration and find no plans; "
+        f"write {shown}"
+    )
+
+
+def _setup(
+    parser: pytest.Parser, args: Sequence[str], invocation_dir: Path
+) -> tuple[Path | None, Path | None]:
+    """The rootdir and ini file pytest chooses for ``args`` (its own function).
+
+    :raises TypeError: this pytest's ``determine_setup`` takes other arguments.
+    """
+    from _pytest.config.findpaths import determine_setup
+
+    namespace = parser.parse_known_args(list(args))
+    given = {
+        "inifile": namespace.inifilename,
+        "override_ini": namespace.override_ini,
+        "args": list(namespace.file_or_dir),
+        "rootdir_cmd_arg": namespace.rootdir or None,
+        "invocation_dir": invocation_dir,
+    }
+    # pytest 8.0 has no override_ini parameter; 9 has.
+    accepted = inspect.signature(determine_setup).parameters
+    result = determine_setup(**{k: v for k, v in given.items() if k in accepted})
+    return result[0], result[1]

@@ -11,6 +11,7 @@ GitHub Action's steps (``action.py``).
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Generator
 from typing import TYPE_CHECKING
 
@@ -28,6 +29,17 @@ _SEVERITY_MARKERS = ("critical", "high", "medium")
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Register the ``--adversarial-review`` / ``--advreview-*`` options and ini keys."""
     options.add_options(parser)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser) -> None:
+    """The first moment this package's options are known: refuse one written with a
+    space whose value pytest took for a test path when it chose the rootdir."""
+    args = [
+        *shlex.split(os.environ.get("PYTEST_ADDOPTS", "")),
+        *early_config.invocation_params.args,
+    ]
+    options.check_spaced_values(parser, args, early_config.invocation_params.dir)
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:

@@ -7,11 +7,13 @@ builds the item's record.  It decides no outcome: the engine judges the result o
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
 import secrets
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -778,7 +780,9 @@ class ReviewRun(LoopHooks):
         """Remove the temp files after success; keep them after an error (diagnostics).
 
         A review worktree is always removed: it is a copy, and a leftover one would show
-        in the user's ``git worktree list``.
+        in the user's ``git worktree list``.  A kept folder is moved under pytest's
+        temporary folder (:func:`kept_root`), which pytest prunes as it prunes
+        ``tmp_path``: an error per review once left a ``/tmp/advreview-*`` folder each.
 
         :param keep: keep the review's folder; the caller must print the returned path
             (a kept folder nobody is told about is litter).
@@ -792,4 +796,41 @@ class ReviewRun(LoopHooks):
             # (an unreadable plan, a cached verdict) has nothing to keep.
             if self._work_dir is not None and not keep:
                 shutil.rmtree(self._work_dir, ignore_errors=True)
-        return str(self._work_dir) if keep and self._work_dir is not None else None
+        if not keep or self._work_dir is None:
+            return None
+        root = kept_root(self.context.config, (self.context.repo_root, self.review_root))
+        if root is not None and self._work_dir.parent != root:
+            # On failure it stays where it was, and the message names that place.
+            with contextlib.suppress(OSError):
+                self._work_dir = Path(shutil.move(self._work_dir, root / self._work_dir.name))
+        return str(self._work_dir)
+
+
+#: The folder under pytest's base temporary folder that kept review folders move to.
+KEPT_FOLDER = "advreview-kept"
+#: pytest's ``getbasetemp`` creates the folder on first use; reviews run in threads.
+_BASETEMP_LOCK = threading.Lock()
+
+
+def kept_root(config: pytest.Config, workspace: Sequence[Path]) -> Path | None:
+    """Where a review's kept folder goes: ``advreview-kept`` in pytest's base temporary
+    folder (``--basetemp``, else ``pytest-of-USER/pytest-N``, of which pytest keeps the
+    last ``tmp_path_retention_count`` runs').
+
+    ``None`` (the folder stays in the process's temporary folder) without pytest's
+    ``tmpdir`` plugin, or when the base folder lies in the ``workspace`` folders, where
+    the reviewers of other reviews would see it appear as a change of theirs.
+    """
+    factory = getattr(config, "_tmp_path_factory", None)
+    if factory is None:
+        return None
+    try:
+        with _BASETEMP_LOCK:
+            base = Path(factory.getbasetemp()).resolve()
+        if any(base == w or w in base.parents for w in (p.resolve() for p in workspace)):
+            return None
+        root = base / KEPT_FOLDER
+        root.mkdir(mode=0o700, exist_ok=True)
+    except OSError:
+        return None
+    return root

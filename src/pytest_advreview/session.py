@@ -126,6 +126,13 @@ class ReviewSession:
             # it (importing the runner) would only slow collection down.
             return
         reviewer = self.reviewer()
+        # A reviewer that cannot start (a missing or old Codex) is one error before any
+        # item, not the same error once per item; asked once, on the controller.
+        check_ready = getattr(reviewer, "check_ready", None)
+        if self._from_controller is None and callable(check_ready):
+            problem = check_ready()
+            if problem is not None:
+                raise pytest.UsageError(f"pytest-advreview: {problem}")
         # At session start: pytest's terminal reporter is configured by now.
         display = progress_plugin(self.config, self.settings.progress)
         if display is not None:

@@ -25,6 +25,8 @@ import json
 import os
 import re
 import secrets
+import shutil
+import subprocess
 import tempfile
 import threading
 import time
@@ -34,7 +36,7 @@ from pathlib import Path
 from typing import Literal
 
 from .. import parse
-from ..constants import MAX_ERROR_CHARS
+from ..constants import CODEX_INSTALL_COMMAND, MAX_ERROR_CHARS, PINNED_CODEX_VERSION
 from ..models import (
     Operation,
     OutputFormat,
@@ -63,12 +65,15 @@ from . import (
 from ._process import clip, launch, read_text, tail
 
 __all__ = [
+    "INSTALL_HINT",
     "TOOL_TMP_PREFIX",
+    "VERSION_LINE",
     "CodexCapabilities",
     "CodexOptions",
     "CodexReviewer",
     "approval_args",
     "containment_args",
+    "older_than_pinned",
     "private_tool_tmp",
     "remove_tool_tmp",
     "sandbox_args",
@@ -81,6 +86,27 @@ _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 _ROLLOUT_ID = re.compile(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$")
 _STDERR_FAILURE = re.compile(r"^Error:|Failed to write", re.MULTILINE)
 _ERROR_LINE = re.compile(r"^Error: .*$", re.MULTILINE)
+#: What ``codex --version`` prints: ``codex-cli 0.171.0``.
+VERSION_LINE = re.compile(r"^codex-cli (\d+\.\d+\.\d+\S*)$")
+#: The fix every message about a missing, broken or old Codex names.
+INSTALL_HINT = (
+    f"install the version this plugin was verified against with `{CODEX_INSTALL_COMMAND}`, "
+    "or point --advreview-codex=PATH at one"
+)
+#: Seconds ``codex --version`` may take at the start of a run (a cold disk, a slow Node).
+VERSION_TIMEOUT_S = 30.0
+
+
+def older_than_pinned(version: str) -> bool:
+    """Whether ``version`` (``X.Y.Z``, maybe with a suffix) predates the pinned version.
+
+    Older CLIs lack what the runner was built on; a newer one is the doctor's to judge.
+    """
+
+    def numbers(text: str) -> tuple[int, ...]:
+        return tuple(int(n) for n in re.findall(r"\d+", text)[:3])
+
+    return numbers(version) < numbers(PINNED_CODEX_VERSION)
 
 
 class CodexCapabilities(WireModel):
@@ -291,6 +317,56 @@ class CodexReviewer:
         if target is None:
             return argv, env
         return [target.binary, *argv[1:]], target.environment(env)
+
+    def check_ready(self) -> str | None:
+        """Why this run cannot review with this Codex (``None``: it can), asked once at
+        the start of a run so that a missing or old CLI is one error, not one per item.
+
+        Not found, not executable, not answering ``--version`` as the Codex CLI does, or
+        older than :data:`~..constants.PINNED_CODEX_VERSION`; each with the install hint.
+        """
+        given = self.options.executable
+        env = self._env()
+        found = shutil.which(given, path=env.get("PATH")) if "/" not in given else given
+        what = None
+        if found is None:
+            what = "is not on PATH"
+        elif not os.path.isfile(found):
+            what = "does not exist" if not os.path.exists(found) else "is not a file"
+        elif not os.access(found, os.X_OK):
+            what = "is not executable"
+        if what is not None:
+            return f"the Codex CLI {given!r} {what}; {INSTALL_HINT}"
+        argv, env = self.launch_command([str(found), "--version"])
+        try:
+            proc = subprocess.run(
+                argv,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=VERSION_TIMEOUT_S,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            return f"`{given} --version` failed ({clip(str(exc))}); {INSTALL_HINT}"
+        printed = proc.stdout.strip()
+        match = VERSION_LINE.match(printed)
+        if proc.returncode != 0 or match is None:
+            first = (printed or proc.stderr.strip()).splitlines()
+            seen = first[0][:200] if first else "nothing"
+            return (
+                f"{given!r} is not the Codex CLI: `--version` printed {seen!r} "
+                f"(exit {proc.returncode}), expected 'codex-cli {PINNED_CODEX_VERSION}'; "
+                f"{INSTALL_HINT}"
+            )
+        if older_than_pinned(match.group(1)):
+            return (
+                f"the Codex CLI {given!r} is version {match.group(1)}, older than "
+                f"{PINNED_CODEX_VERSION}, which this plugin needs; {INSTALL_HINT}"
+            )
+        return None
 
     def can_resume(self, session_id: str) -> bool:
         """True when the thread's rollout is on this machine (resume would find it)."""
@@ -566,10 +642,7 @@ class CodexReviewer:
                 remove=() if tool_tmp is None else (tool_tmp,),
             )
         except FileNotFoundError:
-            why = (
-                f"Codex executable not found: {self.options.executable!r}; install it "
-                "with `npm install -g @openai/codex` or set --advreview-codex=PATH"
-            )
+            why = f"Codex executable not found: {self.options.executable!r}; {INSTALL_HINT}"
             return fail(RunnerStatus.LAUNCH_FAILURE, why, terminal=True)
         except OSError as exc:
             return fail(RunnerStatus.LAUNCH_FAILURE, f"cannot start Codex: {exc}", terminal=True)
