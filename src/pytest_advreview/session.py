@@ -22,7 +22,7 @@ import pytest
 from . import containment, outbound, runstash
 from .constants import BUILTIN_REVIEWERS, CODE_ITEM_NAME, RECORD_ATTR
 from .coordinator import Coordinator
-from .items import PlanFile, ReviewItem, ReviewRepr
+from .items import PlanFile, ReviewItem, ReviewRepr, claim_ahead
 from .options import DEFAULT_DECISIONS
 from .parallel import ReviewPool
 from .progress import Progress, progress_plugin
@@ -151,7 +151,9 @@ class ReviewSession:
                 self.settings.jobs,
                 context=context,
                 coordinator=self.coordinator,
-                target_of=lambda item: item.spec if isinstance(item, ReviewItem) else None,
+                # One review per target: an item whose target another item reviews
+                # replays that review (items.FirstReview), so it never starts one ahead.
+                target_of=claim_ahead,
                 cancel=cancel if callable(cancel) else None,
             )
             self.config.pluginmanager.register(pool, "advreview-pool")
@@ -242,8 +244,7 @@ class ReviewSession:
     def _add_items(
         self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
     ) -> None:
-        explicit = self.targets.explicit_plans()
-        if explicit:
+        if self.targets.named_only():
             return  # laptop mode: exactly the plans named on the command line
         added: list[pytest.Item] = []
         # The selected plans, in order (under --advreview-head REF's, named in rootdir).
@@ -275,6 +276,25 @@ class ReviewSession:
         except ValueError:
             return Path(os.path.relpath(path, self.config.rootpath)).as_posix()
         return None
+
+    def required_targets(self) -> list[str]:
+        """The keys of the targets a gate must see reviewed: every selected plan and the
+        code item when there is a change set (or an unusable base), decided from the
+        repository, not from what pytest collected; under ``--advreview-shard`` this
+        shard's share of them."""
+        keys = list(self.targets.keys.values())
+        try:
+            spec = self.targets.code_spec()
+        except pytest.UsageError:  # reported at collection already: the run has failed
+            spec = None
+        if spec is not None:
+            keys.append(spec.key)
+        if self.settings.shard is not None:
+            from .shard import share_of
+
+            index, total = self.settings.shard
+            keys = [key for key in keys if share_of(key, total) == index]
+        return keys
 
     # -- running -----------------------------------------------------------------------
 
