@@ -326,6 +326,10 @@ class ReviewItem(pytest.Item):
         records and reports, noted with the gate, and the first pass's verdict."""
         cls = type(self)
         copied = cls.__new__(cls)
+        for klass in cls.__mro__:  # pytest's Node keeps its own attributes in slots
+            for slot in getattr(klass, "__slots__", ()):
+                if slot != "__dict__" and hasattr(self, slot):
+                    setattr(copied, slot, getattr(self, slot))
         copied.__dict__.update(self.__dict__)
         copied.stash = pytest.Stash()
         copied.user_properties = list(self.user_properties)

@@ -247,9 +247,14 @@ class ReviewSession:
         if self.targets.named_only():
             return  # laptop mode: exactly the plans named on the command line
         added: list[pytest.Item] = []
+        # Every selected plan that has no review item yet, whatever kept pytest from
+        # making one: a collector pytest made and dropped (a file named on the command
+        # line is collected from its folder, where its neighbours are made too), or one
+        # whose collection a plugin skipped (--lf's last-failed filter).
+        made = {item.spec.key for item in items if isinstance(item, ReviewItem)}
         # The selected plans, in order (under --advreview-head REF's, named in rootdir).
-        for path in self.targets.keys:
-            if path in self._collected:
+        for path, key in self.targets.keys.items():
+            if key in made:
                 continue
             plan = PlanFile.from_parent(session, path=path, nodeid=self._node_id(path))
             added.extend(plan.collect())
