@@ -1,4 +1,4 @@
-"""The gate under the plugins and options users run beside it (issue 27, classes 1 and 2).
+"""The gate under the plugins and options users run beside it.
 
 **One verdict per target per run.** A rerun (pytest-rerunfailures from the command line,
 ``addopts`` or a ``flaky`` mark), a retry (pytest-retry), a repeat (pytest-repeat) or a
@@ -22,6 +22,7 @@ reviewer; one test per class goes through the real Codex CLI.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -98,19 +99,21 @@ def pytest_collection_modifyitems(items):
         (None, None, ["--reruns=3", "--advreview-fresh"], {}),
         ("[pytest]\naddopts = --reruns=3\n", None, [], {"ADVREVIEW_FRESH": "1"}),
         (None, FLAKY_CONFTEST, ["-p", "no:cacheprovider"], {}),
+        (None, None, ["--reruns=2", "--advreview-fresh", "-n", "2"], {}),
     ],
-    ids=["cli-fresh", "ini-env-fresh", "flaky-mark-no-cache"],
+    ids=["cli-fresh", "ini-env-fresh", "flaky-mark-no-cache", "xdist"],
 )
 def test_a_rerun_replays_the_first_verdict(
     scripted_repo: ReviewRepo,
-    ecosystem_python: object,
+    ecosystem_python: Path,
     monkeypatch: pytest.MonkeyPatch,
     ini: str | None,
     conftest: str | None,
     args: list[str],
     env: dict[str, str],
 ) -> None:
-    """pytest-rerunfailures reruns the failed review; the rerun replays it."""
+    """pytest-rerunfailures reruns the failed review; the rerun replays it (on an xdist
+    worker too: the worker reruns, the controller's gate reads every report)."""
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     if ini is not None:
@@ -140,7 +143,7 @@ def test_a_rerun_replays_the_first_verdict(
     ids=["retry", "flakefinder", "flakefinder-jobs", "repeat"],
 )
 def test_retry_repeat_and_copies_replay_the_first_verdict(
-    scripted_repo: ReviewRepo, ecosystem_python: object, args: list[str], failed: int
+    scripted_repo: ReviewRepo, ecosystem_python: Path, args: list[str], failed: int
 ) -> None:
     """pytest-retry retries the call phase (it called ``_initrequest``, which a review item
     lacked: INTERNALERROR); pytest-flakefinder copies every item (it read
@@ -160,7 +163,7 @@ def test_retry_repeat_and_copies_replay_the_first_verdict(
 
 @pytest.mark.usefixtures("ci")
 def test_a_timed_out_review_is_not_asked_again_on_a_rerun(
-    scripted_repo: ReviewRepo, ecosystem_python: object
+    scripted_repo: ReviewRepo, ecosystem_python: Path
 ) -> None:
     """pytest-timeout (signal method) ends the review in its setup; the rerun refuses to
     ask again: the first pass of the target never finished, so nothing approved it."""
@@ -192,7 +195,7 @@ def test_a_timed_out_review_is_not_asked_again_on_a_rerun(
 
 
 def test_with_the_real_codex_a_rerun_does_not_re_roll_the_verdict(
-    review_repo: ReviewRepo, ecosystem_python: object, monkeypatch: pytest.MonkeyPatch
+    review_repo: ReviewRepo, ecosystem_python: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The issue's route through the real Codex CLI: ``--reruns=3 --advreview-fresh``
     under CI.  On b1b99cb the rerun asked again, got APPROVED: "1 passed, 1 rerun", exit 0."""
@@ -370,13 +373,18 @@ def test_a_plugin_that_swallows_the_plans_collector_does_not_drop_the_review(
     assert _asked(scripted_repo) == 1
 
 
+def _bad_and_good_plans(repo: ReviewRepo) -> None:
+    """``bad.md`` (REVISE, critical), ``good.md`` (APPROVED) and a passing test."""
+    _plan_and_tests(repo, ("test_ok.py", PASSING_TEST))
+    repo.plan("good.md")
+    repo.commit("a second plan")
+    repo.answer("good.md", {"message": approved_review()})
+
+
 @pytest.mark.usefixtures("ci")
 def test_plans_named_on_the_command_line_do_not_narrow_a_gate(scripted_repo: ReviewRepo) -> None:
     """Under a gate a named plan is reviewed besides the selection, never instead of it."""
-    _plan_and_tests(scripted_repo, ("test_ok.py", PASSING_TEST))
-    scripted_repo.plan("good.md")
-    scripted_repo.commit("a second plan")
-    scripted_repo.answer("good.md", {"message": approved_review()})
+    _bad_and_good_plans(scripted_repo)
     result = scripted_repo.run("--advreview-diff=none", "docs/plans/good.md")
     result.assert_outcomes(passed=1, failed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -387,10 +395,7 @@ def test_outside_a_gate_lf_and_named_plans_stay_the_users_choice(
     scripted_repo: ReviewRepo,
 ) -> None:
     """A laptop run without CI or strict exit: ``--lf`` and a named plan narrow the run."""
-    _plan_and_tests(scripted_repo, ("test_ok.py", PASSING_TEST))
-    scripted_repo.plan("good.md")
-    scripted_repo.commit("a second plan")
-    scripted_repo.answer("good.md", {"message": approved_review()})
+    _bad_and_good_plans(scripted_repo)
     named = scripted_repo.run("--advreview-diff=none", "docs/plans/good.md")
     named.assert_outcomes(passed=1)
     assert named.ret == pytest.ExitCode.OK
