@@ -161,6 +161,32 @@ def test_retry_repeat_and_copies_replay_the_first_verdict(
     result.stdout.fnmatch_lines([f"FAILED {NODE}*"])
 
 
+FIXTURE_TEST = """\
+def test_the_plan(adversarial_review):
+    adversarial_review.plan("docs/plans/bad.md").assert_approved()
+"""
+
+
+@pytest.mark.usefixtures("ci")
+def test_a_rerun_of_a_test_that_asks_the_fixture_gets_the_same_verdict(
+    scripted_repo: ReviewRepo, ecosystem_python: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An ordinary test that asks ``adversarial_review`` is rerun: the same content by the
+    same reviewer in the same run has the run's first verdict (the coordinator's)."""
+    monkeypatch.setenv("ADVREVIEW_FRESH", "1")
+    _revise_then_approve(scripted_repo)
+    scripted_repo.write("test_fixture.py", FIXTURE_TEST)
+    scripted_repo.commit("a test that asks for a review")
+    # No --adversarial-review: the fixture works in any run.
+    result = scripted_repo.pytester.run(
+        str(ecosystem_python), "-m", "pytest", "--reruns=2", "test_fixture.py", timeout=300
+    )
+    _no_internal_error(result)
+    outcomes = result.parseoutcomes()
+    assert (outcomes.get("failed"), outcomes.get("rerun")) == (1, 2), outcomes
+    assert _asked(scripted_repo) == 1
+
+
 @pytest.mark.usefixtures("ci")
 def test_a_timed_out_review_is_not_asked_again_on_a_rerun(
     scripted_repo: ReviewRepo, ecosystem_python: Path
