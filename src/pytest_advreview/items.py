@@ -96,12 +96,8 @@ class FirstReview:
     raised: dict[str, BaseException | None] = field(default_factory=dict)
 
 
+#: The run's first passes by target key (this process's; see ``docs/safety.md``).
 _FIRST_REVIEWS = pytest.StashKey[dict[str, FirstReview]]()
-
-
-def _first_reviews(config: pytest.Config) -> dict[str, FirstReview]:
-    """The run's first reviews by target key (this process's; see ``docs/safety.md``)."""
-    return config.stash.setdefault(_FIRST_REVIEWS, {})
 
 
 def claim_ahead(item: pytest.Item) -> TargetSpec | None:
@@ -109,10 +105,7 @@ def claim_ahead(item: pytest.Item) -> TargetSpec | None:
     no review item, or whose target another item reviews (then ``item`` replays it)."""
     if not isinstance(item, ReviewItem):
         return None
-    first = _first_reviews(item.config).setdefault(
-        item.spec.key, FirstReview(owner=id(item), nodeid=item.nodeid)
-    )
-    return item.spec if first.owner == id(item) else None
+    return item.spec if item.first_review().owner == id(item) else None
 
 
 class PlanFile(pytest.File):
@@ -200,12 +193,15 @@ class ReviewItem(pytest.Item):
 
     # -- one verdict per target per run ---------------------------------------------------
 
+    def first_review(self) -> FirstReview:
+        """The first pass of this item's target in the run (this one, when none was)."""
+        firsts = self.config.stash.setdefault(_FIRST_REVIEWS, {})
+        return firsts.setdefault(self.spec.key, FirstReview(owner=id(self), nodeid=self.nodeid))
+
     def _first_pass(self) -> FirstReview | None:
         """The target's first pass when this is a later one; ``None`` when this pass is
         the first (it is noted as such)."""
-        first = _first_reviews(self.config).setdefault(
-            self.spec.key, FirstReview(owner=id(self), nodeid=self.nodeid)
-        )
+        first = self.first_review()
         if first.owner == id(self) and "setup" not in first.raised:
             return None  # this item's own first pass (the jobs pool may have started it)
         return first
@@ -213,7 +209,7 @@ class ReviewItem(pytest.Item):
     @contextmanager
     def _keep(self, when: str) -> Iterator[None]:
         """Note what this first pass's phase did, for the later passes to replay."""
-        first = _first_reviews(self.config)[self.spec.key]
+        first = self.first_review()
         try:
             yield
         except BaseException as exc:
@@ -298,9 +294,9 @@ class ReviewItem(pytest.Item):
         if self.first is not None:
             self._replay(self.first, "teardown")
             return
-        if self.review is None:
-            return
         with self._keep("teardown"):
+            if self.review is None:
+                return
             # Also reached after Ctrl-C in setup (pytest tears down at session finish),
             # and after an unreadable plan.
             got = self.reviewed
