@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ReviewRepo, git
+from conftest import ReviewRepo, git, ran_prompts
 from pytest_advreview.constants import EXIT_REVIEW_ERRORS
 from pytest_advreview.testing import FindingSpec, approved_review, revise_review
 
@@ -255,29 +255,36 @@ def _lastfailed(repo: ReviewRepo, *nodeids: str) -> None:
 def test_with_the_real_codex_addopts_lf_does_not_drop_the_review(
     review_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The branch commits ``addopts = --lf`` and a ``lastfailed`` that names only its
-    ordinary test: pytest's last-failed plugin skips the plan's file, so no review item
-    exists.  On b1b99cb ``CI=true --advreview-strict-exit`` exited 0."""
+    """The branch commits ``addopts = --lf`` and a ``lastfailed`` that names its ordinary
+    test and one plan's review: pytest's last-failed plugin skips the other plan's file,
+    so no review item of it exists.  On b1b99cb the named plan was reviewed (APPROVED, by
+    the real CLI) and ``CI=true --advreview-strict-exit`` exited 0; the critical plan was
+    never reviewed."""
     _ci(monkeypatch)
     git(review_repo.path, "checkout", "-q", "-b", "feature")
     review_repo.plan("bad.md")
+    review_repo.plan("good.md")
     review_repo.write("test_ok.py", PASSING_TEST)
     review_repo.write("pytest.ini", "[pytest]\naddopts = --lf\n")
-    _lastfailed(review_repo, "test_ok.py::test_ok")
-    review_repo.commit("plan, test, --lf and its cache")
+    _lastfailed(review_repo, "test_ok.py::test_ok", "docs/plans/good.md::adversarial-review")
+    review_repo.commit("plans, test, --lf and its cache")
     review_repo.answer("bad.md", {"message": revise_review(CRITICAL)})
+    review_repo.answer("good.md", {"message": approved_review()})
     result = review_repo.run("--advreview-diff=none", "--advreview-strict-exit")
     assert result.ret == EXIT_REVIEW_ERRORS, result.stdout.str()
+    result.assert_outcomes(passed=2, deselected=1)
     result.stdout.fnmatch_lines(
         [
             "*= adversarial review gate =*",
-            GATE + "0 review items ran, but --adversarial-review collected 1: the gate did not run",
+            GATE + "1 of 2 review items did not count as the plugin recorded them",
             f"pytest-advreview: {NODE}: expected the review to run (it was collected); pytest "
             "logged deselected by --lf (last failed: it did not fail last time): under CI "
             "every review item runs*",
         ]
     )
-    assert review_repo.server.response_requests == []
+    # The real CLI reviewed the plan --lf kept, and never saw the one it dropped.
+    assert len(review_repo.server.response_requests) == 1
+    assert ran_prompts(review_repo.server, "bad.md") == []
 
 
 def _plan_and_tests(repo: ReviewRepo, *tests: tuple[str, str]) -> None:
