@@ -146,3 +146,67 @@ def test_what_enforces_the_check(
     environ: dict[str, str], strict: bool, expected: str | None
 ) -> None:
     assert gate.enforced_by(environ, strict_exit=strict) == expected
+
+
+# -- one verdict per target per run ------------------------------------------------------------
+
+
+def _report(when: str, outcome: str, record: str | None) -> pytest.TestReport:
+    report = pytest.TestReport(NODE, ("x.md", 0, "x"), {}, outcome, None, when)
+    if record is not None:
+        setattr(report, gate.GATE_ATTR, record)
+    return report
+
+
+def test_every_logged_report_of_a_phase_counts() -> None:
+    """A rerun logs the phase again: the worst record and any failure count, not the last."""
+    rerun = gate.Logged.of_all(
+        [_report("call", "rerun", FAILED), _report("call", "passed", PASSED)]
+    )
+    assert (rerun.record, rerun.outcome, rerun.count) == (FAILED, "passed", 2)
+    (problem,) = _check(_run(call=(OK, FAILED)) | {"call": rerun})
+    assert problem.hides_failure
+    assert "logged this phase 2 times (a rerun or retry plugin" in problem.fix
+    # The first pass passed, a later one failed: pytest logged the failure, no problem.
+    worse = gate.Logged.of_all(
+        [_report("call", "passed", PASSED), _report("call", "failed", FAILED)]
+    )
+    assert (worse.record, worse.outcome) == (FAILED, "failed")
+    assert gate.gate_status([], {NODE: _run() | {"call": worse}}, strict_exit=False) == 1
+    # A report without the record anywhere among them is a replaced report.
+    replaced = gate.Logged.of_all(
+        [_report("setup", "passed", PASSED), _report("setup", "passed", None)]
+    )
+    assert replaced.record is None
+
+
+class _Item:
+    def __init__(self) -> None:
+        self.gate_phases: dict[str, str] = {}
+        self.fail = True
+
+    @gate.recorded("call")
+    def runtest(self) -> None:
+        if self.fail:
+            raise AssertionError("REVISE")
+
+
+def test_a_later_pass_never_turns_a_failed_phase_record_into_a_pass() -> None:
+    """pytest-retry edits the first call report after its retry instead of logging one:
+    the record the report gets is the item's, which keeps the first failure."""
+    item = _Item()
+    with pytest.raises(AssertionError):
+        item.runtest()
+    item.fail = False
+    item.runtest()
+    assert item.gate_phases["call"] == FAILED
+
+
+def test_a_target_without_a_review_item_is_a_problem() -> None:
+    required = ["docs/plans/a.md", "docs/plans/b.md", "code-review", "docs/plans/a.md"]
+    (missing,) = gate.unreviewed(required, ["docs/plans/a.md", "code-review"], why="--lf")
+    assert missing.nodeid == "docs/plans/b.md"
+    assert missing.seen == "no review item of it"
+    assert missing.fix == "--lf; under a gate every selected target is reviewed"
+    assert gate.gate_status([missing], {}, strict_exit=True) == EXIT_REVIEW_ERRORS
+    assert gate.unreviewed(required, set(required), why="-") == []

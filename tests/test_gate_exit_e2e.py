@@ -275,7 +275,7 @@ def test_addopts_that_deselects_the_reviews_fails_the_run(scripted_repo: ReviewR
         result,
         ZERO_RAN,
         f"pytest-advreview: {NODE}: expected the review to run (it was collected); pytest "
-        'logged deselected: *addopts = -m "not adversarial_review" in the ini file*',
+        'logged deselected by -m: *addopts = -m "not adversarial_review" in the ini file*',
     )
 
 

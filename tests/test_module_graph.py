@@ -279,6 +279,9 @@ CALLED_BY_PROTOCOL = {
     "handle_error",
     "default",
     "emit",
+    # pytest-retry and pytest-flakefinder call pytest's private Function._initrequest on
+    # every item they run again (items.ReviewItem).
+    "_initrequest",
 }
 #: The users' API: what a project's own tests call on the ``adversarial_review`` fixture's
 #: outcome (docs/fixture-and-hooks.md).

@@ -138,6 +138,11 @@ class Coordinator:
         #: operator's decisions (they close needs-operator findings; under a gate the base
         #: commit's file) and where the failure tells the operator to record one.
         self.authority = found
+        #: The verdicts this run's rounds gave, by target and cache key: a later review of
+        #: the same content by the same reviewer in the run (a rerun of a test that asks
+        #: the fixture) gets the same verdict, also under --advreview-fresh.  Shared with
+        #: the copies for_settings makes.
+        self._this_run: dict[str, LoopResult] = {}
 
     @property
     def decisions(self) -> DecisionsFile | None:
@@ -292,6 +297,11 @@ class Coordinator:
             never had.
         """
         key = spec.key
+        reviewed = self._this_run.get(self._run_key(key, material.content_hash))
+        if reviewed is not None:
+            # One verdict per target per run: a second sample of the reviewer never
+            # replaces the first (docs/safety.md).
+            return Due(stands=reviewed)
         budget = self.settings.budget_tokens
         if budget is not None and self.ledger.total() >= budget:
             return Due(
@@ -352,6 +362,13 @@ class Coordinator:
                 # The earlier rounds judged other files: the reviewer must know.
                 applied = f"Note: {differs}.\n\n{applied or ''}".rstrip("\n")
         return Due(decisions=tuple(step.decisions), history=step.history, applied=applied)
+
+    def _run_key(self, key: str, content_hash: str) -> str:
+        """Target ``key`` and its cache key: this reviewer, this content, these decisions."""
+        decisions = self.decisions.for_target(key) if self.decisions is not None else ()
+        found = cache_key(self.identity, content_hash, decisions)
+        told = [decision.model_dump(mode="json") for decision in found.decisions]
+        return json.dumps([key, found.reviewer, found.content, told], sort_keys=True)
 
     def rounds(self, run: ReviewRun, due: Due) -> Rounds | None:
         """Run the rounds ``due`` says are due (a lead's turn on a stored REVISE first)
@@ -427,6 +444,8 @@ class Coordinator:
         if rounds.still_open is None or rounds.material is None:
             return  # the lead could not finish its turn: nothing was reviewed
         result, still_open = rounds.result, rounds.still_open
+        if not result.mutations:  # a reviewer that changed files is judged by its run
+            self._this_run[self._run_key(key, rounds.material.content_hash)] = result
         previous = self._read(key)
         stored_open = previous.operator_open if previous is not None else ()
         if not result.rounds:

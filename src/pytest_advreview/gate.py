@@ -39,7 +39,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import sys
-from collections.abc import Callable, Generator, Iterable, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
@@ -63,12 +63,15 @@ __all__ = [
     "note_collected",
     "note_own_deselection",
     "recorded",
+    "unreviewed",
 ]
 
 #: Report attribute: the plugin's record of the phase the report is of.
 GATE_ATTR = "advreview_gate"
-#: ``config.workeroutput`` key: an xdist worker's review items and their deselection.
+#: ``config.workeroutput`` keys: an xdist worker's review items and their deselection,
+#: and each one's target.
 WORKEROUTPUT_KEY = "advreview_gate"
+WORKEROUTPUT_TARGETS = "advreview_gate_targets"
 #: Phase records: the plugin's phase returned, raised, or never ran.
 PASSED = "passed"
 FAILED = "failed"
@@ -101,20 +104,23 @@ def recorded(when: str) -> Callable[[_Phase], _Phase]:
     """Decorate a review item's phase method: note that it ran and whether it raised.
 
     The record lives on the item (``item.gate_phases``); pytest's hooks never see it,
-    so wrapping them cannot change it.
+    so wrapping them cannot change it.  A phase that failed stays failed when the item
+    runs again (a rerun or retry plugin): a later pass never turns the record into a
+    pass, also where the plugin edits the first report instead of logging a new one.
     """
 
     def wrap(method: _Phase) -> _Phase:
         @functools.wraps(method)
         def run(item: Any) -> None:
             phases: dict[str, str] = item.gate_phases
+            failed_before = phases.get(when) == FAILED
             phases[when] = _RUNNING
             try:
                 method(item)
             except BaseException:
                 phases[when] = FAILED
                 raise
-            phases[when] = PASSED
+            phases[when] = FAILED if failed_before else PASSED
 
         return cast(_Phase, run)
 
@@ -124,11 +130,13 @@ def recorded(when: str) -> Callable[[_Phase], _Phase]:
 GATE_KEY = pytest.StashKey["GateRecorder"]()
 
 
-def note_collected(item: pytest.Item) -> None:
-    """A review item was made: it must run, unless the plugin deselects it itself."""
+def note_collected(item: pytest.Item, target: str) -> None:
+    """A review item of ``target`` (its key) was made: it must run, unless the plugin
+    deselects it itself."""
     recorder = item.config.stash.get(GATE_KEY, None)
     if recorder is not None:
         recorder.items[id(item)] = item
+        recorder.target_of[id(item)] = target
 
 
 def note_own_deselection(config: pytest.Config, items: Iterable[pytest.Item]) -> None:
@@ -142,8 +150,9 @@ class GateRecorder:
     """Every process: the review items made here, their deselection, their phase records."""
 
     def __init__(self) -> None:
-        #: Review items made in this process, by ``id``.
+        #: Review items made in this process, by ``id``, and the target each reviews.
         self.items: dict[int, pytest.Item] = {}
+        self.target_of: dict[int, str] = {}
         self.own_deselection: set[int] = set()
         #: Deselected review items (by ``id``): ``SHARD`` or ``OTHER``.
         self.deselected: dict[int, str] = {}
@@ -155,6 +164,10 @@ class GateRecorder:
         items during collection.
         """
         return {item.nodeid: self.deselected.get(key) for key, item in self.items.items()}
+
+    def targets(self) -> dict[str, str]:
+        """Node id of each review item made here -> the key of the target it reviews."""
+        return {item.nodeid: self.target_of[key] for key, item in self.items.items()}
 
     @pytest.hookimpl
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
@@ -186,6 +199,7 @@ class GateRecorder:
         output = getattr(session.config, "workeroutput", None)
         if isinstance(output, dict):
             output[WORKEROUTPUT_KEY] = self.collected()
+            output[WORKEROUTPUT_TARGETS] = self.targets()
 
 
 def enforced_by(environ: Mapping[str, str], *, strict_exit: bool) -> str | None:
@@ -213,6 +227,8 @@ class Logged:
     record: str | None
     #: The skip or xfail reason, if any.
     reason: str = ""
+    #: How many reports of the phase pytest logged (more than one: it ran again).
+    count: int = 1
 
     @classmethod
     def of(cls, report: pytest.TestReport) -> Logged:
@@ -226,6 +242,22 @@ class Logged:
             reason = str(getattr(report, "wasxfail", ""))
         record = getattr(report, GATE_ATTR, None)
         return cls(report.outcome, xfail, None if record is None else str(record), reason)
+
+    @classmethod
+    def of_all(cls, reports: Sequence[pytest.TestReport]) -> Logged:
+        """Every report pytest logged for one phase, folded the way the gate counts them.
+
+        A rerun or retry plugin, or a copy of the item, logs a phase again.  The record is
+        the worst any report carried (a later pass never replaces a failing first
+        verdict), and the outcome ``failed`` when any report failed (pytest counts each
+        in its exit status), else the last report's.
+        """
+        each = [cls.of(report) for report in reports]
+        last = each[-1]
+        records = [logged.record for logged in each]
+        record = next((r for r in (None, FAILED, NOT_RUN) if r in records), records[0])
+        failed = any(logged.outcome == "failed" for logged in each)
+        return cls("failed" if failed else last.outcome, last.xfail, record, last.reason, len(each))
 
     def seen(self) -> str:
         """``passed``, ``xfailed (reason)``, ``skipped (reason)``."""
@@ -263,12 +295,19 @@ def _compare(nodeid: str, when: str, logged: Logged) -> Problem | None:
     if logged.outcome == "failed":
         return None  # as bad as anything the plugin recorded: the run fails anyway
     if record == FAILED:
-        fix = (
-            "an xfail mark (or pytest.xfail) from a conftest or plugin turned the failure "
-            "into an xfail; remove it from review items"
-            if logged.xfail
-            else _CHANGED
-        )
+        if logged.xfail:
+            fix = (
+                "an xfail mark (or pytest.xfail) from a conftest or plugin turned the failure "
+                "into an xfail; remove it from review items"
+            )
+        elif logged.count > 1:
+            fix = (
+                f"pytest logged this phase {logged.count} times (a rerun or retry plugin, or "
+                "a copy of the item, ran it again) and the last report hides the failure; "
+                "the gate keeps the first verdict: keep reruns away from review items"
+            )
+        else:
+            fix = _CHANGED
         return Problem(nodeid, f"{what} failed", logged.seen(), fix, hides_failure=when == "call")
     if record == NOT_RUN:
         if logged.outcome == "skipped":
@@ -296,15 +335,18 @@ def check(
     logged: Mapping[str, Mapping[str, Logged]],
     *,
     stopped: str | None = None,
+    deselected_by: str | None = None,
 ) -> list[Problem]:
     """The review items that did not count as the plugin recorded them, one per item.
 
     :param collected: every review item made -> how it was deselected (``SHARD``,
         ``OTHER``, ``None``: it was not).
-    :param logged: node id -> phase -> the last report pytest logged for it.
+    :param logged: node id -> phase -> what pytest logged for it (:meth:`Logged.of_all`).
     :param stopped: why pytest ran nothing more, if it knows (``-x``, ``--maxfail``, a
         conftest's ``session.shouldstop``, ``--collect-only``); named for the items that
         never ran.
+    :param deselected_by: the options of this run that deselect (``--sw``, ``-k``, ...),
+        named for the deselected items.
     """
     problems: list[Problem] = []
     for nodeid in sorted(collected):
@@ -317,7 +359,7 @@ def check(
                 Problem(
                     nodeid,
                     "the review to run (it was collected)",
-                    "deselected",
+                    f"deselected by {deselected_by}" if deselected_by else "deselected",
                     "under CI every review item runs: drop the -m/-k/--deselect (or "
                     'the addopts = -m "not adversarial_review" in the ini file, or the '
                     "conftest or plugin) that deselects it; to split reviews between jobs "
@@ -343,6 +385,61 @@ def check(
             hides = any(problem.hides_failure for problem in found)
             problems.append(dataclasses.replace(first, hides_failure=hides))
     return problems
+
+
+def unreviewed(required: Iterable[str], made: Iterable[str], *, why: str) -> list[Problem]:
+    """The targets the gate must see (``required``, their keys) that no review item of
+    the run reviews (``made``: the targets of the items made), in order.
+
+    :param why: what kept pytest from making their items, as far as the run can tell.
+    """
+    have = set(made)
+    return [
+        Problem(
+            key,
+            "its review (a target the gate must see)",
+            "no review item of it",
+            f"{why}; under a gate every selected target is reviewed",
+        )
+        for key in dict.fromkeys(required)
+        if key not in have
+    ]
+
+
+def _option(config: pytest.Config, name: str) -> object:
+    return config.getoption(name, default=None)
+
+
+def deselected_by(config: pytest.Config) -> str | None:
+    """The options of this run that deselect items, named for a deselected review item."""
+    named = [
+        flag
+        for dest, flag in (
+            ("lf", "--lf (last failed: it did not fail last time)"),
+            ("stepwise", "--sw (stepwise: it comes before the test that failed last time)"),
+            ("stepwise_skip", "--sw-skip (stepwise)"),
+            ("keyword", "-k"),
+            ("markexpr", "-m"),
+            ("deselect", "--deselect"),
+        )
+        if _option(config, dest)
+    ]
+    return ", ".join(named) or None
+
+
+def uncollected_by(config: pytest.Config) -> str:
+    """What kept pytest from making a target's review item, as far as the run can tell."""
+    if _option(config, "lf"):
+        return (
+            "pytest's --lf (last failed) collected only the files of the tests "
+            ".pytest_cache/v/cache/lastfailed names and skipped this plan's file: drop --lf "
+            "(from addopts too) and the committed .pytest_cache"
+        )
+    return (
+        "a conftest or plugin kept pytest from making its review item (a "
+        "pytest_make_collect_report or pytest_collect_file of its own): remove that code or "
+        "keep it away from the plans"
+    )
 
 
 def _phase_problems(nodeid: str, phases: Mapping[str, Logged]) -> list[Problem]:
@@ -419,16 +516,29 @@ class GateCheck:
     """
 
     def __init__(
-        self, config: pytest.Config, recorder: GateRecorder, *, enforced: str | None, strict: bool
+        self,
+        config: pytest.Config,
+        recorder: GateRecorder,
+        *,
+        enforced: str | None,
+        strict: bool,
+        required: Callable[[], Iterable[str]],
     ) -> None:
+        """:param required: the keys of the targets the gate must see reviewed, decided
+        from the repository (``ReviewSession.required_targets``), read at session finish.
+        """
         self.config = config
         self.recorder = recorder
+        self.required_targets = required
         self.enforced = enforced
         self.strict = strict
-        #: node id -> phase -> the last report pytest logged (read at session finish).
-        self._reports: dict[str, dict[str, pytest.TestReport]] = {}
-        #: What xdist workers collected (``None``: no worker has reported yet).
+        #: node id -> phase -> every report pytest logged, in order (read at session
+        #: finish): a rerun's or a copy's report never replaces an earlier one.
+        self._reports: dict[str, dict[str, list[pytest.TestReport]]] = {}
+        #: What xdist workers collected (``None``: no worker has reported yet), and the
+        #: target of each item.
         self._remote: dict[str, str | None] | None = None
+        self._remote_targets: dict[str, str] = {}
         self.problems: list[Problem] = []
         self.headline: str | None = None
         #: The least exit status the records call for (decided at session finish).
@@ -438,7 +548,8 @@ class GateCheck:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Keep the report object itself: its outcome is read at session finish."""
         if self.enforced is not None:
-            self._reports.setdefault(report.nodeid, {})[report.when] = report
+            phases = self._reports.setdefault(report.nodeid, {})
+            phases.setdefault(report.when, []).append(report)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object | None) -> None:
@@ -453,6 +564,9 @@ class GateCheck:
             if merged.get(nodeid) != OTHER:
                 merged[str(nodeid)] = None if how is None else str(how)
         self._remote = merged
+        targets = output.get(WORKEROUTPUT_TARGETS) if isinstance(output, dict) else None
+        if isinstance(targets, dict):
+            self._remote_targets.update({str(k): str(v) for k, v in targets.items()})
 
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> Generator[None, None, None]:
@@ -481,10 +595,16 @@ class GateCheck:
             return {}, [missing]
         return self._remote, []
 
+    def _targets(self) -> dict[str, str]:
+        """Node id of every review item made (by the workers under xdist) -> its target."""
+        if self.config.pluginmanager.get_plugin("dsession") is None:
+            return self.recorder.targets()
+        return self._remote_targets
+
     def _decide(self, session: pytest.Session) -> None:
         collected, problems = self._collected()
         logged = {
-            nodeid: {when: Logged.of(report) for when, report in phases.items()}
+            nodeid: {when: Logged.of_all(reports) for when, reports in phases.items()}
             for nodeid, phases in self._reports.items()
             if nodeid in collected
         }
@@ -495,7 +615,17 @@ class GateCheck:
             stopped = "--collect-only runs nothing; drop it (from addopts too): a gate runs reviews"
         elif stopped:
             stopped = f"pytest stopped early ({stopped})"
-        problems += check(collected, logged, stopped=str(stopped) if stopped else None)
+        problems += check(
+            collected,
+            logged,
+            stopped=str(stopped) if stopped else None,
+            deselected_by=deselected_by(self.config),
+        )
+        # What the repository says must be reviewed, whatever pytest collected.
+        required = list(dict.fromkeys(self.required_targets()))
+        made = self._targets().values()
+        missing = unreviewed(required, made, why=uncollected_by(self.config))
+        problems += missing
         ran = sum(1 for phases in logged.values() if _ran(phases))
         owed = sum(1 for nodeid, how in collected.items() if how != SHARD or nodeid in logged)
         if owed and not ran:
@@ -503,10 +633,15 @@ class GateCheck:
                 f"0 review items ran, but --adversarial-review collected {owed}: the gate "
                 "did not run"
             )
-        elif problems:
+        elif missing and len(missing) == len(problems):
             self.headline = (
-                f"{len(problems)} of {max(owed, len(problems))} review items did not count "
-                "as the plugin recorded them"
+                f"{len(missing)} of {len(required)} targets the gate must see had no review "
+                "item: nothing reviewed them"
+            )
+        elif problems:
+            total = max(owed + len(missing), len(problems))
+            self.headline = (
+                f"{len(problems)} of {total} review items did not count as the plugin recorded them"
             )
         self.problems = problems
         self.required = gate_status(problems, logged, strict_exit=self.strict)

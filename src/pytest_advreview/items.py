@@ -8,7 +8,9 @@ in **teardown** (so a reviewer that changed files errors even when the review pa
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +35,7 @@ from .outcome import (
 from .review import ReviewInputError, ReviewRun, TargetSpec
 from .runstash import RunStash
 
-__all__ = ["PlanFile", "ReviewItem"]
+__all__ = ["FirstReview", "PlanFile", "ReviewItem", "claim_ahead"]
 
 _OWN_ERRORS = (ReviewFailed, ReviewerUnavailable, WorkspaceMutated)
 #: Built once: looking a marker up by name per item costs more than the item at 5,000 plans.
@@ -72,6 +74,40 @@ class ReviewRepr(TerminalRepr):
         return cls(wire.text, wire.summary, Path(wire.path))
 
 
+@dataclass
+class FirstReview:
+    """The first pass of a target's review in this process's run, which every later pass
+    replays: one verdict per target per run.
+
+    A rerun or retry of the item (pytest-rerunfailures, pytest-retry, anything that runs
+    its protocol again), and another item of the same target (pytest-flakefinder's
+    copies, a duplicated item) are later passes: they never ask the reviewer again, so a
+    second sample of a nondeterministic reviewer cannot replace a failing first verdict.
+    """
+
+    #: The item (``id``) whose pass reviews; the jobs pool claims it before its setup.
+    owner: int
+    nodeid: str
+    reviewed: engine.Reviewed | None = None
+    #: The record the first pass's reports carried last (its teardown may add to it).
+    record_json: str | None = None
+    #: What each phase of the first pass raised (``None``: it returned); a phase missing
+    #: here never finished.
+    raised: dict[str, BaseException | None] = field(default_factory=dict)
+
+
+#: The run's first passes by target key (this process's; see ``docs/safety.md``).
+_FIRST_REVIEWS = pytest.StashKey[dict[str, FirstReview]]()
+
+
+def claim_ahead(item: pytest.Item) -> TargetSpec | None:
+    """The target the jobs pool may review ahead of ``item``; ``None`` for an item that is
+    no review item, or whose target another item reviews (then ``item`` replays it)."""
+    if not isinstance(item, ReviewItem):
+        return None
+    return item.spec if item.first_review().owner == id(item) else None
+
+
 class PlanFile(pytest.File):
     """A markdown plan selected for review; collects one :class:`ReviewItem`."""
 
@@ -98,7 +134,9 @@ class ReviewItem(pytest.Item):
         self.record_json: str | None = None
         #: What each phase did (``gate.recorded``): the gate's record, not pytest's.
         self.gate_phases: dict[str, str] = {}
-        gate.note_collected(self)
+        #: A later pass's target's first pass (set in setup; ``None``: this is the first).
+        self.first: FirstReview | None = None
+        gate.note_collected(self, spec.key)
         severity = _run(self.config).coordinator.stored_severity(spec.key)
         if severity is not None:
             # Re-run exactly the items whose last review had open findings of this level:
@@ -109,7 +147,19 @@ class ReviewItem(pytest.Item):
 
     @gate.recorded("setup")
     def setup(self) -> None:
-        """Run the reviewer loop; "could not run" becomes an error of this phase."""
+        """Run the reviewer loop; "could not run" becomes an error of this phase.
+
+        A later pass of a target already reviewed in this run replays the first pass
+        (:class:`FirstReview`) instead.
+        """
+        self.first = self._first_pass()
+        if self.first is not None:
+            self._replay_setup(self.first)
+            return
+        with self._keep("setup"):
+            self._setup()
+
+    def _setup(self) -> None:
         try:
             reviewed = self._review()
         except ReviewInputError as exc:
@@ -117,14 +167,8 @@ class ReviewItem(pytest.Item):
             raise ReviewerUnavailable(
                 f"Adversarial review — {self.spec.key} — cannot review: {exc}\n"
             ) from None
-        self.reviewed = reviewed
+        self._take(reviewed, reviewed.record.model_dump_json())
         result, outcome = reviewed.result, reviewed.outcome
-        for name, value in user_properties(result, outcome):
-            # JUnit XML and report plugins write these out.
-            self.user_properties.append((name, outbound.redact_data(value)))
-        self.record_json = reviewed.record.model_dump_json()
-        if outcome.max_severity is not None:
-            self.add_marker(f"severity_{outcome.max_severity.value}")
         if result.mutations:
             # The reviewer broke its contract; nothing it said is judged.  The teardown
             # comparison reports the paths as this item's error.
@@ -133,6 +177,80 @@ class ReviewItem(pytest.Item):
             text = error_report(self.spec.key, result, outcome)
             kept = reviewed.run.cleanup(keep=True)
             raise ReviewerUnavailable(text + (f"reviewer files kept in {kept}\n" if kept else ""))
+
+    def _take(self, reviewed: engine.Reviewed, record_json: str | None) -> None:
+        """Keep what the review gave for the call phase and the reports."""
+        self.reviewed = reviewed
+        result, outcome = reviewed.result, reviewed.outcome
+        for name, value in user_properties(result, outcome):
+            # JUnit XML and report plugins write these out (once, however many passes).
+            prop = (name, outbound.redact_data(value))
+            if prop not in self.user_properties:
+                self.user_properties.append(prop)
+        self.record_json = record_json
+        if outcome.max_severity is not None:
+            self.add_marker(f"severity_{outcome.max_severity.value}")
+
+    # -- one verdict per target per run ---------------------------------------------------
+
+    def first_review(self) -> FirstReview:
+        """The first pass of this item's target in the run (this one, when none was)."""
+        firsts = self.config.stash.setdefault(_FIRST_REVIEWS, {})
+        return firsts.setdefault(self.spec.key, FirstReview(owner=id(self), nodeid=self.nodeid))
+
+    def _first_pass(self) -> FirstReview | None:
+        """The target's first pass when this is a later one; ``None`` when this pass is
+        the first (it is noted as such)."""
+        first = self.first_review()
+        if first.owner == id(self) and "setup" not in first.raised:
+            return None  # this item's own first pass (the jobs pool may have started it)
+        return first
+
+    @contextmanager
+    def _keep(self, when: str) -> Iterator[None]:
+        """Note what this first pass's phase did, for the later passes to replay."""
+        first = self.first_review()
+        try:
+            yield
+        except BaseException as exc:
+            first.raised[when] = exc
+            raise
+        else:
+            first.raised[when] = None
+        finally:
+            first.record_json = self.record_json
+            if when == "setup":
+                first.reviewed = self.reviewed
+
+    def _replay(self, first: FirstReview, when: str) -> None:
+        """Raise what the first pass's phase ``when`` raised (its own error as it was);
+        refuse when it never finished or ended in something else."""
+        if when not in first.raised:
+            raise ReviewerUnavailable(self._refusal(first, f"its {when} never finished"))
+        raised = first.raised[when]
+        if raised is None:
+            return
+        if self.own_error(raised):
+            raise raised
+        raise ReviewerUnavailable(
+            self._refusal(first, f"its {when} ended in {type(raised).__name__}: {raised}")
+        )
+
+    def _replay_setup(self, first: FirstReview) -> None:
+        self.review = None  # the first pass's teardown compared and cleaned the workspace
+        self.record_json = first.record_json
+        self._replay(first, "setup")
+        if first.reviewed is None:  # not an assert: python -O must not turn this into a pass
+            raise ReviewerUnavailable(self._refusal(first, "it kept no verdict"))
+        self._take(first.reviewed, first.record_json)
+
+    def _refusal(self, first: FirstReview, why: str) -> str:
+        return (
+            f"Adversarial review — {self.spec.key} — not reviewed again: this is a later "
+            f"pass of a target whose first review in this run ({first.nodeid}) {why}. A "
+            "rerun, retry, repeat or copy of a review item never asks the reviewer again "
+            "(one verdict per target per run): fix the cause and run pytest again\n"
+        )
 
     def _review(self) -> engine.Reviewed:
         """This item's review through the engine: the one the jobs pool started ahead of
@@ -173,16 +291,52 @@ class ReviewItem(pytest.Item):
     @gate.recorded("teardown")
     def teardown(self) -> None:
         """Compare the workspace with the snapshot taken before the first dispatch."""
-        if self.review is None:
+        if self.first is not None:
+            self._replay(self.first, "teardown")
             return
-        # Also reached after Ctrl-C in setup (pytest tears down at session finish), and
-        # after an unreadable plan.
-        got = self.reviewed
-        try:
-            self.review.finish(got.result if got else None, got.outcome if got else None)
-        except WorkspaceMutated:
-            self._attach()
-            raise
+        with self._keep("teardown"):
+            if self.review is None:
+                return
+            # Also reached after Ctrl-C in setup (pytest tears down at session finish),
+            # and after an unreadable plan.
+            got = self.reviewed
+            try:
+                self.review.finish(got.result if got else None, got.outcome if got else None)
+            except WorkspaceMutated:
+                self._attach()
+                raise
+
+    # -- what other plugins expect of an item ------------------------------------------
+
+    #: pytest-flakefinder reads ``item.function`` of every item (to tell a test it
+    #: parametrised from one it copies); a review item has none.
+    function = None
+
+    def _initrequest(self) -> None:
+        """pytest-retry and pytest-flakefinder call this (a private method of pytest's
+        ``Function``) to reset an item's fixtures before another pass; a review item has
+        no fixtures, and its later passes replay the first (:class:`FirstReview`)."""
+
+    def __copy__(self) -> ReviewItem:
+        """Another pass of this review (pytest-flakefinder copies items): its own phase
+        records and reports, noted with the gate, and the first pass's verdict."""
+        cls = type(self)
+        copied = cls.__new__(cls)
+        for klass in cls.__mro__:  # pytest's Node keeps its own attributes in slots
+            for slot in getattr(klass, "__slots__", ()):
+                if slot != "__dict__" and hasattr(self, slot):
+                    setattr(copied, slot, getattr(self, slot))
+        copied.__dict__.update(self.__dict__)
+        copied.stash = pytest.Stash()
+        copied.user_properties = list(self.user_properties)
+        copied._report_sections = []
+        copied.gate_phases = {}
+        copied.review = None
+        copied.reviewed = None
+        copied.record_json = None
+        copied.first = None
+        gate.note_collected(copied, self.spec.key)
+        return copied
 
     # -- reporting ---------------------------------------------------------------------
 

@@ -86,7 +86,13 @@ def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):  # an xdist worker only reviews and reports
         config.pluginmanager.register(Controller(config, session), "advreview-controller")
         enforced = gate.enforced_by(os.environ, strict_exit=resolved.strict_exit)
-        check = gate.GateCheck(config, recorder, enforced=enforced, strict=resolved.strict_exit)
+        check = gate.GateCheck(
+            config,
+            recorder,
+            enforced=enforced,
+            strict=resolved.strict_exit,
+            required=session.required_targets,
+        )
         config.stash[_GATE_CHECK] = check
         config.pluginmanager.register(check, "advreview-gate")
         guard = outbound.LogGuard(redactor, os.environ)

@@ -19,6 +19,7 @@ import pytest
 
 from . import head, outbound, targets
 from .constants import CODE_ITEM_NAME
+from .gate import enforced_by
 from .models import ChangeSet, ChangeSetInfo
 from .review import SharedLookups, TargetSpec, repo_relative
 
@@ -269,6 +270,15 @@ class TargetSelection:
             self.explicit_set = frozenset(found)
         return self._explicit
 
+    def named_only(self) -> list[Path]:
+        """The plans named on the command line when they narrow the run to themselves:
+        outside a gate only.  Under one (``gate.enforced_by``: CI, strict exit) they are
+        reviewed besides the plan selection and the change set, never instead of them:
+        the gate requires every selected target."""
+        if enforced_by(os.environ, strict_exit=self.settings.strict_exit) is not None:
+            return []
+        return self.explicit_plans()
+
     def _refuse_disguised(self, path: Path, real: Path) -> None:
         """A named plan inside the repository that is a link to a file outside it.
 
@@ -338,7 +348,7 @@ class TargetSelection:
         change: ChangeSet | None = None
         note: str | None = None
         try:
-            if self.explicit_plans():
+            if self.named_only():
                 note = "plans named on the command line: no code review"
             elif self.settings.diff != "none" and self.base_error is None:
                 # Under --advreview-head: BASE...REF, REF being HEAD of the private checkout

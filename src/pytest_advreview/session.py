@@ -23,7 +23,7 @@ from . import containment, outbound, runlock, runstash
 from .constants import BUILTIN_REVIEWERS, CODE_ITEM_NAME, RECORD_ATTR
 from .coordinator import Coordinator
 from .decisions import GateBase
-from .items import PlanFile, ReviewItem, ReviewRepr
+from .items import PlanFile, ReviewItem, ReviewRepr, claim_ahead
 from .options import DEFAULT_DECISIONS
 from .parallel import ReviewPool
 from .progress import Progress, progress_plugin
@@ -177,7 +177,9 @@ class ReviewSession:
                 self.settings.jobs,
                 context=context,
                 coordinator=self.coordinator,
-                target_of=lambda item: item.spec if isinstance(item, ReviewItem) else None,
+                # One review per target: an item whose target another item reviews
+                # replays that review (items.FirstReview), so it never starts one ahead.
+                target_of=claim_ahead,
                 cancel=cancel if callable(cancel) else None,
             )
             self.config.pluginmanager.register(pool, "advreview-pool")
@@ -268,13 +270,17 @@ class ReviewSession:
     def _add_items(
         self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
     ) -> None:
-        explicit = self.targets.explicit_plans()
-        if explicit:
+        if self.targets.named_only():
             return  # laptop mode: exactly the plans named on the command line
         added: list[pytest.Item] = []
+        # Every selected plan that has no review item yet, whatever kept pytest from
+        # making one: a collector pytest made and dropped (a file named on the command
+        # line is collected from its folder, where its neighbours are made too), or one
+        # whose collection a plugin skipped (--lf's last-failed filter).
+        made = {item.spec.key for item in items if isinstance(item, ReviewItem)}
         # The selected plans, in order (under --advreview-head REF's, named in rootdir).
-        for path in self.targets.keys:
-            if path in self._collected:
+        for path, key in self.targets.keys.items():
+            if key in made:
                 continue
             plan = PlanFile.from_parent(session, path=path, nodeid=self._node_id(path))
             added.extend(plan.collect())
@@ -301,6 +307,25 @@ class ReviewSession:
         except ValueError:
             return Path(os.path.relpath(path, self.config.rootpath)).as_posix()
         return None
+
+    def required_targets(self) -> list[str]:
+        """The keys of the targets a gate must see reviewed: every selected plan and the
+        code item when there is a change set (or an unusable base), decided from the
+        repository, not from what pytest collected; under ``--advreview-shard`` this
+        shard's share of them."""
+        keys = list(self.targets.keys.values())
+        try:
+            spec = self.targets.code_spec()
+        except pytest.UsageError:  # reported at collection already: the run has failed
+            spec = None
+        if spec is not None:
+            keys.append(spec.key)
+        if self.settings.shard is not None:
+            from .shard import share_of
+
+            index, total = self.settings.shard
+            keys = [key for key in keys if share_of(key, total) == index]
+        return keys
 
     # -- running -----------------------------------------------------------------------
 
