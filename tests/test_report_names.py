@@ -1,0 +1,106 @@
+"""What other tools read of a run: JUnit XML, the progress line, the summary, the header and
+the ``--tb`` styles, on the in-process scripted reviewer.
+
+A branch changes code and two plans: ``ok.md`` is approved, ``down.md``'s reviewer cannot
+run (HTTP 500), and the code change fails on a high finding.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from conftest import ReviewRepo, git
+from pytest_advreview.testing import FindingSpec, approved_review, revise_review
+
+#: The code item's node id (a file part of its own: no "." in the progress line).
+CODE_ITEM_NODEID = "code-change::code-review"
+PLAN = "# Plan\n\n1. Migrate.\n\n## Rollback\n\nRestore the backup.\n"
+CODE = FindingSpec("high", "Division by zero on empty input", file="app.py", lines=(2, 2))
+#: Seven provider settings, as codex_provider_args gives them: about 400 characters.
+PROVIDER = [f"model_providers.local.setting_{n}=http://127.0.0.1:9/v1/{n}" for n in range(7)]
+
+
+@pytest.fixture
+def branch(scripted_repo: ReviewRepo) -> ReviewRepo:
+    git(scripted_repo.path, "checkout", "-q", "-b", "feature")
+    scripted_repo.plan("ok.md", PLAN)
+    scripted_repo.plan("down.md", PLAN)
+    scripted_repo.write("app.py", "def mean(xs):\n    return sum(xs) / len(xs)\n")
+    scripted_repo.commit("plans and code")
+    scripted_repo.answer("Review the code changes", {"message": revise_review(CODE)})
+    scripted_repo.answer("docs/plans/ok.md", {"message": approved_review()})
+    scripted_repo.answer("docs/plans/down.md", {"http_status": 500})
+    return scripted_repo
+
+
+def test_junit_has_a_classname_for_every_item_and_no_none_values(branch: ReviewRepo) -> None:
+    result = branch.run("--advreview-diff=branch", "--junitxml=out/junit.xml")
+    result.assert_outcomes(passed=1, failed=1, errors=1)
+    tree = ET.parse(branch.path / "out" / "junit.xml")
+    cases = {c.get("name", "") + "@" + c.get("classname", ""): c for c in tree.iter("testcase")}
+    assert sorted(cases) == [
+        "adversarial-review@docs.plans.down.md",
+        "adversarial-review@docs.plans.ok.md",
+        "code-review@code-change",
+    ]
+    values = {p.get("name"): p.get("value") for p in tree.iter("property")}
+    assert "None" not in values.values()
+    # The approved plan has no finding: "none", not a missing value printed as "None".
+    ok = cases["adversarial-review@docs.plans.ok.md"]
+    props = {p.get("name"): p.get("value") for p in ok.iter("property")}
+    assert props["max_severity"] == "none"
+    assert props["verdict"] == "APPROVED"
+
+
+def test_the_code_item_has_a_readable_name_in_the_progress_line_and_the_summary(
+    branch: ReviewRepo,
+) -> None:
+    result = branch.run("--advreview-diff=branch")
+    out = result.outlines
+    assert "code-change F" in [line.split("  ")[0].rstrip() for line in out]
+    assert not [line for line in out if line.startswith(". ")], "\n".join(out)
+    assert any(line.startswith(f"FAILED {CODE_ITEM_NODEID} - REVISE") for line in out)
+    summary = [line for line in out if line.startswith(f"{CODE_ITEM_NODEID}: ")]
+    assert summary and summary[0].startswith("code-change::code-review: revise (failed)")
+    assert not [line for line in out if line.startswith("\\")], "\n".join(out)
+    assert "total: 3 reviews, " in "\n".join(out)
+
+
+def test_one_review_is_counted_in_the_singular(scripted_repo: ReviewRepo) -> None:
+    scripted_repo.plan("x.md", PLAN)
+    scripted_repo.answer("docs/plans/x.md", {"message": approved_review()})
+    result = scripted_repo.run("--advreview-diff=none", "docs/plans/x.md")
+    result.assert_outcomes(passed=1)
+    totals = [line for line in result.outlines if line.startswith("total: ")]
+    assert len(totals) == 1 and re.fullmatch(r"total: 1 review, \d+ tokens", totals[0]), totals
+
+
+def test_the_header_counts_a_long_provider_configuration_and_v_lists_it(
+    scripted_repo: ReviewRepo,
+) -> None:
+    scripted_repo.plan("x.md", PLAN)
+    scripted_repo.answer("docs/plans/x.md", {"message": approved_review()})
+    provider = [f"--advreview-codex-config={value}" for value in PROVIDER]
+
+    run = scripted_repo.run("--advreview-diff=none", *provider)
+    header = [line for line in run.outlines if line.startswith("advreview:")]
+    assert "codex-config=<7 values, -v lists them>" in "\n".join(header)
+    assert max(len(line) for line in header) < 200, header
+    assert "setting_0" not in "\n".join(header)
+
+    verbose = scripted_repo.run("--advreview-diff=none", *provider, "-v").outlines
+    listed = [line for line in verbose if "codex-config=" in line]
+    assert len(listed) == 1 and all(value in listed[0] for value in PROVIDER)
+
+
+def test_tb_short_shows_the_findings_without_the_review_text(branch: ReviewRepo) -> None:
+    result = branch.run("--advreview-diff=branch", "--tb=short", "docs/plans/ok.md")
+    result.assert_outcomes(passed=1)
+    failed = branch.run("--advreview-diff=branch", "--tb=short")
+    text = "\n".join(failed.outlines)
+    assert "Adversarial review — code-review — REVISE after 1 round" in text
+    assert CODE.title in text
+    assert "## Findings" not in text and "What can go wrong" not in text
