@@ -56,7 +56,7 @@ def test_pytest_html_shows_the_finding_of_a_review_that_passed_with_a_warning(
     html = (review_repo.path / "out" / "report.html").read_text()
     # pytest-html shows a passing report's sections; the warned finding is one of them.
     assert WARNED.title in html
-    assert "warned.md — REVISE after 1 round: 1 finding below high (passed with a warning)" in html
+    assert "REVISE after 1 round: 1 finding below high (passed with a warning)" in html
 
 
 def test_annotate_failures_puts_the_warning_on_the_finding_and_one_error_per_failed_item(

@@ -250,13 +250,30 @@ class ReviewItem(pytest.Item):
         if finding is not None and self.reviewed is not None:
             root = find_repo_root(self.config.rootpath)
             anchor = Anchors(root).of(self.reviewed.record, finding)
-            if anchor.path is not None:
+            if anchor.path is not None and self._reviewed_file(root, anchor.path):
                 return str(root / anchor.path), anchor.line_start or 1
         if self.spec.kind == "plan":
             home: Path = self.path
         else:
             home = self.spec.against_plan or self.config.inipath or self.config.rootpath
         return str(home), 1
+
+    def _reviewed_file(self, root: Path, relpath: str) -> bool:
+        """Whether the reviewer's ``relpath`` is a file this item reviewed: its plan or a
+        file of its change set, a regular file reached through no symlink.
+
+        pytest prints the source line a warning points at (``linecache``), unredacted:
+        a file the reviewer names freely could be an ignored ``.env`` of the checkout, a
+        symlink to a credentials file or to ``/dev/zero``.
+        """
+        record = self.reviewed.record if self.reviewed is not None else None
+        change = self.spec.change
+        if relpath != (record.path if record else None) and (
+            change is None or relpath not in change.files
+        ):
+            return False
+        path = os.path.abspath(root / relpath)
+        return os.path.realpath(path) == path and os.path.isfile(path)
 
     @staticmethod
     def own_error(exc: BaseException) -> bool:
