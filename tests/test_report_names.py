@@ -104,3 +104,34 @@ def test_tb_short_shows_the_findings_without_the_review_text(branch: ReviewRepo)
     assert "Adversarial review — code-review — REVISE after 1 round" in text
     assert CODE.title in text
     assert "## Findings" not in text and "What can go wrong" not in text
+
+
+# -- a finding's place is never a file the item did not review ---------------------------
+
+
+@pytest.mark.parametrize("named", [".env", "docs/plans/link.md"])
+def test_a_warning_never_points_at_a_file_the_item_did_not_review(
+    scripted_repo: ReviewRepo, named: str
+) -> None:
+    """pytest prints the source line a warning names, unredacted: a reviewer that names an
+    ignored ``.env`` or a symlink (to a credentials file, to ``/dev/zero``) must not get
+    that line printed, or the run stuck reading an endless file.  The warning falls back
+    to the plan."""
+    scripted_repo.write(".gitignore", ".env\n.pytest_cache/\n__pycache__/\n")
+    scripted_repo.write(".env", "DEPLOY_TOKEN=ignored-file-secret-42\n")
+    scripted_repo.plan("x.md", PLAN)
+    (scripted_repo.path / "docs" / "plans" / "link.md").symlink_to("/dev/zero")
+    scripted_repo.commit("a plan, an ignored secret and a link")
+    finding = FindingSpec("medium", "Secrets are read at start", file=named, lines=(1, 1))
+    scripted_repo.answer("docs/plans/x.md", {"message": revise_review(finding)})
+    result = scripted_repo.run(
+        "--advreview-diff=none",
+        "--advreview-fail-on=high",
+        "-W",
+        "default::pytest_advreview.outcome.ReviewWarning",
+        "docs/plans/x.md",
+    )
+    result.assert_outcomes(passed=1, warnings=1)
+    out = "\n".join(result.outlines)
+    assert "ignored-file-secret-42" not in out
+    assert re.search(r"/docs/plans/x\.md:1: ReviewWarning: .*passed with a warning", out), out

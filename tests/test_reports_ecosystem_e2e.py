@@ -59,13 +59,19 @@ def test_pytest_html_shows_the_finding_of_a_review_that_passed_with_a_warning(
     assert "REVISE after 1 round: 1 finding below high (passed with a warning)" in html
 
 
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["one-process", "xdist"])
 def test_annotate_failures_puts_the_warning_on_the_finding_and_one_error_per_failed_item(
-    review_repo: ReviewRepo, ecosystem_python: Path, monkeypatch: pytest.MonkeyPatch
+    review_repo: ReviewRepo,
+    ecosystem_python: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    workers: tuple[str, ...],
 ) -> None:
+    """Under xdist the failure's place and the warnings reach the controller, where both
+    plugins annotate."""
     _plans(review_repo)
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     monkeypatch.delenv("GITHUB_WORKSPACE", raising=False)
-    result = review_repo.run_ecosystem(ecosystem_python, *ARGS)
+    result = review_repo.run_ecosystem(ecosystem_python, *ARGS, *workers)
     result.assert_outcomes(passed=1, failed=1, warnings=1)
     commands = [line for line in (*result.outlines, *result.errlines) if line.startswith("::")]
     warnings = [c for c in commands if c.startswith("::warning")]
