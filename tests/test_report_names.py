@@ -46,8 +46,12 @@ def test_junit_has_a_classname_for_every_item_and_no_none_values(branch: ReviewR
         "adversarial-review@docs.plans.ok.md",
         "code-review@code-change",
     ]
-    values = {p.get("name"): p.get("value") for p in tree.iter("property")}
-    assert "None" not in values.values()
+    values = [p.get("value") for p in tree.iter("property")]
+    assert values and "None" not in values
+    # The review that could not run has no verdict: no property, rather than "None".
+    down = cases["adversarial-review@docs.plans.down.md"]
+    assert {p.get("name") for p in down.iter("property")} >= {"max_severity", "status"}
+    assert "verdict" not in {p.get("name") for p in down.iter("property")}
     # The approved plan has no finding: "none", not a missing value printed as "None".
     ok = cases["adversarial-review@docs.plans.ok.md"]
     props = {p.get("name"): p.get("value") for p in ok.iter("property")}
@@ -97,9 +101,8 @@ def test_the_header_counts_a_long_provider_configuration_and_v_lists_it(
 
 
 def test_tb_short_shows_the_findings_without_the_review_text(branch: ReviewRepo) -> None:
-    result = branch.run("--advreview-diff=branch", "--tb=short", "docs/plans/ok.md")
-    result.assert_outcomes(passed=1)
     failed = branch.run("--advreview-diff=branch", "--tb=short")
+    failed.assert_outcomes(passed=1, failed=1, errors=1)
     text = "\n".join(failed.outlines)
     assert "Adversarial review — code-review — REVISE after 1 round" in text
     assert CODE.title in text

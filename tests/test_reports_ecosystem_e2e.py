@@ -27,7 +27,7 @@ ROLLOUT_LINE = 5
 ROLLBACK_LINE = 9
 WARNED = FindingSpec("medium", "Wave size is unstated", section="Rollout")
 FAILED = FindingSpec("high", "Rollback restores a stale backup", section="Rollback")
-ARGS = ("--advreview-fail-on=high", "--advreview-diff=none", "-p", "no:randomly")
+ARGS = ("--advreview-fail-on=high", "--advreview-diff=none")
 
 
 def _plans(repo: ReviewRepo) -> None:
