@@ -88,15 +88,21 @@ def test_annotate_failures_puts_the_warning_on_the_finding_and_one_error_per_fai
     assert FAILED.title in errors[0]
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
 def test_a_review_stopped_by_pytest_timeout_is_one_line_and_the_summary(
-    review_repo: ReviewRepo, ecosystem_python: Path
+    review_repo: ReviewRepo, ecosystem_python: Path, jobs: str
 ) -> None:
+    """In the item's own setup (jobs=1) or while it waits for the pool's thread (jobs=2)."""
     git(review_repo.path, "checkout", "-q", "-b", "feature")
     review_repo.plan("slow.md", PLAN)
     review_repo.commit("plan")
     review_repo.answer("docs/plans/slow.md", {"hang": 600})
     result = review_repo.run_ecosystem(
-        ecosystem_python, *ARGS, "--timeout=5", "--timeout-method=signal"
+        ecosystem_python,
+        *ARGS,
+        f"--advreview-jobs={jobs}",
+        "--timeout=5",
+        "--timeout-method=signal",
     )
     result.assert_outcomes(errors=1)
     errors = _section(result.outlines, "ERRORS")
