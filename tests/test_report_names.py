@@ -138,3 +138,24 @@ def test_a_warning_never_points_at_a_file_the_item_did_not_review(
     out = "\n".join(result.outlines)
     assert "ignored-file-secret-42" not in out
     assert re.search(r"/docs/plans/x\.md:1: ReviewWarning: .*passed with a warning", out), out
+
+
+def test_a_warning_made_an_error_by_filterwarnings_is_text_with_the_fix(
+    scripted_repo: ReviewRepo,
+) -> None:
+    scripted_repo.pytester.makeini("[pytest]\nfilterwarnings = error\n")
+    scripted_repo.plan("x.md", PLAN)
+    scripted_repo.commit("plan")
+    below = FindingSpec("medium", "Backups are never tested", section="Rollback")
+    scripted_repo.answer("docs/plans/x.md", {"message": revise_review(below)})
+    result = scripted_repo.run(
+        "--advreview-diff=none", "--advreview-fail-on=high", "docs/plans/x.md"
+    )
+    result.assert_outcomes(failed=1)
+    out = "\n".join(result.outlines)
+    assert "Traceback" not in out and "items.py" not in out and "warn_explicit" not in out
+    assert below.title in out
+    assert "add default::pytest_advreview.outcome.ReviewWarning to filterwarnings" in out
+    result.stdout.fnmatch_lines(
+        ["FAILED docs/plans/x.md::adversarial-review - ReviewWarning made an error by a*"]
+    )

@@ -47,6 +47,13 @@ from .runstash import RunStash
 __all__ = ["PlanFile", "ReviewItem"]
 
 _OWN_ERRORS = (ReviewFailed, ReviewerUnavailable, WorkspaceMutated)
+#: The failure text's last line when a warnings filter (``filterwarnings = error``) made a
+#: review that passed with a warning fail.
+_WARNING_AS_ERROR = (
+    "A warnings filter (filterwarnings = error, -W error) made this ReviewWarning an error; "
+    "add default::pytest_advreview.outcome.ReviewWarning to filterwarnings to keep a review "
+    "whose findings are all below fail-on a pass"
+)
 #: Built once: looking a marker up by name per item costs more than the item at 5,000 plans.
 _REVIEW_MARK = getattr(pytest.mark, MARKER)
 
@@ -279,7 +286,7 @@ class ReviewItem(pytest.Item):
     def own_error(exc: BaseException) -> bool:
         """Whether ``exc`` is shown as text (see below): a review failure or error, or a
         review stopped from outside (:meth:`stopped`)."""
-        return isinstance(exc, _OWN_ERRORS) or ReviewItem.stopped(exc)
+        return isinstance(exc, (*_OWN_ERRORS, ReviewWarning)) or ReviewItem.stopped(exc)
 
     @staticmethod
     def stopped(exc: BaseException) -> bool:
@@ -324,6 +331,8 @@ class ReviewItem(pytest.Item):
             text = failure_summary(self.spec.key, exc.outcome)
         elif self.stopped(exc):
             text = f"Adversarial review — {self.spec.key} — {summary}"
+        elif isinstance(exc, ReviewWarning):
+            text = f"{exc}\n\n{_WARNING_AS_ERROR}\n"
         else:
             text = str(exc)
         return ReviewRepr(text, summary, path, line)
@@ -334,6 +343,8 @@ class ReviewItem(pytest.Item):
             worst = exc.outcome.failing[0].line() if exc.outcome.failing else ""
             return f"{exc.outcome.summary}; {worst}".rstrip("; ")
         first = str(exc).strip().splitlines()
+        if isinstance(exc, ReviewWarning):
+            return f"ReviewWarning made an error by a warnings filter: {first[0] if first else ''}"
         if self.stopped(exc):
             return f"stopped: {first[0] if first else 'pytest.fail'}"
         return first[0] if first else type(exc).__name__
