@@ -7,6 +7,10 @@ MARKER = "adversarial_review"
 #: Node-id suffixes of the two kinds of review item.
 PLAN_ITEM_NAME = "adversarial-review"
 CODE_ITEM_NAME = "code-review"
+#: The code item's node id: it reviews a change set, not a file, but pytest takes a node
+#: id's first part for the file (the progress line, JUnit's classname), so it has a
+#: readable one of its own instead of the empty one (shown as ``.``).
+CODE_ITEM_NODEID = f"code-change::{CODE_ITEM_NAME}"
 #: Key prefix of everything the plugin stores in ``config.cache``.
 CACHE_PREFIX = "advreview/"
 #: Prefix of environment variables that configure the plugin.

@@ -7,6 +7,7 @@ in **teardown** (so a reviewer that changed files errors even when the review pa
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -15,13 +16,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _pytest._code.code import ExceptionInfo, ReprFileLocation, TerminalRepr
+from _pytest._code.code import (
+    ExceptionInfo,
+    ExceptionRepr,
+    ReprEntry,
+    ReprFileLocation,
+    ReprTraceback,
+    TerminalRepr,
+)
 from _pytest._io import TerminalWriter
 
 from . import engine, gate, outbound, runstash
 from .constants import MARKER, PLAN_ITEM_NAME
-from .models import FailureText
+from .models import FailureText, Finding
 from .outcome import (
+    Outcome,
     OutcomeKind,
     ReviewerUnavailable,
     ReviewFailed,
@@ -29,31 +38,55 @@ from .outcome import (
     WorkspaceMutated,
     error_report,
     failure_report,
+    failure_summary,
     user_properties,
     warning_message,
 )
+from .report.files import Anchors, find_repo_root
 from .review import ReviewInputError, ReviewRun, TargetSpec
 from .runstash import RunStash
 
 __all__ = ["FirstReview", "PlanFile", "ReviewItem", "claim_ahead"]
 
 _OWN_ERRORS = (ReviewFailed, ReviewerUnavailable, WorkspaceMutated)
+#: The failure text's last line when a warnings filter (``filterwarnings = error``) made a
+#: review that passed with a warning fail.
+_WARNING_AS_ERROR = (
+    "A warnings filter (filterwarnings = error, -W error) made this ReviewWarning an error; "
+    "add default::pytest_advreview.outcome.ReviewWarning to filterwarnings to keep a review "
+    "whose findings are all below fail-on a pass"
+)
 #: Built once: looking a marker up by name per item costs more than the item at 5,000 plans.
 _REVIEW_MARK = getattr(pytest.mark, MARKER)
 
 
-class ReviewRepr(TerminalRepr):
-    """A review failure: the full text in the report, one line in the short summary.
+class ReviewRepr(ExceptionRepr):
+    """A review failure: the text in the report, one line in the short summary.
 
     ``reprcrash.message`` is what pytest's short test summary (untruncated on CI) and
-    JUnit's ``message`` attribute show, so the review is not printed twice.
+    JUnit's ``message`` attribute show, so the review is not printed twice.  An
+    :class:`ExceptionRepr` with one traceback entry and no source lines, so that report
+    plugins that read a failure's place from there (the first entry's file and line, as
+    pytest-github-actions-annotate-failures does) find the finding's place, not the plan's
+    first line.  The text is already in the ``--tb`` style :meth:`ReviewItem.repr_failure`
+    chose.
     """
 
-    def __init__(self, text: str, summary: str, path: Path) -> None:
+    def __init__(self, text: str, summary: str, path: str, line: int = 1) -> None:
         # Whatever built the text (a review, an error of the reviewer, a worker's report),
         # it is redacted and neutralised here, where every failure text passes.
         self.text = outbound.terminal_text(text)
-        self.reprcrash = ReprFileLocation(str(path), 0, outbound.one_line(summary))
+        self.reprcrash: ReprFileLocation | None = ReprFileLocation(
+            path, line, outbound.one_line(summary)
+        )
+        # The entry names the file as pytest's traceback entries do: relative to the
+        # working folder when inside it (annotations want the checkout's relative path).
+        shown = os.path.relpath(path) if os.path.isabs(path) else path
+        where = ReprFileLocation(path if shown.startswith("..") else shown, line, summary)
+        self.reprtraceback = ReprTraceback(
+            [ReprEntry([], None, None, where, "short")], None, "short"
+        )
+        self.sections = []
 
     def toterminal(self, tw: TerminalWriter) -> None:
         """Write the text as it is, line by line (no colour needed to read it)."""
@@ -62,7 +95,11 @@ class ReviewRepr(TerminalRepr):
 
     def to_wire(self) -> dict[str, Any]:
         """The JSON form an xdist worker sends in place of pytest's flattened string."""
-        wire = FailureText(text=self.text, summary=self.reprcrash.message, path=self.reprcrash.path)
+        assert self.reprcrash is not None
+        crash = self.reprcrash
+        wire = FailureText(
+            text=self.text, summary=crash.message, path=crash.path, line=crash.lineno
+        )
         return wire.model_dump(mode="json")
 
     @classmethod
@@ -71,7 +108,7 @@ class ReviewRepr(TerminalRepr):
         if not isinstance(data, dict) or data.get("kind") != "advreview-failure":
             return None
         wire = FailureText.model_validate(data)
-        return cls(wire.text, wire.summary, Path(wire.path))
+        return cls(wire.text, wire.summary, wire.path, wire.line)
 
 
 @dataclass
@@ -277,16 +314,7 @@ class ReviewItem(pytest.Item):
         if outcome.kind is OutcomeKind.FAILED:
             raise ReviewFailed(outcome, failure_report(self.spec.key, result, outcome))
         if outcome.kind is OutcomeKind.WARNED:
-            # Attributed to the reviewed file, not to this line of the plugin (by its node
-            # path: under --advreview-head, REF's path rather than the private checkout).
-            where = self.path if self.spec.path is not None else self.spec.against_plan
-            where = where or self.path
-            warnings.warn_explicit(
-                ReviewWarning(warning_message(self.spec.key, outcome)),
-                ReviewWarning,
-                filename=str(where),
-                lineno=1,
-            )
+            self._warn(outcome)
 
     @gate.recorded("teardown")
     def teardown(self) -> None:
@@ -355,18 +383,113 @@ class ReviewItem(pytest.Item):
         # plugins (a report log) write the attribute out as it is.
         self.record_json = outbound.redact_model(record).model_dump_json()
 
+    def _warn(self, outcome: Outcome) -> None:
+        """Passed with a warning: one :class:`ReviewWarning` per finding below fail-on, at
+        the finding's place, and the findings as a section of the passing report.
+
+        Attributed to the finding's file and line, not to a line of the plugin: pytest's
+        warnings summary and the plugins that annotate warnings show them there.  Report
+        plugins (pytest-html, ``-rP``) show a passing report's sections, not pytest's
+        warnings; the section comes first, as ``filterwarnings = error`` raises the first
+        warning.
+        """
+        self.add_report_section("call", "advreview", warning_message(self.spec.key, outcome))
+        for finding in outcome.below:
+            path, line = self._place(finding)
+            warnings.warn_explicit(
+                ReviewWarning(warning_message(self.spec.key, outcome, [finding])),
+                ReviewWarning,
+                filename=path,
+                lineno=line,
+            )
+
+    def _place(self, finding: Finding | None) -> tuple[str, int]:
+        """Where ``finding`` points: an absolute path and a 1-based line, named in rootdir's
+        repository as the reports name them (under ``--advreview-head``: REF's path, never
+        the private checkout).  Without a finding, or one that names no usable place: the
+        plan, else the pytest configuration file, else rootdir."""
+        if finding is not None and self.reviewed is not None:
+            root = find_repo_root(self.config.rootpath)
+            anchor = Anchors(root).of(self.reviewed.record, finding)
+            if anchor.path is not None and self._reviewed_file(root, anchor.path):
+                return str(root / anchor.path), anchor.line_start or 1
+        if self.spec.kind == "plan":
+            home: Path = self.path
+        else:
+            home = self.spec.against_plan or self.config.inipath or self.config.rootpath
+        return str(home), 1
+
+    def _reviewed_file(self, root: Path, relpath: str) -> bool:
+        """Whether the reviewer's ``relpath`` is a file this item reviewed: its plan or a
+        file of its change set, a regular file reached through no symlink.
+
+        pytest prints the source line a warning points at (``linecache``), unredacted:
+        a file the reviewer names freely could be an ignored ``.env`` of the checkout, a
+        symlink to a credentials file or to ``/dev/zero``.
+        """
+        record = self.reviewed.record if self.reviewed is not None else None
+        change = self.spec.change
+        if relpath != (record.path if record else None) and (
+            change is None or relpath not in change.files
+        ):
+            return False
+        path = os.path.abspath(root / relpath)
+        return os.path.realpath(path) == path and os.path.isfile(path)
+
     @staticmethod
     def own_error(exc: BaseException) -> bool:
-        """Whether ``exc`` is a review failure or error (shown as text, see below)."""
-        return isinstance(exc, _OWN_ERRORS)
+        """Whether ``exc`` is shown as text (see below): a review failure or error, or a
+        review stopped from outside (:meth:`stopped`)."""
+        return isinstance(exc, (*_OWN_ERRORS, ReviewWarning)) or ReviewItem.stopped(exc)
+
+    @staticmethod
+    def stopped(exc: BaseException) -> bool:
+        """Whether something outside the plugin stopped a phase with ``pytest.fail``:
+        pytest-timeout's signal method does so when the review outlives ``--timeout``."""
+        return isinstance(exc, pytest.fail.Exception)
+
+    def note_stopped(self, report: pytest.TestReport, exc: BaseException) -> None:
+        """A phase stopped from outside (:meth:`stopped`): keep a record for the review
+        summary, and leave out the phase's captured output.
+
+        That output is the stopper's: pytest-timeout dumps the stack of every thread (the
+        plugin's reviewer, pool and progress threads) before it fails the phase, a
+        thousand lines about the plugin's internals; a review item runs no user code.
+        """
+        if self.review is not None and self.record_json is None:
+            self._attach(error=f"stopped during {report.when}: {exc}")
+        report.sections = [
+            (name, text) for name, text in report.sections if not name.startswith("Captured std")
+        ]
 
     def repr_failure(
-        self, excinfo: ExceptionInfo[BaseException], style: Any = None
+        self, excinfo: ExceptionInfo[BaseException], style: Any = None, *, when: str = "call"
     ) -> str | TerminalRepr:
-        """Review results are shown as text, never as a Python traceback."""
-        if not self.own_error(excinfo.value):
+        """Review results are shown as text, never as a Python traceback, in the ``--tb``
+        style: ``line`` one line, ``short`` without the review's text, the others whole.
+
+        :param when: the phase (pytest calls this for ``call`` only; the plugin's report
+            hook for the others).
+        """
+        exc = excinfo.value
+        if not self.own_error(exc):
             return super().repr_failure(excinfo, style=style)
-        return ReviewRepr(str(excinfo.value), self.one_line(excinfo.value), self.reportinfo()[0])
+        summary = self.one_line(exc)
+        failing = self.reviewed.record.worst_failing() if self.reviewed is not None else None
+        path, line = self._place(failing if isinstance(exc, ReviewFailed) else None)
+        style = style or self.config.getoption("tbstyle", "auto")
+        if style == "line":
+            # After a failure pytest prints the crash line itself; after an error, only this.
+            text = "" if when == "call" else f"{path}:{line}: {summary}"
+        elif style == "short" and isinstance(exc, ReviewFailed):
+            text = failure_summary(self.spec.key, exc.outcome)
+        elif self.stopped(exc):
+            text = f"Adversarial review — {self.spec.key} — {summary}"
+        elif isinstance(exc, ReviewWarning):
+            text = f"{exc}\n\n{_WARNING_AS_ERROR}\n"
+        else:
+            text = str(exc)
+        return ReviewRepr(text, summary, path, line)
 
     def one_line(self, exc: BaseException) -> str:
         """The short-summary / JUnit message: one line, not the whole review."""
@@ -374,6 +497,10 @@ class ReviewItem(pytest.Item):
             worst = exc.outcome.failing[0].line() if exc.outcome.failing else ""
             return f"{exc.outcome.summary}; {worst}".rstrip("; ")
         first = str(exc).strip().splitlines()
+        if isinstance(exc, ReviewWarning):
+            return f"ReviewWarning made an error by a warnings filter: {first[0] if first else ''}"
+        if self.stopped(exc):
+            return f"stopped: {first[0] if first else 'pytest.fail'}"
         return first[0] if first else type(exc).__name__
 
     def reportinfo(self) -> tuple[Path, int, str]:

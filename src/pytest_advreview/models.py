@@ -564,6 +564,11 @@ class ItemRecord(WireModel):
     #: lead's first turn to the final text (``git apply``-able from the repository root).
     lead_patch: str = ""
 
+    def worst_failing(self) -> Finding | None:
+        """The failing finding a failure points at: the first of ``findings`` (highest
+        first) at or above ``fail_on``; ``None`` when none fails the item."""
+        return next((f for f in self.findings if f.id in self.failing_ids), None)
+
 
 class FailureText(WireModel):
     """A review failure or error as shown by pytest, on its way from an xdist worker.
@@ -578,5 +583,8 @@ class FailureText(WireModel):
     text: str
     #: The one line for the short test summary and JUnit's ``message``.
     summary: str
-    #: The file the failure points at (the plan, or the repository root for code).
+    #: Where the failure points: the worst failing finding's file (the plan, or the file
+    #: the reviewer named), else the plan, else the pytest configuration file or rootdir.
     path: str
+    #: Its 1-based line (1 when no line is known).
+    line: int = 1

@@ -43,9 +43,11 @@ __all__ = [
     "ReviewWarning",
     "ReviewerUnavailable",
     "WorkspaceMutated",
+    "counted",
     "decide",
     "error_report",
     "failure_report",
+    "failure_summary",
     "user_properties",
     "warning_message",
 ]
@@ -116,7 +118,8 @@ def _rounds(result: LoopResult) -> int:
     return max(result.last_round, last)
 
 
-def _count(n: int, word: str) -> str:
+def counted(n: int, word: str) -> str:
+    """``1 finding``, ``2 findings``: ``n`` and ``word``, plural unless ``n`` is one."""
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
@@ -150,7 +153,7 @@ def decide(result: LoopResult, fail_on: Severity) -> Outcome:
             verdict=verdict,
         )
 
-    after = f"after {_count(rounds, 'round')}"
+    after = f"after {counted(rounds, 'round')}"
     verdict_text = verdict.value if verdict is not None else result.status.value
     if result.needs_operator:
         # The lead left structural fixes for a person: whatever the reviewer said after
@@ -158,7 +161,7 @@ def decide(result: LoopResult, fail_on: Severity) -> Outcome:
         ids = ", ".join(result.needs_operator)
         return make(
             OutcomeKind.FAILED,
-            f"{verdict_text} {after}, but {_count(len(result.needs_operator), 'finding')} "
+            f"{verdict_text} {after}, but {counted(len(result.needs_operator), 'finding')} "
             f"needs the operator (structural, not applied by the lead): {ids}",
         )
     if result.uncommitted_edits:
@@ -189,7 +192,7 @@ def decide(result: LoopResult, fail_on: Severity) -> Outcome:
     if approved and below:
         return make(
             OutcomeKind.WARNED,
-            f"APPROVED {after} with {_count(len(below), 'finding')} below {fail_on.value} "
+            f"APPROVED {after} with {counted(len(below), 'finding')} below {fail_on.value} "
             "(passed with a warning)",
         )
     if approved:
@@ -205,7 +208,7 @@ def decide(result: LoopResult, fail_on: Severity) -> Outcome:
     )
     if failing:
         summary = (
-            f"{prefix}: {_count(len(failing), 'finding')} at or above {fail_on.value} "
+            f"{prefix}: {counted(len(failing), 'finding')} at or above {fail_on.value} "
             f"(max {failing[0].severity.value})"
         )
         if below:
@@ -214,7 +217,7 @@ def decide(result: LoopResult, fail_on: Severity) -> Outcome:
     if below:
         return make(
             OutcomeKind.WARNED,
-            f"{prefix}: {_count(len(below), 'finding')} below {fail_on.value} "
+            f"{prefix}: {counted(len(below), 'finding')} below {fail_on.value} "
             "(passed with a warning)",
         )
     # REVISE without a parsable finding: the runner retries format drift, so this should
@@ -222,10 +225,12 @@ def decide(result: LoopResult, fail_on: Severity) -> Outcome:
     return make(OutcomeKind.FAILED, f"{prefix}: no parsable findings")
 
 
-def warning_message(item_name: str, outcome: Outcome) -> str:
-    """The text of the :class:`ReviewWarning` for a warned outcome: one line per finding
-    (redacted and neutralised: pytest prints it in the warnings summary)."""
-    lines = [_header(item_name, outcome.summary), *(f.line() for f in outcome.below)]
+def warning_message(item_name: str, outcome: Outcome, findings: Sequence[Finding] = ()) -> str:
+    """The text of a :class:`ReviewWarning` of a warned outcome: the summary, then one
+    line per finding of ``findings`` (default: every finding below fail-on); redacted and
+    neutralised, as pytest prints it in the warnings summary."""
+    shown = findings or outcome.below
+    lines = [_header(item_name, outcome.summary), *(f.line() for f in shown)]
     return terminal_text("\n".join(lines))
 
 
@@ -241,6 +246,21 @@ def _with_warnings(parts: list[str], result: LoopResult) -> str:
     return terminal_text("\n".join(parts) + "\n")
 
 
+def _finding_lines(outcome: Outcome) -> list[str]:
+    """One line per finding: failing ones first, then those below fail-on marked so."""
+    return [
+        *(f.line() for f in outcome.failing),
+        *(f"{f.line()} — below the fail-on threshold" for f in outcome.below),
+    ]
+
+
+def failure_summary(item_name: str, outcome: Outcome) -> str:
+    """The failure text without the review's own text (``--tb=short``): the header with
+    the outcome's summary, then one line per finding."""
+    parts = [_header(item_name, outcome.summary), *_finding_lines(outcome)]
+    return terminal_text("\n".join(parts) + "\n")
+
+
 def failure_report(item_name: str, result: LoopResult, outcome: Outcome) -> str:
     """The failure text: header, the review verbatim, then one line per finding.
 
@@ -252,8 +272,7 @@ def failure_report(item_name: str, result: LoopResult, outcome: Outcome) -> str:
     parts = [_header(item_name, f"round {outcome.rounds}"), ""]
     raw = result.review.raw if result.review is not None else ""
     parts += [(raw[:-1] if raw.endswith("\n") else raw) if raw else "(no review text)", ""]
-    parts.extend(f.line() for f in outcome.failing)
-    parts.extend(f"{f.line()} — below the fail-on threshold" for f in outcome.below)
+    parts.extend(_finding_lines(outcome))
     if result.uncommitted_edits:
         parts += [
             "",
@@ -314,14 +333,17 @@ def user_properties(result: LoopResult, outcome: Outcome) -> list[tuple[str, obj
     """Structured results for ``item.user_properties`` (JUnit ``<property>``, xdist-safe).
 
     ``findings`` is a JSON string so that every consumer sees the same value: JUnit XML
-    stringifies property values anyway.  Its strings are redacted and their invisible
+    stringifies property values anyway, and so writes ``None`` as ``"None"``: a review
+    without a verdict (it could not run) has no ``verdict`` property, and one without a
+    finding has ``max_severity`` ``none``.  Its strings are redacted and their invisible
     characters shown before they are encoded, so a consumer that decodes the JSON gets
     the shown form back, not the raw characters.
     """
     findings = redact_data([f.model_dump(mode="json") for f in (*outcome.failing, *outcome.below)])
+    verdict = [("verdict", outcome.verdict.value)] if outcome.verdict is not None else []
     return [
-        ("verdict", outcome.verdict.value if outcome.verdict is not None else None),
-        ("max_severity", outcome.max_severity.value if outcome.max_severity else None),
+        *verdict,
+        ("max_severity", outcome.max_severity.value if outcome.max_severity else "none"),
         ("findings", json.dumps(findings, ensure_ascii=False, sort_keys=True)),
         ("rounds", outcome.rounds),
         ("tokens", result.usage.total),

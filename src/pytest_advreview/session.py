@@ -13,6 +13,7 @@ import os
 import secrets
 import shutil
 import tempfile
+import warnings
 from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,11 +21,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from . import containment, outbound, runlock, runstash
-from .constants import BUILTIN_REVIEWERS, CODE_ITEM_NAME, RECORD_ATTR
+from .constants import BUILTIN_REVIEWERS, CODE_ITEM_NAME, CODE_ITEM_NODEID, RECORD_ATTR
 from .coordinator import Coordinator
 from .decisions import GateBase
 from .items import PlanFile, ReviewItem, ReviewRepr, claim_ahead
 from .options import DEFAULT_DECISIONS
+from .outcome import ReviewWarning
 from .parallel import ReviewPool
 from .progress import Progress, progress_plugin
 from .report.collect import ResultsCollector
@@ -286,7 +288,11 @@ class ReviewSession:
             added.extend(plan.collect())
         spec = self.targets.code_spec()
         if spec is not None:
-            added.append(ReviewItem.from_parent(session, name=CODE_ITEM_NAME, spec=spec))
+            added.append(
+                ReviewItem.from_parent(
+                    session, name=CODE_ITEM_NAME, nodeid=CODE_ITEM_NODEID, spec=spec
+                )
+            )
         if added:
             items.extend(added)
             # Items made here never passed through a collector, so the terminal's
@@ -341,7 +347,8 @@ class ReviewSession:
         """Effective settings, the plan selection, and the runtime hints."""
         from .settings import header_lines, runtime_hints
 
-        lines = header_lines(self.settings)
+        verbose = int(config.getoption("verbose", 0) or 0) > 0
+        lines = header_lines(self.settings, verbose=verbose)
         selected = self.targets
         if selected.head is not None:
             lines.append(selected.head.header)
@@ -400,13 +407,15 @@ class ReviewSession:
         """Put the item's record on each phase report (attributes travel through xdist)."""
         report = yield
         if isinstance(item, ReviewItem):
+            excinfo = call.excinfo
+            if excinfo is not None and item.stopped(excinfo.value):
+                item.note_stopped(report, excinfo.value)  # first: it may make the record
             if item.record_json is not None:
                 setattr(report, RECORD_ATTR, item.record_json)
             # pytest renders setup/teardown errors as tracebacks (repr_failure is only
             # used for the call phase); review errors are messages, never tracebacks.
-            excinfo = call.excinfo
             if excinfo is not None and report.when != "call" and item.own_error(excinfo.value):
-                report.longrepr = item.repr_failure(excinfo)
+                report.longrepr = item.repr_failure(excinfo, when=report.when)
         return report
 
     @pytest.hookimpl(wrapper=True)
@@ -466,6 +475,15 @@ class Controller:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Collect review records (also those of xdist workers)."""
         self.results.add(report)
+
+    @pytest.hookimpl
+    def pytest_warning_recorded(
+        self, warning_message: warnings.WarningMessage, nodeid: str
+    ) -> None:
+        """Note the review warnings pytest recorded (the GitHub annotations leave to another
+        plugin the findings it annotates from them, see ``report/publish.py``)."""
+        if issubclass(warning_message.category, ReviewWarning):
+            self.results.add_warning(nodeid, str(warning_message.message))
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:

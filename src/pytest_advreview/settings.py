@@ -296,11 +296,13 @@ _NOT_LISTED = {
 }
 
 
-def header_lines(settings: Settings) -> list[str]:
+def header_lines(settings: Settings, *, verbose: bool = False) -> list[str]:
     """The effective settings for ``pytest_report_header``, enough to reproduce a run.
 
     The first line always has the reviewer, its model settings, rounds, threshold, format
-    and timeout.  A second line lists the other settings that differ from their defaults.
+    and timeout.  A second line lists the other settings that differ from their defaults;
+    a list longer than :data:`_LISTED_CHARS` (``--advreview-codex-config``: a provider's
+    whole configuration) is counted there, and listed whole with ``verbose`` (``-v``).
     """
     q = shlex.quote
     parts = [f"reviewer={q(settings.reviewer)}"]
@@ -332,6 +334,8 @@ def header_lines(settings: Settings) -> list[str]:
             shown = f"{value[0]}/{value[1]}"
         elif isinstance(value, tuple):
             shown = ",".join(q(item) for item in value)
+            if len(shown) > _LISTED_CHARS and not verbose:
+                shown = f"<{len(value)} values, -v lists them>"
         else:
             shown = "yes" if value is True else q(str(value))
         extra.append(f"{spec.field.replace('_', '-')}={shown}")
@@ -346,6 +350,9 @@ def header_lines(settings: Settings) -> list[str]:
         lines.append("advreview: " + " ".join(extra))
     return lines
 
+
+#: Longest list setting the header shows without ``-v`` (longer ones are counted).
+_LISTED_CHARS = 60
 
 _WORKSPACE_WRITE_HINT = (
     "workspace-write in effect; pass --advreview-sandbox=read-only if sensitive ignored "

@@ -28,6 +28,9 @@ class ItemResult:
     seconds: float = 0.0
     #: Text of a failed phase (the failure or error report), first lines only.
     problems: list[str] = field(default_factory=list)
+    #: The texts of the item's :class:`~..outcome.ReviewWarning` warnings pytest recorded
+    #: (none when a filter ignored them).
+    recorded_warnings: list[str] = field(default_factory=list)
 
     # The facts every report derives from a record and pytest's view, decided here once.
 
@@ -69,6 +72,11 @@ class ResultsCollector:
     def __init__(self) -> None:
         self.results: dict[str, ItemResult] = {}
         self._raw: dict[str, str] = {}
+        self._warnings: dict[str, list[str]] = {}
+
+    def add_warning(self, nodeid: str, text: str) -> None:
+        """A review warning pytest recorded for ``nodeid`` (any process's)."""
+        self._warnings.setdefault(nodeid, []).append(text)
 
     def add(self, report: pytest.TestReport) -> None:
         """Fold one phase report of a review item in (reports without a record are ignored)."""
@@ -95,4 +103,7 @@ class ResultsCollector:
 
     def ordered(self) -> list[ItemResult]:
         """Results sorted by node id: the same order whatever xdist did."""
+        for nodeid, texts in self._warnings.items():
+            if nodeid in self.results:
+                self.results[nodeid].recorded_warnings = list(texts)
         return [self.results[key] for key in sorted(self.results)]

@@ -29,6 +29,7 @@ from .terminal import MEANING
 
 __all__ = [
     "MAX_PER_LEVEL",
+    "AnnotatedElsewhere",
     "Annotation",
     "collect_annotations",
     "enabled",
@@ -100,8 +101,38 @@ def _finding_message(record: ItemRecord, finding: Finding) -> str:
     return "\n".join(lines)
 
 
-def collect_annotations(results: Sequence[ItemResult], anchors: Anchors) -> list[Annotation]:
-    """Every annotation of the run, worst first within each level (before the cap)."""
+@dataclass(frozen=True)
+class AnnotatedElsewhere:
+    """What another plugin of the run annotates from pytest's own reports
+    (pytest-github-actions-annotate-failures), so that each finding is annotated once.
+
+    :param failures: one ``::error`` per item that failed, at its failure's place: the
+        item's worst failing finding (``ReviewRepr`` points there).
+    :param warnings: one ``::warning`` per recorded warning, at its place: the finding
+        below fail-on it names.
+    """
+
+    failures: bool = False
+    warnings: bool = False
+
+    def covers(self, item: ItemResult, finding: Finding) -> bool:
+        """Whether the other plugin annotates ``finding`` of ``item`` already."""
+        if self.failures and item.pytest_outcome == "failed":
+            worst = item.record.worst_failing()
+            if worst is not None and worst.id == finding.id:
+                return True
+        if self.warnings and finding.id not in item.record.failing_ids:
+            return any(finding.id in text for text in item.recorded_warnings)
+        return False
+
+
+def collect_annotations(
+    results: Sequence[ItemResult],
+    anchors: Anchors,
+    elsewhere: AnnotatedElsewhere = AnnotatedElsewhere(),
+) -> list[Annotation]:
+    """Every annotation of the run, worst first within each level (before the cap);
+    none for a finding another plugin annotates (``elsewhere``)."""
     found: list[Annotation] = []
     for item in results:
         record = item.record
@@ -119,6 +150,8 @@ def collect_annotations(results: Sequence[ItemResult], anchors: Anchors) -> list
                 )
             )
         for finding in record.findings:
+            if elsewhere.covers(item, finding):
+                continue
             anchor = anchors.of(record, finding)
             found.append(
                 Annotation(
@@ -135,9 +168,13 @@ def collect_annotations(results: Sequence[ItemResult], anchors: Anchors) -> list
     return sorted(found, key=lambda a: a.rank)
 
 
-def workflow_commands(results: Sequence[ItemResult], anchors: Anchors) -> list[str]:
+def workflow_commands(
+    results: Sequence[ItemResult],
+    anchors: Anchors,
+    elsewhere: AnnotatedElsewhere = AnnotatedElsewhere(),
+) -> list[str]:
     """The lines to print: at most :data:`MAX_PER_LEVEL` per level, then one notice."""
-    found = collect_annotations(results, anchors)
+    found = collect_annotations(results, anchors, elsewhere)
     lines: list[str] = []
     left: dict[str, int] = {}
     # Errors rank before warnings, so showing one level after the other keeps the order.

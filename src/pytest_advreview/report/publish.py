@@ -128,7 +128,7 @@ def publish(
     if not github.enabled(settings.github, env):
         return written
     try:
-        commands = github.workflow_commands(results, anchors)
+        commands = github.workflow_commands(results, anchors, _annotated_elsewhere(config, env))
     except Exception as exc:  # a bug must not cost the summary below
         _warn(out, f"could not build the GitHub annotations: {exc!r}; please report this bug")
         commands = []
@@ -151,6 +151,21 @@ def publish(
     except Exception as exc:
         _warn(out, f"could not build the step summary: {exc!r}; please report this bug")
     return written
+
+
+def _annotated_elsewhere(
+    config: pytest.Config, env: Mapping[str, str]
+) -> github.AnnotatedElsewhere:
+    """What pytest-github-actions-annotate-failures annotates in this run: it registers
+    ``annotate_errors`` (failures) and, unless ``--exclude-warning-annotations``,
+    ``annotate_warnings``, and prints only when ``GITHUB_ACTIONS`` is ``true``."""
+    if env.get("GITHUB_ACTIONS") != "true":
+        return github.AnnotatedElsewhere()
+    plugins = config.pluginmanager
+    return github.AnnotatedElsewhere(
+        failures=plugins.get_plugin("annotate_errors") is not None,
+        warnings=plugins.get_plugin("annotate_warnings") is not None,
+    )
 
 
 def _write(out: _Output, option: str, path: Path, render: Callable[[], str]) -> bool:

@@ -8,6 +8,7 @@ import pytest
 
 from ..models import ItemRecord
 from ..outbound import terminal_text
+from ..outcome import counted
 from .collect import ItemResult
 
 __all__ = ["MEANING", "lead_lines", "write_summary"]
@@ -78,4 +79,4 @@ def write_summary(terminal: pytest.TerminalReporter, results: list[ItemResult]) 
             line(f"    {lead}")
         for mutation in record.mutations:
             line(f"    changed by the reviewer: {mutation}")
-    line(f"total: {len(results)} reviews, {total} tokens")
+    line(f"total: {counted(len(results), 'review')}, {counted(total, 'token')}")
