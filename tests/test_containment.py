@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import pytest_advreview
+from conftest import commit, init_repo, write
 from pytest_advreview import containment
 from pytest_advreview.runner.codex import (
     TOOL_TMP_PREFIX,
@@ -19,7 +20,6 @@ from pytest_advreview.runner.codex import (
     private_tool_tmp,
     remove_tool_tmp,
 )
-from conftest import commit, init_repo, write
 from pytest_advreview.settings import Settings
 from pytest_advreview.testing import approved_review
 from pytest_advreview.workspace import Layout

@@ -446,9 +446,22 @@ class ReviewRun(LoopHooks):
             self.mutations.extend(exc.mutations)
             self.rebaseline()
             raise FixFailed(str(exc), mutations=exc.mutations) from None
-        self.rebaseline()
+        # A lead no sandbox holds may have written the user's checkout itself: only the
+        # edits it made in its own folder are the user's to get.
+        with _unwatchable():
+            strays = self.workspace.changes(checkout_only=True)
+        if strays:
+            found = [
+                f"{m.path} ({m.kind}, changed by the {self.settings.lead} lead after round "
+                f"{round_no} in the checkout; it may edit only its own copy)"
+                for m in strays
+            ]
+            self.mutations.extend(found)
+            self.rebaseline()
+            raise FixFailed("the lead changed files it must not touch", mutations=found)
         # The lead edited the private copy: the user's files get the same edits.
         self.workspace.adopt([edit.path for edit in turn.record.edits])
+        self.rebaseline()
         self._material = None  # the next fresh exec and the stored state see the new text
         self.lead.records.append(turn.record)
         self.lead.applied = turn.applied

@@ -55,6 +55,13 @@ def reviewer_writes(settings: Settings) -> bool:
     return codex_writes or settings.lead != "none"
 
 
+def _unsandboxed_writer(settings: Settings) -> bool:
+    """Whether a writer of this run is held by no sandbox of ours, so it can write the
+    user's checkout from its worktree too: a ``command`` reviewer or one a plugin
+    provides, a ``command`` or ``claude`` lead."""
+    return settings.reviewer not in ("codex",) or settings.lead in ("command", "claude")
+
+
 def _may_write(settings: Settings) -> bool:
     """Whether a review of this run may change files: a sandboxed writer, or a reviewer
     backend no sandbox of ours holds (``command``, one a plugin provides)."""
@@ -72,7 +79,10 @@ class Layout:
     :param writable: the folder of the user's a sandboxed reviewer or lead of this run may
         write, ``None`` when there is none (a worktree per review, or nothing writes).
     :param shared_writable: reviews would write one folder together (in place, and a
-        reviewer that may write): side by side they would see each other's writes.
+        reviewer that may write; or a writer no sandbox holds, whose checkout every review
+        watches): side by side they would see each other's writes.
+    :param watch_checkout: isolated, and a writer no sandbox of ours holds could write the
+        checkout itself: the checkout is watched besides the worktree.
     """
 
     repo_root: Path
@@ -80,6 +90,7 @@ class Layout:
     in_git: bool = True
     writable: Path | None = None
     shared_writable: bool = False
+    watch_checkout: bool = False
 
     @classmethod
     def decide(
@@ -104,12 +115,14 @@ class Layout:
         else:
             isolated = mode == "worktree"
         writes = not isolated and _may_write(settings)
+        watch_checkout = isolated and _unsandboxed_writer(settings)
         return cls(
             repo_root=repo_root,
             isolated=isolated,
             in_git=in_git,
             writable=repo_root if writes and reviewer_writes(settings) else None,
-            shared_writable=writes,
+            shared_writable=writes or watch_checkout,
+            watch_checkout=watch_checkout,
         )
 
 
@@ -118,6 +131,8 @@ class _Baseline:
     """What the watch compares against, and what it reported already."""
 
     before: mutation.Snapshot | None = None
+    #: The user's checkout, when it is watched besides the worktree.
+    checkout: mutation.Snapshot | None = None
     seen: set[str] = field(default_factory=set)
 
 
@@ -190,8 +205,16 @@ class Workspace:
                 f"pytest-advreview: the review workspace {self.root} was removed before its "
                 "last comparison; this is a bug of pytest-advreview, please report it"
             )
-        root = self.root if self.layout.in_git else None
-        inputs = [self._translate(path) for path in self._inputs]
+        return self._take(self.root, [self._translate(path) for path in self._inputs])
+
+    def _checkout(self) -> mutation.Snapshot | None:
+        """The user's checkout as it is now, when it is watched besides the worktree."""
+        if not (self.layout.watch_checkout and self._tree is not None):
+            return None
+        return self._take(self.repo_root, self._inputs)
+
+    def _take(self, where: Path, inputs: Sequence[Path]) -> mutation.Snapshot:
+        root = where if self.layout.in_git else None
         top = self._toplevels.get(root) if root is not None else None
         try:
             snap = mutation.take_snapshot(root, [*inputs, *self._fixed], toplevel=top)
@@ -211,18 +234,26 @@ class Workspace:
     def rebaseline(self) -> None:
         """Take a new baseline: the folder as it is now is what the reviewer found."""
         self._watch.before = self.snapshot()
+        self._watch.checkout = self._checkout()
 
-    def changes(self) -> list[mutation.Mutation]:
-        """The changes since the baseline not reported before (each path once)."""
+    def changes(self, *, checkout_only: bool = False) -> list[mutation.Mutation]:
+        """The changes since the baseline not reported before (each path once).
+
+        :param checkout_only: only those in the user's checkout (a writer no sandbox holds
+            wrote there from its worktree), not the reviewer's own folder.
+        """
         watch = self._watch
-        if watch.before is None:
-            return []
-        found = []
-        for change in self.compare(watch.before, self.snapshot()):
-            if change.path not in watch.seen:
-                watch.seen.add(change.path)
-                found.append(change)
-        return found
+        found: list[mutation.Mutation] = []
+        if watch.before is not None and not checkout_only:
+            found += self.compare(watch.before, self.snapshot())
+        if watch.checkout is not None:
+            after = self._checkout()
+            assert after is not None
+            found += [
+                mutation.Mutation(c.path, c.kind, f"in the checkout, not the worktree: {c.detail}")
+                for c in self.compare(watch.checkout, after)
+            ]
+        return [change for change in found if not self.seen(change.path)]
 
     def seen(self, path: str) -> bool:
         """Whether ``path`` was reported already; marks it reported."""
