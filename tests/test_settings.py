@@ -351,6 +351,8 @@ def test_invalid_override_ini_value_names_the_override(pyt: pytest.Pytester) -> 
         ("--advreview-max-rounds=0", "expected a whole number from 1 to 20"),
         ("--advreview-max-rounds=2.5", "expected a whole number from 1 to 20"),
         ("--advreview-budget-tokens=-5", "expected a whole number of tokens from 1 to"),
+        ("--advreview-jobs=fast", "expected a whole number from 1 to 32, or auto"),
+        ("--advreview-jobs=0", "expected a whole number from 1 to 32, or auto"),
         ("--advreview-model=", "expected a model name, not an empty value"),
         ("--advreview-reviewer=my reviewer", "expected codex, command or the name of a reviewer"),
         ("--advreview-command=x 'unclosed", "expected a shell-quoted command line"),
