@@ -356,6 +356,24 @@ def bench_overhead(ws: Workspace, sizes: Sizes) -> list[Row]:
 # -- 2. parallel speed-up ----------------------------------------------------------------
 
 
+def _review_runs(
+    ws: Workspace, repo: Path, url: str, n: int, cpu: CpuLog, what: str
+) -> Callable[..., float]:
+    """One timed review run of ``repo``'s ``n`` plans from a fresh cache, all passing."""
+    env = ws.env()
+
+    def run(label: str, *extra: str) -> float:
+        _fresh_cache(repo)
+        ws.clear_sessions()
+        argv = pytest_cmd(*review_args(ws.codex, url), *extra)
+        t = expect(run_timed(argv, cwd=repo, env=env), [0], f"{what}: {label}")
+        if not _passed(t.stdout, n):
+            raise BenchError(f"{what}: expected {n} passed\n{t.stdout[-2000:]}")
+        return cpu(label, t)
+
+    return run
+
+
 def bench_parallel(ws: Workspace, sizes: Sizes) -> Row:
     """8 plans, 2 s latency: --advreview-jobs=4 vs 1 in one process, and -n 4 (and a shell)."""
     cpu = CpuLog()
@@ -367,14 +385,7 @@ def bench_parallel(ws: Workspace, sizes: Sizes) -> Row:
         env = ws.env()
         shell = codex_scripts(ws, repo, plans, server.url, "parallel-shell")
 
-        def run(label: str, *extra: str) -> float:
-            _fresh_cache(repo)
-            ws.clear_sessions()
-            argv = pytest_cmd(*review_args(ws.codex, server.url), *extra)
-            t = expect(run_timed(argv, cwd=repo, env=env), [0], f"parallel: {label}")
-            if not _passed(t.stdout, n):
-                raise BenchError(f"parallel: expected {n} passed\n{t.stdout[-2000:]}")
-            return cpu(label, t)
+        run = _review_runs(ws, repo, server.url, n, cpu, "parallel")
 
         def sh(name: str) -> float:
             ws.clear_sessions()
@@ -440,18 +451,8 @@ def bench_default(ws: Workspace, sizes: Sizes) -> Row:
     make_repo(repo, n)
     script = {"rules": [], "default": {"message": approved_review()}}
     with ScriptedServer(script, latency=sizes.parallel_latency) as server:
-        env = ws.env()
-
-        def run(label: str, *extra: str) -> float:
-            _fresh_cache(repo)
-            ws.clear_sessions()
-            # No -n: xdist is installed, but a user who does not ask for it does not get it.
-            argv = pytest_cmd(*review_args(ws.codex, server.url), *extra)
-            t = expect(run_timed(argv, cwd=repo, env=env), [0], f"default: {label}")
-            if not _passed(t.stdout, n):
-                raise BenchError(f"default: expected {n} passed\n{t.stdout[-2000:]}")
-            return cpu(label, t)
-
+        # No -n: xdist is installed, but a user who does not ask for it does not get it.
+        run = _review_runs(ws, repo, server.url, n, cpu, "default")
         a, b = side_by_side(
             sizes.heavy_reps,
             lambda: run("default"),

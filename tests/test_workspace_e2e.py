@@ -122,9 +122,12 @@ def test_a_venv_in_the_checkout_runs_under_ci_and_the_reviewer_cannot_change_it(
     assert "TAMPERED" not in out
     assert result.ret == pytest.ExitCode.TESTS_FAILED, out
     result.stdout.fnmatch_lines(["*x.md::adversarial-review*revise (failed)*"])
-    # Locally this layout is safe too: no containment warning in the header.
-    assert "WARNING: the reviewer may write" not in out
     assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
+    # Locally this layout is safe too: no containment warning in the header.
+    monkeypatch.delenv("CI")
+    local = _run_in_venv(review_repo, python, NO_CODE, "--collect-only")
+    assert local.ret == pytest.ExitCode.OK, local.stdout.str()
+    assert "the reviewer may write" not in local.stdout.str() + local.stderr.str()
 
 
 @pytest.mark.parametrize("isolation", [(), ("--advreview-isolation=worktree",)])
