@@ -12,7 +12,8 @@ layers:
 
 Files ignored by git are not watched (too costly, and they churn on every test run);
 ``--advreview-sandbox=read-only`` and the default worktree per review (which holds no
-ignored file) are the remedies for sensitive ignored state.  Outside a git work tree only the inputs are watched.
+ignored file) are the remedies for sensitive ignored state.  Outside a git work tree only
+the inputs are watched.
 """
 
 from __future__ import annotations
