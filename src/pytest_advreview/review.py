@@ -379,7 +379,8 @@ class ReviewRun(LoopHooks):
         if decisions is not None:
             # The fixer changed the user's files on purpose: the reviewer's copy gets
             # them, and that is the new baseline.
-            self.workspace.refresh()
+            with _unwatchable():
+                self.workspace.refresh()
             self.rebaseline()
         return decisions
 
