@@ -307,7 +307,7 @@ def bench_overhead(ws: Workspace, sizes: Sizes) -> list[Row]:
             medians={"pytest_s": median(c), "loop_s": median(b)},
             reps=sizes.reps,
             bound=(
-                "The default runs one review at a time "
+                "The default runs up to 4 reviews at a time, each in a worktree of its own "
                 "(see docs/parallel.md, Reviews side by side)."
             ),
             details={"pytest_s": c, "loop_s": b},
@@ -356,6 +356,24 @@ def bench_overhead(ws: Workspace, sizes: Sizes) -> list[Row]:
 # -- 2. parallel speed-up ----------------------------------------------------------------
 
 
+def _review_runs(
+    ws: Workspace, repo: Path, url: str, n: int, cpu: CpuLog, what: str
+) -> Callable[..., float]:
+    """One timed review run of ``repo``'s ``n`` plans from a fresh cache, all passing."""
+    env = ws.env()
+
+    def run(label: str, *extra: str) -> float:
+        _fresh_cache(repo)
+        ws.clear_sessions()
+        argv = pytest_cmd(*review_args(ws.codex, url), *extra)
+        t = expect(run_timed(argv, cwd=repo, env=env), [0], f"{what}: {label}")
+        if not _passed(t.stdout, n):
+            raise BenchError(f"{what}: expected {n} passed\n{t.stdout[-2000:]}")
+        return cpu(label, t)
+
+    return run
+
+
 def bench_parallel(ws: Workspace, sizes: Sizes) -> Row:
     """8 plans, 2 s latency: --advreview-jobs=4 vs 1 in one process, and -n 4 (and a shell)."""
     cpu = CpuLog()
@@ -367,14 +385,7 @@ def bench_parallel(ws: Workspace, sizes: Sizes) -> Row:
         env = ws.env()
         shell = codex_scripts(ws, repo, plans, server.url, "parallel-shell")
 
-        def run(label: str, *extra: str) -> float:
-            _fresh_cache(repo)
-            ws.clear_sessions()
-            argv = pytest_cmd(*review_args(ws.codex, server.url), *extra)
-            t = expect(run_timed(argv, cwd=repo, env=env), [0], f"parallel: {label}")
-            if not _passed(t.stdout, n):
-                raise BenchError(f"parallel: expected {n} passed\n{t.stdout[-2000:]}")
-            return cpu(label, t)
+        run = _review_runs(ws, repo, server.url, n, cpu, "parallel")
 
         def sh(name: str) -> float:
             ws.clear_sessions()
@@ -422,6 +433,45 @@ def bench_parallel(ws: Workspace, sizes: Sizes) -> Row:
             "reference_reps": sizes.reference_reps,
             "cpu_s": cpu.medians(),
         },
+    )
+
+
+# -- 2b. what a user gets by default ------------------------------------------------------
+
+
+#: Row 2b's target: the default's speed-up over one review at a time.
+DEFAULT_PARALLEL_TARGET = 0.40
+
+
+def bench_default(ws: Workspace, sizes: Sizes) -> Row:
+    """8 plans, 2 s latency: the default options vs --advreview-jobs=1."""
+    cpu = CpuLog()
+    n = sizes.parallel_plans
+    repo = ws.root / "default"
+    make_repo(repo, n)
+    script = {"rules": [], "default": {"message": approved_review()}}
+    with ScriptedServer(script, latency=sizes.parallel_latency) as server:
+        # No -n: xdist is installed, but a user who does not ask for it does not get it.
+        run = _review_runs(ws, repo, server.url, n, cpu, "default")
+        a, b = side_by_side(
+            sizes.heavy_reps,
+            lambda: run("default"),
+            lambda: run("jobs1", "--advreview-jobs=1"),
+            warmup=False,
+        )
+    ratio = median(a) / median(b)
+    return Row(
+        id="2b",
+        name=f"What a user gets with default options: {n} plans, "
+        f"{sizes.parallel_latency:g} s latency, vs `--advreview-jobs=1`",
+        result=f"{ratio:.3f}x",
+        target=f"<= {DEFAULT_PARALLEL_TARGET:.2f}x",
+        met=ratio <= DEFAULT_PARALLEL_TARGET,
+        medians={"default_s": median(a), "jobs1_s": median(b)},
+        reps=sizes.heavy_reps,
+        bound="As row 2 (up to 4 reviews at a time by default, `--advreview-jobs=auto`), plus "
+        "a private git worktree per review on both sides (`--advreview-isolation=auto`).",
+        details={"default_s": a, "jobs1_s": b, "cpu_s": cpu.medians()},
     )
 
 
@@ -836,6 +886,7 @@ def warm_up(ws: Workspace) -> None:
 BENCHES: dict[str, Callable[[Workspace, Sizes], Row | list[Row]]] = {
     "1": bench_overhead,  # rows 1, 1b and 5
     "2": bench_parallel,
+    "2b": bench_default,
     "3": bench_waves,
     "4": bench_scale,
     "6": bench_cache,
@@ -878,7 +929,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="one repetition, small sizes")
     parser.add_argument(
-        "--only", default="", help="comma-separated benchmark ids (1, 2, 3, 4, 6, 7, 8)"
+        "--only", default="", help="comma-separated benchmark ids (1, 2, 2b, 3, 4, 6, 7, 8)"
     )
     parser.add_argument("--reps", type=int, default=None, help="repetitions per side")
     parser.add_argument(

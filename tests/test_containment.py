@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import pytest_advreview
+from conftest import commit, init_repo, write
 from pytest_advreview import containment
 from pytest_advreview.runner.codex import (
     TOOL_TMP_PREFIX,
@@ -21,6 +22,7 @@ from pytest_advreview.runner.codex import (
 )
 from pytest_advreview.settings import Settings
 from pytest_advreview.testing import approved_review
+from pytest_advreview.workspace import Layout
 
 
 def test_the_python_environment_and_the_package_are_found_inside_a_workspace(
@@ -42,15 +44,46 @@ def test_the_python_environment_and_the_package_are_found_inside_a_workspace(
     assert containment.exposed(tmp_path / "other", elsewhere) == []
 
 
-def test_which_folder_the_reviewer_may_write() -> None:
-    root = Path("/r")
-    ws = containment.writable_workspace
-    assert ws(Settings(), root) == root  # workspace-write
-    assert ws(Settings(sandbox="inherit"), root) == root  # unknown: writable
-    assert ws(Settings(sandbox="read-only"), root) is None
-    assert ws(Settings(isolation="worktree"), root) is None
-    assert ws(Settings(sandbox="read-only", lead="codex"), root) == root
-    assert ws(Settings(reviewer="command", command="x"), root) is None  # no Codex sandbox
+def test_which_folder_of_the_users_the_reviewer_may_write(tmp_path: Path) -> None:
+    root = tmp_path
+
+    def ws(settings: Settings) -> Path | None:
+        return Layout.decide(settings, root, in_git=False).writable
+
+    # In place (outside git, auto runs there; or --advreview-isolation=none):
+    assert ws(Settings()) == root  # workspace-write
+    assert ws(Settings(isolation="none")) == root
+    assert ws(Settings(sandbox="inherit")) == root  # unknown: writable
+    assert ws(Settings(sandbox="read-only")) is None
+    assert ws(Settings(isolation="worktree")) is None  # a worktree each: none of the user's
+    assert ws(Settings(sandbox="read-only", lead="codex")) == root
+    assert ws(Settings(reviewer="command", command="x")) is None  # no Codex sandbox
+
+
+def test_auto_gives_each_review_that_may_write_a_worktree_in_a_repository_with_a_commit(
+    tmp_path: Path,
+) -> None:
+    repo = tmp_path / "repo"
+    init_repo(repo)
+
+    def layout(settings: Settings, **kw: Any) -> Layout:
+        return Layout.decide(settings, repo, in_git=True, **kw)
+
+    unborn = layout(Settings())
+    assert not unborn.isolated and unborn.writable == repo and unborn.shared_writable
+    write(repo, "README.md")
+    commit(repo)
+    auto = layout(Settings())
+    assert auto.isolated and auto.writable is None and not auto.shared_writable
+    assert layout(Settings(lead="codex", sandbox="read-only")).isolated
+    assert layout(Settings(reviewer="command", command="x")).isolated  # no sandbox of ours
+    # Nothing writes: the repository itself, shared safely.
+    reads = layout(Settings(sandbox="read-only"))
+    assert not reads.isolated and reads.writable is None and not reads.shared_writable
+    # A head is reviewed in its own private checkout already.
+    assert not layout(Settings(), head=True).isolated
+    none = layout(Settings(isolation="none"))
+    assert not none.isolated and none.writable == repo and none.shared_writable
 
 
 def test_every_module_a_run_uses_is_imported_before_a_review() -> None:
@@ -148,6 +181,7 @@ def test_a_fixture_review_under_ci_refuses_a_codex_home_the_reviewer_may_write(
 ) -> None:
     monkeypatch.setenv("CI", "true")
     monkeypatch.setenv("CODEX_HOME", str(pytester.path / ".codex"))
+    monkeypatch.setenv("ADVREVIEW_ISOLATION", "none")  # the reviewer writes the repository
     result = pytester.runpytest("-p", "no:randomly", "-W", "default")
     result.assert_outcomes(failed=1)
     refused = "*UsageError*inside it: CODEX_HOME*under CI or --advreview-strict-exit*refused*"
@@ -161,6 +195,7 @@ def test_a_fixture_review_warns_of_a_codex_home_the_reviewer_may_write(
     for name in ("CI", "GITHUB_ACTIONS"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("CODEX_HOME", str(pytester.path / ".codex"))
+    monkeypatch.setenv("ADVREVIEW_ISOLATION", "none")  # the reviewer writes the repository
     result = pytester.runpytest("-p", "no:randomly", "-W", "default")
     result.assert_outcomes(passed=1, warnings=1)
     result.stdout.fnmatch_lines(["*ContainmentWarning*CODEX_HOME*"])

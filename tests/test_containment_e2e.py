@@ -171,7 +171,8 @@ def test_a_plugin_file_rewritten_during_the_review_does_not_change_the_verdict(
         {"message": critical},
     )
 
-    result = review_repo.run_subprocess("--advreview-diff=none")
+    # In place: the reviewer writes the repository, ignored folders included.
+    result = review_repo.run_subprocess("--advreview-diff=none", "--advreview-isolation=none")
 
     assert "TAMPERED-FILE" in review_repo.tool_outputs()[0]  # the file was rewritten
     assert "# Appended by the reviewer" in target.read_text()
@@ -194,7 +195,7 @@ def test_codex_home_inside_the_workspace_is_refused_under_ci(
     monkeypatch.setenv("CI", "true")
     review_repo.plan("x.md")
 
-    result = review_repo.run("--advreview-diff=none")
+    result = review_repo.run("--advreview-diff=none", "--advreview-isolation=none")
 
     out = result.stdout.str() + result.stderr.str()
     assert result.ret == pytest.ExitCode.USAGE_ERROR, out
@@ -213,7 +214,9 @@ def test_codex_home_inside_the_workspace_is_a_warning_outside_ci(
     monkeypatch.setenv("CODEX_HOME", str(home))
     review_repo.plan("x.md")
 
-    result = review_repo.run("--advreview-diff=none", "--collect-only")
+    result = review_repo.run(
+        "--advreview-diff=none", "--advreview-isolation=none", "--collect-only"
+    )
 
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(
@@ -225,13 +228,15 @@ def test_strict_exit_refuses_it_like_ci(
     review_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CODEX_HOME", str(review_repo.path / ".codex-home"))
-    result = review_repo.run("--advreview-strict-exit", "--collect-only")
+    result = review_repo.run(
+        "--advreview-strict-exit", "--advreview-isolation=none", "--collect-only"
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
 
 
 @pytest.mark.parametrize(
     "args",
-    [("--advreview-sandbox=read-only",), ("--advreview-isolation=worktree",)],
+    [(), ("--advreview-sandbox=read-only",), ("--advreview-isolation=worktree",)],
 )
 def test_a_reviewer_that_cannot_write_the_repository_needs_no_refusal(
     review_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...]
@@ -255,7 +260,10 @@ def test_a_lead_writes_the_repository_whatever_the_sandbox(
     monkeypatch.setenv("CODEX_HOME", str(review_repo.path / "codex-home"))
     monkeypatch.setenv("CI", "true")
     result = review_repo.run(
-        "--advreview-sandbox=read-only", "--advreview-lead=codex", "--collect-only"
+        "--advreview-sandbox=read-only",
+        "--advreview-lead=codex",
+        "--advreview-isolation=none",
+        "--collect-only",
     )
     out = result.stdout.str() + result.stderr.str()
     assert result.ret == pytest.ExitCode.USAGE_ERROR, out

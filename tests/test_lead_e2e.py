@@ -108,7 +108,9 @@ def test_command_lead_fixes_the_plan_and_round_two_approves_in_one_run(
     plan = scripted_repo.plan("x.md", PLAN)
     scripted_repo.answer(REREVIEW, {"message": approved_review()})
     scripted_repo.answer("x.md", {"message": revise_review(CRITICAL)})
-    command = lead_script(lead_dir, decisions=[accept(CRITICAL)], edit={str(plan): FIXED_LINE})
+    command = lead_script(
+        lead_dir, decisions=[accept(CRITICAL)], edit={"docs/plans/x.md": FIXED_LINE}
+    )
     patch, report = lead_dir / "lead.patch", lead_dir / "report.md"
     result = scripted_repo.run(
         NO_CODE,
@@ -224,14 +226,14 @@ def test_the_leads_tool_shell_sees_no_credential_and_no_lead_gets_the_state_key(
 def test_lead_that_writes_a_second_file_is_a_mutation_error_naming_it(
     scripted_repo: ReviewRepo, lead_dir: Path
 ) -> None:
-    plan = scripted_repo.plan("x.md", PLAN)
+    scripted_repo.plan("x.md", PLAN)
     scripted_repo.answer("x.md", {"message": revise_review(CRITICAL)})
     stray = scripted_repo.path / "src" / "evil.py"
     stray.parent.mkdir()
     command = lead_script(
         lead_dir,
         decisions=[accept(CRITICAL)],
-        edit={str(plan): FIXED_LINE},
+        edit={"docs/plans/x.md": FIXED_LINE},
         extra_write=str(stray),
     )
     result = scripted_repo.run(
@@ -328,7 +330,7 @@ def test_structural_finding_needs_the_operator_is_not_applied_and_never_passes(
                 "reason": "Changes the CLI grammar.",
             },
         ],
-        edit={str(plan): FIXED_LINE},
+        edit={"docs/plans/x.md": FIXED_LINE},
     )
     result = scripted_repo.run(
         NO_CODE, "--advreview-lead=command", f"--advreview-lead-command={command}"
@@ -415,7 +417,15 @@ def claude_repo(
 
 
 def claude_args(claude: Path, *extra: str) -> tuple[str, ...]:
-    return (NO_CODE, "--advreview-lead=claude", f"--advreview-lead-command={claude}", *extra)
+    # In place: the scripted Edit calls name the checkout's files (Claude's Edit takes an
+    # absolute path, and a worktree's is known only once the review runs).
+    return (
+        NO_CODE,
+        "--advreview-lead=claude",
+        f"--advreview-lead-command={claude}",
+        "--advreview-isolation=none",
+        *extra,
+    )
 
 
 def edit_step(path: Path, old: str, new: str) -> dict[str, Any]:
@@ -606,7 +616,11 @@ def test_code_item_without_worktree_keeps_one_round_and_the_header_says_so(
 ) -> None:
     app = _code_change(scripted_repo)
     command = lead_script(lead_dir, decisions=[accept(CRITICAL)], edit={"src/app.py": "y = 3\n"})
-    result = scripted_repo.run("--advreview-lead=command", f"--advreview-lead-command={command}")
+    result = scripted_repo.run(
+        "--advreview-lead=command",
+        f"--advreview-lead-command={command}",
+        "--advreview-isolation=none",
+    )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         ["advreview:*code-review: one round per run, the lead does not edit code*"]
@@ -638,11 +652,13 @@ def test_code_item_lead_edits_only_the_change_set_when_allowed(
 def test_lead_takes_up_a_stored_revise_instead_of_failing_from_cache(
     scripted_repo: ReviewRepo, lead_dir: Path
 ) -> None:
-    plan = scripted_repo.plan("x.md", PLAN)
+    scripted_repo.plan("x.md", PLAN)
     scripted_repo.answer(REREVIEW, {"message": approved_review()})
     scripted_repo.answer("x.md", {"message": revise_review(CRITICAL)})
     scripted_repo.run(NO_CODE).assert_outcomes(failed=1)  # a run without a lead: round 1
-    command = lead_script(lead_dir, decisions=[accept(CRITICAL)], edit={str(plan): FIXED_LINE})
+    command = lead_script(
+        lead_dir, decisions=[accept(CRITICAL)], edit={"docs/plans/x.md": FIXED_LINE}
+    )
     result = scripted_repo.run(
         NO_CODE, "--advreview-lead=command", f"--advreview-lead-command={command}"
     )
@@ -660,7 +676,7 @@ def test_lead_takes_up_a_stored_revise_instead_of_failing_from_cache(
 def test_lead_that_swaps_the_plan_for_a_symlink_is_an_error(
     scripted_repo: ReviewRepo, lead_dir: Path
 ) -> None:
-    plan = scripted_repo.plan("x.md", PLAN)
+    scripted_repo.plan("x.md", PLAN)
     scripted_repo.answer("x.md", {"message": revise_review(CRITICAL)})
     secret = lead_dir / "secret.txt"
     secret.write_text("token=hunter2\n")
@@ -671,8 +687,8 @@ def test_lead_that_swaps_the_plan_for_a_symlink_is_an_error(
             import json, os, re, sys
             prompt = sys.stdin.read()
             finding = re.search(r"(AR-[0-9a-f]{{6}})", prompt).group(1)
-            os.remove({str(plan)!r})
-            os.symlink({str(secret)!r}, {str(plan)!r})
+            os.remove("docs/plans/x.md")  # in the lead's folder (its worktree)
+            os.symlink({str(secret)!r}, "docs/plans/x.md")
             print(json.dumps({{"decisions": [{{"finding": finding, "action": "accept",
                                                "reason": "r", "changed": "c"}}]}}))
             """
@@ -722,7 +738,9 @@ def test_under_ci_an_approval_of_the_leads_edits_does_not_pass_the_commit(
     scripted_repo.commit("plan")
     scripted_repo.answer(REREVIEW, {"message": approved_review()})
     scripted_repo.answer("x.md", {"message": revise_review(CRITICAL)})
-    command = lead_script(lead_dir, decisions=[accept(CRITICAL)], edit={str(plan): FIXED_LINE})
+    command = lead_script(
+        lead_dir, decisions=[accept(CRITICAL)], edit={"docs/plans/x.md": FIXED_LINE}
+    )
     monkeypatch.setenv("CI", "true")
     args = (NO_CODE, "--advreview-lead=command", f"--advreview-lead-command={command}")
     result = scripted_repo.run(*args, "docs/plans/x.md")
@@ -766,11 +784,13 @@ def test_command_lead_process_never_gets_the_state_key(
 ) -> None:
     from pytest_advreview.statekey import STATE_KEY_ENV
 
-    plan = scripted_repo.plan("x.md", PLAN)
+    scripted_repo.plan("x.md", PLAN)
     monkeypatch.setenv(STATE_KEY_ENV, "k" * 40)
     scripted_repo.answer(REREVIEW, {"message": approved_review()})
     scripted_repo.answer("x.md", {"message": revise_review(CRITICAL)})
-    command = lead_script(lead_dir, decisions=[accept(CRITICAL)], edit={str(plan): FIXED_LINE})
+    command = lead_script(
+        lead_dir, decisions=[accept(CRITICAL)], edit={"docs/plans/x.md": FIXED_LINE}
+    )
     scripted_repo.run(
         NO_CODE, "--advreview-lead=command", f"--advreview-lead-command={command}"
     ).assert_outcomes(passed=1)

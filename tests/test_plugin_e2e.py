@@ -171,18 +171,26 @@ def test_code_vs_plan_prompt_names_the_plan(scripted_repo: ReviewRepo) -> None:
     assert "Completeness" in prompt
 
 
-def test_reviewer_writing_a_file_errors_in_teardown(review_repo: ReviewRepo) -> None:
+@pytest.mark.parametrize("isolation", ["auto", "none"])
+def test_reviewer_writing_a_file_errors_in_teardown(
+    review_repo: ReviewRepo, isolation: str
+) -> None:
     review_repo.plan("x.md")
     review_repo.answer(
         "x.md",
         shell_step("echo 1 > pwned.txt"),
         {"message": approved_review()},
     )
-    result = review_repo.run("--advreview-diff=none", "--advreview-sandbox=workspace-write")
+    result = review_repo.run(
+        "--advreview-diff=none",
+        "--advreview-sandbox=workspace-write",
+        f"--advreview-isolation={isolation}",
+    )
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(["*ERROR at teardown*", "*pwned.txt (untracked, round 1)*"])
     assert "items.py" not in result.stdout.str()  # a message, not a traceback
-    assert (review_repo.path / "pwned.txt").exists()
+    # By default the reviewer wrote its own worktree: caught there, never copied back.
+    assert (review_repo.path / "pwned.txt").exists() is (isolation == "none")
 
 
 def test_read_only_sandbox_blocks_the_write_and_passes(review_repo: ReviewRepo) -> None:
@@ -410,13 +418,20 @@ def test_header_prints_settings_and_the_workspace_write_hint_once(
     scripted_repo.plan("a.md")
     scripted_repo.plan("b.md")
     result = scripted_repo.run("--collect-only", "--advreview-diff=none")
-    out = result.stdout.str()
     result.stdout.fnmatch_lines(
         ["advreview: reviewer=codex model=fake-model reasoning=low sandbox=workspace-write*"]
     )
-    assert out.count("workspace-write in effect") == 1
+    # Each review in a worktree of its own: the repository's ignored files are out of reach.
+    assert "workspace-write in effect" not in result.stdout.str()
+    in_place = scripted_repo.run(
+        "--collect-only", "--advreview-diff=none", "--advreview-isolation=none"
+    )
+    assert in_place.stdout.str().count("workspace-write in effect") == 1
     explicit = scripted_repo.run(
-        "--collect-only", "--advreview-diff=none", "--advreview-sandbox=workspace-write"
+        "--collect-only",
+        "--advreview-diff=none",
+        "--advreview-isolation=none",
+        "--advreview-sandbox=workspace-write",
     )
     assert "workspace-write in effect" not in explicit.stdout.str()
     danger = scripted_repo.run(

@@ -185,7 +185,11 @@ def test_token_budget_stops_starting_reviews(scripted_repo: ReviewRepo) -> None:
     for name in ("a.md", "b.md"):
         scripted_repo.plan(name, PLAN)
         scripted_repo.answer(name, {"message": approved_review()})
-    result = scripted_repo.run(NO_CODE, "--advreview-budget-tokens=1", "-p", "no:randomly")
+    # One at a time: with reviews side by side the budget is overshot by those in flight
+    # (test_jobs_e2e.py).
+    result = scripted_repo.run(
+        NO_CODE, "--advreview-budget-tokens=1", "--advreview-jobs=1", "-p", "no:randomly"
+    )
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(["*b.md::adversarial-review: budget exhausted*"])
     assert len(scripted_repo.server.response_requests) == 1

@@ -344,13 +344,15 @@ def test_invalid_override_ini_value_names_the_override(pyt: pytest.Pytester) -> 
         ),
         ("--advreview-approvals=untrusted", "choose one of: auto_review, user, never"),
         ("--advreview-output-format=yaml", "choose one of: markdown, json"),
-        ("--advreview-isolation=docker", "choose one of: none, worktree"),
+        ("--advreview-isolation=docker", "choose one of: auto, worktree, none"),
         ("--advreview-diff=staged", "choose one of: auto, uncommitted, branch, none"),
         ("--advreview-timeout=0", "expected a number of seconds greater than 0"),
         ("--advreview-timeout=inf", "expected a number of seconds greater than 0"),
         ("--advreview-max-rounds=0", "expected a whole number from 1 to 20"),
         ("--advreview-max-rounds=2.5", "expected a whole number from 1 to 20"),
         ("--advreview-budget-tokens=-5", "expected a whole number of tokens from 1 to"),
+        ("--advreview-jobs=fast", "expected a whole number from 1 to 32, or auto"),
+        ("--advreview-jobs=0", "expected a whole number from 1 to 32, or auto"),
         ("--advreview-model=", "expected a model name, not an empty value"),
         ("--advreview-reviewer=my reviewer", "expected codex, command or the name of a reviewer"),
         ("--advreview-command=x 'unclosed", "expected a shell-quoted command line"),
@@ -550,12 +552,14 @@ def test_header_is_printed_by_report_header(pyt: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["advreview: reviewer=codex model=gpt-5.5 * rounds<=3 *"])
 
 
-def test_workspace_write_hint_only_when_sandbox_not_explicit() -> None:
-    assert runtime_hints(Settings()) == [
+def test_workspace_write_hint_only_in_place_when_sandbox_not_explicit() -> None:
+    assert runtime_hints(Settings(isolation="none")) == [
         "workspace-write in effect; pass --advreview-sandbox=read-only if sensitive ignored "
         "state lives under the repo"
     ]
-    assert runtime_hints(Settings(sandbox_explicit=True)) == []
+    # Each review in a worktree of its own: the repository's ignored files are not in it.
+    assert runtime_hints(Settings()) == []
+    assert runtime_hints(Settings(isolation="none", sandbox_explicit=True)) == []
     assert runtime_hints(Settings(sandbox="read-only", sandbox_explicit=True)) == []
 
 

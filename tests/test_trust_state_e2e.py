@@ -107,7 +107,9 @@ def test_a_reviewer_that_rewrites_another_plans_verdict_errors_and_that_plan_is_
         shell_step(forge_command(review_repo, victim)),
         {"message": approved_review()},
     )
-    second = review_repo.run(NO_CODE)
+    # In place: by default the reviewer's worktree leaves the checkout's stored state out
+    # of its reach (the write is refused); here it can write it, and the watch must see it.
+    second = review_repo.run(NO_CODE, "--advreview-isolation=none")
     second.assert_outcomes(passed=1, failed=1, errors=1)
     outputs = review_repo.tool_outputs()
     assert any("forged" in text for text in outputs)  # the tool call really ran

@@ -77,7 +77,7 @@ def test_without_isolation_an_overlapping_mutation_fails_every_overlapping_item(
     review_repo.answer(
         "slow.md", {"message": approved_review(), "hold": {"seen": "function_call_output"}}
     )
-    result = review_repo.run("--advreview-diff=none", "-n", "2")
+    result = review_repo.run("--advreview-diff=none", "--advreview-isolation=none", "-n", "2")
     result.assert_outcomes(passed=2, errors=2)  # fail closed: both items error
     out = result.stdout.str()
     for name in ("writer.md", "slow.md"):

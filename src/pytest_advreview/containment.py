@@ -10,10 +10,13 @@ module was imported only at session finish.  Three things keep that out:
 * :func:`preload`: every module of the plugin that a run may use is imported before the
   first review starts, so a file rewritten on disk afterwards changes nothing that runs;
 * :func:`exposed` / :func:`check`: the plugin's package, the Python environment running
-  pytest and ``CODEX_HOME`` must not lie inside the workspace the reviewer (or the lead)
-  may write.  Where the verdict gates something (under CI, with
-  ``--advreview-strict-exit``) that is a usage error; elsewhere (a laptop with ``.venv``
-  in the repository is common) a warning in the header.
+  pytest and ``CODEX_HOME`` must not lie inside a folder of the user's that the reviewer
+  (or the lead) may write (:class:`~.workspace.Layout` says which one, if any).  By
+  default each review that may write gets a private worktree outside the checkout, so a
+  ``.venv`` in the repository is out of reach and nothing is said.  Where the reviewer
+  does write the repository itself (``--advreview-isolation=none``, outside git, before
+  the first commit) and the verdict gates something (under CI, with
+  ``--advreview-strict-exit``) that is a usage error; elsewhere a warning in the header.
 
 What this cannot do: code imported after the reviews from outside the plugin (a lazily
 imported module of pydantic, pytest or the standard library) is read from disk then; it
@@ -40,6 +43,7 @@ from .targets import in_ci
 
 if TYPE_CHECKING:
     from .settings import Settings
+    from .workspace import Layout
 
 __all__ = [
     "ContainmentWarning",
@@ -47,7 +51,6 @@ __all__ = [
     "check",
     "exposed",
     "preload",
-    "writable_workspace",
 ]
 
 PACKAGE = pytest_advreview.__name__
@@ -79,22 +82,6 @@ def preload() -> list[str]:
                 importlib.import_module(module.name)
                 _preloaded.append(module.name)
     return list(_preloaded)
-
-
-def writable_workspace(settings: Settings, review_root: Path) -> Path | None:
-    """The folder a reviewer or lead of this run may write, ``None`` when there is none.
-
-    The Codex reviewer writes its workspace (``-C``, the repository root or the head's
-    checkout) unless the sandbox is read-only (``inherit`` may be anything, so it counts
-    as writable); a lead edits there whatever the sandbox.  With
-    ``--advreview-isolation=worktree`` both work in a private worktree, which holds no
-    ignored file (no venv, no Codex home) of the repository.
-    """
-    reviewer_writes = settings.reviewer == "codex" and settings.sandbox != "read-only"
-    lead_writes = settings.lead != "none"
-    if not (reviewer_writes or lead_writes) or settings.isolation == "worktree":
-        return None
-    return review_root
 
 
 @dataclass(frozen=True)
@@ -134,15 +121,18 @@ def exposed(workspace: Path, environ: Mapping[str, str]) -> list[Exposure]:
     return found
 
 
-def check(settings: Settings, review_root: Path, environ: Mapping[str, str]) -> list[str]:
+def check(settings: Settings, layout: Layout, environ: Mapping[str, str]) -> list[str]:
     """Warnings for the header; raises a usage error instead when the verdict gates
     (under CI, or with ``--advreview-strict-exit``).
+
+    :param layout: where the reviews run: only the folder it says a reviewer or lead may
+        write (:attr:`~.workspace.Layout.writable`) is searched.
 
     :raises pytest.UsageError: the verdict gates and a part of the gate lies inside the
         folder the reviewer may write.
     """
     gated = in_ci(environ) or settings.strict_exit
-    workspace = writable_workspace(settings, review_root)
+    workspace = layout.writable
     if workspace is None:
         return []
     found = exposed(workspace, environ)
@@ -156,7 +146,8 @@ def check(settings: Settings, review_root: Path, environ: Mapping[str, str]) -> 
     )
     fix = (
         "move the virtual environment (and CODEX_HOME) out of the repository, pass "
-        "--advreview-sandbox=read-only, or pass --advreview-isolation=worktree"
+        "--advreview-sandbox=read-only, or let each review run in a worktree of its own "
+        "(--advreview-isolation=auto or worktree; auto needs a git repository with a commit)"
     )
     if gated:
         raise pytest.UsageError(

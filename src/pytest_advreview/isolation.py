@@ -1,4 +1,5 @@
-"""``--advreview-isolation=worktree``: each review runs in a private, detached git worktree.
+"""A private, detached git worktree per review (``--advreview-isolation``, owned by
+:mod:`.workspace`).
 
 The worktree mirrors the user's work tree exactly -- HEAD, the staged changes (in the
 worktree's index too, so ``git diff --cached`` shows the same thing), the unstaged
@@ -179,17 +180,25 @@ class Worktree:
             # --whitespace=nowarn: apply.whitespace=error in the user's config must not
             # refuse the user's own changes.
             self._git_in_tree_stdin(staged, "apply", "--index", "--whitespace=nowarn", "-")
-        changed: dict[str, None] = {}
-        for args in (
-            ("diff", "--name-only", "-z", *_DIFF_OPTS, "HEAD"),  # work tree vs HEAD
-            ("diff", "--name-only", "-z", "--cached", *_DIFF_OPTS, "HEAD"),  # index vs HEAD
-            ("diff", "--name-only", "-z", *_DIFF_OPTS),  # work tree vs index
-            ("ls-files", "--others", "--exclude-standard", "-z"),  # untracked, not ignored
-        ):
-            for name in split_z(run_git(user, *args).stdout):
-                changed.setdefault(name, None)
-        for name in changed:
+        for name in _changed(user):
             self._sync(name)
+
+    def resync(self) -> None:
+        """Make the worktree's files the user's again, after the user's changed (a fixer
+        edited them between rounds): every path that differs from HEAD on either side is
+        copied or deleted.  The worktree's index is left as it is.
+
+        :raises IsolationError: git failed.
+        """
+        try:
+            names = dict.fromkeys([*_changed(self.repo_root), *_changed(self.path)])
+            for name in names:
+                self._sync(name)
+        except GitError as exc:
+            raise IsolationError(
+                f"pytest-advreview: could not bring the review worktree {self.path} up to "
+                f"date with {self.repo_root}: {exc}"
+            ) from exc
 
     def _git_in_tree_stdin(self, data: bytes, *args: str) -> None:
         # run_git has no stdin; the patch goes through a private file instead.
@@ -256,6 +265,21 @@ class Worktree:
                 "and `git worktree prune`"
             )
         self._removed = True
+
+
+def _changed(top: Path) -> list[str]:
+    """Every path of the work tree ``top`` whose content or index entry differs from HEAD,
+    and every untracked file git does not ignore."""
+    changed: dict[str, None] = {}
+    for args in (
+        ("diff", "--name-only", "-z", *_DIFF_OPTS, "HEAD"),  # work tree vs HEAD
+        ("diff", "--name-only", "-z", "--cached", *_DIFF_OPTS, "HEAD"),  # index vs HEAD
+        ("diff", "--name-only", "-z", *_DIFF_OPTS),  # work tree vs index
+        ("ls-files", "--others", "--exclude-standard", "-z"),  # untracked, not ignored
+    ):
+        for name in split_z(run_git(top, *args).stdout):
+            changed.setdefault(name, None)
+    return list(changed)
 
 
 def _remove_path(path: Path) -> None:

@@ -212,7 +212,9 @@ class ReviewItem(pytest.Item):
             return
         if outcome.kind is OutcomeKind.ERROR:
             text = error_report(self.spec.key, result, outcome)
-            kept = reviewed.run.cleanup(keep=True)
+            # Kept, not removed: the teardown compares the workspace first, then cleans up
+            # (removing the reviewer's worktree here left nothing to compare).
+            kept = reviewed.run.kept_folder()
             raise ReviewerUnavailable(text + (f"reviewer files kept in {kept}\n" if kept else ""))
 
     def _take(self, reviewed: engine.Reviewed, record_json: str | None) -> None:

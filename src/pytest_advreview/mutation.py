@@ -1,4 +1,5 @@
-"""Workspace snapshots before and after a review, and what changed between them.
+"""Workspace snapshots before and after a review, and what changed between them (a part
+of :mod:`.workspace`, which decides which folder is snapshotted and when).
 
 A review must leave the workspace as it found it, so mutation detection watches two
 layers:
@@ -10,8 +11,9 @@ layers:
   sha256.
 
 Files ignored by git are not watched (too costly, and they churn on every test run);
-``--advreview-sandbox=read-only`` and ``--advreview-isolation=worktree`` are the remedies
-for sensitive ignored state.  Outside a git work tree only the inputs are watched.
+``--advreview-sandbox=read-only`` and the default worktree per review (which holds no
+ignored file) are the remedies for sensitive ignored state.  Outside a git work tree only
+the inputs are watched.
 """
 
 from __future__ import annotations

@@ -43,6 +43,7 @@ from .review import (
 )
 from .selection import not_the_change
 from .state import StateWarning
+from .workspace import Layout
 
 __all__ = ["AdversarialReview", "ReviewOutcome"]
 
@@ -183,7 +184,8 @@ class AdversarialReview:
         # The items' check runs once at configure for the run's settings; a fixture review
         # has settings of its own (a sandbox override) and may run with no review run.
         try:
-            exposed = containment.check(settings, self.root, os.environ)
+            layout = Layout.decide(settings, self.root, in_git=self.repo is not None)
+            exposed = containment.check(settings, layout, os.environ)
         except pytest.UsageError as exc:
             raise pytest.UsageError(str(exc)) from None  # the message, not check's source
         for warning in exposed:
@@ -200,6 +202,7 @@ class AdversarialReview:
             in_git=self.repo is not None,
             store=coordinator.store,
             fixer_hook=has_fixer_hook(self.config),
+            layout=layout,
         )
         run = ReviewRun(context, spec, item=self.node)
         # The items' path: a stored verdict stands, decisions are sent, the budget holds;

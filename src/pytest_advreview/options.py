@@ -26,6 +26,7 @@ import pytest
 from .constants import ENV_PREFIX, EXIT_REVIEW_ERRORS
 
 __all__ = [
+    "AUTO_JOBS",
     "BY_FIELD",
     "CHOICES",
     "DEFAULT_ALLOW_UNTRACKED",
@@ -76,8 +77,12 @@ CHOICES: Mapping[str, Mapping[str, str]] = {
         "json": "Strict JSON checked against a schema (--output-schema).",
     },
     "isolation": {
-        "none": "Default: the reviewer works in the repository itself.",
+        "auto": (
+            "Default: worktree for each review that may write (not with sandbox read-only "
+            "and no lead), in a git repository with a commit; else none."
+        ),
         "worktree": "Each review runs in a private git worktree mirroring the work tree.",
+        "none": "The reviewer works in the repository itself.",
     },
     "diff": {
         "auto": (
@@ -200,7 +205,10 @@ MAX_ROUNDS = 20
 #: Most reviews at once in one process (``--advreview-jobs``).
 MAX_JOBS = 32
 #: Default of ``--advreview-jobs``; docs/performance.md "Performance" says how it was chosen.
-DEFAULT_JOBS = 1
+DEFAULT_JOBS = "auto"
+#: Most reviews at once under ``--advreview-jobs=auto`` (about the Codex starts that fit
+#: on 2 cores in one wave: docs/performance.md).
+AUTO_JOBS = 4
 #: Longest interval between progress lines in a log: an hour.
 MAX_PROGRESS_S = 3600
 
@@ -226,7 +234,10 @@ def _whole(
     """A whole number from ``low`` to ``high``: of ``unit`` (``seconds`` also takes ``30s``),
     or, with ``off``, one of its words, which stand for its value."""
     of = f" of {unit}" if unit else ""
-    expected = f"expected a whole number{of} from {low} to {high}" + (", or off" if off else "")
+    word = "" if off is None else "off" if "off" in off[0] else min(off[0])
+    expected = f"expected a whole number{of} from {low} to {high}" + (
+        f", or {word}" if word else ""
+    )
     suffix = "s" if unit == "seconds" else ""
 
     def parse(raw: object) -> object:
@@ -390,8 +401,9 @@ _BUDGET_DESC = (
 _FRESH_DESC = "Ignore persisted review state and cached verdicts"
 _JOBS_DESC = (
     f"Reviews run at once in this pytest process, 1 to {MAX_JOBS}: the next selected review "
-    "items start ahead of their turn in threads and report in order (default: "
-    f"{DEFAULT_JOBS})"
+    "items start ahead of their turn in threads and report in order. auto (default): up to "
+    f"{AUTO_JOBS}, never more than the review items, and 1 where the reviews would write "
+    "one folder together (--advreview-isolation=none) or on an xdist worker"
 )
 _PROGRESS_DESC = (
     "Progress of the reviews in flight (node id, round, elapsed time, the reviewer's latest "
@@ -551,7 +563,9 @@ SPECS: tuple[Spec, ...] = (
     Spec("strict_exit", _STRICT_EXIT_DESC, _bool, cli="flag", default=False),
     Spec("fresh", _FRESH_DESC, _bool, cli="flag", ini=None, default=False),
     Spec("progress", _PROGRESS_DESC, _progress, "SECONDS", default=30),
-    Spec("jobs", _JOBS_DESC, _whole(1, MAX_JOBS), "N", default=DEFAULT_JOBS),
+    Spec(
+        "jobs", _JOBS_DESC, _whole(1, MAX_JOBS, off=({"auto"}, "auto")), "N", default=DEFAULT_JOBS
+    ),
     Spec("shard", _SHARD_DESC, _shard, "K/N", ini=None),
     _pick("diff", "Which code change the code-review item reviews.", "MODE"),
     Spec("base", _BASE_DESC, _non_empty("a branch, tag or commit"), "REF"),

@@ -1,4 +1,4 @@
-"""``--advreview-jobs=N``: reviews side by side in one pytest process, reported in order.
+"""``--advreview-jobs``: reviews side by side in one pytest process, reported in order.
 
 A review waits minutes on a model; xdist workers cost a Python start each and split the
 run.  Here, when pytest is about to run an item, the reviews of the next selected review
@@ -15,7 +15,13 @@ thread.
   ``session.items``.  An item marked ``skip`` is passed over too (a ``skipif`` is
   decided only in its setup, so its review may start and is then dropped).
 * At most N reviews are in flight: the N-th next is started when an earlier one's item
-  has taken its result.
+  has taken its result.  N is never more than the selected review items.
+* ``auto`` (the default, :func:`jobs_for`) is up to :data:`~.options.AUTO_JOBS`: each
+  review that may write has a worktree of its own (:mod:`.workspace`), so reviewers side
+  by side never see each other's writes.  Where they would share one folder they may
+  write (``--advreview-isolation=none``) it is 1, and on an xdist worker too: ``-n``
+  already runs reviews side by side, and a worker's pool would start the reviews of the
+  items other workers run.
 * The token budget is checked when a review starts (in its thread), so it is overshot
   by at most the reviews already in flight.
 * When pytest stops (``-x``, ``--maxfail``, Ctrl-C, an internal error) no further review
@@ -33,6 +39,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from .engine import review_target
+from .options import AUTO_JOBS
 from .review import ReviewRun
 
 if TYPE_CHECKING:
@@ -40,7 +47,19 @@ if TYPE_CHECKING:
     from .engine import Reviewed
     from .review import ReviewContext, TargetSpec
 
-__all__ = ["ReviewPool"]
+__all__ = ["ReviewPool", "jobs_for"]
+
+
+def jobs_for(setting: int | str, *, shared_writable: bool, xdist_worker: bool) -> int:
+    """Most reviews at once in this process for ``--advreview-jobs`` = ``setting``.
+
+    :param shared_writable: the reviews would write one folder together
+        (:attr:`~.workspace.Layout.shared_writable`).
+    :param xdist_worker: this process is an xdist worker.
+    """
+    if isinstance(setting, int):
+        return setting
+    return 1 if shared_writable or xdist_worker else AUTO_JOBS
 
 
 class ReviewPool:
@@ -84,7 +103,11 @@ class ReviewPool:
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
         """Know the selected items; whatever ends the loop, stop every review in flight."""
         self._items = list(session.items)
-        self._position = {id(item): n for n, item in enumerate(self._items)}
+        reviews = sum(1 for item in self._items if self._target_of(item) is not None)
+        # Never more at once than there are reviews; one at a time is no pool at all.
+        self.jobs = min(self.jobs, reviews)
+        if self.jobs > 1:
+            self._position = {id(item): n for n, item in enumerate(self._items)}
         try:
             return (yield)
         finally:

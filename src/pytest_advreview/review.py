@@ -15,16 +15,15 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import pytest
 
-from . import cachekey, containment, mutation, prompts, targets
+from . import cachekey, containment, prompts, targets
 from .constants import BUILTIN_REVIEWERS
-from .isolation import IsolationError, Worktree
 from .lead import LeadError
 from .lead.factory import make_lead
 from .lead.turn import run_turn
@@ -40,10 +39,12 @@ from .models import (
     RoundRecord,
     TokenUsage,
 )
-from .outcome import Outcome, OutcomeKind, WorkspaceMutated
+from .outcome import Outcome, OutcomeKind, ReviewerUnavailable, WorkspaceMutated
 from .runner import STREAM_FILE, DispatchRequest, DispatchResult, Reviewer
+from .workspace import Layout, Workspace, WorkspaceError
 
 if TYPE_CHECKING:
+    from . import mutation
     from .progress import Progress
     from .settings import Settings
     from .state import StateStore
@@ -215,6 +216,8 @@ class ReviewContext:
     :param progress: the run's progress display, told of each launch (items only).
     :param fixer_hook: a plugin implements ``pytest_advreview_fix`` (see
         :func:`has_fixer_hook`): it fixes, and the built-in lead never runs.
+    :param layout: where the reviews run (:class:`~.workspace.Layout`); decided from the
+        settings and the repository when not given.
     """
 
     config: pytest.Config
@@ -226,6 +229,28 @@ class ReviewContext:
     store: StateStore | None = None
     progress: Progress | None = None
     fixer_hook: bool = False
+    layout: Layout | None = None
+
+    def __post_init__(self) -> None:
+        if self.layout is None:
+            decided = Layout.decide(self.settings, self.repo_root, in_git=self.in_git)
+            object.__setattr__(self, "layout", decided)
+
+    @property
+    def where(self) -> Layout:
+        """The layout of the reviews (decided in ``__post_init__``)."""
+        assert self.layout is not None
+        return self.layout
+
+
+@contextlib.contextmanager
+def _unwatchable() -> Iterator[None]:
+    """A workspace that cannot be watched stops the review with its message: a review
+    whose writes nobody can see is not judged."""
+    try:
+        yield
+    except WorkspaceError as exc:
+        raise ReviewInputError(str(exc)) from None
 
 
 def has_fixer_hook(config: pytest.Config) -> bool:
@@ -236,18 +261,15 @@ def has_fixer_hook(config: pytest.Config) -> bool:
 
 @dataclass
 class _Watch:
-    """The mutation watch's bookkeeping for one review.
+    """The mutation watch's bookkeeping for one review (the workspace's own changes are
+    the :class:`~.workspace.Workspace`'s; the stored state is the review's).
 
-    :param before: the workspace at the baseline (the first dispatch, a fixer's edits).
     :param state_before: the stored state at the baseline.
-    :param seen: paths already reported (each is reported once).
     :param mutations: every mutation found, as messages naming path and round.
     :param counted: the last round counted, and how many dispatches had started then.
     """
 
-    before: mutation.Snapshot | None = None
     state_before: dict[str, str] | None = None
-    seen: set[str] = field(default_factory=set)
     mutations: list[str] = field(default_factory=list)
     counted: tuple[int, int] | None = None
 
@@ -289,9 +311,16 @@ class ReviewRun(LoopHooks):
         #: reviews started in the same second apart.
         self.review_id = f"{int(time.time())}-{secrets.randbelow(100_000_000):08d}"
         self._work_dir: Path | None = None
-        #: Where the reviewer runs: the repository, or a private worktree mirroring it.
-        self.review_root = context.repo_root
-        self.worktree: Worktree | None = None
+        #: Where the reviewer runs, what it may write and what it changed.
+        self.workspace = Workspace(
+            context.where,
+            inputs=[p for p in (spec.path, spec.against_plan) if p is not None],
+            # The decisions file the plugin reads (never a worktree's copy of it): what a
+            # reviewer writes there would be sent as the user's decisions next run.
+            fixed_inputs=[Path(context.settings.decisions)],
+            toplevels=context.shared.toplevels,
+            allow_untracked=context.settings.allow_untracked,
+        )
         #: The target the loop reviews (in the private worktree, with isolation).
         self._loop_target: ReviewTarget | None = None
         self._material: ReviewMaterial | None = None
@@ -309,6 +338,11 @@ class ReviewRun(LoopHooks):
     def repo_root(self) -> Path:
         """The repository the review is about (the user's, never a private worktree)."""
         return self.context.repo_root
+
+    @property
+    def review_root(self) -> Path:
+        """Where the reviewer runs: the repository, or its private worktree."""
+        return self.workspace.root
 
     @property
     def mutations(self) -> list[str]:
@@ -344,7 +378,10 @@ class ReviewRun(LoopHooks):
         hook = self.context.config.hook.pytest_advreview_fix
         decisions: Sequence[Decision] | None = hook(item=self.item, review=review)
         if decisions is not None:
-            # The fixer changed the workspace on purpose: that is the new baseline.
+            # The fixer changed the user's files on purpose: the reviewer's copy gets
+            # them, and that is the new baseline.
+            with _unwatchable():
+                self.workspace.refresh()
             self.rebaseline()
         return decisions
 
@@ -373,7 +410,7 @@ class ReviewRun(LoopHooks):
             # Only an uncommitted change set contains the lead's working-tree edits; a
             # branch diff (BASE...HEAD) would be re-reviewed without them.
             and self.spec.change.base is None
-            and (self.settings.isolation == "worktree" or self.settings.lead_code)
+            and (self.workspace.isolated or self.settings.lead_code)
         ):
             return self.spec.change.files
         return None
@@ -405,19 +442,28 @@ class ReviewRun(LoopHooks):
                 cwd=self.review_root,
                 allowed=allowed,
                 work_dir=self.work_dir,
-                snapshot=self.snapshot,
-                allow_untracked=self.settings.allow_untracked,
+                workspace=self.workspace,
             )
         except LeadError as exc:
             self.mutations.extend(exc.mutations)
             self.rebaseline()
             raise FixFailed(str(exc), mutations=exc.mutations) from None
+        # A lead no sandbox holds may have written the user's checkout itself: only the
+        # edits it made in its own folder are the user's to get.
+        with _unwatchable():
+            strays = self.workspace.changes(checkout_only=True)
+        if strays:
+            found = [
+                f"{m.path} ({m.kind}, changed by the {self.settings.lead} lead after round "
+                f"{round_no} in the checkout; it may edit only its own copy)"
+                for m in strays
+            ]
+            self.mutations.extend(found)
+            self.rebaseline()
+            raise FixFailed("the lead changed files it must not touch", mutations=found)
+        # The lead edited the private copy: the user's files get the same edits.
+        self.workspace.adopt([edit.path for edit in turn.record.edits])
         self.rebaseline()
-        if self.worktree is not None:
-            # The lead edited the private copy; the user's files get the same edits.
-            for edit in turn.record.edits:
-                source = self.review_root / edit.path
-                (self.repo_root / edit.path).write_bytes(source.read_bytes())
         self._material = None  # the next fresh exec and the stored state see the new text
         self.lead.records.append(turn.record)
         self.lead.applied = turn.applied
@@ -438,14 +484,6 @@ class ReviewRun(LoopHooks):
 
     def _relative(self, path: Path) -> str:
         return repo_relative(path, self.repo_root, self.context.shared.resolve)
-
-    def _inputs(self) -> list[Path]:
-        paths = [p for p in (self.spec.path, self.spec.against_plan) if p is not None]
-        if self.worktree is not None:
-            paths = [self.worktree.translate(p) for p in paths]
-        # The decisions file the plugin reads (never a worktree's copy of it): what a
-        # reviewer writes there would be sent as the user's decisions next run.
-        return [*paths, Path(self.settings.decisions)]
 
     @property
     def work_dir(self) -> Path:
@@ -520,39 +558,30 @@ class ReviewRun(LoopHooks):
     # -- mutation watch ----------------------------------------------------------------
 
     def snapshot(self) -> mutation.Snapshot:
-        """The workspace as it is now (git status + hashes of the review inputs)."""
-        root = self.review_root if self.context.in_git else None
-        toplevels = self.context.shared.toplevels
-        top = toplevels.get(root) if root is not None else None
-        snap = mutation.take_snapshot(root, self._inputs(), toplevel=top)
-        if root is not None and snap.root is not None:
-            toplevels[root] = Path(snap.root)
-        return snap
+        """The workspace as it is now (git status + hashes of the review inputs).
+
+        :raises ReviewInputError: git could not tell (the message says why).
+        """
+        with _unwatchable():
+            return self.workspace.snapshot()
 
     def rebaseline(self) -> None:
         """Take a new "before" snapshot (after a fixer changed files on purpose)."""
-        self.watch.before = self.snapshot()
+        with _unwatchable():
+            self.workspace.rebaseline()
         if self.context.store is not None:
             self.watch.state_before = self.context.store.snapshot()
 
     def check_mutation(self, round_no: int) -> list[str]:
         """New mutations since the baseline, as messages naming path and round."""
-        found: list[str] = []
-        watch = self.watch
-        if watch.before is not None:
-            changes = mutation.compare(
-                watch.before, self.snapshot(), allow_untracked=self.settings.allow_untracked
-            )
-            for change in changes:
-                if change.path not in watch.seen:
-                    watch.seen.add(change.path)
-                    found.append(f"{change.path} ({change.kind}, round {round_no})")
+        with _unwatchable():
+            changes = self.workspace.changes()
+        found = [f"{change.path} ({change.kind}, round {round_no})" for change in changes]
         found.extend(self._state_mutations(round_no))
         last = self.reviewer.last
         if last is not None:
             for path in last.reported_writes:
-                if path not in watch.seen:
-                    watch.seen.add(path)
+                if not self.workspace.seen(path):
                     found.append(f"{path} (reported by the reviewer, round {round_no})")
         self.mutations.extend(found)
         return found
@@ -573,8 +602,7 @@ class ReviewRun(LoopHooks):
         found: list[str] = []
         for path in foreign:
             shown = self._relative(Path(path))
-            if shown not in self.watch.seen:
-                self.watch.seen.add(shown)
+            if not self.workspace.seen(shown):
                 target = targets_of[path]
                 whose = f" of {target}" if target is not None else ""
                 # The folder or the key file itself is reported, never deleted.
@@ -607,12 +635,10 @@ class ReviewRun(LoopHooks):
         if applied is not None:
             self.lead.applied = applied
         material = self.material()
-        if self.settings.isolation == "worktree" and self.worktree is None:
-            try:
-                self.worktree = Worktree.create(self.repo_root, self.work_dir)
-            except IsolationError as exc:
-                raise ReviewInputError(str(exc)) from None
-            self.review_root = self.worktree.path
+        try:
+            self.workspace.open(self.work_dir)
+        except WorkspaceError as exc:
+            raise ReviewInputError(str(exc)) from None
         self._loop_target = target = ReviewTarget(
             key=self.spec.key,
             kind=self.spec.kind,
@@ -679,15 +705,29 @@ class ReviewRun(LoopHooks):
             stopped before it had them).
         :returns: the kept folder (the caller's error message names it).
         :raises WorkspaceMutated: the reviewer changed files, with the fix.
+        :raises ReviewerUnavailable: the workspace could not be compared or removed (one
+            message, never a traceback: the review is not trusted then).
         """
+        failed: str | None = None
         try:
             changed = self.final_mutations(result)
+        except ReviewInputError as exc:
+            changed, failed = [], str(exc)
         finally:
             announced = outcome is not None and outcome.kind is OutcomeKind.ERROR
-            kept = self.cleanup(keep=announced or bool(self.mutations))
+            try:
+                kept = self.cleanup(keep=announced or bool(self.mutations) or failed is not None)
+            except WorkspaceError as exc:
+                kept, failed = None, failed or str(exc)
+        if failed is not None:
+            raise ReviewerUnavailable(
+                f"Adversarial review — {self.spec.key} — the workspace could not be checked "
+                f"after the review, so its verdict is not trusted: {failed}\n"
+                + (f"reviewer files kept in {kept}\n" if kept else "")
+            )
         if not changed:
             return kept
-        if self.worktree is not None:
+        if self.workspace.isolated:
             # The reviewer wrote in its private worktree (which is gone now): isolation is
             # on already, so only a sandbox that refuses writes keeps it from writing.
             hint = "pass --advreview-sandbox=read-only to keep the reviewer from writing"
@@ -780,17 +820,18 @@ class ReviewRun(LoopHooks):
         """Remove the temp files after success; keep them after an error (diagnostics).
 
         A review worktree is always removed: it is a copy, and a leftover one would show
-        in the user's ``git worktree list``.  A kept folder is moved under pytest's
-        temporary folder (:func:`kept_root`), which pytest prunes as it prunes
+        in the user's ``git worktree list``.  Nothing compares the workspace afterwards:
+        the last comparison (:meth:`finish`) comes first.  A kept folder is moved under
+        pytest's temporary folder (:func:`kept_root`), which pytest prunes as it prunes
         ``tmp_path``: an error per review once left a ``/tmp/advreview-*`` folder each.
 
         :param keep: keep the review's folder; the caller must print the returned path
             (a kept folder nobody is told about is litter).
         :returns: the kept folder, ``None`` when nothing was kept (or none was made).
+        :raises WorkspaceError: the review worktree could not be removed completely.
         """
         try:
-            if self.worktree is not None:
-                self.worktree.remove()
+            self.workspace.close()
         finally:
             # Never create the folder here: a review that stopped before it needed one
             # (an unreadable plan, a cached verdict) has nothing to keep.
@@ -798,12 +839,23 @@ class ReviewRun(LoopHooks):
                 shutil.rmtree(self._work_dir, ignore_errors=True)
         if not keep or self._work_dir is None:
             return None
-        root = kept_root(self.context.config, (self.context.repo_root, self.review_root))
-        if root is not None and self._work_dir.parent != root:
+        kept = self.kept_folder()
+        if kept is not None and Path(kept) != self._work_dir:
+            # The workspace is closed: the folder (a worktree may have lived in it) moves.
             # On failure it stays where it was, and the message names that place.
             with contextlib.suppress(OSError):
-                self._work_dir = Path(shutil.move(self._work_dir, root / self._work_dir.name))
+                self._work_dir = Path(shutil.move(self._work_dir, kept))
         return str(self._work_dir)
+
+    def kept_folder(self) -> str | None:
+        """Where the review's folder is kept by the cleanup of :meth:`finish` after an
+        error (``None``: none was made): under :func:`kept_root` where there is one."""
+        if self._work_dir is None:
+            return None
+        root = kept_root(self.context.config, (self.context.repo_root, self.review_root))
+        if root is None or self._work_dir.parent == root:
+            return str(self._work_dir)
+        return str(root / self._work_dir.name)
 
 
 #: The folder under pytest's base temporary folder that kept review folders move to.

@@ -27,7 +27,7 @@ from .decisions import GateBase
 from .items import PlanFile, ReviewItem, ReviewRepr, claim_ahead
 from .options import DEFAULT_DECISIONS
 from .outcome import ReviewWarning
-from .parallel import ReviewPool
+from .parallel import ReviewPool, jobs_for
 from .progress import Progress, progress_plugin
 from .report.collect import ResultsCollector
 from .report.terminal import write_summary
@@ -35,6 +35,7 @@ from .review import ReviewContext, SharedLookups, has_fixer_hook, make_reviewer
 from .runner import Reviewer
 from .selection import TargetSelection
 from .statekey import STATE_KEY_ENV
+from .workspace import Layout
 
 if TYPE_CHECKING:
     from .settings import Settings
@@ -90,6 +91,13 @@ class ReviewSession:
             decisions = os.fspath(plan_root / DEFAULT_DECISIONS)
             self.settings = settings = settings.model_copy(update={"decisions": decisions})
             self.targets.settings = settings  # the change set leaves this file out
+        #: Where the reviews run: a worktree each, or the repository (decided once).
+        self.layout = Layout.decide(
+            self.settings,
+            self.targets.repo_root,
+            in_git=self.targets.repo is not None,
+            head=self.targets.head is not None,
+        )
         #: Warnings of the containment check for the header (the controller's).
         self.containment_warnings: list[str] = []
         if self._from_controller is None:
@@ -171,12 +179,18 @@ class ReviewSession:
             store=self.coordinator.store,
             progress=self._progress,
             fixer_hook=has_fixer_hook(self.config),
+            layout=self.layout,
         )
         self.stash.context = context
-        if self.settings.jobs > 1:
+        jobs = jobs_for(
+            self.settings.jobs,
+            shared_writable=self.layout.shared_writable,
+            xdist_worker=self._from_controller is not None,
+        )
+        if jobs > 1:
             cancel = getattr(reviewer, "cancel", None)
             pool = ReviewPool(
-                self.settings.jobs,
+                jobs,
                 context=context,
                 coordinator=self.coordinator,
                 # One review per target: an item whose target another item reviews
@@ -190,9 +204,7 @@ class ReviewSession:
     def _check_containment(self) -> None:
         """Refuse (where the verdict gates) or warn when the gate's own code lies where
         the reviewer may write (:mod:`.containment`); once, on the controller."""
-        self.containment_warnings = containment.check(
-            self.settings, self.targets.repo_root, os.environ
-        )
+        self.containment_warnings = containment.check(self.settings, self.layout, os.environ)
 
     # -- --advreview-only: review items and nothing else ---------------------------------
 

@@ -70,7 +70,8 @@ class Settings(WireModel):
     fresh: bool = default("fresh")
     #: Seconds between progress lines in a log; 0: no progress display.
     progress: int = default("progress")
-    jobs: int = default("jobs")
+    #: ``auto`` or a number (:func:`~.parallel.jobs_for` decides what ``auto`` gives).
+    jobs: int | Literal["auto"] = default("jobs")
     diff: str = default("diff")
     base: str | None = None
     against_plan: str | None = None
@@ -339,8 +340,9 @@ def header_lines(settings: Settings, *, verbose: bool = False) -> list[str]:
         else:
             shown = "yes" if value is True else q(str(value))
         extra.append(f"{spec.field.replace('_', '-')}={shown}")
-    # The lead may edit code only in a private worktree or with an explicit opt-in.
-    code_locked = settings.isolation != "worktree" and not settings.lead_code
+    # The lead may edit code only in a private worktree (auto gives one to a lead) or
+    # with an explicit opt-in.
+    code_locked = settings.isolation == "none" and not settings.lead_code
     if settings.lead != "none" and settings.diff != "none" and code_locked:
         extra.append(
             "code-review: one round per run, the lead does not edit code (pass "
@@ -368,13 +370,14 @@ def runtime_hints(settings: Settings) -> list[str]:
     """Hints to print once per run (bare text; the caller adds its prefix).
 
     The workspace-write hint (ignored files under the repository are writable) appears
-    only when the sandbox was not chosen explicitly: whoever chose it knows.
+    only when the reviewer works in the repository (``--advreview-isolation=none``) and
+    the sandbox was not chosen explicitly: whoever chose it knows.
     ``danger-full-access`` always warns.
     """
     if settings.sandbox == "danger-full-access":
         return [_FULL_ACCESS_WARNING]
-    explicit = settings.sandbox_explicit
-    return [_WORKSPACE_WRITE_HINT] if settings.sandbox == "workspace-write" and not explicit else []
+    in_place = settings.isolation == "none" and not settings.sandbox_explicit
+    return [_WORKSPACE_WRITE_HINT] if settings.sandbox == "workspace-write" and in_place else []
 
 
 _SETTINGS_KEY = pytest.StashKey["Settings"]()

@@ -13,11 +13,11 @@ from __future__ import annotations
 import difflib
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .. import mutation
 from ..models import (
     Decision,
     DecisionAction,
@@ -32,6 +32,9 @@ from ..runner._process import read_text
 from . import LeadRequest
 from ._attempt import CliLead
 from .contract import LeadError, check_answer, lead_prompt
+
+if TYPE_CHECKING:
+    from ..workspace import Workspace
 
 __all__ = ["TurnResult", "run_turn"]
 
@@ -61,14 +64,13 @@ def run_turn(
     cwd: Path,
     allowed: Sequence[str],
     work_dir: Path,
-    snapshot: Callable[[], mutation.Snapshot],
-    allow_untracked: Sequence[str],
+    workspace: Workspace,
 ) -> TurnResult:
     """Let the lead evaluate ``review`` and fix the files in ``allowed``.
 
     :param cwd: the repository (or review worktree) the lead works in; ``allowed`` is
         relative to it.
-    :param snapshot: takes the workspace snapshot the reviewer's checks use.
+    :param workspace: the review's workspace: its snapshots are the reviewer's checks'.
     :raises LeadError: the lead could not run, timed out, answered invalid decisions,
         or changed a file it must not touch (then ``mutations`` names each path).
     """
@@ -77,7 +79,7 @@ def run_turn(
     before_links = {
         path: os.readlink(cwd / path) if (cwd / path).is_symlink() else None for path in allowed
     }
-    before = snapshot()
+    before = workspace.snapshot()
     started = time.monotonic()
     prompt = lead_prompt(key=key, round_no=round_no, kind=kind, review=review, allowed=allowed)
     error: LeadError | None = None
@@ -94,13 +96,13 @@ def run_turn(
         error = exc
     # The mutation check comes first, also after a failed turn: a lead that wrote
     # elsewhere broke its contract whatever else went wrong.
-    after = snapshot()
+    after = workspace.snapshot()
     root = Path(after.root) if after.root else cwd
     permitted = {(cwd / p).resolve() for p in allowed}
     strays = [
         f"{m.path} ({m.kind}, changed by the {backend.name} lead after round {round_no}; it "
         f"may edit only {', '.join(allowed)})"
-        for m in mutation.compare(before, after, allow_untracked=allow_untracked)
+        for m in workspace.compare(before, after)
         if (root / m.path).resolve() not in permitted and (cwd / m.path).resolve() not in permitted
     ]
     if strays:
