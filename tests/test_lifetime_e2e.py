@@ -49,8 +49,13 @@ def _late_write() -> tuple[str, str]:
 def _start(
     review_repo: ReviewRepo, *extra: str, workers: tuple[str, ...] = ("-p", "no:xdist")
 ) -> subprocess.Popen[bytes]:
+    # In place (isolation=none): the reviewer works in the checkout itself, the layout in
+    # which a process left behind could write into it (a worktree of its own is removed).
     args = review_repo.args(
-        "--advreview-diff=none", f"--advreview-timeout={INTERRUPTED_HANG_S}", *workers
+        "--advreview-diff=none",
+        "--advreview-isolation=none",
+        f"--advreview-timeout={INTERRUPTED_HANG_S}",
+        *workers,
     )
     return start_interruptible(
         [sys.executable, "-m", "pytest", *args, *extra],
