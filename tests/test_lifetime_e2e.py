@@ -107,7 +107,7 @@ def test_a_signal_to_pytest_mid_review_ends_the_reviewer_and_nothing_is_written_
     marker, command = _late_write()
     review_repo.plan("x.md")
     review_repo.answer("x.md", shell_step(command), {"message": approved_review()})
-    proc = _start(review_repo, workers=workers)
+    proc = _start(review_repo, "--advreview-strict-exit", workers=workers)
     try:
         wait_for(proc, lambda: bool(live_processes(f"sleep {marker}")), "the tool call")
         proc.send_signal(signum)
@@ -123,6 +123,9 @@ def test_a_signal_to_pytest_mid_review_ends_the_reviewer_and_nothing_is_written_
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
     assert shown in out, out
     assert "passed" not in out.splitlines()[-1], out
+    # The gate names the interrupt, not "a conftest or plugin removed it".
+    assert "pytest was interrupted (Ctrl-C, SIGTERM or SIGHUP)" in out, out
+    assert "conftest or plugin" not in out, out
 
 
 def test_a_hard_exit_of_pytest_still_ends_the_reviewer(review_repo: ReviewRepo) -> None:

@@ -427,6 +427,10 @@ def deselected_by(config: pytest.Config) -> str | None:
     return ", ".join(named) or None
 
 
+#: Why a review of an interrupted run has no verdict (SIGTERM and SIGHUP take Ctrl-C's path).
+_INTERRUPTED = "pytest was interrupted (Ctrl-C, SIGTERM or SIGHUP)"
+
+
 def uncollected_by(config: pytest.Config) -> str:
     """What kept pytest from making a target's review item, as far as the run can tell."""
     if _option(config, "lf"):
@@ -609,12 +613,16 @@ class GateCheck:
             if nodeid in collected
         }
         stopped = session.shouldfail or session.shouldstop
+        interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED
         if self.config.option.collectonly:
             # Listing the review items is not running them: a gate run that only collects
             # (an addopts = --collect-only) must not pass.
             stopped = "--collect-only runs nothing; drop it (from addopts too): a gate runs reviews"
         elif stopped:
             stopped = f"pytest stopped early ({stopped})"
+        elif interrupted:
+            # Not "a conftest or plugin removed it": the reviews in flight were ended.
+            stopped = _INTERRUPTED
         problems += check(
             collected,
             logged,
@@ -624,7 +632,8 @@ class GateCheck:
         # What the repository says must be reviewed, whatever pytest collected.
         required = list(dict.fromkeys(self.required_targets()))
         made = self._targets().values()
-        missing = unreviewed(required, made, why=uncollected_by(self.config))
+        why = f"{_INTERRUPTED} before it reported" if interrupted else uncollected_by(self.config)
+        missing = unreviewed(required, made, why=why)
         problems += missing
         ran = sum(1 for phases in logged.values() if _ran(phases))
         owed = sum(1 for nodeid, how in collected.items() if how != SHARD or nodeid in logged)
