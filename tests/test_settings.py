@@ -540,6 +540,27 @@ def test_header_second_line_lists_non_defaults() -> None:
     assert lines[1] == "advreview: language=Deutsch isolation=worktree budget-tokens=1000"
 
 
+def test_header_wraps_the_non_defaults_between_settings_at_normal_width() -> None:
+    codex = "/opt/tools/" + "x" * 60 + "/bin/codex"
+    settings = Settings(
+        isolation="worktree",
+        budget_tokens=1000,
+        language="Deutsch",
+        codex=codex,
+        base="origin/main",
+        strict_exit=True,
+    )
+    lines = header_lines(settings)[1:]
+    assert len(lines) == 3, lines
+    assert all(len(line) <= 100 for line in lines), lines
+    # Every setting stays whole, on one line, after the prefix.
+    assert f"codex={codex}" in " ".join(lines)
+    assert all(line.startswith("advreview: ") for line in lines)
+    # A setting longer than the width is a line of its own, never split.
+    alone = header_lines(Settings(codex="/" + "y" * 120))[1]
+    assert alone == "advreview: codex=/" + "y" * 120
+
+
 def test_header_for_command_reviewer_shows_the_command() -> None:
     line = header_lines(Settings(reviewer="command", command="rev --x", timeout=1.5))[0]
     assert line.startswith("advreview: reviewer=command command='rev --x' rounds<=5")

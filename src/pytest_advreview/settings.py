@@ -301,9 +301,11 @@ def header_lines(settings: Settings, *, verbose: bool = False) -> list[str]:
     """The effective settings for ``pytest_report_header``, enough to reproduce a run.
 
     The first line always has the reviewer, its model settings, rounds, threshold, format
-    and timeout.  A second line lists the other settings that differ from their defaults;
-    a list longer than :data:`_LISTED_CHARS` (``--advreview-codex-config``: a provider's
-    whole configuration) is counted there, and listed whole with ``verbose`` (``-v``).
+    and timeout (one line: it is what a run is reproduced from).  The next lines list the
+    other settings that differ from their defaults, wrapped between settings at
+    :data:`_HEADER_WIDTH` characters; a list longer than :data:`_LISTED_CHARS`
+    (``--advreview-codex-config``: a provider's whole configuration) is counted there, and
+    listed whole with ``verbose`` (``-v``).
     """
     q = shlex.quote
     parts = [f"reviewer={q(settings.reviewer)}"]
@@ -348,8 +350,22 @@ def header_lines(settings: Settings, *, verbose: bool = False) -> list[str]:
             "code-review: one round per run, the lead does not edit code (pass "
             "--advreview-isolation=worktree or set ini advreview_lead_code = true)"
         )
-    if extra:
-        lines.append("advreview: " + " ".join(extra))
+    return lines + _wrapped(extra)
+
+
+#: The widest header line the settings make (a line of a terminal of normal width).
+_HEADER_WIDTH = 100
+
+
+def _wrapped(parts: list[str]) -> list[str]:
+    """``parts`` as header lines of at most :data:`_HEADER_WIDTH` characters where they
+    fit: a part is never split (one longer than that is a line of its own)."""
+    lines: list[str] = []
+    for part in parts:
+        if lines and len(lines[-1]) + 1 + len(part) <= _HEADER_WIDTH:
+            lines[-1] += " " + part
+        else:
+            lines.append(f"advreview: {part}")
     return lines
 
 
