@@ -1,0 +1,258 @@
+"""Findings where people read them: the places reviewers cite, and ``--advreview-rdjson``.
+
+The place parser (``parse.markdown.split_place``) is the one both contracts use; every
+form a reviewer writes is read here at its boundaries (line 1, a range, no line, a path
+with spaces, a range that ends before it starts).  The rdjson writer is checked against
+reviewdog's published schema with the pinned ``@umbrelladocs/rdformat-validator``.  The
+run with the real Codex CLI is in ``test_rdjson_e2e.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import test_reports
+from pytest_advreview import outbound
+from pytest_advreview.models import Location, ReviewStatus
+from pytest_advreview.parse import markdown
+from pytest_advreview.parse.json import parse_json
+from pytest_advreview.report.collect import ItemResult, with_line
+from pytest_advreview.report.files import Anchors
+from pytest_advreview.report.rdjson import build_rdjson, render_rdjson
+from pytest_advreview.testing import FindingSpec, revise_review
+from test_reports import Run, _finding, _record
+
+Validate = Callable[[Path], None]
+#: The report tests' run: approved, failed (located / unlocated), below-threshold, errored.
+run = test_reports.run
+
+# -- the places reviewers cite ------------------------------------------------------------
+
+PLACES = [
+    # (as written, path, first line, last line)
+    ("src/pay.py:12", "src/pay.py", 12, None),
+    ("src/pay.py:1", "src/pay.py", 1, None),
+    ("src/pay.py:12-14", "src/pay.py", 12, 14),
+    ("src/pay.py lines 9-10", "src/pay.py", 9, 10),
+    ("src/pay.py line 9", "src/pay.py", 9, None),
+    ("src/pay.py#L9-L10", "src/pay.py", 9, 10),
+    ("src/pay.py#L9", "src/pay.py", 9, None),
+    ("`src/pay.py` (lines 9–10)", "src/pay.py", 9, 10),
+    ("src/pay.py", "src/pay.py", None, None),
+    ("`my dir/pay file.py` lines 3-4", "my dir/pay file.py", 3, 4),
+    ("`my dir/pay file.py:7`", "my dir/pay file.py", 7, None),
+    # No line: a range that ends before it starts, a line 0.
+    ("src/pay.py:10-9", "src/pay.py", None, None),
+    ("src/pay.py lines 10-9", "src/pay.py", None, None),
+    ("src/pay.py#L10-L9", "src/pay.py", None, None),
+    ("src/pay.py:0", "src/pay.py", None, None),
+]
+
+
+def _markdown_location(value: str) -> Location | None:
+    text = revise_review(FindingSpec("high", "Bug", file=value))
+    (finding,) = markdown.parse_markdown(text).findings
+    return finding.location
+
+
+@pytest.mark.parametrize(("value", "path", "start", "end"), PLACES)
+def test_every_cited_place_parses_in_the_markdown_contract(
+    value: str, path: str, start: int | None, end: int | None
+) -> None:
+    assert _markdown_location(value) == Location(file=path, line_start=start, line_end=end)
+
+
+def test_a_place_in_the_location_field_parses_like_the_file_field() -> None:
+    text = revise_review(FindingSpec("high", "Bug")).replace(
+        "- **What can go wrong:**", "- **Location:** src/pay.py#L9-L10\n- **What can go wrong:**"
+    )
+    (finding,) = markdown.parse_markdown(text).findings
+    assert finding.location == Location(file="src/pay.py", line_start=9, line_end=10)
+
+
+def _json_review(**place: Any) -> str:
+    finding = {
+        "severity": "high",
+        "title": "Bug",
+        "file": None,
+        "section": None,
+        "line_start": None,
+        "line_end": None,
+        "what_can_go_wrong": "w",
+        "why_vulnerable": "v",
+        "impact": "i",
+        "recommendation": "r",
+        **place,
+    }
+    return json.dumps({"summary": "s", "findings": [finding], "verdict": "REVISE"})
+
+
+@pytest.mark.parametrize(("value", "path", "start", "end"), PLACES)
+def test_every_cited_place_in_the_json_file_field_parses_when_the_line_fields_are_null(
+    value: str, path: str, start: int | None, end: int | None
+) -> None:
+    (finding,) = parse_json(_json_review(file=value)).findings
+    assert finding.location == Location(file=path, line_start=start, line_end=end)
+
+
+@pytest.mark.parametrize(
+    ("place", "expected"),
+    [
+        ({"file": "src/pay.py", "line_start": 9, "line_end": 10}, ("src/pay.py", 9, 10)),
+        ({"file": "src/pay.py", "line_start": 1}, ("src/pay.py", 1, None)),
+        # Spaces in a JSON path are the path's: no backticks needed.
+        ({"file": "my dir/pay file.py", "line_start": 2}, ("my dir/pay file.py", 2, None)),
+        ({"file": "my dir/pay file.py:3"}, ("my dir/pay file.py", 3, None)),
+        # The line fields win over lines in the path.
+        ({"file": "src/pay.py:3", "line_start": 5, "line_end": 6}, ("src/pay.py", 5, 6)),
+        ({"file": "src/pay.py", "line_start": 10, "line_end": 9}, ("src/pay.py", None, None)),
+        ({"file": "src/pay.py", "line_start": 0}, ("src/pay.py", None, None)),
+        ({"file": "src/pay.py", "line_start": -3, "line_end": 4}, ("src/pay.py", None, None)),
+        ({"file": "src/pay.py", "line_end": 4}, ("src/pay.py", None, None)),
+    ],
+)
+def test_the_json_line_fields_are_used_and_a_bad_range_is_no_line(
+    place: dict[str, Any], expected: tuple[str, int | None, int | None]
+) -> None:
+    (finding,) = parse_json(_json_review(**place)).findings
+    path, start, end = expected
+    assert finding.location == Location(file=path, line_start=start, line_end=end)
+    assert finding.location.has_line is (start is not None)
+
+
+def test_a_plan_section_with_lines_in_json_keeps_its_lines() -> None:
+    (finding,) = parse_json(_json_review(section="Rollout", line_start=4)).findings
+    assert finding.location == Location(section="Rollout", line_start=4)
+
+
+def test_a_stored_record_with_a_reversed_range_anchors_at_the_file(tmp_path: Path) -> None:
+    # Records stored before the parser dropped such ranges may still hold one.
+    bad = _finding("high", "Old", file="src/pay.py", line_start=10, line_end=9)
+    record = _record("", ReviewStatus.REVISE, "failed", (bad,), kind="code")
+    anchor = Anchors(tmp_path).of(record, bad)
+    assert (anchor.path, anchor.line_start, anchor.line_end) == ("src/pay.py", None, None)
+    assert not bad.location or not bad.location.has_line
+
+
+def test_with_line_counts_the_findings_whose_reviewer_cited_a_usable_line() -> None:
+    findings = (
+        _finding("high", "a", file="src/pay.py", line_start=1),
+        _finding("high", "b", file="src/pay.py", line_start=9, line_end=10),
+        _finding("high", "c", file="src/pay.py"),
+        _finding("medium", "d", section="Rollout"),
+        _finding("high", "e"),
+        _finding("high", "f", file="src/pay.py", line_start=10, line_end=9),
+    )
+    record = _record("", ReviewStatus.REVISE, "failed", findings, kind="code")
+    assert with_line([ItemResult(record, "failed")]) == (2, 6)
+    assert with_line([]) == (0, 0)
+
+
+# -- the rdjson file -----------------------------------------------------------------------
+
+
+def _diagnostics(run: Run, fallback: str | None = "pytest.ini") -> list[dict[str, Any]]:
+    data = json.loads(render_rdjson(run.results, run.anchors(), fallback_path=fallback))
+    assert data["source"] == {"name": "pytest-advreview"}
+    diagnostics: list[dict[str, Any]] = data["diagnostics"]
+    return diagnostics
+
+
+def test_rdjson_validates_against_reviewdogs_schema(
+    run: Run, tmp_path: Path, rdformat_validator: Validate
+) -> None:
+    path = tmp_path / "advreview.rdjson"
+    path.write_text(render_rdjson(run.results, run.anchors(), fallback_path="pytest.ini"))
+    rdformat_validator(path)
+
+
+def test_the_validator_rejects_what_reviewdog_would_reject(
+    tmp_path: Path, rdformat_validator: Validate
+) -> None:
+    # The check above can fail: a diagnostic without a path and with an unknown severity.
+    path = tmp_path / "bad.rdjson"
+    path.write_text(json.dumps({"diagnostics": [{"message": "m", "severity": "FATAL"}]}))
+    with pytest.raises(AssertionError, match="is not valid rdjson"):
+        rdformat_validator(path)
+
+
+def test_rdjson_has_one_diagnostic_per_open_finding_with_its_place(run: Run) -> None:
+    by_title = {d["message"].splitlines()[0]: d for d in _diagnostics(run)}
+    located = by_title["[high] Lock order is unspecified"]
+    assert located["location"] == {
+        "path": "src/app.py",
+        "range": {"start": {"line": 3}, "end": {"line": 7}},
+    }
+    assert located["code"]["value"].startswith("AR-")
+    assert located["source"] == {"name": "pytest-advreview"}
+    # ./src/retry.py: repo-relative; one line is a range that ends where it starts.
+    assert by_title["[high] Retry loop never ends"]["location"] == {
+        "path": "src/retry.py",
+        "range": {"start": {"line": 12}, "end": {"line": 12}},
+    }
+    # A plan section: the line of its heading; no place: the plan itself, no range.
+    assert by_title["[critical] Rollback drops data"]["location"]["range"]["start"] == {"line": 12}
+    assert by_title["[high] No owner for the cut-over"]["location"] == {
+        "path": "docs/plans/failed.md"
+    }
+    message = located["message"]
+    assert "What can go wrong: A crash halfway leaves both schemas live." in message
+    assert "Recommendation: Add a rollback checkpoint." in message
+    findings = [f for r in run.results for f in r.record.findings]
+    assert len([d for d in _diagnostics(run) if d["code"]["value"] != "review-error"]) == len(
+        findings
+    )
+
+
+def test_rdjson_severity_is_the_gates_judgement(run: Run) -> None:
+    severities = {d["message"].splitlines()[0]: d["severity"] for d in _diagnostics(run)}
+    assert severities["[critical] Rollback drops data"] == "ERROR"
+    assert severities["[high] Lock order is unspecified"] == "ERROR"
+    # Below fail-on (high): the item passed with a warning.
+    assert severities["[medium] Wording of step 2 is vague"] == "WARNING"
+
+
+def test_a_finding_that_does_not_fail_its_item_is_a_warning_whatever_its_severity() -> None:
+    critical = _finding("critical", "Decided away", file="src/pay.py", line_start=3)
+    record = _record("", ReviewStatus.APPROVED, "passed", (critical,), kind="code")
+    record = record.model_copy(update={"failing_ids": ()})
+    result = build_rdjson([ItemResult(record, "passed")], Anchors(Path.cwd()))
+    assert [d.severity for d in result.diagnostics] == ["WARNING"]
+
+
+def test_an_errored_review_is_an_error_diagnostic_at_its_plan(run: Run) -> None:
+    [error] = [d for d in _diagnostics(run) if d["code"]["value"] == "review-error"]
+    assert error["severity"] == "ERROR"
+    assert error["location"] == {"path": "docs/plans/errored.md"}
+    assert "high demand" in error["message"]
+
+
+def test_a_code_finding_without_a_place_is_pinned_to_the_configuration_file(
+    tmp_path: Path,
+) -> None:
+    loose = _finding("high", "Somewhere")
+    record = _record("", ReviewStatus.REVISE, "failed", (loose,), kind="code")
+    results = [ItemResult(record, "failed")]
+    [diagnostic] = build_rdjson(results, Anchors(tmp_path), fallback_path="pytest.ini").diagnostics
+    assert diagnostic.location.path == "pytest.ini"
+    assert "No file was named; anchored at pytest.ini." in diagnostic.message
+    # Without a configuration file there is no path: reviewdog cannot take it.
+    assert build_rdjson(results, Anchors(tmp_path)).diagnostics == ()
+
+
+def test_rdjson_texts_pass_the_one_redaction_and_neutralisation_pass(tmp_path: Path) -> None:
+    secret = "Zx9PlantedSecretValue4Qw"
+    outbound.install(outbound.Redactor.from_environ({"DEPLOY_TOKEN": secret}))
+    try:
+        hostile = _finding("high", f"Leaks {secret}\u202e here", file="src/pay.py", line_start=2)
+        record = _record("", ReviewStatus.REVISE, "failed", (hostile,), kind="code")
+        text = render_rdjson([ItemResult(record, "failed")], Anchors(tmp_path))
+    finally:
+        outbound.install(None)
+    assert secret not in text
+    assert "\u202e" not in json.loads(text)["diagnostics"][0]["message"]
