@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 
 import pytest_advreview
-from pytest_advreview.constants import PINNED_RDFORMAT_VALIDATOR_VERSION
 from pytest_advreview.testing import (
     FAKE_KEY_ENV,
     FAKE_KEY_VALUE,
@@ -186,6 +185,10 @@ def ecosystem_python(pytestconfig: pytest.Config) -> Path:
     return python
 
 
+#: The rdjson tests' validator of reviewdog's Diagnostic Format (npm package
+#: ``@umbrelladocs/rdformat-validator``), installed into ``.tools`` by ``scripts/setup``
+#: (which reads the pin here: a test tool, not the plugin's).
+PINNED_RDFORMAT_VALIDATOR_VERSION = "1.0.1"
 _RDFORMAT = Path(".tools") / "node_modules" / "@umbrelladocs" / "rdformat-validator"
 
 

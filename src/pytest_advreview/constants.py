@@ -22,9 +22,6 @@ VERDICT_APPROVED = "VERDICT: APPROVED"
 VERDICT_REVISE = "VERDICT: REVISE"
 #: Codex CLI version the plugin was verified against (see docs/codex-compat.md).
 PINNED_CODEX_VERSION = "0.171.0"
-#: The rdjson tests' validator of reviewdog's Diagnostic Format (npm package
-#: ``@umbrelladocs/rdformat-validator``), installed into ``.tools`` by ``scripts/setup``.
-PINNED_RDFORMAT_VALIDATOR_VERSION = "1.0.1"
 #: The one command that installs it, named by every message about a missing or old Codex.
 CODEX_INSTALL_COMMAND = f"npm install -g @openai/codex@{PINNED_CODEX_VERSION}"
 #: Claude Code version the ``claude`` lead was verified against (docs/lead.md "The built-in lead").
