@@ -1,5 +1,5 @@
-"""The places reviewers cite, read at their boundaries (issue 25, "locations worth
-commenting on").
+"""The places reviewers cite, read at their boundaries: the lines a report can put a
+comment on.
 
 ``parse.markdown.split_place`` is the one parser of a cited place, for both contracts:
 ``path:12``, ``path:12-14``, ``path lines 9-10``, ``path line 9``, ``path#L9-L10``,
