@@ -144,3 +144,24 @@ def test_rdjson_texts_pass_the_one_redaction_and_neutralisation_pass(tmp_path: P
         outbound.install(None)
     assert secret not in text
     assert "\u202e" not in json.loads(text)["diagnostics"][0]["message"]
+
+
+def test_no_line_of_a_message_is_a_gitlab_quick_action(tmp_path: Path) -> None:
+    # GitLab runs a note's line that starts with "/" as a quick action with the poster's
+    # rights; the reviewer's text (which the merge request can steer) must not merge it.
+    hostile = _finding("high", "/merge", file="src/pay.py", line_start=2).model_copy(
+        update={
+            "recommendation": "Fix it.\n/approve\n  /close\r/label ~ok\u2028/unassign\x0b/merge",
+            "impact": "/lock",
+        }
+    )
+    record = _record("", ReviewStatus.REVISE, "failed", (hostile,), kind="code")
+    errored = _record("errored.md", ReviewStatus.ABORTED, "error", error="boom\n/merge\n/approve")
+    results = [ItemResult(record, "failed"), ItemResult(errored, "error")]
+    data = json.loads(render_rdjson(results, Anchors(tmp_path), fallback_path="pytest.ini"))
+    messages = [d["message"] for d in data["diagnostics"]]
+    assert len(messages) == 2
+    for message in messages:
+        for line in message.split("\n"):
+            assert not line.lstrip().startswith("/"), line
+    assert "\\/approve" in messages[0] and "\\/merge" in messages[1]

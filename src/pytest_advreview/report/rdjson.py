@@ -20,11 +20,15 @@ Bitbucket and Gitea.  Mapping (documented in ``docs/ci.md``):
   contract asks for a recommendation, not a patch).
 
 Positions are 1-based lines without columns.  Every text goes through the redaction and
-neutralisation pass (:func:`~pytest_advreview.outbound.redact_model`).
+neutralisation pass (:func:`~pytest_advreview.outbound.redact_model`), and no line of a
+message starts with ``/`` (:func:`_inert`): GitLab runs such a line of a note as a quick
+action (``/merge``, ``/approve``, ``/close``) with the rights of the token that posts it,
+and the text is the reviewer's, whom the merge request can steer.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Literal
 
@@ -84,6 +88,15 @@ class DiagnosticResult(WireModel):
     diagnostics: tuple[Diagnostic, ...] = ()
 
 
+_COMMAND = re.compile(r"^(\s*)/")
+
+
+def _inert(text: str) -> str:
+    """``text`` with every line break a ``\\n`` and a line that would start with ``/`` (a
+    GitLab quick action) escaped as ``\\/`` (markdown shows it as ``/``)."""
+    return "\n".join(_COMMAND.sub(r"\1\\/", line) for line in text.splitlines())
+
+
 def _location(anchor: Anchor) -> RdLocation | None:
     if anchor.path is None:
         return None
@@ -114,7 +127,7 @@ def build_rdjson(
                 continue
             diagnostics.append(
                 Diagnostic(
-                    message=finding_text(record, finding, note),
+                    message=_inert(finding_text(record, finding, note)),
                     location=location,
                     severity="ERROR" if finding.id in record.failing_ids else "WARNING",
                     code=Code(value=finding.id),
@@ -126,7 +139,9 @@ def build_rdjson(
             if location is not None:
                 diagnostics.append(
                     Diagnostic(
-                        message=f"{record.nodeid}: {record.status.value}: {item.error_text}",
+                        message=_inert(
+                            f"{record.nodeid}: {record.status.value}: {item.error_text}"
+                        ),
                         location=location,
                         severity="ERROR",
                         code=Code(value=ERROR_CODE),
