@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import pkgutil
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -23,6 +25,7 @@ from pytest_advreview.testing import (
     ScriptedServer,
     codex_provider_args,
 )
+from pytest_advreview.testing.fixtures import _unavailable
 
 pytest_plugins = ["pytest_advreview.testing.fixtures"]
 
@@ -180,6 +183,43 @@ def ecosystem_python(pytestconfig: pytest.Config) -> Path:
             pytest.fail(f"{reason} (CI=true, so this is a failure, not a skip)", pytrace=False)
         pytest.skip(reason)
     return python
+
+
+#: The rdjson tests' validator of reviewdog's Diagnostic Format (npm package
+#: ``@umbrelladocs/rdformat-validator``), installed into ``.tools`` by ``scripts/setup``
+#: (which reads the pin here: a test tool, not the plugin's).
+PINNED_RDFORMAT_VALIDATOR_VERSION = "1.0.1"
+_RDFORMAT = Path(".tools") / "node_modules" / "@umbrelladocs" / "rdformat-validator"
+
+
+@pytest.fixture(scope="session")
+def rdformat_validator(pytestconfig: pytest.Config) -> Callable[[Path], None]:
+    """Validates a file against reviewdog's Diagnostic Format schema, offline, with the pinned
+    ``@umbrelladocs/rdformat-validator`` CLI of ``.tools`` (``scripts/setup``); skip locally
+    when it is missing, fail under CI=true."""
+    package = pytestconfig.rootpath / _RDFORMAT
+    hint = "run scripts/setup"
+    try:
+        version = json.loads((package / "package.json").read_text())["version"]
+    except (OSError, ValueError, KeyError):
+        _unavailable(f"{package} is missing; {hint}", what="rdjson validator")
+    if version != PINNED_RDFORMAT_VALIDATOR_VERSION:
+        _unavailable(
+            f"{package} is {version}, not {PINNED_RDFORMAT_VALIDATOR_VERSION}; {hint}",
+            what="rdjson validator",
+        )
+    node = shutil.which("node")
+    if node is None:
+        _unavailable("node is not on PATH", what="rdjson validator")
+    script = package / "bin" / "rdformat-validator.js"
+
+    def validate(path: Path) -> None:
+        # --strict and --no-extra-fields: a field reviewdog does not know is an error too.
+        argv = [node, str(script), "--strict", "--no-extra-fields", "--verbose", str(path)]
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+        assert proc.returncode == 0, f"{path} is not valid rdjson:\n{proc.stdout}{proc.stderr}"
+
+    return validate
 
 
 @pytest.fixture(autouse=True)

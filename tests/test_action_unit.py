@@ -260,3 +260,6 @@ def test_other_ci_systems_run_the_same_gate_without_github(git_repo: Path) -> No
     assert "notice: pytest-advreview: nothing to review" in proc.stdout
     assert "::" not in proc.stdout.replace("::code-review", "")  # no GitHub commands
     assert (git_repo.parent / "work" / "out" / "results.json").is_file()
+    # The reviewdog file too (empty here), for a GitLab merge request's inline comments.
+    rdjson = json.loads((git_repo.parent / "work" / "out" / "advreview.rdjson").read_text())
+    assert rdjson == {"source": {"name": "pytest-advreview"}, "diagnostics": []}

@@ -103,6 +103,7 @@ class Repo:
             f"--advreview-json={out}/results.json",
             f"--advreview-report={out}/report.md",
             f"--advreview-sarif={out}/advreview.sarif",
+            f"--advreview-rdjson={out}/advreview.rdjson",
             *extra,
         ]
 
@@ -404,6 +405,10 @@ def test_reports_under_xdist_equal_a_serial_run(
 
     a, b = repo.path / "out0", repo.path / "out2"
     assert (a / "advreview.sarif").read_bytes() == (b / "advreview.sarif").read_bytes()
+    # Written once, by the controller: the same diagnostics, in node-id order.
+    rdjson = (b / "advreview.rdjson").read_bytes()
+    assert rdjson == (a / "advreview.rdjson").read_bytes()
+    assert len(json.loads(rdjson)["diagnostics"]) == 5  # 4 open findings, 1 errored review
     assert (a / "report.md").read_bytes() == (b / "report.md").read_bytes()
     assert serial_summary.read_bytes() == parallel_summary.read_bytes()
     assert _commands(serial.stdout.str()) == _commands(parallel.stdout.str())

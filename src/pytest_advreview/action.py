@@ -516,6 +516,8 @@ class Paths:
         self.json = self.out / "results.json"
         self.report = self.out / "report.md"
         self.sarif = self.out / "advreview.sarif"
+        #: For reviewdog (``-f=rdjson``): inline comments outside GitHub.
+        self.rdjson = self.out / "advreview.rdjson"
         self.state = root / "state"
 
 
@@ -553,6 +555,7 @@ def pytest_argv(
         f"--advreview-json={paths.json}",
         f"--advreview-report={paths.report}",
         f"--advreview-sarif={paths.sarif}",
+        f"--advreview-rdjson={paths.rdjson}",
         "-ra",
     ]
     if env.get("GITHUB_ACTIONS") == "true":
@@ -653,7 +656,7 @@ def review(env: Mapping[str, str]) -> int:
     )
     paths.cwd.mkdir(parents=True, exist_ok=True)
     paths.out.mkdir(parents=True, exist_ok=True)
-    for stale in (paths.json, paths.report, paths.sarif):
+    for stale in (paths.json, paths.report, paths.sarif, paths.rdjson):
         stale.unlink(missing_ok=True)
     python = _input("python", env) or sys.executable
     codex = _input("codex", env) or "codex"

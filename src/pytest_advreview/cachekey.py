@@ -88,6 +88,7 @@ NOT_IDENTITY_SETTINGS: Final[Mapping[str, str]] = {
     "isolation": "the reviewer sees a mirror of the same content",
     "report": "a report file",
     "sarif": "a report file",
+    "rdjson": "a report file",
     "json_report": "a report file",
     "budget_tokens": "decides whether a review starts, not what it says",
     "fresh": "ignores the stored state altogether",

@@ -128,6 +128,12 @@ class Location(WireModel):
             where = f"{where} {lines}".strip()
         return where
 
+    @property
+    def has_line(self) -> bool:
+        """Whether the reviewer cited a usable line: 1 or more, and not past a range's end."""
+        start, end = self.line_start, self.line_end
+        return start is not None and start >= 1 and (end is None or end >= start)
+
 
 _WS = re.compile(r"\s+")
 

@@ -383,6 +383,10 @@ _MAX_ROUNDS_DESC = "Most review rounds per item, 1 to 20 (default: 5)"
 _FAIL_ON_DESC = "Lowest finding severity that fails an item; findings below it pass with a warning."
 _REPORT_DESC = "Write a markdown report of every review to this path"
 _SARIF_DESC = "Write the findings as a SARIF 2.1.0 log to this path"
+_RDJSON_DESC = (
+    "Write the findings in reviewdog's Diagnostic Format (rdjson) to this path, for "
+    "`reviewdog -f=rdjson`"
+)
 _JSON_DESC = "Write the review results as JSON to this path"
 _GITHUB_DESC = (
     "GitHub Actions workflow-command annotations for the findings and the markdown report "
@@ -553,6 +557,7 @@ SPECS: tuple[Spec, ...] = (
     Spec("budget_tokens", _BUDGET_DESC, _budget, "TOKENS"),
     Spec("report", _REPORT_DESC, _PATH, "PATH", ini=None, path=True),
     Spec("sarif", _SARIF_DESC, _PATH, "PATH", ini=None, path=True),
+    Spec("rdjson", _RDJSON_DESC, _PATH, "PATH", ini=None, path=True),
     Spec("json", _JSON_DESC, _PATH, "PATH", ini=None, path=True),
     _pick("lead", _LEAD_DESC, "LEAD"),
     Spec("lead_command", _LEAD_COMMAND_DESC, _command, "CMD"),

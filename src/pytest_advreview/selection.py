@@ -39,7 +39,13 @@ def not_the_change(config: pytest.Config, settings: Settings, top: Path) -> targ
     here = Path(config.invocation_params.dir)
     written: list[str] = [
         path
-        for path in (settings.json_report, settings.report, settings.sarif, settings.lead_patch)
+        for path in (
+            settings.json_report,
+            settings.report,
+            settings.sarif,
+            settings.rdjson,
+            settings.lead_patch,
+        )
         if path is not None
     ]
     for name in ("xmlpath", "report_log", "htmlpath"):

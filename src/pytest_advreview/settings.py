@@ -35,7 +35,7 @@ class Settings(WireModel):
     """Every resolved setting of one run, as plain serialisable values.
 
     The defaults and allowed values are :data:`.options.SPECS`'s; :func:`resolve` checks
-    every value against them.  Paths (``report``, ``sarif``, ``json_report``,
+    every value against them.  Paths (``report``, ``sarif``, ``rdjson``, ``json_report``,
     ``against_plan``, ``decisions`` and a ``codex`` given as a path) are absolute, so
     workers and the runner's subprocesses see the same files whatever their working
     directory.  ``plans`` and ``allow_untracked`` are globs relative to rootdir and to
@@ -64,6 +64,7 @@ class Settings(WireModel):
     isolation: str = default("isolation")
     report: str | None = None
     sarif: str | None = None
+    rdjson: str | None = None
     #: ``--advreview-json``; named so because ``json`` shadows a pydantic method.
     json_report: str | None = None
     budget_tokens: int | None = None

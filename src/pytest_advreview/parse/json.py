@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from ..models import Finding, Review, Severity, Verdict, WireModel, finding_id
-from .markdown import _UNTITLED, _location
+from ..models import Finding, Location, Review, Severity, Verdict, WireModel, finding_id
+from .markdown import _UNTITLED, _location, split_place
 
 
 class ReviewFormatError(ValueError):
@@ -127,12 +127,7 @@ def parse_json(text: str) -> Review:
     findings = []
     for item in out.findings:
         title = item.title.strip() or _UNTITLED
-        location = _location(
-            _blank_to_none(item.file),
-            _blank_to_none(item.section),
-            item.line_start,
-            item.line_end,
-        )
+        location = _json_location(item)
         findings.append(
             Finding(
                 id=finding_id(title, location),
@@ -151,6 +146,22 @@ def parse_json(text: str) -> Review:
         verdict=Verdict(out.verdict),
         raw=text,
     )
+
+
+def _json_location(item: ReviewerFinding) -> Location | None:
+    """The finding's place: its fields, read like the markdown contract's ``File:``.
+
+    Reviewers put the lines in the path too (``"file": "src/pay.py:3"`` or ``"src/pay.py
+    lines 9-10"`` with null lines): the path is cut there and those lines are used when
+    the line fields are null.
+    """
+    file = _blank_to_none(item.file)
+    start, end = item.line_start, item.line_end
+    if file is not None:
+        file, cited_start, cited_end = split_place(file, spaced=True)
+        if start is None:
+            start, end = cited_start, cited_end
+    return _location(file, _blank_to_none(item.section), start, end)
 
 
 def _explain(exc: ValidationError) -> str:

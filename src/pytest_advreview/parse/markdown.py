@@ -198,16 +198,38 @@ def _split_path_token(token: str) -> tuple[str, int | None, int | None]:
     return token, None, None
 
 
-def _parse_file(value: str) -> tuple[str | None, int | None, int | None]:
-    value = value.replace("`", "").replace("**", "").strip()
+_QUOTED_PATH = re.compile(r"^`([^`]+)`")
+
+
+def split_place(value: str, *, spaced: bool = False) -> tuple[str | None, int | None, int | None]:
+    """``(path, first line, last line)`` of a place as reviewers write it.
+
+    The one parser of a cited place, for both contracts: ``path:12``, ``path:12-14``,
+    ``path#L9``, ``path#L9-L10``, ``path lines 9-10``, ``path line 9``, ``lines 9-10``,
+    and a path in backticks, which may hold spaces (```my dir/a.py` line 3``).  With
+    ``spaced`` (the JSON contract's ``file`` field) the whole text before a ``line(s)``
+    word is the path, spaces included.  Lines are returned as written; :func:`_location`
+    drops the ones that are no line.
+    """
+    value = value.replace("**", "").strip()
+    quoted = _QUOTED_PATH.match(value)
+    plain = value.replace("`", "")
+    if quoted:
+        token, rest = quoted.group(1).strip(), value[quoted.end() :]
+    elif spaced:
+        words = _LINES_WORD.search(plain)
+        token = (plain[: words.start()] if words else plain).strip().rstrip(",;(").strip()
+        rest = plain
+    else:
+        tokens = plain.split(maxsplit=1)
+        token, rest = (tokens[0] if tokens else ""), plain
     path: str | None = None
     start = end = None
-    tokens = value.split(maxsplit=1)
-    if tokens and tokens[0].lower().strip(",;()") not in {"line", "lines", "l"}:
-        path, start, end = _split_path_token(tokens[0])
-        path = path or None
+    if token and token.lower().strip(",;()") not in {"line", "lines", "l"}:
+        path, start, end = _split_path_token(token)
+        path = path.strip() or None
     if start is None:
-        m = _LINES_WORD.search(value)
+        m = _LINES_WORD.search(rest)
         if m:
             start = int(m.group(1))
             end = int(m.group(2)) if m.group(2) else None
@@ -217,12 +239,15 @@ def _parse_file(value: str) -> tuple[str | None, int | None, int | None]:
 def _location(
     file: str | None, section: str | None, start: int | None, end: int | None
 ) -> Location | None:
+    # A line below 1 or a range that ends before it starts (``10-9``) is no line: the
+    # finding points at its file.  Guessing which end was meant would put a comment on
+    # lines the reviewer may not have meant.
+    if start is not None and (start < 1 or (end is not None and end < start)):
+        start = end = None
     if file is None and section is None and start is None:
         return None
     if start is None:
         end = None
-    elif end is not None and end < start:
-        start, end = end, start
     return Location(file=file, section=section, line_start=start, line_end=end)
 
 
@@ -442,14 +467,14 @@ def _block_location(values: dict[str, str], prose: Sequence[str]) -> Location | 
     section: str | None = None
     start = end = None
     if values.get("file"):
-        file, start, end = _parse_file(values["file"].splitlines()[0])
+        file, start, end = split_place(values["file"].splitlines()[0])
     where = values.get("location")
     if where:
         first = where.splitlines()[0]
         token = first.replace("`", "").split(maxsplit=1)
         path = _split_path_token(token[0])[0] if token else ""
         if file is None and (_PATHISH.search(path) or _COLON_LINES.search(first)):
-            file, start, end = _parse_file(first)
+            file, start, end = split_place(first)
         else:
             section = first.strip()
     if values.get("section"):

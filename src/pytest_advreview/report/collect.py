@@ -15,7 +15,7 @@ import pytest
 from ..constants import RECORD_ATTR
 from ..models import ItemRecord
 
-__all__ = ["ItemResult", "ResultsCollector"]
+__all__ = ["ItemResult", "ResultsCollector", "with_line"]
 
 
 @dataclass
@@ -64,6 +64,14 @@ class ItemResult:
             ", ".join(f"{counts[s]} {s}" for s in ("critical", "high", "medium") if counts[s])
             or "no findings"
         )
+
+
+def with_line(results: list[ItemResult]) -> tuple[int, int]:
+    """``(findings whose reviewer cited a usable line, all findings)`` over ``results``:
+    how many findings a report can put on lines, to judge a prompt change by."""
+    findings = [f for r in results for f in r.record.findings]
+    located = sum(1 for f in findings if f.location is not None and f.location.has_line)
+    return located, len(findings)
 
 
 class ResultsCollector:

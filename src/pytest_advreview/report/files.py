@@ -152,9 +152,22 @@ class Anchors:
                 return Anchor(plan, line, line)
         return Anchor(plan)
 
+    def placed(
+        self, record: ItemRecord, finding: Finding, fallback_path: str | None
+    ) -> tuple[Anchor, str | None]:
+        """:meth:`of`, else ``fallback_path`` (the pytest configuration file) for a finding
+        that names no place, with the note saying so: a report that needs a file for every
+        entry (SARIF, rdjson) still shows it."""
+        anchor = self.of(record, finding)
+        if anchor.path is None and fallback_path is not None:
+            return Anchor(fallback_path), f"No file was named; anchored at {fallback_path}."
+        return anchor, None
+
 
 def _anchor(path: str, start: int | None, end: int | None) -> Anchor:
-    # Neither SARIF nor GitHub takes a line below 1: such a finding points at the file.
-    if start is None or start < 1:
+    # Neither SARIF, GitHub nor reviewdog takes a line below 1, and a range that ends
+    # before it starts is no range (the parsers drop both; a stored record may hold one):
+    # such a finding points at the file.
+    if start is None or start < 1 or (end is not None and end < start):
         return Anchor(path)
-    return Anchor(path, start, end if end is not None and end >= start else start)
+    return Anchor(path, start, end if end is not None else start)

@@ -17,7 +17,7 @@ from pydantic import Field
 from .. import __version__
 from ..models import ChangeSetInfo, ItemRecord, OutputFormat, Severity, TokenUsage, WireModel
 from ..outbound import redact_model
-from .collect import ItemResult
+from .collect import ItemResult, with_line
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -97,6 +97,9 @@ class Totals(WireModel):
     statuses: dict[str, int] = Field(default_factory=dict)
     #: Open findings per severity, over all items.
     findings: dict[str, int] = Field(default_factory=dict)
+    #: Open findings whose reviewer cited a usable line (``path:12``, ``path lines 9-10``,
+    #: ``path#L9``, the JSON contract's line fields): what inline comments can use.
+    findings_with_line: int = 0
     tokens: TokenUsage = Field(default_factory=TokenUsage)
     duration_s: float = 0.0
 
@@ -149,6 +152,7 @@ def build_report(
         outcomes=dict(sorted(Counter(r.record.outcome for r in results).items())),
         statuses=dict(sorted(Counter(r.record.status.value for r in results).items())),
         findings={s.value: findings[s.value] for s in Severity if findings[s.value]},
+        findings_with_line=with_line(results)[0],
         tokens=tokens,
         duration_s=round(sum(r.seconds for r in results), 3),
     )

@@ -29,6 +29,7 @@ from .collect import ItemResult
 from .files import Anchors, find_repo_root, write_atomic
 from .json_report import gate_result, render_json
 from .markdown import render_markdown, step_summary
+from .rdjson import render_rdjson
 from .sarif import render_sarif
 
 if TYPE_CHECKING:
@@ -116,6 +117,11 @@ def publish(
             "--advreview-sarif",
             settings.sarif,
             lambda: render_sarif(results, anchors, fallback_path=fallback),
+        ),
+        (
+            "--advreview-rdjson",
+            settings.rdjson,
+            lambda: render_rdjson(results, anchors, fallback_path=fallback),
         ),
         # Every lead edit of the run, for a CI job to upload or open a pull request with.
         ("--advreview-lead-patch", settings.lead_patch, lambda: lead_patch(results)),

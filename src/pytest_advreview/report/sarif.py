@@ -36,7 +36,14 @@ from ..outbound import redact_model
 from .collect import ItemResult
 from .files import Anchor, Anchors
 
-__all__ = ["SARIF_SCHEMA_URI", "SarifLog", "build_sarif", "level_of", "render_sarif"]
+__all__ = [
+    "SARIF_SCHEMA_URI",
+    "SarifLog",
+    "build_sarif",
+    "finding_text",
+    "level_of",
+    "render_sarif",
+]
 
 SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 #: The one ``uriBaseId`` used: GitHub code scanning resolves it to the checkout.
@@ -193,7 +200,9 @@ def _physical(anchor: Anchor) -> PhysicalLocation | None:
     )
 
 
-def _message(record: ItemRecord, finding: Finding, note: str | None) -> Message:
+def finding_text(record: ItemRecord, finding: Finding, note: str | None = None) -> str:
+    """A finding as plain text for a report that places it in a file (SARIF, rdjson):
+    severity and title, the four answers, the place named, ``note``, the review item."""
     parts = [f"[{finding.severity.value}] {finding.title}"]
     for label, value in finding.answers().items():
         if value:
@@ -203,7 +212,7 @@ def _message(record: ItemRecord, finding: Finding, note: str | None) -> Message:
     if note:
         parts.append(note)
     parts.append(f"Review item: {record.nodeid} ({record.status.value})")
-    return Message(text="\n".join(parts))
+    return "\n".join(parts)
 
 
 def _rule(finding: Finding) -> Rule:
@@ -251,11 +260,7 @@ def build_sarif(
     index = {rule_id: n for n, rule_id in enumerate(order)}
     sarif_results = []
     for record, finding in pending:
-        anchor = anchors.of(record, finding)
-        note = None
-        if anchor.path is None and fallback_path is not None:
-            anchor = Anchor(fallback_path)
-            note = f"No file was named; anchored at {fallback_path}."
+        anchor, note = anchors.placed(record, finding, fallback_path)
         physical = _physical(anchor)
         logical = (
             (LogicalLocation(name=finding.location.section),)
@@ -272,7 +277,7 @@ def build_sarif(
                 rule_id=finding.id,
                 rule_index=index[finding.id],
                 level=level_of(finding.severity),
-                message=_message(record, finding, note),
+                message=Message(text=finding_text(record, finding, note)),
                 locations=(location,) if location is not None else None,
                 partial_fingerprints={"advreviewFinding/v1": _fingerprint(record, finding)},
                 properties={

@@ -9,7 +9,7 @@ import pytest
 from ..models import ItemRecord
 from ..outbound import terminal_text
 from ..outcome import counted
-from .collect import ItemResult
+from .collect import ItemResult, with_line
 
 __all__ = ["MEANING", "lead_lines", "write_summary"]
 
@@ -79,4 +79,8 @@ def write_summary(terminal: pytest.TerminalReporter, results: list[ItemResult]) 
             line(f"    {lead}")
         for mutation in record.mutations:
             line(f"    changed by the reviewer: {mutation}")
+    located, findings = with_line(results)
+    if findings:
+        verb = "has" if findings == 1 else "have"
+        line(f"locations: {located} of {counted(findings, 'finding')} {verb} a line")
     line(f"total: {counted(len(results), 'review')}, {counted(total, 'token')}")
