@@ -276,3 +276,20 @@ def test_a_tracked_file_whose_folder_became_a_file_is_keyed_as_unreadable(repo: 
     assert key(repo, "d/f.txt", "d") == first
     (repo / "d").write_text("changed")
     assert key(repo, "d/f.txt", "d") != first
+
+
+def test_staging_a_change_keeps_the_key(repo: Path) -> None:
+    """The reviewer sees ``git diff HEAD``: the index on its own is not content."""
+    (repo / "README.md").write_text("# changed\n")
+    before = key(repo, "README.md")
+    git(repo, "add", "README.md")
+    assert key(repo, "README.md") == before
+
+
+def test_a_tracked_file_outside_the_change_set_never_moves_the_key(repo: Path) -> None:
+    write(repo, "other.txt", "o")
+    commit(repo, "other")
+    (repo / "a.txt").write_text("a")
+    base = key(repo, "a.txt")
+    (repo / "other.txt").write_text("changed")
+    assert key(repo, "a.txt") == base
