@@ -199,7 +199,7 @@ def test_every_bidi_and_line_separator_character_is_escaped(char: str) -> None:
     assert outbound.unsafe_name(f"x{char}")
 
 
-@pytest.mark.parametrize("char", ["\u00a0", "\u00ff", "\u0100", "\u200b", "é"])
+@pytest.mark.parametrize("char", ["\u00ff", "\u0100", "é", "中"])
 def test_printable_and_other_characters_are_left_alone(char: str) -> None:
     assert outbound.escape_controls(f"a{char}b") == f"a{char}b"
     assert not outbound.unsafe_name(f"a{char}b")
