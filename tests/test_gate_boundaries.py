@@ -525,3 +525,46 @@ def test_problem_lines_are_printed_on_one_line_neutralised() -> None:
     recorder = _recorder("a\n::error::x")
     check, _ = _decided(recorder, [])
     assert check.lines()[1].startswith("pytest-advreview: a\\x0a::error::x: expected")
+
+
+def test_a_dropped_item_that_nothing_stopped_names_the_removal() -> None:
+    check, _ = _decided(_recorder("a"), [])
+    assert check.problems[0].fix == (
+        "a conftest or plugin removed it from the run (pytest_collection_modifyitems, "
+        "pytest_runtest_protocol); remove that code or keep it away from review items"
+    )
+
+
+def test_items_skipped_before_their_review_did_not_run() -> None:
+    skipped = [
+        _report("a", "setup", "skipped", NOT_RUN),
+        _report("a", "teardown", "passed", PASSED),
+    ]
+    check, _ = _decided(_recorder("a"), skipped)
+    assert check.headline == (
+        "0 review items ran, but --adversarial-review collected 1: the gate did not run"
+    )
+
+
+def test_after_a_failed_setup_a_missing_teardown_is_still_a_problem() -> None:
+    found = problems(phases(setup=Logged("failed", False, FAILED), call=None, teardown=None))
+    assert [p.seen for p in found] == ["no teardown report"]
+
+
+def test_under_xdist_no_worker_report_fails_the_run() -> None:
+    recorder = _recorder("a")
+    config = _config(recorder, dsession=object(), terminalreporter=object())
+    check = gate.GateCheck(config, recorder, enforced="CI=true", strict=False)  # type: ignore[arg-type]
+    ended = _session()
+    hook = check.pytest_sessionfinish(ended)  # type: ignore[arg-type]
+    next(hook)
+    with pytest.raises(StopIteration):
+        hook.send(None)
+    assert [p.nodeid for p in check.problems] == ["(xdist)"]
+    assert ended.exitstatus == 1
+
+
+def test_with_a_terminal_nothing_is_written_to_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    check, _ = _decided(_recorder("a"), [])
+    assert check.problems
+    assert capsys.readouterr().err == ""
