@@ -71,8 +71,10 @@ def prepare(name: str, module: dict[str, object]) -> Path:
     skip = shutil.ignore_patterns("__pycache__", "*.egg-info")
     shutil.copytree(ROOT / "src", work / "src", ignore=skip)
     shutil.copytree(ROOT / "tests", work / "tests", ignore=shutil.ignore_patterns("__pycache__"))
-    path = str(PACKAGE / str(module["path"]))
-    only = f"{path}*" if path.endswith("/") else path
+    # A folder (``parse/``) mutates every module in it.
+    given = str(module["path"])
+    path = str(PACKAGE / given)
+    only = f"{path}/*" if given.endswith("/") else path
     tests = [str(t) for t in module["tests"]]  # type: ignore[attr-defined]
     missing = [t for t in tests if t.startswith("tests/") and not (ROOT / t).exists()]
     for t in missing:
