@@ -217,3 +217,71 @@ def test_a_finding_that_reports_the_reviewers_environment_is_not_backing() -> No
     stub = "# Review\nEvery command failed: operation not permitted.\n"
     assert classify_quality(_review_with(unlocated, stub)) is ReviewQuality.DEGRADED_ENVIRONMENTAL
     assert classify_quality(_review_with(located, stub)) is ReviewQuality.VALID
+
+
+# -- the strict schema, made afresh (the review schema itself is made once per process) ----
+
+
+def test_a_model_schema_is_made_strict_with_references_inlined() -> None:
+    from typing import Literal
+
+    from pydantic import BaseModel, Field
+
+    from pytest_advreview.parse.json import strict_schema
+
+    class Inner(BaseModel):
+        name: str = "x"
+        size: int | None = None
+
+    class Outer(BaseModel):
+        first: Inner = Field(description="the first")
+        items: list[Inner] = []
+        kind: Literal["a", "b"] = "a"
+
+    inner = {
+        "properties": {
+            "name": {"title": "Name", "type": "string"},
+            "size": {"anyOf": [{"type": "integer"}, {"type": "null"}], "title": "Size"},
+        },
+        "title": "Inner",
+        "type": "object",
+        "required": ["name", "size"],
+        "additionalProperties": False,
+    }
+    assert strict_schema(Outer) == {
+        "properties": {
+            "first": {**inner, "description": "the first"},
+            "items": {"items": inner, "title": "Items", "type": "array"},
+            "kind": {"enum": ["a", "b"], "title": "Kind", "type": "string"},
+        },
+        "required": ["first", "items", "kind"],
+        "title": "Outer",
+        "type": "object",
+        "additionalProperties": False,
+    }
+
+
+def test_an_object_without_properties_is_closed_too() -> None:
+    from pytest_advreview.parse.json import _make_strict
+
+    assert _make_strict({"type": "object", "default": {}}) == {
+        "type": "object",
+        "properties": {},
+        "required": [],
+        "additionalProperties": False,
+    }
+    assert _make_strict({"properties": {"a": {"type": "string", "default": "x"}}}) == {
+        "properties": {"a": {"type": "string"}},
+        "required": ["a"],
+        "additionalProperties": False,
+    }
+    assert _make_strict([{"type": "string", "default": "x"}, 3]) == [{"type": "string"}, 3]
+
+
+def test_the_failure_patterns_join_their_parts_as_alternatives() -> None:
+    from pytest_advreview.parse.quality import _patterns
+
+    pattern = _patterns("ab|c", "d+")
+    assert pattern.pattern == "(?:ab|c)|(?:d+)"
+    assert pattern.search("xxc") and pattern.search("ddd") and not pattern.search("b")
+    assert not _patterns("abc").search("ABC")  # case-sensitive: texts are lowercased first
