@@ -285,3 +285,46 @@ def test_the_failure_patterns_join_their_parts_as_alternatives() -> None:
     assert pattern.pattern == "(?:ab|c)|(?:d+)"
     assert pattern.search("xxc") and pattern.search("ddd") and not pattern.search("b")
     assert not _patterns("abc").search("ABC")  # case-sensitive: texts are lowercased first
+
+
+# -- where a finding is --------------------------------------------------------------------
+
+LOCATIONS = [
+    ("- **File:** `src/a.py:10-20`", Location(file="src/a.py", line_start=10, line_end=20)),
+    ("- **File:** src/a.py#L5-L7", Location(file="src/a.py", line_start=5, line_end=7)),
+    ("- **File:** src/a.py#L5", Location(file="src/a.py", line_start=5)),
+    ("- **File:** src/a.py lines 3 to 9", Location(file="src/a.py", line_start=3, line_end=9)),
+    ("- **File:** src/a.py line 3", Location(file="src/a.py", line_start=3)),
+    ("- **File:** lines 4-6", Location(line_start=4, line_end=6)),
+    ("- **File:** src/a.py:20-10", Location(file="src/a.py", line_start=10, line_end=20)),
+    ("- **File:** (src/f.py:1),", Location(file="src/f.py", line_start=1)),
+    ("- **File:** **src/g.py**", Location(file="src/g.py")),
+    ("- **Location:** src/b.py:7", Location(file="src/b.py", line_start=7)),
+    ("- **Location:** config:12", Location(file="config", line_start=12)),
+    ("- **Location:** Task 3 — migration", Location(section="Task 3 — migration")),
+    ("- **Location:** `README.md`", Location(file="README.md")),
+    (
+        "- **Section:** Task 2\n- **Location:** src/c.py",
+        Location(file="src/c.py", section="Task 2"),
+    ),
+    (
+        "- **File:** src/d.py\n- **Location:** Task 9",
+        Location(file="src/d.py", section="Task 9"),
+    ),
+    ("- **File:** src/d.py\n- **Lines:** 8-9", Location(file="src/d.py", line_start=8, line_end=9)),
+    ("- **File:** src/d.py:2\n- **Lines:** 8-9", Location(file="src/d.py", line_start=2)),
+    ("- **Lines:** 5", Location(line_start=5)),
+    ("- **Lines:** none", None),
+    ("See src/e.py:33-34 for details.", Location(file="src/e.py", line_start=33, line_end=34)),
+    ("See `src/e.py#L3` there.", Location(file="src/e.py", line_start=3)),
+    ("A ratio of 3:4 and time 10:30.", None),
+    ("See notes:12 and then lib/x.py:4.", Location(file="lib/x.py", line_start=4)),
+    ("Nothing located here.", None),
+]
+
+
+@pytest.mark.parametrize(("fields", "location"), LOCATIONS, ids=[f for f, _ in LOCATIONS])
+def test_where_a_finding_is(fields: str, location: Location | None) -> None:
+    text = review(f"### [severity: high] A problem\n{fields}\n")
+    (found,) = analyse(text).review.findings
+    assert found.location == location
