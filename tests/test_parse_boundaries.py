@@ -328,3 +328,52 @@ def test_where_a_finding_is(fields: str, location: Location | None) -> None:
     text = review(f"### [severity: high] A problem\n{fields}\n")
     (found,) = analyse(text).review.findings
     assert found.location == location
+
+
+# -- a bold or numbered line that titles a finding when a severity field follows -----------
+
+
+def soft(title: str, between: list[str], severity: str = "high") -> list[Finding]:
+    body = "\n".join([title, *between, f"- Severity: {severity}", "- Impact: data loss"])
+    return list(analyse(review(body + "\n")).review.findings)
+
+
+@pytest.mark.parametrize(("prose", "opens"), [(0, True), (3, True), (4, False)])
+def test_a_severity_field_opens_a_finding_within_four_lines_of_its_title(
+    prose: int, opens: bool
+) -> None:
+    between = [f"line {n} of prose" for n in range(prose)]
+    found = soft("**Missing rollback**", between)
+    assert [f.title for f in found] == (["Missing rollback"] if opens else [])
+
+
+def test_empty_and_quoted_lines_do_not_count_towards_the_four() -> None:
+    between = ["one", "", "> quoted", "> quoted", "two", "three"]
+    assert [f.title for f in soft("**Missing rollback**", between)] == ["Missing rollback"]
+
+
+def test_a_heading_between_a_soft_title_and_its_severity_closes_it() -> None:
+    # The heading titles the finding instead.
+    assert [f.title for f in soft("**Missing rollback**", ["#### Other"])] == ["Other"]
+
+
+@pytest.mark.parametrize("value", ["unknown", "n/a"])
+def test_a_severity_field_without_a_severity_opens_nothing(value: str) -> None:
+    assert soft("**Missing rollback**", [], severity=value) == []
+
+
+@pytest.mark.parametrize(
+    ("title", "opens"),
+    [
+        ("**Missing rollback**", True),
+        ("__Missing rollback__", True),
+        ("**ab**", True),
+        ("1. Missing rollback", True),
+        ("   **Missing rollback**", True),
+        ("    **Missing rollback**", False),
+        ("**Missing rollback__", False),
+        ("Missing rollback", False),
+    ],
+)
+def test_which_lines_may_title_a_finding(title: str, opens: bool) -> None:
+    assert (soft(title, []) != []) is opens
