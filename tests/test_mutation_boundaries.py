@@ -286,3 +286,9 @@ def test_every_path_after_a_skipped_one_is_still_compared() -> None:
 
 def test_a_tracked_change_that_vanished_is_reported_under_any_glob() -> None:
     assert changes(snap({"f.py": " M"}), snap({}), ("**",)) != []
+
+
+def test_every_path_after_an_unchanged_one_is_still_compared() -> None:
+    before = snap({"a.txt": " M"}, {"a.txt": "same"})
+    after = snap({"a.txt": " M", "b.txt": "??"}, {"a.txt": "same", "b.txt": "h"})
+    assert changes(before, after) == [Mutation("b.txt", "untracked", "new untracked file")]
