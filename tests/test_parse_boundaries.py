@@ -368,6 +368,8 @@ def test_a_severity_field_without_a_severity_opens_nothing(value: str) -> None:
         ("**Missing rollback**", True),
         ("__Missing rollback__", True),
         ("**ab**", True),
+        ("**a**", True),
+        ("****", False),
         ("1. Missing rollback", True),
         ("   **Missing rollback**", True),
         ("    **Missing rollback**", False),
@@ -377,3 +379,19 @@ def test_a_severity_field_without_a_severity_opens_nothing(value: str) -> None:
 )
 def test_which_lines_may_title_a_finding(title: str, opens: bool) -> None:
     assert (soft(title, []) != []) is opens
+
+
+def test_an_optional_reference_is_inlined_inside_its_any_of() -> None:
+    from pydantic import BaseModel
+
+    from pytest_advreview.parse.json import strict_schema
+
+    class Inner(BaseModel):
+        name: str
+
+    class Outer(BaseModel):
+        maybe: Inner | None = None
+
+    (inner, null) = strict_schema(Outer)["properties"]["maybe"]["anyOf"]
+    assert inner["properties"] == {"name": {"title": "Name", "type": "string"}}
+    assert null == {"type": "null"}
