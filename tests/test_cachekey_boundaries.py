@@ -23,12 +23,7 @@ from pytest_advreview.cachekey import (
 from pytest_advreview.models import ChangeSet, Decision, DecisionAction
 from pytest_advreview.prompts import PROMPT_VERSION
 from pytest_advreview.settings import Settings
-
-
-def _repo(path: Path) -> Path:
-    write(init_repo(path), "README.md", "# r\n")
-    commit(path, "init")
-    return path
+from test_cachekey import _repo
 
 
 @pytest.fixture
