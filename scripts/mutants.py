@@ -48,7 +48,8 @@ class Result:
 
     @property
     def counted(self) -> int:
-        return self.killed + self.timeout + len(self.survived) + sum(self.other.values())
+        # ``survived`` holds the "no tests" and other statuses too (``other`` counts them).
+        return self.killed + self.timeout + len(self.survived)
 
     @property
     def score(self) -> float:
@@ -70,8 +71,10 @@ def prepare(name: str, module: dict[str, object]) -> Path:
     skip = shutil.ignore_patterns("__pycache__", "*.egg-info")
     shutil.copytree(ROOT / "src", work / "src", ignore=skip)
     shutil.copytree(ROOT / "tests", work / "tests", ignore=shutil.ignore_patterns("__pycache__"))
-    path = str(PACKAGE / str(module["path"]))
-    only = f"{path}*" if path.endswith("/") else path
+    # A folder (``parse/``) mutates every module in it.
+    given = str(module["path"])
+    path = str(PACKAGE / given)
+    only = f"{path}/*" if given.endswith("/") else path
     tests = [str(t) for t in module["tests"]]  # type: ignore[attr-defined]
     missing = [t for t in tests if t.startswith("tests/") and not (ROOT / t).exists()]
     for t in missing:
@@ -191,7 +194,7 @@ def table(results: list[Result]) -> str:
             survived += " (" + ", ".join(f"{n} {s}" for s, n in sorted(r.other.items())) + ")"
         rows.append(
             f"| {r.name} | {r.killed} | {r.timeout} | {survived} | {len(r.equivalent)} "
-            f"| {r.score:.1f} % | {r.seconds:.0f} s |"
+            f"| {r.score:.1f} % | {f'{r.seconds:.0f} s' if r.seconds else '-'} |"
         )
     return "\n".join(rows)
 
@@ -204,13 +207,27 @@ def main() -> int:
     parser.add_argument(
         "modules", nargs="*", metavar="MODULE", help=f"any of: {' '.join(modules)} (default: all)"
     )
+    parser.add_argument(
+        "--report",
+        action="store_true",
+        help="only report the last run's results (in .mutants/), e.g. after editing the "
+        "equivalent mutants",
+    )
     args = parser.parse_args()
     unknown = [m for m in args.modules if m not in modules]
     if unknown:
         parser.error(f"unknown module {', '.join(unknown)}: choose from {' '.join(modules)}")
     results = []
     for name in args.modules or list(modules):
-        results.append(run(name, modules[name], equivalents))
+        if args.report:
+            done = (WORK / name / "mutants").is_dir()
+            results.append(
+                collect(name, WORK / name, equivalents)
+                if done
+                else Result(name, error="not run yet")
+            )
+        else:
+            results.append(run(name, modules[name], equivalents))
         print(table(results[-1:]).splitlines()[-1], flush=True)  # each row as it is known
     print()
     print(table(results))

@@ -23,12 +23,7 @@ from pytest_advreview.cachekey import (
 from pytest_advreview.models import ChangeSet, Decision, DecisionAction
 from pytest_advreview.prompts import PROMPT_VERSION
 from pytest_advreview.settings import Settings
-
-
-def _repo(path: Path) -> Path:
-    write(init_repo(path), "README.md", "# r\n")
-    commit(path, "init")
-    return path
+from test_cachekey import _repo
 
 
 @pytest.fixture
@@ -249,3 +244,47 @@ def test_the_code_key_is_the_documented_digest(repo: Path) -> None:
         b"code\0" + b"Review \xff" + b"\0" + files.encode() + b"\0plan\0" + b"# Plan \xfe"
     ).hexdigest()
     assert code_digest(repo, change, "Review \udcff", "# Plan \udcfe") == expected
+
+
+def test_without_a_plan_the_code_key_feeds_an_empty_plan(repo: Path) -> None:
+    (repo / "a.txt").write_text("a")
+    change = uncommitted("a.txt")
+    assert code_digest(repo, change, "p") == code_digest(repo, change, "p", "")
+
+
+def test_a_deleted_tracked_file_is_keyed_as_missing(repo: Path) -> None:
+    base = key(repo, "README.md")
+    (repo / "README.md").unlink()
+    deleted = key(repo, "README.md")
+    assert deleted != base
+    (repo / "README.md").write_text("")
+    assert key(repo, "README.md") not in (base, deleted)
+
+
+def test_a_tracked_file_whose_folder_became_a_file_is_keyed_as_unreadable(repo: Path) -> None:
+    write(repo, "d/f.txt", "f")
+    commit(repo, "folder")
+    (repo / "d" / "f.txt").unlink()
+    (repo / "d").rmdir()
+    (repo / "d").write_text("now a file")  # lstat("d/f.txt") fails with ENOTDIR
+    first = key(repo, "d/f.txt", "d")
+    assert key(repo, "d/f.txt", "d") == first
+    (repo / "d").write_text("changed")
+    assert key(repo, "d/f.txt", "d") != first
+
+
+def test_staging_a_change_keeps_the_key(repo: Path) -> None:
+    """The reviewer sees ``git diff HEAD``: the index on its own is not content."""
+    (repo / "README.md").write_text("# changed\n")
+    before = key(repo, "README.md")
+    git(repo, "add", "README.md")
+    assert key(repo, "README.md") == before
+
+
+def test_a_tracked_file_outside_the_change_set_never_moves_the_key(repo: Path) -> None:
+    write(repo, "other.txt", "o")
+    commit(repo, "other")
+    (repo / "a.txt").write_text("a")
+    base = key(repo, "a.txt")
+    (repo / "other.txt").write_text("changed")
+    assert key(repo, "a.txt") == base

@@ -35,6 +35,15 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
+@pytest.fixture
+def base(repo: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A base Python installation inside the workspace."""
+    inside = repo / "python"
+    inside.mkdir()
+    monkeypatch.setattr(sys, "base_prefix", str(inside))
+    return inside
+
+
 def elsewhere(tmp_path: Path) -> dict[str, str]:
     return {"CODEX_HOME": str(tmp_path / "codex-home")}
 
@@ -44,22 +53,16 @@ def test_nothing_of_the_gate_inside_the_workspace_is_no_finding(repo: Path, tmp_
 
 
 def test_a_base_python_inside_the_workspace_is_found(
-    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    repo: Path, tmp_path: Path, base: Path
 ) -> None:
-    base = repo / "python"
-    base.mkdir()
-    monkeypatch.setattr(sys, "base_prefix", str(base))
     assert containment.exposed(repo, elsewhere(tmp_path)) == [
         Exposure("the Python installation (sys.base_prefix)", base)
     ]
 
 
 def test_a_base_python_inside_the_workspace_is_refused_under_ci(
-    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    repo: Path, tmp_path: Path, base: Path
 ) -> None:
-    base = repo / "python"
-    base.mkdir()
-    monkeypatch.setattr(sys, "base_prefix", str(base))
     with pytest.raises(pytest.UsageError) as info:
         containment.check(Settings(), repo, {**elsewhere(tmp_path), "CI": "true"})
     assert str(info.value) == (
@@ -71,11 +74,8 @@ def test_a_base_python_inside_the_workspace_is_refused_under_ci(
 
 
 def test_a_base_python_inside_the_workspace_is_warned_about_locally(
-    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    repo: Path, tmp_path: Path, base: Path
 ) -> None:
-    base = repo / "python"
-    base.mkdir()
-    monkeypatch.setattr(sys, "base_prefix", str(base))
     assert containment.check(Settings(), repo, elsewhere(tmp_path)) == [
         f"WARNING: the reviewer may write {repo} (sandbox=workspace-write), and the gate's "
         f"own code lies inside it: the Python installation (sys.base_prefix) at {base}. A "

@@ -258,3 +258,313 @@ def test_the_workers_reports_merge_and_one_other_deselection_is_enough() -> None
     check.pytest_testnodedown(_node({"a": OTHER, "b": None, "c": None, "d": SHARD}), None)
     check.pytest_testnodedown(_node({"a": None, "b": SHARD}), None)
     assert check._remote == {"a": OTHER, "b": SHARD, "c": OTHER, "d": SHARD}
+
+
+# -- the recorder and the check in a process, with stand-ins for pytest's objects ------------
+
+
+class _Stash(dict):  # type: ignore[type-arg]
+    pass
+
+
+def _config(recorder: gate.GateRecorder | None, **plugins: object) -> SimpleNamespace:
+    stash = _Stash()
+    if recorder is not None:
+        stash[gate.GATE_KEY] = recorder
+    return SimpleNamespace(
+        stash=stash,
+        pluginmanager=SimpleNamespace(get_plugin=lambda name: plugins.get(name)),
+        option=SimpleNamespace(collectonly=False),
+    )
+
+
+def _item(config: SimpleNamespace, nodeid: str) -> SimpleNamespace:
+    return SimpleNamespace(config=config, nodeid=nodeid, gate_phases={})
+
+
+def test_the_recorder_notes_items_and_tells_its_own_deselection_apart() -> None:
+    recorder = gate.GateRecorder()
+    config = _config(recorder)
+    a, b, c = (_item(config, n) for n in ("a", "b", "c"))
+    stranger = _item(config, "not a review item")
+    for item in (a, b, c):
+        gate.note_collected(item)  # type: ignore[arg-type]
+    gate.note_own_deselection(config, [b])  # type: ignore[arg-type]
+    recorder.pytest_deselected([b, c, stranger])  # type: ignore[list-item]
+    a.nodeid = "a-renamed"  # read when asked, not when made
+    assert recorder.collected() == {"a-renamed": None, "b": SHARD, "c": OTHER}
+    # Without a recorder (the plugin off) nothing is noted and nothing fails.
+    bare = _config(None)
+    gate.note_collected(_item(bare, "x"))  # type: ignore[arg-type]
+    gate.note_own_deselection(bare, [_item(bare, "x")])  # type: ignore[arg-type,list-item]
+
+
+def test_the_record_rides_on_the_report_of_review_items_only() -> None:
+    recorder = gate.GateRecorder()
+    config = _config(recorder)
+    item, other = _item(config, "a"), _item(config, "b")
+    gate.note_collected(item)  # type: ignore[arg-type]
+    item.gate_phases["call"] = FAILED
+
+    def made(target: SimpleNamespace, when: str) -> SimpleNamespace:
+        report = SimpleNamespace()
+        hook = recorder.pytest_runtest_makereport(target, SimpleNamespace(when=when))  # type: ignore[arg-type]
+        next(hook)
+        with pytest.raises(StopIteration) as done:
+            hook.send(report)
+        assert done.value.value is report
+        return report
+
+    assert getattr(made(item, "call"), gate.GATE_ATTR) == FAILED
+    assert getattr(made(item, "teardown"), gate.GATE_ATTR) == NOT_RUN
+    assert not hasattr(made(other, "call"), gate.GATE_ATTR)
+
+
+def test_a_worker_sends_what_it_collected_and_a_controller_does_not() -> None:
+    recorder = gate.GateRecorder()
+    config = _config(recorder)
+    gate.note_collected(_item(config, "a"))  # type: ignore[arg-type]
+    worker = SimpleNamespace(config=SimpleNamespace(workeroutput={}))
+    recorder.pytest_sessionfinish(worker)  # type: ignore[arg-type]
+    assert worker.config.workeroutput == {gate.WORKEROUTPUT_KEY: {"a": None}}
+    controller = SimpleNamespace(config=SimpleNamespace())
+    recorder.pytest_sessionfinish(controller)  # type: ignore[arg-type]
+
+
+def test_a_phase_records_that_it_ran_and_whether_it_raised() -> None:
+    class Item:
+        def __init__(self) -> None:
+            self.gate_phases: dict[str, str] = {}
+
+        @gate.recorded("setup")
+        def setup(self) -> None:
+            assert self.gate_phases == {"setup": "running"}
+
+        @gate.recorded("call")
+        def runtest(self) -> None:
+            raise KeyboardInterrupt
+
+    item = Item()
+    item.setup()
+    with pytest.raises(KeyboardInterrupt):
+        item.runtest()
+    assert item.gate_phases == {"setup": PASSED, "call": FAILED}
+    assert Item.setup.__name__ == "setup"
+
+
+def _report(nodeid: str, when: str, outcome: str, record: str | None) -> pytest.TestReport:
+    report = pytest.TestReport(nodeid, ("f", 1, nodeid), {}, outcome, None, when)
+    if record is not None:
+        setattr(report, gate.GATE_ATTR, record)
+    return report
+
+
+def _session(**kw: object) -> SimpleNamespace:
+    return SimpleNamespace(
+        shouldfail=kw.get("shouldfail", False),
+        shouldstop=kw.get("shouldstop", False),
+        exitstatus=kw.get("exitstatus", 0),
+    )
+
+
+def _decided(
+    recorder: gate.GateRecorder,
+    reports: list[pytest.TestReport],
+    *,
+    enforced: str | None = "CI=true",
+    strict: bool = False,
+    collectonly: bool = False,
+    **session: object,
+) -> tuple[gate.GateCheck, SimpleNamespace]:
+    config = _config(recorder, terminalreporter=object())
+    config.option.collectonly = collectonly
+    check = gate.GateCheck(config, recorder, enforced=enforced, strict=strict)  # type: ignore[arg-type]
+    for report in reports:
+        check.pytest_runtest_logreport(report)
+    ended = _session(**session)
+    hook = check.pytest_sessionfinish(ended)  # type: ignore[arg-type]
+    next(hook)
+    with pytest.raises(StopIteration):
+        hook.send(None)
+    return check, ended
+
+
+def _recorder(*nodeids: str) -> gate.GateRecorder:
+    recorder = gate.GateRecorder()
+    config = _config(recorder)
+    for nodeid in nodeids:
+        gate.note_collected(_item(config, nodeid))  # type: ignore[arg-type]
+    return recorder
+
+
+def _ran(nodeid: str, call: str = "passed", record: str = PASSED) -> list[pytest.TestReport]:
+    return [
+        _report(nodeid, "setup", "passed", PASSED),
+        _report(nodeid, "call", call, record),
+        _report(nodeid, "teardown", "passed", PASSED),
+    ]
+
+
+def test_a_run_whose_reviews_counted_as_recorded_keeps_its_status() -> None:
+    check, session = _decided(_recorder("a"), _ran("a") + _ran("not-a-review-item"))
+    assert (check.problems, check.headline, check.required, session.exitstatus) == (
+        [],
+        None,
+        None,
+        0,
+    )
+    assert check.lines() == []
+
+
+def test_a_run_where_no_review_ran_says_the_gate_did_not_run() -> None:
+    check, session = _decided(_recorder("a", "b"), [])
+    assert check.headline == (
+        "0 review items ran, but --adversarial-review collected 2: the gate did not run"
+    )
+    assert session.exitstatus == 1
+    assert check.lines()[0] == (
+        "pytest-advreview: GATE FAILED (CI=true: the exit status follows the plugin's "
+        "records): 0 review items ran, but --adversarial-review collected 2: the gate did "
+        "not run"
+    )
+    assert check.lines()[1] == f"pytest-advreview: {check.problems[0].line()}"
+    assert len(check.lines()) == 3
+
+
+def test_some_items_not_counted_as_recorded_are_named_with_the_total() -> None:
+    reports = _ran("a") + _ran("b", call="passed", record=FAILED)
+    check, session = _decided(_recorder("a", "b", "c"), reports, strict=True)
+    assert check.headline == "2 of 3 review items did not count as the plugin recorded them"
+    assert session.exitstatus == 1  # a hidden failure is a failure, strict or not
+
+
+def test_review_errors_under_the_strict_option_exit_with_their_own_status() -> None:
+    reports = [_report("a", "setup", "failed", FAILED), _report("a", "teardown", "passed", PASSED)]
+    check, session = _decided(_recorder("a"), reports, strict=True)
+    assert (check.problems, check.required, session.exitstatus) == (
+        [],
+        EXIT_REVIEW_ERRORS,
+        EXIT_REVIEW_ERRORS,
+    )
+
+
+def test_a_stopped_run_and_a_collect_only_run_say_why_nothing_ran() -> None:
+    check, _ = _decided(_recorder("a", "b"), _ran("a"), shouldstop="stopping after 1 failures")
+    assert check.problems[0].fix == "it never ran: pytest stopped early (stopping after 1 failures)"
+    check, _ = _decided(_recorder("a"), [], shouldfail="maxfail")
+    assert check.problems[0].fix == "it never ran: pytest stopped early (maxfail)"
+    check, session = _decided(_recorder("a"), [], collectonly=True)
+    assert check.problems[0].fix == (
+        "it never ran: --collect-only runs nothing; drop it (from addopts too): a gate runs reviews"
+    )
+    assert session.exitstatus == 1
+
+
+def test_without_enforcement_nothing_is_kept_or_changed() -> None:
+    check, session = _decided(_recorder("a"), _ran("a", "passed", FAILED), enforced=None)
+    assert (check._reports, check.problems, check.required, session.exitstatus) == ({}, [], None, 0)
+
+
+def test_shard_items_of_another_job_are_not_owed() -> None:
+    recorder = _recorder("a", "b")
+    recorder.own_deselection.add(next(k for k, i in recorder.items.items() if i.nodeid == "b"))
+    recorder.pytest_deselected([i for i in recorder.items.values() if i.nodeid == "b"])  # type: ignore[arg-type]
+    check, _ = _decided(recorder, [])
+    assert check.headline == (
+        "0 review items ran, but --adversarial-review collected 1: the gate did not run"
+    )
+
+
+def test_under_xdist_the_workers_reports_are_what_was_collected() -> None:
+    recorder = _recorder("local-only")
+    config = _config(recorder, dsession=object(), terminalreporter=object())
+    check = gate.GateCheck(config, recorder, enforced="CI=true", strict=False)  # type: ignore[arg-type]
+    assert check._collected() == (
+        {},
+        [
+            Problem(
+                "(xdist)",
+                "each worker to report the review items it collected",
+                "none did",
+                "a worker ended before its session finish (see the errors above); run again",
+            )
+        ],
+    )
+    check.pytest_testnodedown(_node({"w": None}), None)
+    assert check._collected() == ({"w": None}, [])
+
+
+def test_the_summary_is_written_only_when_something_did_not_count() -> None:
+    lines: list[tuple[str, dict[str, object]]] = []
+    terminal = SimpleNamespace(
+        write_sep=lambda sep, title, **kw: lines.append((f"{sep} {title}", kw)),
+        write_line=lambda line, **kw: lines.append((line, kw)),
+    )
+    check, _ = _decided(_recorder("a"), _ran("a"))
+    check.pytest_terminal_summary(terminal)  # type: ignore[arg-type]
+    assert lines == []
+    check, _ = _decided(_recorder("a"), [])
+    check.pytest_terminal_summary(terminal)  # type: ignore[arg-type]
+    assert lines[0] == ("= adversarial review gate", {"red": True, "bold": True})
+    assert [line for line, _ in lines[1:]] == check.lines()
+    assert all(kw == {"red": True} for _, kw in lines[1:])
+
+
+def test_without_a_terminal_the_summary_goes_to_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    recorder = _recorder("a")
+    config = _config(recorder)
+    check = gate.GateCheck(config, recorder, enforced="CI=true", strict=False)  # type: ignore[arg-type]
+    hook = check.pytest_sessionfinish(_session())  # type: ignore[arg-type]
+    next(hook)
+    with pytest.raises(StopIteration):
+        hook.send(None)
+    assert capsys.readouterr().err == "".join(line + "\n" for line in check.lines())
+
+
+def test_problem_lines_are_printed_on_one_line_neutralised() -> None:
+    recorder = _recorder("a\n::error::x")
+    check, _ = _decided(recorder, [])
+    assert check.lines()[1].startswith("pytest-advreview: a\\x0a::error::x: expected")
+
+
+def test_a_dropped_item_that_nothing_stopped_names_the_removal() -> None:
+    check, _ = _decided(_recorder("a"), [])
+    assert check.problems[0].fix == (
+        "a conftest or plugin removed it from the run (pytest_collection_modifyitems, "
+        "pytest_runtest_protocol); remove that code or keep it away from review items"
+    )
+
+
+def test_items_skipped_before_their_review_did_not_run() -> None:
+    skipped = [
+        _report("a", "setup", "skipped", NOT_RUN),
+        _report("a", "teardown", "passed", PASSED),
+    ]
+    check, _ = _decided(_recorder("a"), skipped)
+    assert check.headline == (
+        "0 review items ran, but --adversarial-review collected 1: the gate did not run"
+    )
+
+
+def test_after_a_failed_setup_a_missing_teardown_is_still_a_problem() -> None:
+    found = problems(phases(setup=Logged("failed", False, FAILED), call=None, teardown=None))
+    assert [p.seen for p in found] == ["no teardown report"]
+
+
+def test_under_xdist_no_worker_report_fails_the_run() -> None:
+    recorder = _recorder("a")
+    config = _config(recorder, dsession=object(), terminalreporter=object())
+    check = gate.GateCheck(config, recorder, enforced="CI=true", strict=False)  # type: ignore[arg-type]
+    ended = _session()
+    hook = check.pytest_sessionfinish(ended)  # type: ignore[arg-type]
+    next(hook)
+    with pytest.raises(StopIteration):
+        hook.send(None)
+    assert [p.nodeid for p in check.problems] == ["(xdist)"]
+    assert ended.exitstatus == 1
+
+
+def test_with_a_terminal_nothing_is_written_to_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    check, _ = _decided(_recorder("a"), [])
+    assert check.problems
+    assert capsys.readouterr().err == ""

@@ -245,3 +245,50 @@ def test_a_snapshot_outside_a_work_tree_names_the_failure(
     with pytest.raises(MutationError) as info:
         take_snapshot(tmp_path, [])
     assert str(info.value).startswith("pytest-advreview: cannot snapshot the workspace: ")
+
+
+@pytest.mark.parametrize("name", ["repoX", "repo ", "re\npo"])
+def test_the_top_level_keeps_every_character_of_its_name(
+    tmp_path: Path, hermetic_git: None, name: str
+) -> None:
+    root = init_repo(tmp_path / name)
+    write(root, "a.txt", "a\n")
+    commit(root, "init")
+    (root / "a.txt").write_text("b\n")
+    shot = take_snapshot(root, [])
+    assert shot.root == str(root)
+    assert shot.status_hashes == {"a.txt": hashlib.sha256(b"b\n").hexdigest()}
+
+
+def test_an_input_is_shown_relative_to_whichever_snapshot_knows_the_repository() -> None:
+    key = f"{ROOT}/p.md"
+    only_after = compare(
+        Snapshot(inputs={key: "1"}), Snapshot(root=ROOT, inputs={key: "2"}), allow_untracked=()
+    )
+    only_before = compare(
+        Snapshot(root=ROOT, inputs={key: "1"}), Snapshot(inputs={key: "2"}), allow_untracked=()
+    )
+    assert [m.path for m in only_after] == ["p.md"]
+    assert [m.path for m in only_before] == ["p.md"]
+
+
+def test_every_path_after_a_skipped_one_is_still_compared() -> None:
+    key = f"{ROOT}/a.md"
+    before = snap({"a.md": "??", "b/__pycache__/x.pyc": "??"}, inputs={key: "1"})
+    after = snap(
+        {"a.md": "??", "b/__pycache__/x.pyc": "??", "c.py": " M"},
+        {"a.md": "2", "b/__pycache__/x.pyc": "2", "c.py": "h"},
+        inputs={key: "2"},
+    )
+    found = changes(before, after, ("**/__pycache__/**",))
+    assert [(m.path, m.kind) for m in found] == [("a.md", "input-changed"), ("c.py", "modified")]
+
+
+def test_a_tracked_change_that_vanished_is_reported_under_any_glob() -> None:
+    assert changes(snap({"f.py": " M"}), snap({}), ("**",)) != []
+
+
+def test_every_path_after_an_unchanged_one_is_still_compared() -> None:
+    before = snap({"a.txt": " M"}, {"a.txt": "same"})
+    after = snap({"a.txt": " M", "b.txt": "??"}, {"a.txt": "same", "b.txt": "h"})
+    assert changes(before, after) == [Mutation("b.txt", "untracked", "new untracked file")]

@@ -199,7 +199,7 @@ def test_every_bidi_and_line_separator_character_is_escaped(char: str) -> None:
     assert outbound.unsafe_name(f"x{char}")
 
 
-@pytest.mark.parametrize("char", ["\u00a0", "\u00ff", "\u0100", "\u200b", "é"])
+@pytest.mark.parametrize("char", ["\u00ff", "\u0100", "é", "中"])
 def test_printable_and_other_characters_are_left_alone(char: str) -> None:
     assert outbound.escape_controls(f"a{char}b") == f"a{char}b"
     assert not outbound.unsafe_name(f"a{char}b")
@@ -300,3 +300,138 @@ def test_the_log_guard_gives_each_worker_the_controllers_secrets() -> None:
         ["A", "abcdefgh", False],
         ["state key", "0a1b2c3d", True],
     ]
+
+
+# -- the redactor's matching ---------------------------------------------------------------
+
+
+def test_a_percent_encoded_secret_is_redacted_in_either_hex_case() -> None:
+    redactor = Redactor([Secret("PASSWORD", "pässwörd-42")])
+    assert redactor.redact("p%C3%A4ssw%C3%B6rd-42") == "[redacted:PASSWORD]"
+    assert redactor.redact("p%c3%a4ssw%c3%b6rd-42") == "[redacted:PASSWORD]"
+
+
+def test_an_environment_secret_matches_in_its_own_case_only() -> None:
+    redactor = Redactor([Secret("TOKEN", "AbCdEfGh12")])
+    assert redactor.redact("AbCdEfGh12") == "[redacted:TOKEN]"
+    assert redactor.redact("abcdefgh12") == "abcdefgh12"
+
+
+def test_the_state_key_matches_in_either_case(tmp_path: Path) -> None:
+    environ = {"XDG_STATE_HOME": str(tmp_path)}
+    path = user_key_path(environ)
+    path.parent.mkdir(parents=True)
+    path.write_text("0A1B2C3D4E5F", encoding="ascii")
+    redactor = Redactor.from_environ(environ)
+    assert redactor.redact("k=0a1b2c3d4e5f") == "k=[redacted:state key]"
+    assert redactor.redact("k=0A1B2C3D4E5F") == "k=[redacted:state key]"
+
+
+def test_a_key_file_that_is_not_ascii_is_still_read(tmp_path: Path) -> None:
+    environ = {"XDG_STATE_HOME": str(tmp_path)}
+    path = user_key_path(environ)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"\xff\xfe0a1b2c3d4e")
+    # Read with replacement characters (no UnicodeDecodeError), and redacted as read.
+    text = "\ufffd\ufffd0a1b2c3d4e"
+    assert Redactor.from_environ(environ).redact(text) == "[redacted:state key]"
+
+
+def test_a_secret_with_a_plus_sign_is_redacted() -> None:
+    redactor = Redactor([Secret("KEY", "abc+defgh/ij")])
+    assert redactor.redact("key: abc+defgh/ij.") == "key: [redacted:KEY]."
+
+
+def test_a_secret_with_spaces_is_redacted_in_its_quote_plus_form() -> None:
+    redactor = Redactor([Secret("PHRASE", "correct horse battery")])
+    assert redactor.redact("q=correct+horse+battery&x") == "q=[redacted:PHRASE]&x"
+
+
+def test_every_secret_after_an_overlap_is_still_redacted() -> None:
+    redactor = Redactor([Secret("LEFT", "abcdefgh"), Secret("RIGHT", "efghijkl")])
+    assert (
+        redactor.redact("abcdefghijkl, then efghijkl") == "[redacted:LEFT], then [redacted:RIGHT]"
+    )
+
+
+def test_parts_are_named_by_their_variable() -> None:
+    url = "https://deploy:pQ7zWx@git.example.com/acme.git"
+    assert redacted({"REMOTE": url}, "pw pQ7zWx") == "pw [redacted:REMOTE]"
+
+
+def test_a_credential_in_a_url_query_is_a_part() -> None:
+    value = "https://api.example.com/v1?user=ci&token=pQ7zWx9"
+    parts = {s.value for s in outbound.environment_secrets({"API": value})} - {value}
+    assert "pQ7zWx9" in parts
+    assert "ci" not in parts
+
+
+def test_an_unparsable_url_does_not_stop_the_next_one() -> None:
+    value = "http://[bad-ipv6 https://u:pQ7zWx@b.example/x"
+    parts = {s.value for s in outbound.environment_secrets({"MIRRORS": value})}
+    assert "pQ7zWx" in parts
+
+
+def test_a_single_line_value_with_a_line_end_is_one_secret() -> None:
+    value = "abcdefghijklmnopqrstuvwxyz0123456789\n"
+    assert outbound.environment_secrets({"ONE": value}) == [Secret("ONE", value.strip())]
+
+
+def test_each_line_of_a_two_line_value_is_a_part() -> None:
+    first, second = "abcdefghijklmnop", "qrstuvwxyz012345"
+    parts = {s.value for s in outbound.environment_secrets({"TWO": f"{first}\n{second}"})}
+    assert {first, second} <= parts
+
+
+def test_a_lone_carriage_return_in_an_annotation_is_escaped_for_github() -> None:
+    assert outbound.annotation_data("a\rb") == "a%0Db"
+
+
+def test_the_state_key_file_is_looked_for_again_once_a_second(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = [1000.0]
+    monkeypatch.setattr(outbound.time, "monotonic", lambda: now[0])
+    environ = {"XDG_STATE_HOME": str(tmp_path)}
+    redactor = Redactor.from_environ(environ)
+    assert redactor.redact("0a1b2c3d4e") == "0a1b2c3d4e"  # no key file yet: looked at 1000
+    path = user_key_path(environ)
+    path.parent.mkdir(parents=True)
+    path.write_text("0a1b2c3d4e", encoding="ascii")
+    now[0] = 1000.5
+    assert redactor.redact("0a1b2c3d4e") == "0a1b2c3d4e"  # not looked for again yet
+    now[0] = 1001.0
+    assert redactor.redact("0a1b2c3d4e") == "[redacted:state key]"
+
+
+def _config(workerinput: object = None) -> object:
+    from types import SimpleNamespace
+
+    return SimpleNamespace() if workerinput is None else SimpleNamespace(workerinput=workerinput)
+
+
+def test_a_worker_redacts_the_controllers_secrets_and_finds_the_key_file_later(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    wire = json.dumps([["A", "abcdefgh", False], ["state key", "0A1B2C3D4E", True]])
+    redactor = Redactor.for_run(_config({outbound.WORKERINPUT_KEY: wire}), ())  # type: ignore[arg-type]
+    assert redactor.secrets == (Secret("state key", "0A1B2C3D4E", True), Secret("A", "abcdefgh"))
+    path = user_key_path({"XDG_STATE_HOME": str(tmp_path)})
+    path.parent.mkdir(parents=True)
+    path.write_text("9f8e7d6c5b4a", encoding="ascii")  # this worker's own key file
+    assert redactor.redact("0a1b2c3d4e") == "[redacted:state key]"
+    assert redactor.redact("9f8e7d6c5b4a") == "[redacted:state key]"
+
+
+def test_a_controller_redacts_its_environment_less_the_allowed_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("BUILD_LABEL_X", "Qz8vX2kP3wR7")
+    monkeypatch.setenv("DEPLOY_SECRET_X", "Zq8vX2kP3wR8")
+    for config in (_config(), _config({"other": 1})):
+        redactor = Redactor.for_run(config, ("build_*",))  # type: ignore[arg-type]
+        assert redactor.redact("Qz8vX2kP3wR7 Zq8vX2kP3wR8") == (
+            "Qz8vX2kP3wR7 [redacted:DEPLOY_SECRET_X]"
+        )
+    assert Redactor.from_environ({"BUILD_X": "Qz8vX2kP3wR7"}, ("BUILD_*",)).secrets == ()

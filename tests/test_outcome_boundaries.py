@@ -362,6 +362,8 @@ def test_the_error_report_word_for_word() -> None:
     # Only line ends are stripped: the error's own last characters stay.
     ending = result(ReviewStatus.ABORTED, error="exit code 0xFX \n\n")
     assert error_report("i", ending).endswith("\n\nexit code 0xFX \n")
+    ending = result(ReviewStatus.ABORTED, error="exit code 0xFX\n")
+    assert error_report("i", ending).endswith("\n\nexit code 0xFX\n")
     assert error_report("item", result(ReviewStatus.ABORTED)) == (
         "Adversarial review — item — reviewer could not run (aborted)\n\nno error text\n"
     )

@@ -217,3 +217,181 @@ def test_a_finding_that_reports_the_reviewers_environment_is_not_backing() -> No
     stub = "# Review\nEvery command failed: operation not permitted.\n"
     assert classify_quality(_review_with(unlocated, stub)) is ReviewQuality.DEGRADED_ENVIRONMENTAL
     assert classify_quality(_review_with(located, stub)) is ReviewQuality.VALID
+
+
+# -- the strict schema, made afresh (the review schema itself is made once per process) ----
+
+
+def test_a_model_schema_is_made_strict_with_references_inlined() -> None:
+    from typing import Literal
+
+    from pydantic import BaseModel, Field
+
+    from pytest_advreview.parse.json import strict_schema
+
+    class Inner(BaseModel):
+        name: str = "x"
+        size: int | None = None
+
+    class Outer(BaseModel):
+        first: Inner = Field(description="the first")
+        items: list[Inner] = []
+        kind: Literal["a", "b"] = "a"
+
+    inner = {
+        "properties": {
+            "name": {"title": "Name", "type": "string"},
+            "size": {"anyOf": [{"type": "integer"}, {"type": "null"}], "title": "Size"},
+        },
+        "title": "Inner",
+        "type": "object",
+        "required": ["name", "size"],
+        "additionalProperties": False,
+    }
+    assert strict_schema(Outer) == {
+        "properties": {
+            "first": {**inner, "description": "the first"},
+            "items": {"items": inner, "title": "Items", "type": "array"},
+            "kind": {"enum": ["a", "b"], "title": "Kind", "type": "string"},
+        },
+        "required": ["first", "items", "kind"],
+        "title": "Outer",
+        "type": "object",
+        "additionalProperties": False,
+    }
+
+
+def test_an_object_without_properties_is_closed_too() -> None:
+    from pytest_advreview.parse.json import _make_strict
+
+    assert _make_strict({"type": "object", "default": {}}) == {
+        "type": "object",
+        "properties": {},
+        "required": [],
+        "additionalProperties": False,
+    }
+    assert _make_strict({"properties": {"a": {"type": "string", "default": "x"}}}) == {
+        "properties": {"a": {"type": "string"}},
+        "required": ["a"],
+        "additionalProperties": False,
+    }
+    assert _make_strict([{"type": "string", "default": "x"}, 3]) == [{"type": "string"}, 3]
+
+
+def test_the_failure_patterns_join_their_parts_as_alternatives() -> None:
+    from pytest_advreview.parse.quality import _patterns
+
+    pattern = _patterns("ab|c", "d+")
+    assert pattern.pattern == "(?:ab|c)|(?:d+)"
+    assert pattern.search("xxc") and pattern.search("ddd") and not pattern.search("b")
+    assert not _patterns("abc").search("ABC")  # case-sensitive: texts are lowercased first
+
+
+# -- where a finding is --------------------------------------------------------------------
+
+LOCATIONS = [
+    ("- **File:** `src/a.py:10-20`", Location(file="src/a.py", line_start=10, line_end=20)),
+    ("- **File:** src/a.py#L5-L7", Location(file="src/a.py", line_start=5, line_end=7)),
+    ("- **File:** src/a.py#L5", Location(file="src/a.py", line_start=5)),
+    ("- **File:** src/a.py lines 3 to 9", Location(file="src/a.py", line_start=3, line_end=9)),
+    ("- **File:** src/a.py line 3", Location(file="src/a.py", line_start=3)),
+    ("- **File:** lines 4-6", Location(line_start=4, line_end=6)),
+    ("- **File:** src/a.py:20-10", Location(file="src/a.py", line_start=10, line_end=20)),
+    ("- **File:** (src/f.py:1),", Location(file="src/f.py", line_start=1)),
+    ("- **File:** **src/g.py**", Location(file="src/g.py")),
+    ("- **Location:** src/b.py:7", Location(file="src/b.py", line_start=7)),
+    ("- **Location:** config:12", Location(file="config", line_start=12)),
+    ("- **Location:** Task 3 — migration", Location(section="Task 3 — migration")),
+    ("- **Location:** `README.md`", Location(file="README.md")),
+    (
+        "- **Section:** Task 2\n- **Location:** src/c.py",
+        Location(file="src/c.py", section="Task 2"),
+    ),
+    (
+        "- **File:** src/d.py\n- **Location:** Task 9",
+        Location(file="src/d.py", section="Task 9"),
+    ),
+    ("- **File:** src/d.py\n- **Lines:** 8-9", Location(file="src/d.py", line_start=8, line_end=9)),
+    ("- **File:** src/d.py:2\n- **Lines:** 8-9", Location(file="src/d.py", line_start=2)),
+    ("- **Lines:** 5", Location(line_start=5)),
+    ("- **Lines:** none", None),
+    ("See src/e.py:33-34 for details.", Location(file="src/e.py", line_start=33, line_end=34)),
+    ("See `src/e.py#L3` there.", Location(file="src/e.py", line_start=3)),
+    ("A ratio of 3:4 and time 10:30.", None),
+    ("See notes:12 and then lib/x.py:4.", Location(file="lib/x.py", line_start=4)),
+    ("Nothing located here.", None),
+]
+
+
+@pytest.mark.parametrize(("fields", "location"), LOCATIONS, ids=[f for f, _ in LOCATIONS])
+def test_where_a_finding_is(fields: str, location: Location | None) -> None:
+    text = review(f"### [severity: high] A problem\n{fields}\n")
+    (found,) = analyse(text).review.findings
+    assert found.location == location
+
+
+# -- a bold or numbered line that titles a finding when a severity field follows -----------
+
+
+def soft(title: str, between: list[str], severity: str = "high") -> list[Finding]:
+    body = "\n".join([title, *between, f"- Severity: {severity}", "- Impact: data loss"])
+    return list(analyse(review(body + "\n")).review.findings)
+
+
+@pytest.mark.parametrize(("prose", "opens"), [(0, True), (3, True), (4, False)])
+def test_a_severity_field_opens_a_finding_within_four_lines_of_its_title(
+    prose: int, opens: bool
+) -> None:
+    between = [f"line {n} of prose" for n in range(prose)]
+    found = soft("**Missing rollback**", between)
+    assert [f.title for f in found] == (["Missing rollback"] if opens else [])
+
+
+def test_empty_and_quoted_lines_do_not_count_towards_the_four() -> None:
+    between = ["one", "", "> quoted", "> quoted", "two", "three"]
+    assert [f.title for f in soft("**Missing rollback**", between)] == ["Missing rollback"]
+
+
+def test_a_heading_between_a_soft_title_and_its_severity_closes_it() -> None:
+    # The heading titles the finding instead.
+    assert [f.title for f in soft("**Missing rollback**", ["#### Other"])] == ["Other"]
+
+
+@pytest.mark.parametrize("value", ["unknown", "n/a"])
+def test_a_severity_field_without_a_severity_opens_nothing(value: str) -> None:
+    assert soft("**Missing rollback**", [], severity=value) == []
+
+
+@pytest.mark.parametrize(
+    ("title", "opens"),
+    [
+        ("**Missing rollback**", True),
+        ("__Missing rollback__", True),
+        ("**ab**", True),
+        ("**a**", True),
+        ("****", False),
+        ("1. Missing rollback", True),
+        ("   **Missing rollback**", True),
+        ("    **Missing rollback**", False),
+        ("**Missing rollback__", False),
+        ("Missing rollback", False),
+    ],
+)
+def test_which_lines_may_title_a_finding(title: str, opens: bool) -> None:
+    assert (soft(title, []) != []) is opens
+
+
+def test_an_optional_reference_is_inlined_inside_its_any_of() -> None:
+    from pydantic import BaseModel
+
+    from pytest_advreview.parse.json import strict_schema
+
+    class Inner(BaseModel):
+        name: str
+
+    class Outer(BaseModel):
+        maybe: Inner | None = None
+
+    (inner, null) = strict_schema(Outer)["properties"]["maybe"]["anyOf"]
+    assert inner["properties"] == {"name": {"title": "Name", "type": "string"}}
+    assert null == {"type": "null"}
