@@ -416,7 +416,11 @@ def test_a_worker_redacts_the_controllers_secrets_and_finds_the_key_file_later(
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     wire = json.dumps([["A", "abcdefgh", False], ["state key", "0A1B2C3D4E", True]])
     redactor = Redactor.for_run(_config({outbound.WORKERINPUT_KEY: wire}), ())  # type: ignore[arg-type]
-    assert redactor.secrets == (Secret("state key", "0A1B2C3D4E", True), Secret("A", "abcdefgh"))
+    # The wire's secrets, longest first; each also matches base64-encoded (derived forms,
+    # rebuilt on the worker, never sent).
+    given = tuple(s for s in redactor.secrets if not s.derived)
+    assert given == (Secret("state key", "0A1B2C3D4E", True), Secret("A", "abcdefgh"))
+    assert {s.name for s in redactor.secrets if s.derived} == {"state key (base64)", "A (base64)"}
     path = user_key_path({"XDG_STATE_HOME": str(tmp_path)})
     path.parent.mkdir(parents=True)
     path.write_text("9f8e7d6c5b4a", encoding="ascii")  # this worker's own key file

@@ -296,7 +296,8 @@ LOCATIONS = [
     ("- **File:** src/a.py lines 3 to 9", Location(file="src/a.py", line_start=3, line_end=9)),
     ("- **File:** src/a.py line 3", Location(file="src/a.py", line_start=3)),
     ("- **File:** lines 4-6", Location(line_start=4, line_end=6)),
-    ("- **File:** src/a.py:20-10", Location(file="src/a.py", line_start=10, line_end=20)),
+    # A reversed range is no line: the finding points at its file (never a guessed range).
+    ("- **File:** src/a.py:20-10", Location(file="src/a.py")),
     ("- **File:** (src/f.py:1),", Location(file="src/f.py", line_start=1)),
     ("- **File:** **src/g.py**", Location(file="src/g.py")),
     ("- **Location:** src/b.py:7", Location(file="src/b.py", line_start=7)),
