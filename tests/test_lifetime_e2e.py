@@ -194,3 +194,46 @@ def test_what_the_login_shell_of_codex_starts_ends_with_the_review(
     result.assert_outcomes(passed=1)
     assert _leftovers(review_repo, marker) == []
     assert not (review_repo.path / "late.txt").exists(), "written after the review had ended"
+
+
+@pytest.mark.ecosystem
+def test_pytest_timeouts_thread_method_ends_the_reviewer(
+    review_repo: ReviewRepo, ecosystem_python: Path
+) -> None:
+    # pytest-timeout's thread method dumps the stacks and ends pytest with os._exit: no
+    # handler, no finally.  The tool call sleeps far past the timeout, then would write;
+    # the model never answers its output (Codex leaves a command running in the
+    # background after 10 s and waits), so the review is in flight when the timeout hits.
+    marker = f"40.{secrets.randbelow(10**6):06d}1"
+    review_repo.plan("x.md")
+    review_repo.answer(
+        "x.md",
+        shell_step(f"sleep {marker}; echo late > late.txt"),
+        {"hang": INTERRUPTED_HANG_S},
+    )
+    args = review_repo.args(
+        "--advreview-diff=none",
+        "--advreview-isolation=none",
+        f"--advreview-timeout={INTERRUPTED_HANG_S}",
+        "--timeout=15",
+        "--timeout-method=thread",
+    )
+    proc = subprocess.Popen(
+        [str(ecosystem_python), "-m", "pytest", *args],
+        cwd=review_repo.path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        # The timeout must hit the tool call: it is running before pytest-timeout fires.
+        wait_for(proc, lambda: bool(live_processes(f"sleep {marker}")), "the tool call")
+        out = _communicate(proc, "pytest-timeout's thread method")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode != pytest.ExitCode.OK, out
+    assert "Timeout" in out, out
+    assert _leftovers(review_repo, marker) == []
+    assert not (review_repo.path / "late.txt").exists(), "written after pytest had exited"
+    assert _tool_tmp_folders(review_repo) == []
