@@ -1,5 +1,11 @@
 """Boundaries of containment.py: every place of the gate checked for exposure on its own,
-the edge of "inside the workspace", and who may write it (each setting on each side).
+the edge of "inside the workspace", when it is refused and when warned, and who may write
+the workspace (each setting in each place a review may run: outside git, a repository
+without a commit, one with a commit, a head's private checkout).
+
+The check searches only the folder :class:`~pytest_advreview.workspace.Layout` says a
+reviewer or lead may write; the tests here run in place (outside git), where that folder
+is the repository, unless they say otherwise.
 
 A mutation test: ``sys.base_prefix`` dropped from the places checked passed the whole
 suite; the tests moved only ``sys.prefix``, the package and ``CODEX_HOME``.
@@ -13,15 +19,23 @@ from pathlib import Path
 import pytest
 
 import pytest_advreview
+from conftest import commit, init_repo, write
 from pytest_advreview import containment
 from pytest_advreview.containment import Exposure
 from pytest_advreview.settings import Settings
+from pytest_advreview.workspace import Layout
 
 PACKAGE = Path(pytest_advreview.__file__).parent
 FIX = (
     "move the virtual environment (and CODEX_HOME) out of the repository, pass "
-    "--advreview-sandbox=read-only, or pass --advreview-isolation=worktree"
+    "--advreview-sandbox=read-only, or let each review run in a worktree of its own "
+    "(--advreview-isolation=auto or worktree; auto needs a git repository with a commit)"
 )
+
+
+def in_place(root: Path, settings: Settings | None = None) -> Layout:
+    """The layout of reviews outside git: they run in ``root`` itself."""
+    return Layout.decide(settings or Settings(), root, in_git=False)
 
 
 @pytest.fixture
@@ -64,7 +78,7 @@ def test_a_base_python_inside_the_workspace_is_refused_under_ci(
     repo: Path, tmp_path: Path, base: Path
 ) -> None:
     with pytest.raises(pytest.UsageError) as info:
-        containment.check(Settings(), repo, {**elsewhere(tmp_path), "CI": "true"})
+        containment.check(Settings(), in_place(repo), {**elsewhere(tmp_path), "CI": "true"})
     assert str(info.value) == (
         f"pytest-advreview: the reviewer may write {repo} (sandbox=workspace-write), and "
         f"the gate's own code lies inside it: the Python installation (sys.base_prefix) at "
@@ -76,7 +90,7 @@ def test_a_base_python_inside_the_workspace_is_refused_under_ci(
 def test_a_base_python_inside_the_workspace_is_warned_about_locally(
     repo: Path, tmp_path: Path, base: Path
 ) -> None:
-    assert containment.check(Settings(), repo, elsewhere(tmp_path)) == [
+    assert containment.check(Settings(), in_place(repo), elsewhere(tmp_path)) == [
         f"WARNING: the reviewer may write {repo} (sandbox=workspace-write), and the gate's "
         f"own code lies inside it: the Python installation (sys.base_prefix) at {base}. A "
         f"reviewer could change what decides its verdict; {FIX}"
@@ -154,12 +168,9 @@ def test_every_place_inside_is_listed_in_order_in_the_refusal(
     venv, base, home = repo / ".venv", repo / "python", repo / "codex"
     monkeypatch.setattr(sys, "prefix", str(venv))
     monkeypatch.setattr(sys, "base_prefix", str(base))
+    settings = Settings(lead="codex", sandbox="read-only", strict_exit=True)
     with pytest.raises(pytest.UsageError) as info:
-        containment.check(
-            Settings(lead="codex", sandbox="read-only", strict_exit=True),
-            repo,
-            {"CODEX_HOME": str(home)},
-        )
+        containment.check(settings, in_place(repo, settings), {"CODEX_HOME": str(home)})
     assert (
         f"may write {repo} (lead=codex), and the gate's own code lies inside it: the Python "
         f"environment running pytest (sys.prefix) at {venv}; the Python installation "
@@ -187,9 +198,9 @@ def test_the_exposure_is_refused_exactly_when_the_verdict_gates(
     settings = Settings(strict_exit=strict)
     if gated:
         with pytest.raises(pytest.UsageError, match="this is refused"):
-            containment.check(settings, repo, environ)
+            containment.check(settings, in_place(repo, settings), environ)
     else:
-        (warning,) = containment.check(settings, repo, environ)
+        (warning,) = containment.check(settings, in_place(repo, settings), environ)
         assert warning.startswith("WARNING: the reviewer may write")
 
 
@@ -198,14 +209,39 @@ def test_no_writable_workspace_or_nothing_inside_is_no_warning(
 ) -> None:
     monkeypatch.setattr(sys, "prefix", str(repo / ".venv"))
     ci = {**elsewhere(tmp_path), "CI": "true"}
-    assert containment.check(Settings(sandbox="read-only"), repo, ci) == []
-    assert containment.check(Settings(isolation="worktree"), repo, ci) == []
+    for settings in (Settings(sandbox="read-only"), Settings(isolation="worktree")):
+        assert containment.check(settings, in_place(repo, settings), ci) == []
+    # In place, with nothing of the gate inside.
     monkeypatch.setattr(sys, "prefix", str(tmp_path / "venv"))
-    assert containment.check(Settings(), repo, ci) == []
+    assert containment.check(Settings(), in_place(repo), ci) == []
+
+
+def test_a_venv_in_the_checkout_is_refused_only_where_the_reviewer_writes_the_checkout(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under the default the layout decides: the same repository is refused where the
+    reviews run in it (before the first commit, with isolation none, under a head) and
+    not where each gets a worktree of its own."""
+    monkeypatch.setattr(sys, "prefix", str(repo / ".venv"))
+    ci = {**elsewhere(tmp_path), "CI": "true"}
+    init_repo(repo)
+    with pytest.raises(pytest.UsageError, match="this is refused"):  # an unborn branch
+        containment.check(Settings(), Layout.decide(Settings(), repo, in_git=True), ci)
+    write(repo, "README.md")
+    commit(repo)
+    auto = Layout.decide(Settings(), repo, in_git=True)
+    assert auto.isolated  # a worktree per review: the .venv is out of the reviewer's reach
+    assert containment.check(Settings(), auto, ci) == []
+    none = Settings(isolation="none")
+    with pytest.raises(pytest.UsageError, match="this is refused"):
+        containment.check(none, Layout.decide(none, repo, in_git=True), ci)
+    head = Layout.decide(Settings(), repo, in_git=True, head=True)
+    with pytest.raises(pytest.UsageError, match="this is refused"):
+        containment.check(Settings(), head, ci)
 
 
 @pytest.mark.parametrize(
-    ("settings", "writable"),
+    ("settings", "writes"),
     [
         (Settings(), True),
         (Settings(sandbox="inherit"), True),
@@ -215,13 +251,29 @@ def test_no_writable_workspace_or_nothing_inside_is_no_warning(
         (Settings(reviewer="command", command="x", lead="command", lead_command="y"), True),
         (Settings(sandbox="read-only", lead="codex"), True),
         (Settings(sandbox="read-only", lead="claude"), True),
+        (Settings(isolation="none"), True),
+        (Settings(isolation="none", sandbox="read-only"), False),
         (Settings(isolation="worktree"), False),
         (Settings(isolation="worktree", lead="codex"), False),
     ],
 )
-def test_who_may_write_the_workspace(settings: Settings, writable: bool) -> None:
-    root = Path("/r")
-    assert containment.writable_workspace(settings, root) == (root if writable else None)
+def test_who_may_write_the_workspace(tmp_path: Path, settings: Settings, writes: bool) -> None:
+    """``writes``: a sandboxed reviewer or lead of ``settings`` may write the user's
+    repository wherever the reviews run in it.  They do outside git, before the first
+    commit and in a head's private checkout; in a repository with a commit ``auto`` gives
+    each review a worktree of its own (``none`` keeps them in place)."""
+    repo = init_repo(tmp_path / "repo")
+    expected = repo if writes else None
+
+    def writable(*, in_git: bool = True, head: bool = False) -> Path | None:
+        return Layout.decide(settings, repo, in_git=in_git, head=head).writable
+
+    assert writable(in_git=False) == expected
+    assert writable() == expected  # no commit yet
+    write(repo, "README.md")
+    commit(repo)
+    assert writable(head=True) == expected
+    assert writable() == (expected if settings.isolation == "none" else None)
 
 
 def test_the_preload_leaves_out_the_testing_kit_the_doctor_and_the_entry_point() -> None:
