@@ -239,25 +239,53 @@ def test_a_problem_line_names_item_expectation_what_was_logged_and_the_fix() -> 
     assert Problem("n", "e", "s", "f").line() == "n: expected e; pytest logged s: f"
 
 
-def _node(sent: object) -> SimpleNamespace:
-    return SimpleNamespace(workeroutput={gate.WORKEROUTPUT_KEY: sent})
+def _node(sent: object, targets: object = None) -> SimpleNamespace:
+    output = {gate.WORKEROUTPUT_KEY: sent}
+    if targets is not None:
+        output[gate.WORKEROUTPUT_TARGETS] = targets
+    return SimpleNamespace(workeroutput=output)
+
+
+def _nothing_required() -> list[str]:
+    return []
 
 
 def test_the_workers_reports_merge_and_one_other_deselection_is_enough() -> None:
     check = gate.GateCheck(
-        SimpleNamespace(),
+        SimpleNamespace(),  # type: ignore[arg-type]
         gate.GateRecorder(),
         enforced="CI=true",
-        strict=False,  # type: ignore[arg-type]
+        strict=False,
+        required=_nothing_required,
     )
     assert check._remote is None
     check.pytest_testnodedown(SimpleNamespace(), None)  # no workeroutput: ignored
+    check.pytest_testnodedown(SimpleNamespace(workeroutput="not a dict"), None)
     check.pytest_testnodedown(_node("not a dict"), None)
     assert check._remote is None
     check.pytest_testnodedown(_node({"a": None, "b": SHARD, "c": OTHER}), None)
     check.pytest_testnodedown(_node({"a": OTHER, "b": None, "c": None, "d": SHARD}), None)
     check.pytest_testnodedown(_node({"a": None, "b": SHARD}), None)
     assert check._remote == {"a": OTHER, "b": SHARD, "c": OTHER, "d": SHARD}
+
+
+def test_the_workers_targets_merge_as_text_and_a_worker_without_them_adds_none() -> None:
+    check = gate.GateCheck(
+        SimpleNamespace(),  # type: ignore[arg-type]
+        gate.GateRecorder(),
+        enforced="CI=true",
+        strict=False,
+        required=_nothing_required,
+    )
+    check.pytest_testnodedown(_node({"a": None}, {"a": "t/a"}), None)
+    check.pytest_testnodedown(_node({"b": None}, "not a dict"), None)
+    check.pytest_testnodedown(_node({"b": None}), None)
+    assert check._remote_targets == {"a": "t/a"}
+    check.pytest_testnodedown(_node({"b": None}, {"b": "t/b", 7: 8}), None)
+    assert check._remote_targets == {"a": "t/a", "b": "t/b", "7": "8"}
+    # Not a worker's output at all: its targets are not read either.
+    check.pytest_testnodedown(SimpleNamespace(workeroutput="x"), None)
+    assert check._remote_targets == {"a": "t/a", "b": "t/b", "7": "8"}
 
 
 # -- the recorder and the check in a process, with stand-ins for pytest's objects ------------
@@ -267,14 +295,31 @@ class _Stash(dict):  # type: ignore[type-arg]
     pass
 
 
-def _config(recorder: gate.GateRecorder | None, **plugins: object) -> SimpleNamespace:
+_NOTSET = object()
+
+
+def _config(
+    recorder: gate.GateRecorder | None, options: dict[str, object] | None = None, **plugins: object
+) -> SimpleNamespace:
     stash = _Stash()
     if recorder is not None:
         stash[gate.GATE_KEY] = recorder
+    given = dict(options or {})
+
+    def getoption(name: str, default: object = _NOTSET) -> object:
+        # As pytest's: an option nobody added (-p no:stepwise, -p no:cacheprovider) is a
+        # ValueError unless a default is given.
+        if name in given:
+            return given[name]
+        if default is _NOTSET:
+            raise ValueError(f"no option named {name!r}")
+        return default
+
     return SimpleNamespace(
         stash=stash,
         pluginmanager=SimpleNamespace(get_plugin=lambda name: plugins.get(name)),
         option=SimpleNamespace(collectonly=False),
+        getoption=getoption,
     )
 
 
@@ -288,22 +333,36 @@ def test_the_recorder_notes_items_and_tells_its_own_deselection_apart() -> None:
     a, b, c = (_item(config, n) for n in ("a", "b", "c"))
     stranger = _item(config, "not a review item")
     for item in (a, b, c):
-        gate.note_collected(item)  # type: ignore[arg-type]
+        gate.note_collected(item, f"t/{item.nodeid}")  # type: ignore[arg-type]
     gate.note_own_deselection(config, [b])  # type: ignore[arg-type]
     recorder.pytest_deselected([b, c, stranger])  # type: ignore[list-item]
     a.nodeid = "a-renamed"  # read when asked, not when made
     assert recorder.collected() == {"a-renamed": None, "b": SHARD, "c": OTHER}
+    assert recorder.targets() == {"a-renamed": "t/a", "b": "t/b", "c": "t/c"}
     # Without a recorder (the plugin off) nothing is noted and nothing fails.
     bare = _config(None)
-    gate.note_collected(_item(bare, "x"))  # type: ignore[arg-type]
+    gate.note_collected(_item(bare, "x"), "t/x")  # type: ignore[arg-type]
     gate.note_own_deselection(bare, [_item(bare, "x")])  # type: ignore[arg-type,list-item]
+    assert (recorder.collected(), recorder.own_deselection) == (
+        {"a-renamed": None, "b": SHARD, "c": OTHER},
+        {id(b)},
+    )
+
+
+def test_two_items_of_one_target_are_each_noted_with_it() -> None:
+    """A copy of an item (items.py) is a second item of the same target."""
+    recorder = gate.GateRecorder()
+    config = _config(recorder)
+    for nodeid in ("a", "a-copy"):
+        gate.note_collected(_item(config, nodeid), "t/a")  # type: ignore[arg-type]
+    assert recorder.targets() == {"a": "t/a", "a-copy": "t/a"}
 
 
 def test_the_record_rides_on_the_report_of_review_items_only() -> None:
     recorder = gate.GateRecorder()
     config = _config(recorder)
     item, other = _item(config, "a"), _item(config, "b")
-    gate.note_collected(item)  # type: ignore[arg-type]
+    gate.note_collected(item, "t/a")  # type: ignore[arg-type]
     item.gate_phases["call"] = FAILED
 
     def made(target: SimpleNamespace, when: str) -> SimpleNamespace:
@@ -318,17 +377,23 @@ def test_the_record_rides_on_the_report_of_review_items_only() -> None:
     assert getattr(made(item, "call"), gate.GATE_ATTR) == FAILED
     assert getattr(made(item, "teardown"), gate.GATE_ATTR) == NOT_RUN
     assert not hasattr(made(other, "call"), gate.GATE_ATTR)
+    del item.gate_phases  # an item whose constructor never got that far
+    assert getattr(made(item, "call"), gate.GATE_ATTR) == NOT_RUN
 
 
 def test_a_worker_sends_what_it_collected_and_a_controller_does_not() -> None:
     recorder = gate.GateRecorder()
     config = _config(recorder)
-    gate.note_collected(_item(config, "a"))  # type: ignore[arg-type]
+    gate.note_collected(_item(config, "a"), "t/a")  # type: ignore[arg-type]
     worker = SimpleNamespace(config=SimpleNamespace(workeroutput={}))
     recorder.pytest_sessionfinish(worker)  # type: ignore[arg-type]
-    assert worker.config.workeroutput == {gate.WORKEROUTPUT_KEY: {"a": None}}
+    assert worker.config.workeroutput == {
+        gate.WORKEROUTPUT_KEY: {"a": None},
+        gate.WORKEROUTPUT_TARGETS: {"a": "t/a"},
+    }
     controller = SimpleNamespace(config=SimpleNamespace())
     recorder.pytest_sessionfinish(controller)  # type: ignore[arg-type]
+    assert vars(controller.config) == {}
 
 
 def test_a_phase_records_that_it_ran_and_whether_it_raised() -> None:
@@ -338,7 +403,7 @@ def test_a_phase_records_that_it_ran_and_whether_it_raised() -> None:
 
         @gate.recorded("setup")
         def setup(self) -> None:
-            assert self.gate_phases == {"setup": "running"}
+            assert self.gate_phases["setup"] == "running"
 
         @gate.recorded("call")
         def runtest(self) -> None:
@@ -350,6 +415,9 @@ def test_a_phase_records_that_it_ran_and_whether_it_raised() -> None:
         item.runtest()
     assert item.gate_phases == {"setup": PASSED, "call": FAILED}
     assert Item.setup.__name__ == "setup"
+    # Run again: a pass stays a pass, and a failure before a pass stays a failure.
+    item.setup()
+    assert item.gate_phases["setup"] == PASSED
 
 
 def _report(nodeid: str, when: str, outcome: str, record: str | None) -> pytest.TestReport:
@@ -357,6 +425,90 @@ def _report(nodeid: str, when: str, outcome: str, record: str | None) -> pytest.
     if record is not None:
         setattr(report, gate.GATE_ATTR, record)
     return report
+
+
+# -- every logged report of a phase counts (one verdict per target per run) -------------------
+
+
+@pytest.mark.parametrize(
+    ("records", "worst"),
+    [
+        ([PASSED], PASSED),
+        ([None], None),
+        ([PASSED, PASSED], PASSED),
+        ([PASSED, None], None),
+        ([None, FAILED], None),
+        ([FAILED, None], None),
+        ([PASSED, FAILED], FAILED),
+        ([FAILED, PASSED], FAILED),
+        ([NOT_RUN, FAILED], FAILED),
+        ([FAILED, NOT_RUN], FAILED),
+        ([PASSED, NOT_RUN], NOT_RUN),
+        ([NOT_RUN, PASSED], NOT_RUN),
+        # None of them worse than another: the first report's.
+        ([PASSED, "odd"], PASSED),
+        (["odd", PASSED], "odd"),
+    ],
+)
+def test_the_record_of_a_phase_logged_again_is_the_worst_any_report_carried(
+    records: list[str | None], worst: str | None
+) -> None:
+    reports = [_report(NODE, "call", "passed", record) for record in records]
+    assert Logged.of_all(reports).record == worst
+
+
+@pytest.mark.parametrize(
+    ("outcomes", "folded"),
+    [
+        (["passed"], "passed"),
+        (["skipped"], "skipped"),
+        (["failed"], "failed"),
+        (["failed", "passed"], "failed"),
+        (["passed", "failed"], "failed"),
+        (["passed", "failed", "passed"], "failed"),
+        (["passed", "skipped"], "skipped"),
+        (["skipped", "passed"], "passed"),
+        (["rerun", "passed"], "passed"),
+    ],
+)
+def test_the_outcome_of_a_phase_logged_again_is_failed_if_any_failed_else_the_last(
+    outcomes: list[str], folded: str
+) -> None:
+    logged = Logged.of_all([_report(NODE, "call", outcome, PASSED) for outcome in outcomes])
+    assert (logged.outcome, logged.count) == (folded, len(outcomes))
+
+
+def test_the_xfail_and_reason_of_a_phase_logged_again_are_the_last_reports() -> None:
+    first = pytest.TestReport(NODE, ("f", 1, NODE), {}, "skipped", ("f", 1, "first"), "setup")
+    last = pytest.TestReport(NODE, ("f", 1, NODE), {}, "skipped", None, "setup")
+    last.wasxfail = "last"  # type: ignore[attr-defined]
+    assert Logged.of_all([first, last]) == Logged("skipped", True, None, "last", 2)
+    assert Logged.of_all([last, first]) == Logged("skipped", False, None, "first", 2)
+
+
+RERUN_FIX = (
+    "pytest logged this phase {} times (a rerun or retry plugin, or a copy of the item, ran "
+    "it again) and the last report hides the failure; the gate keeps the first verdict: "
+    "keep reruns away from review items"
+)
+
+
+@pytest.mark.parametrize("when", ["setup", "call", "teardown"])
+def test_a_later_passing_report_never_hides_a_failing_first_one(when: str) -> None:
+    for count in (2, 3):
+        reports = [_report(NODE, when, "rerun", FAILED)] + [
+            _report(NODE, when, "passed", PASSED) for _ in range(count - 1)
+        ]
+        (problem,) = problems(phases(**{when: Logged.of_all(reports)}))
+        assert problem == Problem(
+            NODE, f"{WHAT[when]} failed", "passed", RERUN_FIX.format(count), when == "call"
+        )
+    # Logged once: the report itself was changed, not logged again.
+    (once,) = problems(phases(**{when: Logged("passed", False, FAILED, count=1)}))
+    assert once.fix == CHANGED
+    # An xfail among several reports is named as the xfail.
+    (xfailed,) = problems(phases(**{when: Logged("skipped", True, FAILED, count=2)}))
+    assert xfailed.fix.startswith("an xfail mark")
 
 
 def _session(**kw: object) -> SimpleNamespace:
@@ -367,6 +519,13 @@ def _session(**kw: object) -> SimpleNamespace:
     )
 
 
+def _finish(check: gate.GateCheck, ended: SimpleNamespace) -> None:
+    hook = check.pytest_sessionfinish(ended)  # type: ignore[arg-type]
+    next(hook)
+    with pytest.raises(StopIteration):
+        hook.send(None)
+
+
 def _decided(
     recorder: gate.GateRecorder,
     reports: list[pytest.TestReport],
@@ -374,26 +533,32 @@ def _decided(
     enforced: str | None = "CI=true",
     strict: bool = False,
     collectonly: bool = False,
+    required: tuple[str, ...] = (),
+    options: dict[str, object] | None = None,
     **session: object,
 ) -> tuple[gate.GateCheck, SimpleNamespace]:
-    config = _config(recorder, terminalreporter=object())
+    config = _config(recorder, options, terminalreporter=object())
     config.option.collectonly = collectonly
-    check = gate.GateCheck(config, recorder, enforced=enforced, strict=strict)  # type: ignore[arg-type]
+    check = gate.GateCheck(
+        config,  # type: ignore[arg-type]
+        recorder,
+        enforced=enforced,
+        strict=strict,
+        required=lambda: required,
+    )
     for report in reports:
         check.pytest_runtest_logreport(report)
     ended = _session(**session)
-    hook = check.pytest_sessionfinish(ended)  # type: ignore[arg-type]
-    next(hook)
-    with pytest.raises(StopIteration):
-        hook.send(None)
+    _finish(check, ended)
     return check, ended
 
 
 def _recorder(*nodeids: str) -> gate.GateRecorder:
+    """Review items of the given node ids, each of the target ``t/<node id>``."""
     recorder = gate.GateRecorder()
     config = _config(recorder)
     for nodeid in nodeids:
-        gate.note_collected(_item(config, nodeid))  # type: ignore[arg-type]
+        gate.note_collected(_item(config, nodeid), f"t/{nodeid}")  # type: ignore[arg-type]
     return recorder
 
 
@@ -406,7 +571,9 @@ def _ran(nodeid: str, call: str = "passed", record: str = PASSED) -> list[pytest
 
 
 def test_a_run_whose_reviews_counted_as_recorded_keeps_its_status() -> None:
-    check, session = _decided(_recorder("a"), _ran("a") + _ran("not-a-review-item"))
+    check, session = _decided(
+        _recorder("a"), _ran("a") + _ran("not-a-review-item"), required=("t/a",)
+    )
     assert (check.problems, check.headline, check.required, session.exitstatus) == (
         [],
         None,
@@ -414,6 +581,33 @@ def test_a_run_whose_reviews_counted_as_recorded_keeps_its_status() -> None:
         0,
     )
     assert check.lines() == []
+
+
+def test_every_logged_report_is_kept_in_order() -> None:
+    first, again = _report("a", "call", "rerun", FAILED), _report("a", "call", "passed", PASSED)
+    recorder = _recorder("a")
+    check = gate.GateCheck(
+        _config(recorder),  # type: ignore[arg-type]
+        recorder,
+        enforced="CI=true",
+        strict=False,
+        required=_nothing_required,
+    )
+    for report in (first, again):
+        check.pytest_runtest_logreport(report)
+    assert check._reports == {"a": {"call": [first, again]}}
+
+
+def test_a_rerun_that_passed_after_a_failed_verdict_fails_the_run() -> None:
+    reports = [*_ran("a", "rerun", FAILED), _report("a", "call", "passed", PASSED)]
+    check, session = _decided(_recorder("a"), reports, strict=True)
+    (problem,) = check.problems
+    assert (problem.fix, problem.hides_failure) == (RERUN_FIX.format(2), True)
+    assert (check.required, session.exitstatus) == (1, 1)
+    # The same reports the other way round: pytest logged the failure, nothing hidden.
+    reports = [*_ran("a"), _report("a", "call", "failed", FAILED)]
+    check, session = _decided(_recorder("a"), reports, strict=True)
+    assert (check.problems, check.required, session.exitstatus) == ([], 1, 1)
 
 
 def test_a_run_where_no_review_ran_says_the_gate_did_not_run() -> None:
@@ -429,6 +623,11 @@ def test_a_run_where_no_review_ran_says_the_gate_did_not_run() -> None:
     )
     assert check.lines()[1] == f"pytest-advreview: {check.problems[0].line()}"
     assert len(check.lines()) == 3
+
+
+def test_one_review_that_ran_is_enough_to_not_say_the_gate_did_not_run() -> None:
+    check, _ = _decided(_recorder("a", "b"), _ran("a"))
+    assert check.headline == "1 of 2 review items did not count as the plugin recorded them"
 
 
 def test_some_items_not_counted_as_recorded_are_named_with_the_total() -> None:
@@ -453,15 +652,47 @@ def test_a_stopped_run_and_a_collect_only_run_say_why_nothing_ran() -> None:
     assert check.problems[0].fix == "it never ran: pytest stopped early (stopping after 1 failures)"
     check, _ = _decided(_recorder("a"), [], shouldfail="maxfail")
     assert check.problems[0].fix == "it never ran: pytest stopped early (maxfail)"
-    check, session = _decided(_recorder("a"), [], collectonly=True)
+    check, session = _decided(_recorder("a"), [], collectonly=True, shouldstop="x")
     assert check.problems[0].fix == (
         "it never ran: --collect-only runs nothing; drop it (from addopts too): a gate runs reviews"
     )
     assert session.exitstatus == 1
 
 
+INTERRUPTED = "pytest was interrupted (Ctrl-C, SIGTERM or SIGHUP)"
+REMOVED = (
+    "a conftest or plugin removed it from the run (pytest_collection_modifyitems, "
+    "pytest_runtest_protocol); remove that code or keep it away from review items"
+)
+
+
+@pytest.mark.parametrize(
+    ("exitstatus", "fix"),
+    [
+        (pytest.ExitCode.TESTS_FAILED, REMOVED),
+        (pytest.ExitCode.INTERRUPTED, f"it never ran: {INTERRUPTED}"),
+        (pytest.ExitCode.INTERNAL_ERROR, REMOVED),
+    ],
+)
+def test_an_interrupted_run_names_the_interrupt_for_the_items_it_left(
+    exitstatus: int, fix: str
+) -> None:
+    check, session = _decided(_recorder("a", "b"), _ran("a"), exitstatus=int(exitstatus))
+    assert [p.fix for p in check.problems] == [fix]
+    assert session.exitstatus == exitstatus  # already a failure: kept
+
+
+def test_a_run_stopped_early_is_named_stopped_even_when_interrupted_too() -> None:
+    check, _ = _decided(
+        _recorder("a"), [], exitstatus=int(pytest.ExitCode.INTERRUPTED), shouldstop="-x"
+    )
+    assert check.problems[0].fix == "it never ran: pytest stopped early (-x)"
+
+
 def test_without_enforcement_nothing_is_kept_or_changed() -> None:
-    check, session = _decided(_recorder("a"), _ran("a", "passed", FAILED), enforced=None)
+    check, session = _decided(
+        _recorder("a"), _ran("a", "passed", FAILED), enforced=None, required=("t/x",)
+    )
     assert (check._reports, check.problems, check.required, session.exitstatus) == ({}, [], None, 0)
 
 
@@ -473,12 +704,23 @@ def test_shard_items_of_another_job_are_not_owed() -> None:
     assert check.headline == (
         "0 review items ran, but --adversarial-review collected 1: the gate did not run"
     )
+    # A shard item that ran anyway is owed like any other.
+    check, _ = _decided(recorder, [_report("b", "setup", "passed", None)])
+    assert check.headline == (
+        "0 review items ran, but --adversarial-review collected 2: the gate did not run"
+    )
 
 
 def test_under_xdist_the_workers_reports_are_what_was_collected() -> None:
     recorder = _recorder("local-only")
     config = _config(recorder, dsession=object(), terminalreporter=object())
-    check = gate.GateCheck(config, recorder, enforced="CI=true", strict=False)  # type: ignore[arg-type]
+    check = gate.GateCheck(
+        config,  # type: ignore[arg-type]
+        recorder,
+        enforced="CI=true",
+        strict=False,
+        required=_nothing_required,
+    )
     assert check._collected() == (
         {},
         [
@@ -490,8 +732,156 @@ def test_under_xdist_the_workers_reports_are_what_was_collected() -> None:
             )
         ],
     )
-    check.pytest_testnodedown(_node({"w": None}), None)
+    assert check._targets() == {}
+    check.pytest_testnodedown(_node({"w": None}, {"w": "t/w"}), None)
     assert check._collected() == ({"w": None}, [])
+    assert check._targets() == {"w": "t/w"}
+    # Without xdist: this process's own items and targets.
+    local = gate.GateCheck(
+        _config(recorder),  # type: ignore[arg-type]
+        recorder,
+        enforced="CI=true",
+        strict=False,
+        required=_nothing_required,
+    )
+    assert local._targets() == {"local-only": "t/local-only"}
+
+
+# -- the targets the gate must see -------------------------------------------------------------
+
+UNCOLLECTED = (
+    "a conftest or plugin kept pytest from making its review item (a "
+    "pytest_make_collect_report or pytest_collect_file of its own): remove that code or "
+    "keep it away from the plans"
+)
+LAST_FAILED = (
+    "pytest's --lf (last failed) collected only the files of the tests "
+    ".pytest_cache/v/cache/lastfailed names and skipped this plan's file: drop --lf "
+    "(from addopts too) and the committed .pytest_cache"
+)
+
+
+def _unreviewed(key: str, why: str) -> Problem:
+    return Problem(
+        key,
+        "its review (a target the gate must see)",
+        "no review item of it",
+        f"{why}; under a gate every selected target is reviewed",
+    )
+
+
+def test_each_required_target_without_an_item_is_named_once_in_order() -> None:
+    assert gate.unreviewed([], ["a"], why="w") == []
+    assert gate.unreviewed(["a"], ["a"], why="w") == []
+    assert gate.unreviewed(["a"], ["a", "extra"], why="w") == []
+    assert gate.unreviewed(["a"], [], why="w") == [_unreviewed("a", "w")]
+    assert gate.unreviewed(["c", "a", "b", "a"], iter(["b"]), why="w") == [
+        _unreviewed("c", "w"),
+        _unreviewed("a", "w"),
+    ]
+
+
+def test_a_required_target_missing_fails_the_run_and_one_present_does_not() -> None:
+    check, session = _decided(_recorder("a"), _ran("a"), required=("t/a",))
+    assert (check.problems, session.exitstatus) == ([], 0)
+    check, session = _decided(
+        _recorder("a"), _ran("a"), required=("t/a", "t/b", "t/b"), strict=True
+    )
+    assert check.problems == [_unreviewed("t/b", UNCOLLECTED)]
+    assert check.headline == (
+        "1 of 2 targets the gate must see had no review item: nothing reviewed them"
+    )
+    assert (check.required, session.exitstatus) == (EXIT_REVIEW_ERRORS, EXIT_REVIEW_ERRORS)
+
+
+def test_a_required_target_reviewed_by_a_worker_is_present_under_xdist() -> None:
+    recorder = _recorder()
+    config = _config(recorder, dsession=object(), terminalreporter=object())
+    check = gate.GateCheck(
+        config,  # type: ignore[arg-type]
+        recorder,
+        enforced="CI=true",
+        strict=False,
+        required=lambda: ["t/w", "t/v"],
+    )
+    check.pytest_testnodedown(_node({"w": None}, {"w": "t/w"}), None)
+    for report in _ran("w"):
+        check.pytest_runtest_logreport(report)
+    ended = _session()
+    _finish(check, ended)
+    assert check.problems == [_unreviewed("t/v", UNCOLLECTED)]
+    assert ended.exitstatus == 1
+
+
+def test_missing_targets_with_other_problems_count_toward_the_total() -> None:
+    reports = _ran("a") + _ran("b", call="passed", record=FAILED)
+    check, _ = _decided(_recorder("a", "b", "c"), reports, required=("t/a", "t/x"))
+    assert [p.nodeid for p in check.problems] == ["b", "c", "t/x"]
+    assert check.headline == "3 of 4 review items did not count as the plugin recorded them"
+
+
+def test_the_total_is_never_below_the_problems_named() -> None:
+    """Under xdist with no worker report nothing was collected, and yet one problem."""
+    recorder = _recorder()
+    config = _config(recorder, dsession=object(), terminalreporter=object())
+    check = gate.GateCheck(
+        config,  # type: ignore[arg-type]
+        recorder,
+        enforced="CI=true",
+        strict=False,
+        required=_nothing_required,
+    )
+    _finish(check, _session())
+    assert check.headline == "1 of 1 review items did not count as the plugin recorded them"
+
+
+@pytest.mark.parametrize(
+    ("options", "exitstatus", "why"),
+    [
+        ({}, 0, UNCOLLECTED),
+        ({"lf": True}, 0, LAST_FAILED),
+        ({"lf": False}, 0, UNCOLLECTED),
+        ({}, int(pytest.ExitCode.INTERRUPTED), f"{INTERRUPTED} before it reported"),
+        ({"lf": True}, int(pytest.ExitCode.INTERRUPTED), f"{INTERRUPTED} before it reported"),
+        ({}, int(pytest.ExitCode.TESTS_FAILED), UNCOLLECTED),
+    ],
+)
+def test_a_missing_target_names_what_kept_its_item_from_being_made(
+    options: dict[str, object], exitstatus: int, why: str
+) -> None:
+    check, _ = _decided(
+        _recorder("a"), _ran("a"), required=("t/x",), options=options, exitstatus=exitstatus
+    )
+    assert check.problems == [_unreviewed("t/x", why)]
+
+
+@pytest.mark.parametrize(
+    ("dest", "named"),
+    [
+        ("lf", "--lf (last failed: it did not fail last time)"),
+        ("stepwise", "--sw (stepwise: it comes before the test that failed last time)"),
+        ("stepwise_skip", "--sw-skip (stepwise)"),
+        ("keyword", "-k"),
+        ("markexpr", "-m"),
+        ("deselect", "--deselect"),
+    ],
+)
+def test_each_deselecting_option_is_named_for_a_deselected_item(dest: str, named: str) -> None:
+    assert gate.deselected_by(_config(None, {dest: "x"})) == named  # type: ignore[arg-type]
+    assert gate.deselected_by(_config(None, {dest: ""})) is None  # type: ignore[arg-type]
+    recorder = _recorder("a")
+    recorder.pytest_deselected(list(recorder.items.values()))  # type: ignore[arg-type]
+    check, _ = _decided(recorder, [], options={dest: ["x"]})
+    assert check.problems[0].seen == f"deselected by {named}"
+
+
+def test_several_deselecting_options_are_named_in_order() -> None:
+    config = _config(None, {"markexpr": "m", "keyword": "k", "lf": True})
+    assert gate.deselected_by(config) == (  # type: ignore[arg-type]
+        "--lf (last failed: it did not fail last time), -k, -m"
+    )
+    # Options that do not exist (their plugin is off: -p no:stepwise) deselect nothing.
+    assert gate.deselected_by(_config(None)) is None  # type: ignore[arg-type]
 
 
 def test_the_summary_is_written_only_when_something_did_not_count() -> None:
@@ -512,12 +902,15 @@ def test_the_summary_is_written_only_when_something_did_not_count() -> None:
 
 def test_without_a_terminal_the_summary_goes_to_stderr(capsys: pytest.CaptureFixture[str]) -> None:
     recorder = _recorder("a")
-    config = _config(recorder)
-    check = gate.GateCheck(config, recorder, enforced="CI=true", strict=False)  # type: ignore[arg-type]
-    hook = check.pytest_sessionfinish(_session())  # type: ignore[arg-type]
-    next(hook)
-    with pytest.raises(StopIteration):
-        hook.send(None)
+    check = gate.GateCheck(
+        _config(recorder),  # type: ignore[arg-type]
+        recorder,
+        enforced="CI=true",
+        strict=False,
+        required=_nothing_required,
+    )
+    _finish(check, _session())
+    assert check.lines()
     assert capsys.readouterr().err == "".join(line + "\n" for line in check.lines())
 
 
@@ -529,21 +922,25 @@ def test_problem_lines_are_printed_on_one_line_neutralised() -> None:
 
 def test_a_dropped_item_that_nothing_stopped_names_the_removal() -> None:
     check, _ = _decided(_recorder("a"), [])
-    assert check.problems[0].fix == (
-        "a conftest or plugin removed it from the run (pytest_collection_modifyitems, "
-        "pytest_runtest_protocol); remove that code or keep it away from review items"
-    )
+    assert check.problems[0].fix == REMOVED
 
 
-def test_items_skipped_before_their_review_did_not_run() -> None:
+@pytest.mark.parametrize("record", [NOT_RUN, None])
+def test_items_whose_review_never_ran_did_not_run(record: str | None) -> None:
     skipped = [
-        _report("a", "setup", "skipped", NOT_RUN),
+        _report("a", "setup", "skipped", record),
         _report("a", "teardown", "passed", PASSED),
     ]
     check, _ = _decided(_recorder("a"), skipped)
     assert check.headline == (
         "0 review items ran, but --adversarial-review collected 1: the gate did not run"
     )
+
+
+def test_a_review_that_ran_and_failed_ran() -> None:
+    reports = [_report("a", "setup", "passed", FAILED), _report("a", "teardown", "passed", PASSED)]
+    check, _ = _decided(_recorder("a"), reports)
+    assert check.headline == "1 of 1 review items did not count as the plugin recorded them"
 
 
 def test_after_a_failed_setup_a_missing_teardown_is_still_a_problem() -> None:
@@ -554,12 +951,15 @@ def test_after_a_failed_setup_a_missing_teardown_is_still_a_problem() -> None:
 def test_under_xdist_no_worker_report_fails_the_run() -> None:
     recorder = _recorder("a")
     config = _config(recorder, dsession=object(), terminalreporter=object())
-    check = gate.GateCheck(config, recorder, enforced="CI=true", strict=False)  # type: ignore[arg-type]
+    check = gate.GateCheck(
+        config,  # type: ignore[arg-type]
+        recorder,
+        enforced="CI=true",
+        strict=False,
+        required=_nothing_required,
+    )
     ended = _session()
-    hook = check.pytest_sessionfinish(ended)  # type: ignore[arg-type]
-    next(hook)
-    with pytest.raises(StopIteration):
-        hook.send(None)
+    _finish(check, ended)
     assert [p.nodeid for p in check.problems] == ["(xdist)"]
     assert ended.exitstatus == 1
 
