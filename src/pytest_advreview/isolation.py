@@ -257,7 +257,16 @@ class Worktree:
                 finally:
                     # Prune drops the admin entry when "remove" failed but the files are gone.
                     run_git(self.repo_root, "worktree", "prune", check=False)
-        left = [p for p in leftover_worktrees(self.repo_root) if Path(p) == self.path]
+            # Still under the lock: `worktree list` fails on another process's half-done
+            # add ("failed to read .git/worktrees/…/commondir"), seen under xdist.
+            try:
+                left = [p for p in leftover_worktrees(self.repo_root) if Path(p) == self.path]
+            except GitError as exc:
+                raise IsolationError(
+                    f"pytest-advreview: whether the review worktree {self.path} was removed "
+                    f"could not be checked ({exc}); check `git worktree list` and remove it "
+                    f"with `git worktree remove --force {self.path}`"
+                ) from None
         if left or self._holder.exists():
             raise IsolationError(
                 f"pytest-advreview: the review worktree {self.path} could not be removed "
