@@ -439,3 +439,29 @@ def test_a_controller_redacts_its_environment_less_the_allowed_names(
             "Qz8vX2kP3wR7 [redacted:DEPLOY_SECRET_X]"
         )
     assert Redactor.from_environ({"BUILD_X": "Qz8vX2kP3wR7"}, ("BUILD_*",)).secrets == ()
+
+
+def test_a_secret_is_matched_in_its_own_case_beside_its_other_cases() -> None:
+    redactor = Redactor([Secret("TOKEN", "AbCdEfGh12")])
+    assert (
+        redactor.redact("AbCdEfGh12 abcdefgh12 ABCDEFGH12 aBcDeFgH12")
+        == "[redacted:TOKEN] abcdefgh12 ABCDEFGH12 aBcDeFgH12"
+    )
+
+
+def test_an_empty_or_blank_secret_is_ignored() -> None:
+    redactor = Redactor([Secret("EMPTY", ""), Secret("BLANK", "   "), Secret("T", "abcdefgh")])
+    assert {s.name for s in redactor.secrets} == {"T", "T (base64)"}
+    assert redactor.redact("a b  c, + %20") == "a b  c, + %20"
+    assert redactor.redact("x abcdefgh") == "x [redacted:T]"
+
+
+def test_a_secret_with_a_plus_sign_and_a_space_is_redacted_in_every_form() -> None:
+    redactor = Redactor([Secret("KEY", "ab+cd efgh")])
+    assert redactor.redact("k: ab+cd efgh.") == "k: [redacted:KEY]."
+    assert redactor.redact("k=ab%2Bcd+efgh&") == "k=[redacted:KEY]&"
+
+
+def test_a_percent_encoded_credential_in_a_url_query_is_a_part_decoded() -> None:
+    value = "https://api.example.com/v1?user=ci&token=pQ%2F7zWx9"
+    assert redacted({"API": value}, "pw pQ/7zWx9") == "pw [redacted:API]"

@@ -189,3 +189,76 @@ def test_an_ascii_text_is_escaped_exactly_as_any_other(keep: str) -> None:
         assert outbound.escape_controls(text + "\u00e9", keep) == (
             outbound.escape_controls(text, keep) + "\u00e9"
         ), hex(code)
+
+
+# -- the forms behind the matching (each rule at its limits) -------------------------------
+
+
+@pytest.mark.parametrize("offset", [0, 1, 2])
+@pytest.mark.parametrize("alphabet", ["standard", "url-safe"])
+def test_a_base64_encoded_secret_is_redacted_from_its_first_to_its_last_own_character(
+    offset: int, alphabet: str
+) -> None:
+    secret = "ghp_Q7xv?>Planted~Pat9Zk2LmN4"
+    found = Redactor([Secret("DEPLOY_PAT", secret)])
+    encode = base64.b64encode if alphabet == "standard" else base64.urlsafe_b64encode
+    data = secret.encode()
+    for prefix in (b"\xff" * offset, b"x" * offset):
+        encoded = encode(prefix + data + b" trailing").decode()
+        # A character carries 6 bits: the secret's own are those wholly inside its bytes.
+        first = -(-8 * offset // 6)
+        end = 8 * (offset + len(data)) // 6
+        assert found.redact(encoded) == (
+            f"{encoded[:first]}[redacted:DEPLOY_PAT (base64)]{encoded[end:]}"
+        ), prefix
+
+
+def test_a_character_class_holds_each_range_end_to_end_and_nothing_beside() -> None:
+    # Single points and ranges, among them characters a class must escape.
+    ranges = ((0x2D, 0x2D), (0x41, 0x43), (0x5C, 0x5C), (0x5D, 0x5E), (0x61, 0x61))
+    members = set(_points(ranges))
+    pattern = re.compile(outbound._char_class(ranges))
+    for code in range(0x20, 0x80):
+        assert bool(pattern.fullmatch(chr(code))) == (code in members), hex(code)
+    invisible = re.compile(outbound._char_class(INVISIBLE_RANGES))
+    outside = {c for start, end in INVISIBLE_RANGES for c in (start - 1, end + 1)}
+    for code in sorted(set(INVISIBLE) | outside):
+        assert bool(invisible.fullmatch(chr(code))) == (code in INVISIBLE), hex(code)
+
+
+@pytest.mark.parametrize(
+    "code", [0x00, 0x9F, 0xAD, 0xFE, 0xFF, 0x100, 0x061C, 0xFFFE, 0xFFFF, 0x10000, 0xE0041]
+)
+def test_an_escape_is_the_shortest_of_python_s_three_forms_at_each_limit(code: int) -> None:
+    # Python's own escapes: \xff up to ff, \uffff up to ffff, \U0010ffff above.
+    assert outbound._escaped(chr(code)) == chr(code).encode("unicode_escape").decode("ascii")
+
+
+def test_a_secret_with_an_escape_in_it_is_found_split_by_shown_escapes() -> None:
+    # Its form without the escapes is what the text's form without them holds.
+    secret = "pass\\x41word99"
+    found = Redactor([Secret("TOKEN", secret)])
+    hidden = "\\u200b".join(secret[:4]) + secret[4:]
+    assert found.redact(f"pw {hidden}.") == "pw [redacted:TOKEN]."
+
+
+def test_a_secret_with_an_escape_in_it_is_found_after_a_backslash() -> None:
+    # Starts like an escape's tail and holds an escape: only the forms with the escapes
+    # kept (on both sides) still hold it.
+    secret = "u200bQ7x\\x41Planted"
+    found = Redactor([Secret("TOKEN", secret)])
+    assert found.redact(f"C:\\{secret}") == "C:\\[redacted:TOKEN]"
+
+
+def test_a_secret_in_either_case_is_found_split_by_shown_escapes_or_after_a_backslash() -> None:
+    key = Redactor([Secret("state key", "0a1b2c3d4e5f", ignore_case=True)])
+    assert key.redact("0A1B\\u200b2C3D4E5F") == "[redacted:state key]"
+    tail = Redactor([Secret("state key", "x41abcdef9876", ignore_case=True)])
+    assert tail.redact("C:\\x41ABCDEF9876") == "C:\\[redacted:state key]"
+
+
+def test_a_quote_plus_form_is_found_split_by_shown_escapes_or_after_a_backslash() -> None:
+    phrase = Redactor([Secret("PHRASE", "ab cd efgh")])
+    assert phrase.redact("q=ab+c\\u200bd+efgh&") == "q=[redacted:PHRASE]&"
+    tail = Redactor([Secret("PHRASE", "u200bQ7 xv0Planted")])
+    assert tail.redact("C:\\u200bQ7+xv0Planted") == "C:\\[redacted:PHRASE]"
