@@ -460,6 +460,11 @@ def test_a_secret_with_a_plus_sign_and_a_space_is_redacted_in_every_form() -> No
     redactor = Redactor([Secret("KEY", "ab+cd efgh")])
     assert redactor.redact("k: ab+cd efgh.") == "k: [redacted:KEY]."
     assert redactor.redact("k=ab%2Bcd+efgh&") == "k=[redacted:KEY]&"
+    # quote() writes the space as %20: percent-encoding hid a filler character, which the
+    # cheap first test strips after decoding too (it once let this form through).
+    assert redactor.redact("k=ab%2Bcd%20efgh&") == "k=[redacted:KEY]&"
+    spaced = Redactor([Secret("P", "correct horse battery")])
+    assert spaced.redact("correct%20horse%20battery") == "[redacted:P]"
 
 
 def test_a_percent_encoded_credential_in_a_url_query_is_a_part_decoded() -> None:

@@ -418,11 +418,18 @@ def _canonical(text: str, *, escapes: bool = True) -> str:
         text = _ANSI.sub("", text)
     if escapes and "\\" in text:
         text = _ESCAPES.sub("", text)
+    text = _without_filler(text)
+    if "%" in text:
+        # Percent-encoding can hide filler too (a secret's own space written %20).
+        text = _without_filler(unquote(text, errors="replace"))
+    return text
+
+
+def _without_filler(text: str) -> str:
+    """``text`` without white space, backslashes and invisible characters."""
     if text.isascii():  # the usual text: white space and backslashes only (faster)
-        text = "".join(text.split()).replace("\\", "")
-    else:
-        text = text.translate(_FILLER_CHARS)
-    return unquote(text, errors="replace") if "%" in text else text
+        return "".join(text.split()).replace("\\", "")
+    return text.translate(_FILLER_CHARS)
 
 
 def _base64_forms(value: str) -> set[str]:
