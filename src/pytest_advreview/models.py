@@ -40,6 +40,7 @@ __all__ = [
     "TokenUsage",
     "Triage",
     "Verdict",
+    "Waiver",
     "attributes_warning",
     "finding_id",
 ]
@@ -425,6 +426,25 @@ class Decision(WireModel):
     reason: str | None = None
 
 
+class Waiver(WireModel):
+    """A person's decision that a blocking finding passes: who, why, and on what authority.
+
+    Under a gate only an authority counts (docs/deciding.md): the base commit's decisions
+    file (``source="base"``) or a pull-request command by a user with write permission
+    (``source="command"``); in a local run the operator's own decisions file
+    (``source="local"``).  A waived finding stays in :attr:`ItemRecord.findings` (every
+    report shows it, marked) and leaves :attr:`ItemRecord.failing_ids`.
+    """
+
+    finding: str
+    #: Who decided: ``@login`` for a command, ``base <sha12>`` or ``local`` for a file.
+    by: str
+    reason: str
+    source: Literal["base", "command", "local"]
+    #: Where the decision was made: the command's comment URL, or the file and commit.
+    at: str | None = None
+
+
 class LeadAction(str, Enum):
     """What the built-in lead did with one finding (docs/lead.md, "The built-in lead").
 
@@ -552,6 +572,8 @@ class ItemRecord(WireModel):
     rounds: tuple[RoundRecord, ...] = ()
     #: Decisions sent with the last re-review (from the decisions file or the fixer).
     decisions: tuple[Decision, ...] = ()
+    #: Findings a person with authority waived (they pass, marked, in every report).
+    waived: tuple[Waiver, ...] = ()
     #: Tokens used in this run (zero for a cached result).
     tokens: TokenUsage = Field(default_factory=TokenUsage)
     duration_s: float = 0.0
