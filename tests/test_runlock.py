@@ -52,6 +52,15 @@ def test_outside_git_the_lock_is_in_the_cache_folder_and_without_one_there_is_no
 ) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()
+    # A folder named .git that holds no repository (as CI machines leave one in /tmp) is
+    # no git directory: git passes over it, and so does the lock.
+    (tmp_path / ".git").mkdir()
+    (plain / "sub").mkdir()
+    (plain / "sub" / ".git").mkdir()
+    (plain / "sub" / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    assert runlock.lock_path(_config(plain / "sub", cache=tmp_path / "cache")) == (
+        tmp_path / "cache" / "d" / "advreview" / "run.lock"
+    )
     assert runlock.lock_path(_config(plain, cache=tmp_path / "cache")) == (
         tmp_path / "cache" / "d" / "advreview" / "run.lock"
     )

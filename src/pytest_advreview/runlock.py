@@ -91,7 +91,11 @@ def _git_dir(start: Path) -> Path | None:
     for folder in (start, *start.parents):
         dot_git = folder / ".git"
         if dot_git.is_dir():
-            return dot_git
+            if _is_git_directory(dot_git):
+                return dot_git
+            # As git does: a folder named .git that is no repository (an empty one left in
+            # /tmp) is passed over, or every run below it would share one lock.
+            continue
         if dot_git.is_file():
             try:
                 text = dot_git.read_text(encoding="utf-8", errors="surrogateescape")
@@ -101,8 +105,16 @@ def _git_dir(start: Path) -> Path | None:
             if not line.startswith("gitdir: "):
                 return None
             named = folder / line.removeprefix("gitdir: ").strip()
-            return named if named.is_dir() else None
+            return named if _is_git_directory(named) else None
     return None
+
+
+def _is_git_directory(path: Path) -> bool:
+    """What git checks before it takes a folder for a git directory: a ``HEAD``, and the
+    objects (a repository's own, or a linked worktree's ``commondir`` naming them)."""
+    return (path / "HEAD").is_file() and (
+        (path / "objects").is_dir() or (path / "commondir").is_file()
+    )
 
 
 def hold(path: Path, announce: Callable[[str], None]) -> RunLock:
