@@ -524,6 +524,7 @@ def test_fixer_drives_rounds_one_two_three_on_one_resumed_thread(
         "applied": ["AR-a0 (problem 0 a): added a rollback step"],
         "rescoped": ["AR-a1 (problem 1 a): only for v2 tables"],
         "rejected": ["AR-a2 (problem 2 a): runs in one transaction"],
+        "answered": "",
         "language": "English",
         "output_format": target.output_format,
     }

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from . import targets
+from . import interdiff, targets
 from .atomic import write_atomic
 from .cachekey import cache_key, reviewer_identity
 from .decisions import (
@@ -37,6 +37,7 @@ from .decisions import (
 )
 from .loop import FixFailed, LoopResult
 from .models import (
+    Changed,
     ChangeSet,
     Decision,
     Finding,
@@ -284,7 +285,12 @@ class Coordinator:
         return severity.value if severity is not None else None
 
     def stored_verdict(
-        self, spec: TargetSpec, material: ReviewMaterial, *, fixer_hook: bool
+        self,
+        spec: TargetSpec,
+        material: ReviewMaterial,
+        *,
+        fixer_hook: bool,
+        root: Path | None = None,
     ) -> Due:
         """What the stored state says of the target ``spec`` names, whose material is
         ``material``: the verdict stands (cached, the round limit spent, the run's budget
@@ -292,6 +298,8 @@ class Coordinator:
 
         :param fixer_hook: a plugin fixes (``pytest_advreview_fix``): the built-in lead
             takes up no stored REVISE review.
+        :param root: the work tree of the code change: a re-review of it is shown the
+            interdiff since the commit reviewed last (:mod:`.interdiff`).
 
         :raises ReviewInputError: a decisions-file entry that names a finding this target
             never had.
@@ -355,13 +363,36 @@ class Coordinator:
                 return Due(stands=stands, history=state.rounds, lead_on=(state, step.review))
             return Due(stands=stands, history=state.rounds)
         applied = None
+        changed: Changed | None = None
         if step.action == "continue" and state is not None and state.last_content is not None:
             applied = applied_text(spec.kind, key, state.last_content, material.content)
+            if (
+                root is not None
+                and spec.change is not None
+                and state.change is not None
+                and material.reviewed is not None
+                and state.last_content_hash != material.content_hash
+            ):
+                # The code change: what changed since the commit reviewed last (the
+                # interdiff), not the whole change again.
+                shown = interdiff.since(
+                    root,
+                    state.change,
+                    material.reviewed,
+                    spec.change,
+                    round_no=state.rounds_used,
+                )
+                applied, changed = shown.text, shown.changed
             differs = self.change_note(key, spec.change)
             if differs is not None:
                 # The earlier rounds judged other files: the reviewer must know.
                 applied = f"Note: {differs}.\n\n{applied or ''}".rstrip("\n")
-        return Due(decisions=tuple(step.decisions), history=step.history, applied=applied)
+        return Due(
+            decisions=tuple(step.decisions),
+            history=step.history,
+            applied=applied,
+            changed=changed,
+        )
 
     def _run_key(self, key: str, content_hash: str) -> str:
         """Target ``key`` and its cache key: this reviewer, this content, these decisions."""
@@ -377,7 +408,7 @@ class Coordinator:
         if due.lead_on is not None:
             state, review = due.lead_on
             return self._lead_on_stored(run, state, review)
-        return self._rounds(run, due.history, due.decisions, due.applied)
+        return self._rounds(run, due.history, due.decisions, due.applied, due.changed)
 
     def _with_open(self, result: LoopResult, still_open: Sequence[OpenFinding]) -> LoopResult:
         """``result`` with the findings still open for the operator attached.
@@ -399,6 +430,7 @@ class Coordinator:
         history: tuple[RoundRecord, ...],
         decisions: Sequence[Decision],
         applied: str | None = None,
+        changed: Changed | None = None,
     ) -> Rounds:
         """Run the rounds due after ``history`` and count their tokens.
 
@@ -419,6 +451,10 @@ class Coordinator:
             }
         result = run.run(history=history, decisions=(*decisions, *told.values()), applied=applied)
         self.ledger.add(result.usage.total)
+        if changed is not None and result.rounds:
+            # The first round of this run is the one that was shown what changed.
+            first, *rest = result.rounds
+            result = replace(result, rounds=(first.model_copy(update={"changed": changed}), *rest))
         # A lead may have edited the plan: the text the last round reviewed.
         material = run.material()
         new = _left_open(run.lead, history, result, material.content_hash)
@@ -434,7 +470,8 @@ class Coordinator:
             history=history,
             still_open=still_open,
             closed=frozenset(renewed | settled),
-            change=ReviewedChange.of(run.spec.change) if run.spec.change is not None else None,
+            change=material.reviewed
+            or (ReviewedChange.of(run.spec.change) if run.spec.change is not None else None),
         )
 
     def save(self, key: str, rounds: Rounds) -> None:
@@ -518,6 +555,8 @@ class Due:
 
     stands: LoopResult | None = None
     history: tuple[RoundRecord, ...] = ()
+    #: What changed in the code change since the last round (kept on the next round).
+    changed: Changed | None = None
     decisions: tuple[Decision, ...] = ()
     applied: str | None = None
     lead_on: tuple[ReviewState, Review] | None = None

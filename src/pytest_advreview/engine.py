@@ -80,7 +80,9 @@ def review_target(
             # 1. The material, read once (ReviewInputError: the plan cannot be read).
             material = run.material()
             # 2. The stored verdict: it stands, or says which rounds are due.
-            due = coordinator.stored_verdict(run.spec, material, fixer_hook=run.context.fixer_hook)
+            due = coordinator.stored_verdict(
+                run.spec, material, fixer_hook=run.context.fixer_hook, root=run.repo_root
+            )
             # 3. The rounds due, inside the workspace guard: ReviewRun.run snapshots the
             # workspace before the first dispatch and checks it after each round.
             rounds = coordinator.rounds(run, due) if due.rounds_due else None

@@ -49,6 +49,7 @@ from .models import (
 )
 from .prompts import (
     PreviousRound,
+    answered_text,
     decision_item,
     fresh_exec_prompt,
     render_decisions,
@@ -262,6 +263,7 @@ class _Run:
             rejected=[
                 decision_item(d, review) for d in decisions if d.action is DecisionAction.REJECT
             ],
+            answered=answered_text(self.all_rounds, decisions),
             language=self.target.language,
             output_format=self.target.output_format,
         )

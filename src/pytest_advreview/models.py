@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "ChangeSet",
+    "Changed",
+    "ChangedLines",
     "Decision",
     "DecisionAction",
     "Finding",
@@ -303,15 +305,28 @@ class ReviewedChange(WireModel):
     #: The code prompt's phrase: ``branch changes vs main``, ``untracked files``.
     description: str
     files: tuple[str, ...] = ()
+    #: The commit reviewed: ``HEAD`` of a branch change (the later rounds' interdiff
+    #: starts from it); ``None`` for a working-tree change or before it was kept.
+    head: str | None = None
+    #: The commit the branch change was diffed from (``git merge-base BASE HEAD``): with
+    #: ``head`` it names the old version of the branch for ``git range-diff``.
+    base: str | None = None
+    #: A working-tree change has no commit: sha256 of each changed file's bytes (a
+    #: symlink's target, ``-`` for a deleted file), so a later round knows which changed.
+    digests: dict[str, str] = Field(default_factory=dict)
 
     @classmethod
     def of(cls, change: ChangeSet) -> ReviewedChange:
-        """The record of ``change``."""
+        """The record of ``change`` (without commits or digests: see :mod:`.interdiff`)."""
         return cls(description=change.description, files=change.files)
 
     def differs(self, now: ReviewedChange) -> str | None:
-        """One sentence naming how ``now`` differs from this one; ``None``: the same."""
-        if now == self:
+        """One sentence naming how ``now`` differs from this one; ``None``: the same.
+
+        Only the mode, base and files count: new commits on the same branch are the
+        same change set, reviewed again (the interdiff says what changed).
+        """
+        if (now.description, now.files) == (self.description, self.files):
             return None
         gone = tuple(f for f in self.files if f not in now.files)
         new = tuple(f for f in now.files if f not in self.files)
@@ -527,6 +542,48 @@ class ReviewStatus(str, Enum):
     BUDGET_EXHAUSTED = "budget exhausted"
 
 
+class ChangedLines(WireModel):
+    """One file that changed since the round before, and where."""
+
+    path: str
+    #: The changed line ranges of the new text (first, last; a deletion marks the line
+    #: after it); ``None``: the whole file counts as changed (new, deleted, binary, or a
+    #: working-tree change whose old text was not kept).
+    lines: tuple[tuple[int, int], ...] | None = None
+
+
+class Changed(WireModel):
+    """What changed in the code change between the round before and this round.
+
+    ``how`` is what the reviewer was shown: ``interdiff`` (the diff from the commit
+    reviewed last to the new head), ``files`` (a working-tree change: the files whose
+    bytes changed), ``range-diff`` (the branch was rebased or force-pushed: both versions
+    compared) or ``whole`` (no comparison possible: the change was reviewed whole).  Only
+    ``interdiff`` and ``files`` say which code is unchanged, so only they mark late
+    findings (:func:`.interdiff.late_findings`).
+    """
+
+    #: The round whose change this one is compared with.
+    since_round: int
+    how: Literal["interdiff", "files", "range-diff", "whole"]
+    #: The files of the change the round before reviewed.
+    before: tuple[str, ...] = ()
+    #: The files that changed since (with ``interdiff`` and ``files``).
+    files: tuple[ChangedLines, ...] = ()
+    #: Why the change was reviewed whole, or what the range-diff compared.
+    note: str | None = None
+
+    def summary(self) -> str:
+        """What the round was shown, in a phrase: ``the interdiff since round 1 (2 files)``."""
+        if self.how == "whole":
+            return f"the whole change again ({self.note})" if self.note else "the whole change"
+        if self.how == "range-diff":
+            return f"a range-diff of both versions since round {self.since_round}"
+        what = "the interdiff" if self.how == "interdiff" else "the changed files"
+        files = _files(tuple(f.path for f in self.files))
+        return f"{what} since round {self.since_round} ({files})"
+
+
 class RoundRecord(WireModel):
     """One counted round: what was dispatched, what came back, what was decided."""
 
@@ -539,6 +596,9 @@ class RoundRecord(WireModel):
     duration_s: float = 0.0
     #: Content hash of the artifact this round reviewed (plan bytes, or diff + plan).
     content_hash: str | None = None
+    #: The code change since the round before, when this round re-reviewed it in a
+    #: later run (``None``: a first round, a plan, or an unchanged change).
+    changed: Changed | None = None
 
 
 class ItemRecord(WireModel):
@@ -574,6 +634,9 @@ class ItemRecord(WireModel):
     decisions: tuple[Decision, ...] = ()
     #: Findings a person with authority waived (they pass, marked, in every report).
     waived: tuple[Waiver, ...] = ()
+    #: Open findings first raised in a later round on code unchanged since the round
+    #: before (:func:`.interdiff.late_findings`): they could have been raised earlier.
+    late: tuple[str, ...] = ()
     #: Tokens used in this run (zero for a cached result).
     tokens: TokenUsage = Field(default_factory=TokenUsage)
     duration_s: float = 0.0

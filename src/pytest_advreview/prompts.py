@@ -18,16 +18,26 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from .constants import SESSION_MARKER, VERDICT_APPROVED, VERDICT_REVISE
-from .models import ChangeSet, Decision, DecisionAction, OpenFinding, OutputFormat, Review
+from .models import (
+    ChangeSet,
+    Decision,
+    DecisionAction,
+    OpenFinding,
+    OutputFormat,
+    Review,
+    RoundRecord,
+)
 
 __all__ = [
     "MAX_LISTED_FILES",
     "PROMPT_VERSION",
     "PreviousRound",
+    "answered_text",
     "applied_text",
     "code_prompt",
     "decision_item",
@@ -520,6 +530,7 @@ def rereview_prompt(
     applied: Sequence[str],
     rescoped: Sequence[str],
     rejected: Sequence[str],
+    answered: str = "",
     language: str = "English",
     output_format: OutputFormat = OutputFormat.MARKDOWN,
 ) -> str:
@@ -531,6 +542,8 @@ def rereview_prompt(
     :param applied: one entry per applied fix.
     :param rescoped: one entry per re-scoped finding, saying how the scope changed.
     :param rejected: one entry per rejected finding, with the reasoning.
+    :param answered: the findings answered in earlier rounds (:func:`answered_text`),
+        after the rejections; "" for none.
     :param language: the operator's language for the review's prose.
     :param output_format: the contract of the first round.
     """
@@ -538,7 +551,7 @@ def rereview_prompt(
     return _REREVIEW.format(
         applied=_items(applied),
         rescoped=_items(rescoped),
-        rejected=_items(rejected),
+        rejected=_items(rejected) + (f"\n\n{answered.strip()}" if answered.strip() else ""),
         language_block=_language(language, output_format),
         closing=_REREVIEW_CLOSING_JSON if json else _REREVIEW_CLOSING_MARKDOWN,
     )
@@ -618,6 +631,39 @@ def _label(finding_id: str, review: Review | None) -> str:
             if f.id == finding_id:
                 return f"{finding_id} ({f.title})"
     return finding_id
+
+
+_ANSWERED = """\
+## Answered in earlier rounds
+<answered>
+{items}
+</answered>
+These findings were answered in earlier rounds (by the author, the lead or an operator).
+Do not raise them again unless you have new evidence; if you do, say what is new.
+"""
+
+
+def answered_text(rounds: Sequence[RoundRecord], pending: Sequence[Decision] = ()) -> str:
+    """The findings answered in earlier rounds, with their answers ("" for none).
+
+    A round's decisions answer the review of the round before it.  The latest answer
+    of each finding is listed once; a finding answered again now (``pending``) is left
+    out: the re-review's own sections carry it.
+    """
+    now = {d.finding for d in pending}
+    latest: dict[str, str] = {}
+    for before, record in itertools.pairwise(rounds):
+        for d in record.decisions:
+            if d.finding in now:
+                continue
+            latest.pop(d.finding, None)
+            answer = f"{d.action.value}" + (f" — {d.reason}" if d.reason else "")
+            latest[d.finding] = (
+                f"{_label(d.finding, before.review)}, raised in round {before.number}: {answer}"
+            )
+    if not latest:
+        return ""
+    return _ANSWERED.format(items=_items(list(latest.values())))
 
 
 def decision_item(d: Decision, review: Review | None) -> str:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Literal
 
 import pytest
 
-from . import cachekey, containment, prompts, targets
+from . import cachekey, containment, interdiff, prompts, targets
 from .constants import BUILTIN_REVIEWERS
 from .lead import LeadError
 from .lead.factory import make_lead
@@ -35,6 +35,7 @@ from .models import (
     LeadRecord,
     Operation,
     Review,
+    ReviewedChange,
     ReviewStatus,
     RoundRecord,
     TokenUsage,
@@ -156,11 +157,14 @@ class ReviewMaterial:
     :param prompt_body: the round-1 prompt body, without the session marker.
     :param content: the artifact's current text (the plan; the changed files and plan).
     :param content_hash: the content part of its cache key (:mod:`.cachekey`).
+    :param reviewed: the code change as reviewed: its head commit or file digests
+        (:func:`.interdiff.reviewed`); ``None`` for a plan.
     """
 
     prompt_body: str
     content: str
     content_hash: str
+    reviewed: ReviewedChange | None = None
 
 
 @dataclass
@@ -515,6 +519,7 @@ class ReviewRun(LoopHooks):
             raise ReviewInputError(self.spec.error)
         settings = self.settings
         fmt = settings.output_format
+        reviewed: ReviewedChange | None = None
         if self.spec.kind == "plan":
             assert self.spec.path is not None
             text = read_plan(self.spec.path)
@@ -552,7 +557,10 @@ class ReviewRun(LoopHooks):
                 digest = cachekey.code_digest(self.repo_root, self.spec.change, body, plan_text)
             except cachekey.CacheKeyError as exc:
                 raise ReviewInputError(str(exc)) from None
-        self._material = ReviewMaterial(prompt_body=body, content=content, content_hash=digest)
+            reviewed = interdiff.reviewed(self.repo_root, self.spec.change)
+        self._material = ReviewMaterial(
+            prompt_body=body, content=content, content_hash=digest, reviewed=reviewed
+        )
         return self._material
 
     # -- mutation watch ----------------------------------------------------------------
@@ -779,6 +787,9 @@ class ReviewRun(LoopHooks):
                 findings=findings,
                 failing_ids=tuple(f.id for f in outcome.failing),
                 rounds=rounds,
+                late=tuple(
+                    f for f in interdiff.late_findings(rounds) if f in {g.id for g in findings}
+                ),
                 decisions=rounds[-1].decisions if rounds else (),
                 tokens=result.usage,
                 duration_s=sum(r.duration_s for r in result.rounds),
