@@ -134,6 +134,7 @@ def _findings_table(record: ItemRecord) -> list[str]:
     for finding in record.findings:
         where = str(finding.location) if finding.location is not None else ""
         fails = " (fails)" if finding.id in record.failing_ids else ""
+        fails += " (late)" if finding.id in record.late else ""
         lines.append(
             f"| {finding.severity.value}{fails} | {_code(finding.id)} | {escape(finding.title)} | "
             f"{escape(where) if where else '—'} |"
@@ -161,6 +162,8 @@ def _round_line(record: RoundRecord, previous: RoundRecord | None) -> str:
             if record.content_hash != previous.content_hash
             else "; the artifact was unchanged"
         )
+    if record.changed is not None:
+        changed += f"; shown {record.changed.summary()}"
     return f"round {record.number} ({op}): {what}{changed}"
 
 

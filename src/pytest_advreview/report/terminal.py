@@ -75,6 +75,11 @@ def write_summary(terminal: pytest.TerminalReporter, results: list[ItemResult]) 
             line(f"    {record.error.strip().splitlines()[0]}")
         for warning in record.warnings:
             line(f"    warning: {warning}")
+        if record.late:
+            line(
+                f"    late: {', '.join(record.late)} (first raised in a later round, on code "
+                "unchanged since the round before)"
+            )
         for lead in lead_lines(record):
             line(f"    {lead}")
         for mutation in record.mutations:
