@@ -413,6 +413,7 @@ def json_review(**overrides: Any) -> dict[str, Any]:
         "why_vulnerable": "auth.py logs the header.",
         "impact": "Account takeover.",
         "recommendation": "Redact the header.",
+        "suggestion": None,
     }
     data: dict[str, Any] = {"summary": "Adds login.", "findings": [finding], "verdict": "REVISE"}
     data.update(overrides)

@@ -164,6 +164,9 @@ class Finding(WireModel):
     why_vulnerable: str | None = None
     impact: str | None = None
     recommendation: str | None = None
+    #: Replacement text for the cited lines, when the reviewer proposed one (a markdown
+    #: ```suggestion block in the recommendation, or the JSON contract's ``suggestion``).
+    suggestion: str | None = None
 
     def answers(self) -> dict[str, str | None]:
         """The four answers of the finding bar, by the label the reports print."""

@@ -254,7 +254,8 @@ Include these fields per finding:
 - **What can go wrong:** ...
 - **Why vulnerable:** ...
 - **Impact:** ...
-- **Recommendation:** ...
+- **Recommendation:** ... (to propose replacement text for exactly the lines you cite,
+  add it in a ```suggestion fenced block)
 
 If no findings: "No actionable findings."
 
@@ -284,6 +285,7 @@ Do not wrap it in markdown fences and write nothing before or after it.
 - "line_start", "line_end": the lines the finding cites, or null
 - "what_can_go_wrong", "why_vulnerable", "impact", "recommendation": the four answers
   of the finding bar
+- "suggestion": replacement text for exactly the cited lines, or null
 If no findings: an empty list. Leave low-severity issues out.
 
 "verdict": "APPROVED" only if "findings" is empty; "REVISE" if it lists any finding.

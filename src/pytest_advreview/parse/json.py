@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from ..models import Finding, Location, Review, Severity, Verdict, WireModel, finding_id
-from .markdown import _UNTITLED, _location, split_place
+from .markdown import _UNTITLED, _location, split_place, split_suggestion
 
 
 class ReviewFormatError(ValueError):
@@ -38,6 +38,11 @@ class ReviewerFinding(WireModel):
     why_vulnerable: str = Field(description="Why the artifact is vulnerable; cite it")
     impact: str = Field(description="What breaks and how badly")
     recommendation: str = Field(description="Specific change that fixes it")
+    suggestion: str | None = Field(
+        default=None,
+        description="Replacement text for exactly the cited lines (file, line_start to "
+        "line_end), if you propose one; else null",
+    )
 
 
 class ReviewerOutput(WireModel):
@@ -128,6 +133,9 @@ def parse_json(text: str) -> Review:
     for item in out.findings:
         title = item.title.strip() or _UNTITLED
         location = _json_location(item)
+        recommendation, suggestion = split_suggestion(_blank_to_none(item.recommendation))
+        if item.suggestion is not None and item.suggestion.strip():
+            suggestion = item.suggestion.strip("\n")
         findings.append(
             Finding(
                 id=finding_id(title, location),
@@ -137,7 +145,8 @@ def parse_json(text: str) -> Review:
                 what_can_go_wrong=_blank_to_none(item.what_can_go_wrong),
                 why_vulnerable=_blank_to_none(item.why_vulnerable),
                 impact=_blank_to_none(item.impact),
-                recommendation=_blank_to_none(item.recommendation),
+                recommendation=recommendation,
+                suggestion=suggestion,
             )
         )
     return Review(

@@ -54,6 +54,35 @@ def code_mask(stripped_lines: Sequence[str]) -> list[bool]:
     return mask
 
 
+def _dedent(line: str, count: int) -> str:
+    """``line`` without up to ``count`` leading spaces (CommonMark's fenced-code rule)."""
+    return line[min(count, len(line) - len(line.lstrip(" "))) :]
+
+
+def split_suggestion(text: str | None) -> tuple[str | None, str | None]:
+    """``text`` without its first ```` ```suggestion ```` block, and that block's content.
+
+    The block is GitHub's own form for replacement text ("suggested change"), so reviewers
+    already write it; its content replaces exactly the lines the finding cites.  Only a
+    closed block counts (an unclosed one is ordinary text), and only the first; the
+    content keeps its indentation beyond the fence's own.  ``(text, None)`` when there is none.
+    """
+    if not text:
+        return text, None
+    lines = text.split("\n")
+    stripped = [line.strip() for line in lines]
+    for first, last, fence in _fenced_blocks(stripped):
+        info = stripped[first][len(fence) :].strip().lower()
+        if last is None or info != "suggestion":
+            continue
+        # Inside a list item the block is indented; its content is relative to the fence.
+        indent = len(lines[first]) - len(lines[first].lstrip(" "))
+        body = "\n".join(_dedent(line, indent) for line in lines[first + 1 : last])
+        rest = "\n".join([*lines[:first], *lines[last + 1 :]]).strip()
+        return rest or None, body
+    return text, None
+
+
 _VERDICTS = {VERDICT_APPROVED: Verdict.APPROVED, VERDICT_REVISE: Verdict.REVISE}
 
 
@@ -446,6 +475,7 @@ def _finding(doc: _Doc, block: _Block) -> Finding | None:
             prose.append(doc.stripped[index])
     values = {key: "\n".join(parts).strip() for key, parts in fields.items()}
     location = _block_location(values, [block.title, *prose])
+    recommendation, suggestion = split_suggestion(values.get("recommendation") or None)
 
     def text(key: str) -> str | None:
         return values.get(key) or None
@@ -458,7 +488,8 @@ def _finding(doc: _Doc, block: _Block) -> Finding | None:
         what_can_go_wrong=text("what"),
         why_vulnerable=text("why"),
         impact=text("impact"),
-        recommendation=text("recommendation"),
+        recommendation=recommendation,
+        suggestion=suggestion,
     )
 
 

@@ -16,8 +16,10 @@ Bitbucket and Gitea.  Mapping (documented in ``docs/ci.md``):
 * an item whose reviewer could not run is one ``ERROR`` diagnostic with the code
   ``review-error`` at its plan or the configuration file: a job that reads only this
   file still sees that the gate did not pass;
-* ``suggestions``: none.  A finding carries no replacement text (the reviewer's
-  contract asks for a recommendation, not a patch).
+* ``suggestions``: where the reviewer proposed replacement text (a ```` ```suggestion ````
+  block, :attr:`~pytest_advreview.models.Finding.suggestion`) **and** cited the lines it
+  replaces, one suggestion over those whole lines (a range without columns); a
+  suggestion without cited lines is left out (it would replace nothing known).
 
 Positions are 1-based lines without columns.  Every text goes through the redaction and
 neutralisation pass (:func:`~pytest_advreview.outbound.redact_model`), and no line of a
@@ -73,12 +75,20 @@ class Code(WireModel):
     value: str
 
 
+class Suggestion(WireModel):
+    """Replacement ``text`` for ``range`` (here: whole lines)."""
+
+    range: Range
+    text: str
+
+
 class Diagnostic(WireModel):
     message: str
     location: RdLocation
     severity: RdSeverity
     source: Source = Source()
     code: Code
+    suggestions: tuple[Suggestion, ...] | None = None
 
 
 class DiagnosticResult(WireModel):
@@ -108,6 +118,12 @@ def _location(anchor: Anchor) -> RdLocation | None:
     )
 
 
+def _suggestions(text: str | None, location: RdLocation) -> tuple[Suggestion, ...] | None:
+    if text is None or location.range is None:
+        return None
+    return (Suggestion(range=location.range, text=text),)
+
+
 def build_rdjson(
     results: Sequence[ItemResult], anchors: Anchors, *, fallback_path: str | None = None
 ) -> DiagnosticResult:
@@ -131,6 +147,7 @@ def build_rdjson(
                     location=location,
                     severity="ERROR" if finding.id in record.failing_ids else "WARNING",
                     code=Code(value=finding.id),
+                    suggestions=_suggestions(finding.suggestion, location),
                 )
             )
         if item.errored:
