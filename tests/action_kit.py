@@ -25,6 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import yaml
 
 __all__ = ["ActionResult", "GitHubAPI", "LocalRunner", "clean_env", "evaluate", "substitute"]
@@ -407,19 +408,45 @@ def clean_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+#: Request-body schemas of the endpoints the action writes to, from GitHub's published
+#: REST description (``tests/data/github-rest/README.md``).
+REST_REQUESTS = Path(__file__).parent / "data" / "github-rest" / "requests.json"
+
+
+def _rest_schemas() -> list[tuple[str, re.Pattern[str], str, dict[str, Any]]]:
+    """``(method, path pattern, operation id, schema)`` per operation of REST_REQUESTS."""
+    data = json.loads(REST_REQUESTS.read_text(encoding="utf-8"))
+    table = []
+    for operation, spec in data["operations"].items():
+        pattern = re.sub(r"\\\{[a-z_]+\\\}", "[^/]+", re.escape(spec["path"]))
+        table.append((spec["method"], re.compile(pattern + r"\Z"), operation, spec["schema"]))
+    return table
+
+
 class GitHubAPI:
     """A loopback stand-in for the few GitHub REST endpoints the action calls.
 
-    Collaborator permissions (``permissions``: user → permission) and the issue comments
-    of pull requests (``comments``: number → list of ``{"id", "body"}``); every request is
-    logged in ``calls`` as ``(method, path, json body or None, Authorization header)``.
+    Collaborator permissions (``permissions``: user → permission), the issue comments of
+    pull requests (``comments``: number → list of ``{"id", "body", "user"}``), and a pull
+    request's files (``files``), review comments (``review_comments``) and reviews
+    (``reviews``); what is posted is written by ``login``.  Every request is logged in
+    ``calls`` as ``(method, path, json body or None, Authorization header)``; every request
+    body is validated against GitHub's published schema of its operation (a write to an
+    endpoint without one is refused too): a request GitHub would reject is answered 422
+    and kept in ``invalid``.
     """
 
-    def __init__(self, repo: str) -> None:
+    def __init__(self, repo: str, login: str = "github-actions[bot]") -> None:
         self.repo = repo
+        self.login = login
         self.permissions: dict[str, str] = {}
         self.comments: dict[int, list[dict[str, Any]]] = {}
+        self.files: dict[int, list[dict[str, Any]]] = {}
+        self.review_comments: dict[int, list[dict[str, Any]]] = {}
+        self.reviews: dict[int, list[dict[str, Any]]] = {}
         self.calls: list[tuple[str, str, Any, str | None]] = []
+        self.invalid: list[str] = []
+        self._schemas = _rest_schemas()
         self._next_id = 100
         api = self
 
@@ -455,10 +482,61 @@ class GitHubAPI:
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
 
+    def _check(self, method: str, path: str, data: Any) -> str | None:
+        """Why GitHub would reject this write, or ``None``."""
+        if method == "GET":
+            return None
+        for verb, pattern, operation, schema in self._schemas:
+            if verb == method and pattern.match(path):
+                try:
+                    jsonschema.validate(data, schema)
+                except jsonschema.ValidationError as exc:
+                    return f"{operation}: {exc.message}"
+                return None
+        return f"{method} {path}: no published request schema in {REST_REQUESTS.name}"
+
+    def _id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def _user(self) -> dict[str, str]:
+        return {"login": self.login}
+
     def route(self, method: str, path: str, data: Any) -> tuple[int, Any]:
         """The answer to one request."""
         base = f"/repos/{self.repo}"
         path, _, query = path.partition("?")
+        problem = self._check(method, path, data)
+        if problem is not None:
+            self.invalid.append(problem)
+            return 422, {"message": "Validation Failed", "errors": [problem]}
+        params = dict(p.split("=", 1) for p in query.split("&") if p)
+        page, per_page = int(params.get("page", "1")), int(params.get("per_page", "30"))
+
+        def paged(entries: list[dict[str, Any]]) -> tuple[int, Any]:
+            return 200, entries[(page - 1) * per_page : page * per_page]
+
+        if m := re.fullmatch(rf"{base}/pulls/(\d+)/(files|comments|reviews)", path):
+            number, what = int(m.group(1)), m.group(2)
+            if method == "GET":
+                store = {"files": self.files, "comments": self.review_comments}
+                return paged(store.get(what, self.reviews).setdefault(number, []))
+            if what == "reviews":
+                return 200, self._create_review(number, data)
+        if method == "POST" and (
+            m := re.fullmatch(rf"{base}/pulls/(\d+)/comments/(\d+)/replies", path)
+        ):
+            thread = self.review_comments.setdefault(int(m.group(1)), [])
+            if not any(c["id"] == int(m.group(2)) for c in thread):
+                return 404, {"message": "Not Found"}
+            reply = {
+                "id": self._id(),
+                "body": data["body"],
+                "user": self._user(),
+                "in_reply_to_id": int(m.group(2)),
+            }
+            thread.append(reply)
+            return 201, reply
         if method == "GET" and (
             m := re.fullmatch(rf"{base}/collaborators/([^/]+)/permission", path)
         ):
@@ -466,10 +544,8 @@ class GitHubAPI:
         if m := re.fullmatch(rf"{base}/issues/(\d+)/comments", path):
             comments = self.comments.setdefault(int(m.group(1)), [])
             if method == "GET":
-                page = int(dict(p.split("=") for p in query.split("&") if p).get("page", "1"))
-                return 200, comments[(page - 1) * 100 : page * 100]
-            self._next_id += 1
-            comments.append({"id": self._next_id, "body": data["body"]})
+                return paged(comments)
+            comments.append({"id": self._id(), "body": data["body"], "user": self._user()})
             return 201, comments[-1]
         if method == "PATCH" and (m := re.fullmatch(rf"{base}/issues/comments/(\d+)", path)):
             for comments in self.comments.values():
@@ -478,6 +554,28 @@ class GitHubAPI:
                         comment["body"] = data["body"]
                         return 200, comment
         return 404, {"message": "Not Found"}
+
+    def _create_review(self, number: int, data: dict[str, Any]) -> dict[str, Any]:
+        review = {
+            "id": self._id(),
+            "body": data.get("body", ""),
+            "user": self._user(),
+            "commit_id": data.get("commit_id"),
+            "state": "COMMENTED",
+        }
+        self.reviews.setdefault(number, []).append(review)
+        for comment in data.get("comments", []):
+            self.review_comments.setdefault(number, []).append(
+                {
+                    **comment,
+                    "id": self._id(),
+                    "user": self._user(),
+                    "in_reply_to_id": None,
+                    "pull_request_review_id": review["id"],
+                    "commit_id": data.get("commit_id"),
+                }
+            )
+        return review
 
     def __enter__(self) -> GitHubAPI:
         self._thread.start()

@@ -217,8 +217,9 @@ def test_the_comment_is_found_again_on_a_later_page(tmp_path: Path) -> None:
     report = tmp_path / "report.md"
     report.write_text("# Adversarial review\n")
     with GitHubAPI("acme/w") as api:
-        others = [{"id": i, "body": f"comment {i}"} for i in range(150)]
-        api.comments[3] = [*others, {"id": 999, "body": action.COMMENT_MARKER + "\nold"}]
+        others = [{"id": i, "body": f"comment {i}", "user": {"login": "bob"}} for i in range(150)]
+        mine = {"id": 999, "body": action.COMMENT_MARKER + "\nold", "user": {"login": api.login}}
+        api.comments[3] = [*others, mine]
         env = {
             **ENV,
             "GITHUB_API_URL": api.url,
@@ -230,10 +231,31 @@ def test_the_comment_is_found_again_on_a_later_page(tmp_path: Path) -> None:
     assert api.comments[3][-1] == {
         "id": 999,
         "body": action.COMMENT_MARKER + "\n# Adversarial review\n",
+        "user": {"login": "github-actions[bot]"},
     }
     assert len(api.comments[3]) == 151
+    assert api.invalid == []
     assert [c[0] for c in api.calls] == ["GET", "GET", "PATCH"]
     assert {c[3] for c in api.calls} == {"Bearer t0ken"}
+
+
+def test_a_marked_comment_by_someone_else_is_never_edited(tmp_path: Path) -> None:
+    # Anybody can write the marker; only the poster's own comment is updated.
+    report = tmp_path / "report.md"
+    report.write_text("# Adversarial review\n")
+    forged = {"id": 5, "body": action.COMMENT_MARKER + "\nfake", "user": {"login": "mallory"}}
+    with GitHubAPI("acme/w") as api:
+        api.comments[3] = [forged.copy()]
+        env = {
+            **ENV,
+            "GITHUB_API_URL": api.url,
+            "ADVREVIEW_ACTION_PR": "3",
+            "ADVREVIEW_ACTION_REPORT": str(report),
+        }
+        assert action.main(["comment"], env) == 0
+    assert api.comments[3][0] == forged
+    assert [c[0] for c in api.calls] == ["GET", "POST"]
+    assert api.comments[3][1]["user"] == {"login": "github-actions[bot]"}
 
 
 def test_other_ci_systems_run_the_same_gate_without_github(git_repo: Path) -> None:

@@ -19,6 +19,10 @@ from the pull request under review. Each command reads the action's inputs from
     never read or imported. Then the outputs (outcome, counts, report paths).
 ``comment``
     Create or update the one pull-request comment that carries the markdown report.
+``review-comments``
+    The pull-request review with line comments (input ``comment: review``): findings on
+    the changed lines, the others in the review's body, answers to earlier comments
+    (resolved, waived); planned by :mod:`pytest_advreview.report.pr_review`.
 """
 
 from __future__ import annotations
@@ -40,13 +44,19 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from . import outbound
 from ._toml import tomllib
 from .constants import ENV_PREFIX, EXIT_REVIEW_ERRORS
 from .git import commit
 from .options import SPECS
+from .report.files import Anchors
+from .report.json_report import ResultsReport
+from .report.pr_review import Posted, hunks_from_patch, plan_review
 
 __all__ = [
+    "APIError",
     "ActionError",
     "Decision",
     "base_ini",
@@ -77,6 +87,16 @@ WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 
 class ActionError(Exception):
     """A problem the workflow's author must fix; printed as one ``::error::`` line."""
+
+
+class APIError(ActionError):
+    """A GitHub REST call that failed or answered something unexpected."""
+
+
+#: Who posts the comments by default: the workflow's ``GITHUB_TOKEN``.
+DEFAULT_COMMENT_AUTHOR = "github-actions[bot]"
+#: Values of the input ``comment``.
+COMMENT_MODES = ("false", "true", "review")
 
 
 # -- small GitHub Actions helpers ------------------------------------------------------------
@@ -276,10 +296,35 @@ def _api(env: Mapping[str, str], method: str, path: str, body: object = None) ->
         with urllib.request.urlopen(request, timeout=60) as response:
             payload = response.read()
     except urllib.error.HTTPError as exc:
-        raise ActionError(f"GitHub API {method} {path} answered {exc.code} {exc.reason}") from None
+        raise APIError(
+            f"GitHub API {method} {path} answered {exc.code} {exc.reason}; check the job's "
+            "permissions (pull-requests: write) and that the pull request still exists"
+        ) from None
     except (urllib.error.URLError, OSError) as exc:
-        raise ActionError(f"GitHub API {method} {path} failed: {exc}") from None
-    return json.loads(payload) if payload else None
+        raise APIError(f"GitHub API {method} {path} failed: {exc}") from None
+    try:
+        return json.loads(payload) if payload else None
+    except ValueError:
+        raise APIError(f"GitHub API {method} {path} answered something that is not JSON") from None
+
+
+def _pages(env: Mapping[str, str], path: str) -> list[dict[str, Any]]:
+    """Every entry of a paginated list (100 a page, until a short page)."""
+    entries: list[dict[str, Any]] = []
+    page = 1
+    while True:
+        found = _api(env, "GET", f"{path}?per_page=100&page={page}")
+        if not isinstance(found, list):
+            raise APIError(f"GitHub API GET {path} answered {type(found).__name__}, not a list")
+        entries.extend(entry for entry in found if isinstance(entry, dict))
+        if len(found) < 100:
+            return entries
+        page += 1
+
+
+def _login(entry: Mapping[str, Any]) -> str:
+    user = entry.get("user")
+    return str(user.get("login", "")) if isinstance(user, dict) else ""
 
 
 def _api_permission(env: Mapping[str, str]) -> PermissionLookup:
@@ -330,6 +375,9 @@ def _check_base_checkout(env: Mapping[str, str]) -> None:
 
 def prepare(env: Mapping[str, str]) -> int:
     """The ``prepare`` command."""
+    mode = _input("comment", env, "false")
+    if mode not in COMMENT_MODES:
+        raise ActionError(f"input comment is {mode!r}; use false, true or review")
     event_name = env.get("GITHUB_EVENT_NAME", "")
     decision = decide(event_name, _event(env), env)
     if decision.mode == "pull_request_target":
@@ -716,24 +764,107 @@ def comment(env: Mapping[str, str]) -> int:
     # that posts it) are redacted here, before the text leaves for GitHub's API, and
     # its invisible characters shown again (the file is read back from disk).
     body = comment_body(outbound.document_text(report), run_url)
-    existing = None
-    page = 1
-    while existing is None:
-        found = _api(env, "GET", f"/repos/{repo}/issues/{number}/comments?per_page=100&page={page}")
-        if not isinstance(found, list) or not found:
-            break
-        for entry in found:
-            text = entry.get("body") if isinstance(entry, dict) else None
-            if isinstance(text, str) and text.startswith(COMMENT_MARKER):
-                existing = entry.get("id")
-                break
-        page += 1
+    # Only the poster's own marked comment is updated: anybody can write the marker.
+    author = _input("comment-author", env, DEFAULT_COMMENT_AUTHOR)
+    existing = next(
+        (
+            entry.get("id")
+            for entry in _pages(env, f"/repos/{repo}/issues/{number}/comments")
+            if _login(entry) == author and str(entry.get("body", "")).startswith(COMMENT_MARKER)
+        ),
+        None,
+    )
     if existing is not None:
         _api(env, "PATCH", f"/repos/{repo}/issues/comments/{existing}", {"body": body})
         _say(f"pytest-advreview: updated comment {existing} on pull request #{number}")
     else:
         _api(env, "POST", f"/repos/{repo}/issues/{number}/comments", {"body": body})
         _say(f"pytest-advreview: commented on pull request #{number}")
+    return 0
+
+
+# -- review-comments -------------------------------------------------------------------------
+
+
+def _posted(entries: list[dict[str, Any]], kind: str) -> list[Posted]:
+    out = []
+    for entry in entries:
+        ident = entry.get("id")
+        if not isinstance(ident, int):
+            continue
+        reply = entry.get("in_reply_to_id")
+        out.append(
+            Posted(
+                id=ident,
+                kind="review" if kind == "review" else "comment",
+                author=_login(entry),
+                body=str(entry.get("body") or ""),
+                in_reply_to=reply if isinstance(reply, int) else None,
+            )
+        )
+    return out
+
+
+def _head_reader(workspace: Path, head: str) -> Any:
+    """Reads a file of the reviewed head as data (``git show``), else of the work tree."""
+
+    def read(relpath: str) -> str | None:
+        text = _git_show(workspace, head, relpath)
+        if text is not None:
+            return text
+        try:
+            return (workspace / relpath).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+
+    return read
+
+
+def review_comments(env: Mapping[str, str]) -> int:
+    """The ``review-comments`` command: the pull-request review with line comments."""
+    number = _input("pr", env)
+    if not number.isdigit():
+        _command("notice", "pytest-advreview: no pull request to review")
+        return 0
+    json_path = Path(_input("json", env))
+    try:
+        results = ResultsReport.model_validate_json(json_path.read_text(encoding="utf-8"))
+    except (OSError, ValidationError) as exc:
+        reason = exc if isinstance(exc, OSError) else "not a results file of this version"
+        _command("warning", f"pytest-advreview: no results to comment on ({json_path}: {reason})")
+        return 0
+    pr = _event(env).get("pull_request") or {}
+    head = _sha((pr.get("head") or {}).get("sha"), "pull_request.head.sha")
+    repo = env.get("GITHUB_REPOSITORY", "")
+    base = f"/repos/{repo}/pulls/{number}"
+    hunks = {
+        str(entry.get("filename")): hunks_from_patch(entry["patch"])
+        for entry in _pages(env, f"{base}/files")
+        if isinstance(entry.get("patch"), str)
+    }
+    posted = _posted(_pages(env, f"{base}/comments"), "comment")
+    posted += _posted(_pages(env, f"{base}/reviews"), "review")
+    workspace = Path(env.get("GITHUB_WORKSPACE") or os.getcwd())
+    anchors = Anchors(workspace, read=_head_reader(workspace, head))
+    plan = plan_review(
+        [item.record for item in results.items],
+        hunks,
+        head,
+        posted,
+        poster=_input("comment-author", env, DEFAULT_COMMENT_AUTHOR),
+        anchor_of=anchors.of,
+    )
+    request = plan.review_request()
+    if request is not None:
+        _api(env, "POST", f"{base}/reviews", request)
+    for reply in plan.replies:
+        _api(env, "POST", f"{base}/comments/{reply.comment_id}/replies", {"body": reply.body})
+    _say(
+        f"pytest-advreview: pull request #{number} at {head[:12]}: "
+        f"{len(plan.on_lines)} finding(s) commented on lines, {len(plan.in_body)} in the "
+        f"review body, {len(plan.replies)} answer(s) to earlier comments"
+        + ("" if request is not None else "; no new review (nothing new to say)")
+    )
     return 0
 
 
@@ -763,7 +894,13 @@ def fetch_head(env: Mapping[str, str]) -> int:
 
 # -- entry point -----------------------------------------------------------------------------
 
-_COMMANDS = {"prepare": prepare, "review": review, "comment": comment, "fetch-head": fetch_head}
+_COMMANDS = {
+    "prepare": prepare,
+    "review": review,
+    "comment": comment,
+    "review-comments": review_comments,
+    "fetch-head": fetch_head,
+}
 
 
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:

@@ -11,6 +11,7 @@ plan has a heading of that name.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -96,18 +97,22 @@ def section_line(text: str, section: str) -> int | None:
 class Anchors:
     """Resolves finding locations against one repository, reading each plan once."""
 
-    def __init__(self, repo_root: Path) -> None:
+    def __init__(self, repo_root: Path, read: Callable[[str], str | None] | None = None) -> None:
+        """:param read: reads a repo-relative file (the Action reads the reviewed head's
+        with ``git show``); by default the file under ``repo_root``."""
         self.repo_root = repo_root
+        self._read = read or self._from_disk
         self._texts: dict[str, str | None] = {}
+
+    def _from_disk(self, relpath: str) -> str | None:
+        try:
+            return (self.repo_root / relpath).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
 
     def _text(self, relpath: str) -> str | None:
         if relpath not in self._texts:
-            try:
-                self._texts[relpath] = (self.repo_root / relpath).read_text(
-                    encoding="utf-8", errors="replace"
-                )
-            except OSError:
-                self._texts[relpath] = None
+            self._texts[relpath] = self._read(relpath)
         return self._texts[relpath]
 
     def relative(self, name: str) -> str | None:
