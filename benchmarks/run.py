@@ -72,6 +72,7 @@ from pytest_advreview.testing import (
     find_codex,
     install_fake_codex,
     revise_review,
+    shell_step,
 )
 
 RESULTS = PROJECT / "benchmarks" / "results"
@@ -866,6 +867,78 @@ def bench_tokens(ws: Workspace, sizes: Sizes) -> Row:
     )
 
 
+#: The change of benchmark 9: 20 files of 60 lines on a branch, then a one-file push.
+_CHANGE_FILES = 20
+_CHANGE_LINES = 60
+#: The whole change, as a reviewer that was not shown what changed reads it again.
+_WHOLE_DIFF = "git --no-pager diff main...HEAD"
+
+
+def _code_change(repo: Path) -> None:
+    make_repo(repo, 0)
+    git(repo, "checkout", "-q", "-b", "feature")
+    for n in range(_CHANGE_FILES):
+        body = "".join(
+            f"def step_{n}_{k}(rows):\n    return [r for r in rows if r.id % {k + 2} == 0]\n"
+            for k in range(_CHANGE_LINES // 2)
+        )
+        (repo / "src").mkdir(exist_ok=True)
+        (repo / "src" / f"module_{n:02d}.py").write_text(body, encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "the feature")
+
+
+def bench_interdiff(ws: Workspace, sizes: Sizes) -> Row:
+    """Bytes and requests the model server receives for round 2 after a one-file push.
+
+    The scripted reviewer behaves as a reviewer would: shown the interdiff, it answers;
+    not shown what changed, it runs the whole branch diff first, then answers.  Run on an
+    older build (``PYTHONPATH=<its src>``) the same row measures that build.
+    """
+    repo = ws.root / "interdiff"
+    _code_change(repo)
+    high = FindingSpec("high", "Filter drops rows", file="src/module_03.py", lines=(3, 4))
+    script = {
+        "rules": [
+            {"match": "<interdiff>", "steps": [{"message": approved_review()}]},
+            {
+                "match": "I've evaluated the findings.",
+                "steps": [shell_step(_WHOLE_DIFF, "whole"), {"message": approved_review()}],
+            },
+            {"match": "Review the code changes", "steps": [{"message": revise_review(high)}]},
+        ],
+        "default": {"http_status": 400, "body": {"error": {"message": "unscripted"}}},
+    }
+    ws.clear_sessions()
+    with ScriptedServer(script) as server:
+        env = ws.env()
+        argv = pytest_cmd(*review_args(ws.codex, server.url, "--advreview-diff=branch"))
+        expect(run_timed(argv, cwd=repo, env=env), [1], "interdiff: round 1")
+        round1 = [r.raw_size for r in server.response_requests]
+        path = repo / "src" / "module_03.py"
+        path.write_text(path.read_text(encoding="utf-8").replace("% 3 ==", "% 3 !="))
+        git(repo, "commit", "-q", "-am", "fix module 3")
+        t = expect(run_timed(argv, cwd=repo, env=env), [0], "interdiff: round 2")
+        if not _passed(t.stdout, 1):
+            raise BenchError(f"interdiff: round 2 should pass\n{t.stdout[-2000:]}")
+        round2 = [r.raw_size for r in server.response_requests][len(round1) :]
+        prompt = server.response_requests[len(round1)].last_user_text
+    shown = "interdiff" if "<interdiff>" in prompt else "no interdiff"
+    return Row(
+        id="9",
+        name=f"Interdiff: round 2 after a 1-file push to a {_CHANGE_FILES}-file change",
+        result=f"{sum(round2):,} B in {len(round2)} request(s) ({shown} in the prompt)",
+        target="report; against main b1b99cb (PYTHONPATH=its src)",
+        met=None,
+        medians={"round2_bytes": sum(round2), "round1_bytes": sum(round1)},
+        reps=1,
+        bound="Resume re-sends the whole thread; a reviewer shown the interdiff needs no "
+        "tool call, one that must find what changed runs the whole diff and sends its "
+        "output back in a second request.",
+        details={"round1": round1, "round2": round2, "shown": shown},
+    )
+
+
 # -- main --------------------------------------------------------------------------------
 
 
@@ -892,6 +965,7 @@ BENCHES: dict[str, Callable[[Workspace, Sizes], Row | list[Row]]] = {
     "6": bench_cache,
     "7": bench_memory,
     "8": bench_tokens,
+    "9": bench_interdiff,
 }
 
 
@@ -929,7 +1003,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="one repetition, small sizes")
     parser.add_argument(
-        "--only", default="", help="comma-separated benchmark ids (1, 2, 2b, 3, 4, 6, 7, 8)"
+        "--only", default="", help="comma-separated benchmark ids (1, 2, 2b, 3, 4, 6, 7, 8, 9)"
     )
     parser.add_argument("--reps", type=int, default=None, help="repetitions per side")
     parser.add_argument(

@@ -1,8 +1,9 @@
 """Later rounds of the code change see what changed since the last round (real Codex).
 
-Before (main b1b99cb): a push after round 1 resumed the thread with "The code change was
-updated since your last review. Now:" and the list of the files in the change: the whole
-change again, and the reviewer had to run the whole branch diff to learn what moved.
+Before (main b1b99cb): a push after round 1 that kept the change's list of files resumed
+the thread with an empty *Applied* (the list is all a code round's content held, so
+"what changed" was nothing), and one that changed the list sent the list again: the
+reviewer had to run the whole branch diff to learn what moved.
 Now round 2 carries the interdiff (the diff from the commit round 1 reviewed to the new
 head) and the changed files; the whole change stays one read-only command away.  A
 rebase is compared with ``git range-diff``; findings answered in earlier rounds are
