@@ -8,6 +8,7 @@ import pytest
 
 from conftest import commit, git, init_repo, write
 from pytest_advreview import interdiff, targets
+from pytest_advreview.git import GitError
 from pytest_advreview.models import (
     Changed,
     ChangedLines,
@@ -136,7 +137,7 @@ def test_a_long_interdiff_is_cut_and_names_its_command(feature: Path) -> None:
     commit(feature, "rewrite")
     change, now = _branch(feature)
     shown = interdiff.since(feature, before, now, change, round_no=1)
-    assert "[cut: " in shown.text and "for all of it]" in shown.text
+    assert "[cut: " in shown.text and "read the rest before you approve]" in shown.text
     assert len(shown.text) < interdiff.MAX_CHARS + 2000
 
 
@@ -285,3 +286,63 @@ def test_answered_findings_list_the_latest_answer_once() -> None:
     # A finding answered again now is in the prompt's own sections, not here.
     assert a.id not in answered_text(rounds, (again,))
     assert answered_text(rounds[:1]) == ""
+
+
+def test_a_deleted_file_counts_as_changed_whole(feature: Path) -> None:
+    change, before = _branch(feature)
+    git(feature, "rm", "-q", "lib.py")
+    commit(feature, "drop lib")
+    change, now = _branch(feature)
+    shown = interdiff.since(feature, before, now, change, round_no=1)
+    assert shown.changed.files == (ChangedLines(path="lib.py", lines=None),)
+    assert "-def helper():" in shown.text
+
+
+def test_a_deleted_working_tree_file_has_the_deleted_digest(feature: Path) -> None:
+    change = ChangeSet(files=("gone.py",), description="unstaged changes", diff_commands=())
+    assert interdiff.reviewed(feature, change).digests == {"gone.py": "-"}
+
+
+def test_an_unreadable_head_is_reviewed_whole(feature: Path) -> None:
+    change, now = _branch(feature)
+    gone = now.model_copy(update={"head": "f" * 40})
+    shown = interdiff.since(feature, gone, gone, change, round_no=1)
+    assert shown.changed.how == "whole" and "git cannot diff ffffffffffff" in shown.text
+
+
+def test_too_many_changed_files_are_reviewed_whole(
+    feature: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    change, before = _branch(feature)
+    write(feature, "app.py", "changed\n")
+    write(feature, "lib.py", "changed\n")
+    commit(feature, "both")
+    change, now = _branch(feature)
+    monkeypatch.setattr(interdiff, "MAX_PATHS", 1)
+    shown = interdiff.since(feature, before, now, change, round_no=1)
+    assert shown.changed.how == "whole" and "2 files changed since then" in shown.text
+
+
+def test_a_failing_range_diff_is_reviewed_whole(feature: Path) -> None:
+    change, before = _branch(feature)
+    git(feature, "commit", "-q", "--amend", "-m", "reworded")
+    change, now = _branch(feature)
+    broken = before.model_copy(update={"base": "e" * 40})
+    shown = interdiff.since(feature, broken, now, change, round_no=1)
+    assert shown.changed.how == "whole" and "git range-diff failed" in shown.text
+
+
+def test_git_that_cannot_start_is_reviewed_whole(
+    feature: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    change, before = _branch(feature)
+    write(feature, "app.py", "changed\n")
+    commit(feature, "push")
+    change, now = _branch(feature)
+
+    def no_git(root: Path) -> tuple[str, ...]:
+        raise GitError(["git"], root, None, "git not found")
+
+    monkeypatch.setattr(interdiff, "plain_diff_globals", no_git)
+    shown = interdiff.since(feature, before, now, change, round_no=1)
+    assert shown.changed.how == "whole" and "git failed" in shown.text

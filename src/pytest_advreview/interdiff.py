@@ -101,12 +101,11 @@ def reviewed(root: Path, change: ChangeSet) -> ReviewedChange:
 
 
 def _shown(root: Path, *args: str) -> str:
-    """A read-only diff command for the reviewer, shell-quoted (as the change's own)."""
-    try:
-        globals_ = plain_diff_globals(root)
-    except GitError:
-        globals_ = ()
-    return shlex.join(["git", *globals_, "diff", *SHOWN_DIFF_OPTIONS, *args])
+    """A read-only diff command for the reviewer, shell-quoted (as the change's own).
+
+    :raises GitError: git could not be started.
+    """
+    return shlex.join(["git", *plain_diff_globals(root), "diff", *SHOWN_DIFF_OPTIONS, *args])
 
 
 def _ranges(patch: bytes) -> dict[str, tuple[tuple[int, int], ...]]:
@@ -119,12 +118,10 @@ def _ranges(patch: bytes) -> dict[str, tuple[tuple[int, int], ...]]:
             current = name[2:] if name.startswith("b/") else None
             if current is not None:
                 found.setdefault(current, [])
-        elif line.startswith(b"@@") and current is not None:
-            match = _HUNK.match(line)
-            if match is not None:
-                start, count = int(match.group(1)), int(match.group(2) or 1)
-                # A pure deletion (count 0) marks the line after it.
-                found[current].append((max(start, 1), start + max(count, 1) - 1))
+        elif current is not None and (match := _HUNK.match(line)) is not None:
+            start, count = int(match.group(1)), int(match.group(2) or 1)
+            # A pure deletion (count 0) marks the line after it.
+            found[current].append((max(start, 1), start + max(count, 1) - 1))
     return {path: tuple(r) for path, r in found.items()}
 
 
@@ -140,7 +137,7 @@ def _cut(text: str, command: str) -> str:
     if len(shown) < len(lines):
         shown.append(
             f"[cut: {len(lines) - len(shown)} of {len(lines)} lines not shown; "
-            f"run `{command}` for all of it]"
+            f"run `{command}` and read the rest before you approve]"
         )
     return "\n".join(shown)
 
@@ -279,6 +276,15 @@ def since(
     :param root: a directory of the work tree (its objects hold both heads, or not).
     :param now: :func:`reviewed` of the change this run reviews.
     """
+    try:
+        return _since(root, before, now, change, round_no)
+    except GitError as exc:  # git could not be started: nothing to compare with
+        return _whole(before, round_no, f"git failed: {exc}", change)
+
+
+def _since(
+    root: Path, before: ReviewedChange, now: ReviewedChange, change: ChangeSet, round_no: int
+) -> Interdiff:
     if before.head is not None and now.head is not None:
         if before.head == now.head:
             return _interdiff(root, before, now, change, round_no)
