@@ -102,6 +102,17 @@ class Scratch:
     def imported(self) -> list[str]:
         return sorted(p.name for p in self.root.glob("IMPORTED-*"))
 
+    def fork_checkout(self, head: str) -> None:
+        """Become the job's checkout of a fork's pull request at ``head``: the base only,
+        the head reachable in the origin as ``refs/pull/7/head`` (fetched as data)."""
+        origin = self.root / "origin.git"
+        git(self.root, "clone", "-q", "--bare", str(self.work), str(origin))
+        git(origin, "update-ref", "refs/pull/7/head", head)
+        git(origin, "branch", "-D", "feature")
+        workspace = self.root / "base-checkout"
+        git(self.root, "clone", "-q", "--single-branch", "-b", "main", str(origin), str(workspace))
+        self.work = workspace
+
     def answer(self, rules: list[dict[str, Any]]) -> None:
         self.server.set_script({"rules": rules, "default": {"message": approved_review()}})
 
@@ -476,14 +487,9 @@ def test_pull_request_target_reviews_the_labelled_sha_as_data(
     labelled = scratch.commit("fork: plan")
     scratch.write("docs/plans/x.md", "# Plan\n\nPUSHED-AFTER-THE-LABEL\n")
     pushed = scratch.commit("fork: push after the label")
-    origin = scratch.root / "origin.git"
-    git(scratch.root, "clone", "-q", "--bare", str(scratch.work), str(origin))
-    git(origin, "update-ref", "refs/pull/7/head", pushed)
-    git(origin, "branch", "-D", "feature")
     # The job's checkout: the trusted base only; the head's commits are not in it.
-    workspace = scratch.root / "base-checkout"
-    git(scratch.root, "clone", "-q", "--single-branch", "-b", "main", str(origin), str(workspace))
-    scratch.work = workspace
+    scratch.fork_checkout(pushed)
+    workspace = scratch.work
     scratch.answer(
         [
             {

@@ -17,7 +17,6 @@ import pytest
 
 import test_action
 from action_kit import GitHubAPI
-from conftest import git
 from pytest_advreview.action import main
 from pytest_advreview.models import Finding, ItemRecord, ReviewStatus, Waiver
 from pytest_advreview.report.collect import ItemResult
@@ -253,13 +252,7 @@ def test_pull_request_target_fork_gets_its_review_from_the_base_code(
     scratch.write("docs/plans/x.md", PLAN)
     scratch.add_traps("conftest.py", "tests/conftest.py")
     head = scratch.commit("fork: plan and a conftest")
-    origin = scratch.root / "origin.git"
-    git(scratch.root, "clone", "-q", "--bare", str(scratch.work), str(origin))
-    git(origin, "update-ref", "refs/pull/7/head", head)
-    git(origin, "branch", "-D", "feature")
-    workspace = scratch.root / "base-checkout"
-    git(scratch.root, "clone", "-q", "--single-branch", "-b", "main", str(origin), str(workspace))
-    scratch.work = workspace
+    scratch.fork_checkout(head)
     finding = FindingSpec("high", "Rollback restores a stale backup", section="Rollback")
     scratch.answer(
         [
