@@ -66,7 +66,9 @@ def test_a_push_after_round_one_is_reviewed_by_its_interdiff(
     review_repo.write("app.py", APP.replace("step_10 = 10\n", "step_10 = 10  # locked\n"))
     review_repo.commit("lock step 10")
     out = tmp_path / "out"
-    second = review_repo.run(f"--advreview-json={out}/results.json")
+    second = review_repo.run(
+        f"--advreview-json={out}/results.json", f"--advreview-report={out}/report.md"
+    )
     second.assert_outcomes(failed=1)
 
     requests = review_repo.server.response_requests
@@ -89,6 +91,10 @@ def test_a_push_after_round_one_is_reviewed_by_its_interdiff(
     assert fresh not in record["late"]  # it cites the lines that changed
     assert record["rounds"][1]["changed"]["how"] == "interdiff"
     assert record["rounds"][1]["changed"]["files"] == [{"path": "app.py", "lines": [[10, 10]]}]
+    report = (out / "report.md").read_text()
+    assert f"| medium (fails) (late) | `{late}` |" in report
+    assert f"| medium (fails) | `{fresh}` |" in report
+    assert "shown the interdiff since round 1 (1 file)" in report
 
     # Round 3, after another push: the answer of round 2 is listed, not asked again.
     app = (review_repo.path / "app.py").read_text()

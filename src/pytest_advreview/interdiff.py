@@ -29,6 +29,7 @@ from pathlib import Path
 from .git import SHOWN_DIFF_OPTIONS, GitError, literal_pathspec, plain_diff_globals, run_git
 from .git import split_z as _split_z
 from .models import Changed, ChangedLines, ChangeSet, Location, ReviewedChange, RoundRecord
+from .prompts import head_lines
 
 __all__ = ["Interdiff", "late_findings", "reviewed", "since"]
 
@@ -127,13 +128,7 @@ def _ranges(patch: bytes) -> dict[str, tuple[tuple[int, int], ...]]:
 
 def _cut(text: str, command: str) -> str:
     lines = text.rstrip("\n").split("\n")
-    shown: list[str] = []
-    size = 0
-    for line in lines:
-        if len(shown) >= MAX_LINES or size + len(line) + 1 > MAX_CHARS:
-            break
-        shown.append(line)
-        size += len(line) + 1
+    shown = head_lines(lines, max_lines=MAX_LINES, max_chars=MAX_CHARS)
     if len(shown) < len(lines):
         shown.append(
             f"[cut: {len(lines) - len(shown)} of {len(lines)} lines not shown; "

@@ -42,6 +42,7 @@ __all__ = [
     "code_prompt",
     "decision_item",
     "fresh_exec_prompt",
+    "head_lines",
     "lead_applied_text",
     "operator_open_decision",
     "plan_diff",
@@ -674,6 +675,19 @@ def decision_item(d: Decision, review: Review | None) -> str:
     return f"{label}: {d.reason}" if d.reason else label
 
 
+def head_lines(lines: Sequence[str], *, max_lines: int, max_chars: int) -> list[str]:
+    """The first of ``lines`` that fit in ``max_lines`` lines and ``max_chars`` characters
+    (newlines counted), cut at a line boundary: a long diff in a prompt stays bounded."""
+    shown: list[str] = []
+    size = 0
+    for line in lines:
+        if len(shown) >= max_lines or size + len(line) + 1 > max_chars:
+            break
+        shown.append(line)
+        size += len(line) + 1
+    return shown
+
+
 def plan_diff(
     old: str, new: str, *, path: str, max_lines: int = 200, max_chars: int = 20_000
 ) -> str:
@@ -708,13 +722,7 @@ def plan_diff(
             lines.append("\\ No newline at end of file")
     added = sum(1 for ln in lines[2:] if ln.startswith("+"))
     removed = sum(1 for ln in lines[2:] if ln.startswith("-"))
-    shown: list[str] = []
-    size = 0
-    for line in lines:
-        if len(shown) >= max_lines or size + len(line) + 1 > max_chars:
-            break
-        shown.append(line)
-        size += len(line) + 1
+    shown = head_lines(lines, max_lines=max_lines, max_chars=max_chars)
     if len(shown) < len(lines):
         cut = len(lines) - len(shown)
         shown.append(
