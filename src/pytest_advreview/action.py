@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import configparser
 import json
 import os
 import re
@@ -47,7 +46,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from . import outbound
-from ._toml import tomllib
+from .baseconfig import BaseConfigError, ini_at, linelist
 from .constants import ENV_PREFIX, EXIT_REVIEW_ERRORS
 from .git import commit
 from .options import SPECS
@@ -74,9 +73,6 @@ INPUT_PREFIX = "ADVREVIEW_ACTION_"
 COMMENT_MARKER = "<!-- pytest-advreview:report -->"
 #: GitHub rejects issue comments over 65,536 characters.
 COMMENT_LIMIT = 65_000
-#: pytest's configuration files, in the order pytest looks for them in one folder.
-CONFIG_FILES = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyproject.toml")
-CONFIG_FILES_LAST = ("tox.ini", "setup.cfg")
 #: ``ini`` keys of the plugin, and which of them are lists.
 _INI_KEYS = {spec.ini_key: spec.ini for spec in SPECS if spec.ini is not None}
 _SHA = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?\Z")
@@ -406,75 +402,16 @@ def prepare(env: Mapping[str, str]) -> int:
 # -- review: the trusted configuration and the pytest run ------------------------------------
 
 
-def _git_show(repo: Path, base: str, name: str) -> str | None:
-    proc = subprocess.run(
-        ["git", "show", f"{base}:{name}"],
-        cwd=repo,
-        capture_output=True,
-        check=False,
-        env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C"},
-    )
-    if proc.returncode != 0:
-        return None
-    return proc.stdout.decode("utf-8", errors="replace")
-
-
-def _from_ini_text(text: str, section: str, origin: str) -> dict[str, object] | None:
-    parser = configparser.RawConfigParser(interpolation=None, strict=False)
-    parser.optionxform = str  # type: ignore[assignment,method-assign]  # keys keep their case
-    try:
-        parser.read_string(text, source=origin)
-    except configparser.Error as exc:
-        raise ActionError(f"cannot parse the base commit's {origin}: {exc}") from None
-    if not parser.has_section(section):
-        return None
-    return dict(parser.items(section))
-
-
-def _from_toml_text(text: str, origin: str) -> dict[str, Any]:
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ActionError(f"cannot parse the base commit's {origin}: {exc}") from None
-
-
 def base_ini(repo: Path, base: str) -> tuple[str | None, dict[str, object]]:
-    """The pytest configuration file of commit ``base`` at the repository root, and its keys.
-
-    The same file pytest would pick in that folder (``pytest.toml``, ``pytest.ini``,
-    ``pyproject.toml`` with a pytest table, ``tox.ini`` with ``[pytest]``, ``setup.cfg``
-    with ``[tool:pytest]``), read from the commit's objects, never from the work tree.
+    """The pytest configuration file of commit ``base`` at the repository root, and its keys
+    (:func:`~.baseconfig.ini_at`), read from the commit's objects, never the work tree.
 
     :returns: ``(file name, keys)``; ``(None, {})`` when the commit has none.
     """
-    for name in (*CONFIG_FILES, *CONFIG_FILES_LAST):
-        text = _git_show(repo, base, name)
-        if text is None:
-            continue
-        if name in ("pytest.toml", ".pytest.toml"):
-            table = _from_toml_text(text, name).get("pytest")
-            return name, dict(table) if isinstance(table, dict) else {}
-        if name in ("pytest.ini", ".pytest.ini"):
-            return name, _from_ini_text(text, "pytest", name) or {}
-        if name == "pyproject.toml":
-            tool = _from_toml_text(text, name).get("tool", {}).get("pytest")
-            if not isinstance(tool, dict):
-                continue
-            ini_options = tool.get("ini_options")
-            if isinstance(ini_options, dict):
-                return name, dict(ini_options)
-            return name, {k: v for k, v in tool.items() if k != "ini_options"}
-        section = "pytest" if name == "tox.ini" else "tool:pytest"
-        found = _from_ini_text(text, section, name)
-        if found is not None:
-            return name, found
-    return None, {}
-
-
-def _lines(value: object) -> list[str]:
-    if isinstance(value, (list, tuple)):
-        return [str(v).strip() for v in value if str(v).strip()]
-    return [line.strip() for line in str(value).splitlines() if line.strip()]
+    try:
+        return ini_at(repo, base)
+    except BaseConfigError as exc:
+        raise ActionError(str(exc)) from None
 
 
 def _toml_string(text: str) -> str:
@@ -514,7 +451,7 @@ def gate_config(
     for key in sorted(values):
         value = values[key]
         if _INI_KEYS[key] == "linelist":
-            items = ", ".join(_toml_string(item) for item in _lines(value))
+            items = ", ".join(_toml_string(item) for item in linelist(value))
             lines.append(f"{key} = [{items}]")
         else:
             lines.append(f"{key} = {_toml_string(str(value))}")
@@ -697,7 +634,7 @@ def review(env: Mapping[str, str]) -> int:
             "actions/checkout and fetch-depth: 0"
         )
     origin, keys = base_ini(workspace, base)
-    plans = _lines(_input("plans", env))
+    plans = linelist(_input("plans", env))
     paths.config.parent.mkdir(parents=True, exist_ok=True)
     paths.config.write_text(
         gate_config(keys, plans=plans, cache_dir=paths.state, origin=origin), encoding="utf-8"
