@@ -31,6 +31,7 @@ __all__ = [
     "OpenFinding",
     "Operation",
     "OutputFormat",
+    "PathRule",
     "Review",
     "ReviewQuality",
     "ReviewStatus",
@@ -277,6 +278,16 @@ class TokenUsage(WireModel):
         )
 
 
+class PathRule(WireModel):
+    """One ``advreview_path_instructions`` line that applies to a change: the repository's
+    own review rule for the changed files its glob matches."""
+
+    glob: str
+    instruction: str
+    #: The changed files the glob matches (top-level-relative ``/`` paths).
+    files: tuple[str, ...]
+
+
 class ChangeSet(WireModel):
     """The code change under review, as the code prompts describe it.
 
@@ -295,6 +306,11 @@ class ChangeSet(WireModel):
     #: ``working-tree-encoding``) where git cannot be told to skip that: their diff shows
     #: rewritten text, and the prompt tells the reviewer to read the files themselves.
     converted: tuple[str, ...] = ()
+    #: Changed files left out by ``advreview_exclude`` (lockfiles, generated files): not
+    #: in ``files``, excluded from the diff commands by pathspec, named in the header.
+    filtered: tuple[str, ...] = ()
+    #: The repository's path instructions that apply to ``files``, sent in the prompt.
+    rules: tuple[PathRule, ...] = ()
 
 
 class ReviewedChange(WireModel):
@@ -373,6 +389,8 @@ class ChangeSetInfo(WireModel):
     attributes: tuple[str, ...] = ()
     #: Unstaged files whose diff shows text git rewrote from the work tree's bytes.
     converted: tuple[str, ...] = ()
+    #: Changed files ``advreview_exclude`` left out of the change set.
+    filtered: tuple[str, ...] = ()
 
     def summary(self) -> str:
         """One line: mode, base and head commits, number of files, and what chose it.
@@ -381,8 +399,11 @@ class ChangeSetInfo(WireModel):
         ``git diff``, so whoever reads the header or the report should know.
         """
         chose = f"--advreview-diff={self.requested}" + (" under CI" if self.ci else "")
+        left_out = ""
+        if self.filtered:
+            left_out = f"; left out by advreview_exclude: {_some(self.filtered)}"
         if self.mode == "none":
-            return f"none ({self.note or chose})"
+            return f"none ({self.note or chose}){left_out}"
         files = f"{self.files} file" + ("" if self.files == 1 else "s")
         if self.mode == "uncommitted":
             line = (
@@ -394,7 +415,7 @@ class ChangeSetInfo(WireModel):
                 f"branch {self.base}...HEAD: base {_short(self.base_commit)}, merge base "
                 f"{_short(self.merge_base)}, head {_short(self.head_commit)}, {files} ({chose})"
             )
-        return line + attributes_warning(self.attributes, self.converted)
+        return line + left_out + attributes_warning(self.attributes, self.converted)
 
 
 def _some(paths: tuple[str, ...]) -> str:

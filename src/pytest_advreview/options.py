@@ -461,6 +461,18 @@ _ALLOW_UNTRACKED_DESC = (
     "(default: .pytest_cache/** and **/__pycache__/**)"
 )
 
+_EXCLUDE_DESC = (
+    "Globs of files left out of the code change, relative to the repository's top level, "
+    "one per line; a glob without / matches the name in any folder, !GLOB keeps what an "
+    "earlier line left out. Added to the defaults (lockfiles, minified and source-map "
+    "files). Under a gate read from the base commit's configuration"
+)
+_PATH_INSTRUCTIONS_DESC = (
+    "Review instructions for paths, one GLOB: instruction per line (e.g. migrations/**: "
+    "check that every step is reversible), sent in the prompt for the changed files they "
+    "match. Under a gate read from the base commit's configuration"
+)
+
 _LEAD_DESC = (
     "Built-in lead that evaluates every finding of a REVISE review, applies the accepted "
     "fixes to the plan and asks for re-review, up to the round limit (passing one is an "
@@ -518,6 +530,25 @@ def _env_glob(raw: object) -> object:
             "character); give the name only, e.g. NPM_TOKEN"
         )
     return value
+
+
+def _exclude_line(raw: object) -> object:
+    """One ``advreview_exclude`` line: a glob, or ``!GLOB`` (keep what it matches)."""
+    value = _text(raw).strip()
+    if not value.removeprefix("!").strip():
+        raise Invalid("expected a glob (or !GLOB to keep what it matches), e.g. docs/generated/**")
+    return value
+
+
+def _instruction_line(raw: object) -> object:
+    """One ``advreview_path_instructions`` line: ``GLOB: instruction``."""
+    value = _text(raw).strip()
+    glob, colon, text = value.partition(":")
+    if not colon or not glob.strip() or not text.strip():
+        raise Invalid(
+            "expected GLOB: instruction, e.g. migrations/**: check that every step is reversible"
+        )
+    return f"{glob.strip()}: {text.strip()}"
 
 
 def _doctor(
@@ -582,6 +613,8 @@ SPECS: tuple[Spec, ...] = (
     Spec("decisions", _DECISIONS_DESC, _PATH, cli=None, env=False, default=DEFAULT_DECISIONS),
     _globs("allow_untracked", _ALLOW_UNTRACKED_DESC, DEFAULT_ALLOW_UNTRACKED),
     _globs("env_allow", _ENV_ALLOW_DESC, parse=_env_glob),
+    _globs("exclude", _EXCLUDE_DESC, parse=_exclude_line),
+    _globs("path_instructions", _PATH_INSTRUCTIONS_DESC, parse=_instruction_line),
     Spec("only", _ONLY_DESC, _bool, cli="flag", ini=None, env=False, setting=False),
     _doctor("doctor", _DOCTOR_DESC, _bool, cli="flag"),
     _doctor("doctor_json", _DOCTOR_JSON_DESC, _PATH, "PATH"),

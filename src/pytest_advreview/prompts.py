@@ -29,6 +29,7 @@ from .models import (
     DecisionAction,
     OpenFinding,
     OutputFormat,
+    PathRule,
     Review,
     RoundRecord,
 )
@@ -173,6 +174,17 @@ Check each area. Skip if not applicable to this change:
 - Error handling: swallowed errors, missing retries, cascading failures
 - Observability: will operators know when this breaks?
 {plan_items}</attack_surface>
+"""
+
+# After the attack surface, when the repository's path instructions name changed files
+# (advreview_path_instructions; under a gate the base commit's, never the branch's).
+_REPOSITORY_RULES = """\
+<repository_rules>
+The repository's own review rules for paths in this change, set by its maintainers in
+the project configuration (not by the change under review). Check every file a rule
+names against it; a violation is a finding:
+{rules}
+</repository_rules>
 """
 
 _PLAN_ATTACK_ITEMS = """\
@@ -370,6 +382,7 @@ _TEMPLATES: tuple[str, ...] = (
     _ATTRIBUTES_CHANGED,
     _CONVERTED_FILES,
     _CODE_ATTACK_SURFACE,
+    _REPOSITORY_RULES,
     _PLAN_ATTACK_ITEMS,
     _CODE_TAIL,
     _REVIEWER_BEHAVIOR,
@@ -480,7 +493,9 @@ def code_prompt(
     commands.  Without diff commands the reviewer is told to run ``git diff``.  A change
     to ``.gitattributes`` (``change.attributes``) adds a warning to the task: attributes
     can hide a file's text from a plain ``git diff``, the given commands ignore them.
-    Files git rewrites from the working tree (``change.converted``) are named too.
+    Files git rewrites from the working tree (``change.converted``) are named too.  The
+    repository's path instructions that apply (``change.rules``) follow the attack surface
+    in a ``<repository_rules>`` block.
 
     :param change: the files, the human description and the exact diff commands.
     :param against_plan: the plan's path for a code-vs-plan review, inserted literally.
@@ -504,15 +519,32 @@ def code_prompt(
         warnings += _CONVERTED_FILES.format(paths=", ".join(change.converted))
     task = task.replace("</task>\n", warnings + "</task>\n")
     items = _PLAN_ATTACK_ITEMS if against_plan is not None else ""
+    rules = [_REPOSITORY_RULES.format(rules=_rules(change.rules))] if change.rules else []
     return _blocks(
         _CODE_ROLE,
         task,
         _CODE_ATTACK_SURFACE.format(plan_items=items),
+        *rules,
         _CODE_TAIL,
         _REVIEWER_BEHAVIOR,
         _language(language, output_format),
         _output("change", _LOCATION_CODE, output_format),
     )
+
+
+#: Most files a rule of ``<repository_rules>`` names; the rest are counted.
+_RULE_FILES = 10
+
+
+def _rules(rules: Sequence[PathRule]) -> str:
+    lines = []
+    for rule in rules:
+        shown = ", ".join(rule.files[:_RULE_FILES])
+        more = len(rule.files) - _RULE_FILES
+        if more > 0:
+            shown += f" and {more} more"
+        lines.append(f"- {rule.glob} ({shown}): {rule.instruction}")
+    return "\n".join(lines)
 
 
 def _items(items: Sequence[str]) -> str:

@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from . import head, outbound, targets
+from . import head, outbound, pathrules, targets
 from .constants import CODE_ITEM_NAME
+from .decisions import GateBase, gated
 from .gate import enforced_by
 from .models import ChangeSet, ChangeSetInfo
 from .review import SharedLookups, TargetSpec, repo_relative
@@ -98,6 +99,8 @@ class TargetSelection:
         self.plan_root = self.rootdir
         #: The code change and its description, decided once per process (see code_change).
         self._change: tuple[ChangeSet | None, ChangeSetInfo | None] | None = None
+        #: The path filters and instructions (see path_rules).
+        self._rules: pathrules.PathRules | None = None
         # Dict and set lookups: pytest asks about every file of the tree, thousands of
         # plans each time (a tuple here made collecting 5,000 plans quadratic).
         #: Selected plan → its repo-relative key; walked path text → selected plan.
@@ -360,6 +363,15 @@ class TargetSelection:
                 # Under --advreview-head: BASE...REF, REF being HEAD of the private checkout
                 # (repo_root), so the diff commands the prompt names work there as written.
                 mode = self.settings.diff if self.head is None else "branch"
+                rules = self.path_rules()
+                dropped: set[str] = set()
+
+                def drop(path: str) -> bool:
+                    if rules.left_out(path):
+                        dropped.add(path)
+                        return True
+                    return False
+
                 try:
                     change = targets.change_set(
                         self.repo_root,
@@ -372,6 +384,7 @@ class TargetSelection:
                         ci=ci,
                         # Keys from the base's top: with --advreview-head, REF's same paths.
                         outside=not_the_change(self.config, self.settings, self.repo.root),
+                        drop=drop,
                     )
                 except targets.BaseRefError as exc:
                     if self.head is not None:
@@ -379,6 +392,10 @@ class TargetSelection:
                     self.base_error = str(exc)
                 if change is not None and self.head is not None:
                     change = change.model_copy(update={"description": self.head.description})
+                if change is not None:
+                    change = change.model_copy(update={"rules": rules.applying(change.files)})
+                elif dropped and self.base_error is None:
+                    note = "every changed file is left out by advreview_exclude"
             if self.base_error is not None and note is None:
                 note = "not reviewed: the base cannot be used (the code item says why)"
             info = targets.change_set_info(
@@ -389,10 +406,38 @@ class TargetSelection:
                 ci=ci,
                 note=note,
             )
+            if change is None and note is not None and note.startswith("every changed"):
+                info = info.model_copy(update={"filtered": tuple(sorted(dropped))})
         except targets.TargetError as exc:
             raise pytest.UsageError(str(exc)) from None
         self._change = (change, info)
         return self._change
+
+    def gate_base(self) -> GateBase | None:
+        """The run's base as a gate reads it: the decisions file's and the path rules'
+        (with ``--advreview-head``: its commit, resolved once); ``None`` outside git."""
+        if self.repo is None:
+            return None
+        return GateBase(self.repo.root, self.base, self.head.base if self.head else None)
+
+    def path_rules(self) -> pathrules.PathRules:
+        """The path filters and instructions of this run (under a gate the base's).
+
+        :raises pytest.UsageError: the base's rules cannot be read or are invalid.
+        """
+        if self._rules is None:
+            settings = self.settings
+            try:
+                self._rules = pathrules.for_run(
+                    self.config,
+                    settings.exclude,
+                    settings.path_instructions,
+                    gated=gated(os.environ, strict_exit=settings.strict_exit, head=settings.head),
+                    base=self.gate_base(),
+                )
+            except pathrules.RulesError as exc:
+                raise pytest.UsageError(str(exc)) from None
+        return self._rules
 
 
 def _refuse_unsafe_plans(names: Iterable[str]) -> None:

@@ -23,7 +23,6 @@ import pytest
 from . import containment, outbound, runlock, runstash
 from .constants import BUILTIN_REVIEWERS, CODE_ITEM_NAME, CODE_ITEM_NODEID, RECORD_ATTR
 from .coordinator import Coordinator
-from .decisions import GateBase
 from .items import PlanFile, ReviewItem, ReviewRepr, claim_ahead
 from .options import DEFAULT_DECISIONS
 from .outcome import ReviewWarning
@@ -102,16 +101,13 @@ class ReviewSession:
         self.containment_warnings: list[str] = []
         if self._from_controller is None:
             self._check_containment()
-        repo, checkout = self.targets.repo, self.targets.head
         self.coordinator = Coordinator(
             config,
             settings,
             self.run_dir,
             run_secret=self.run_secret,
             # The base the targets resolved (with --advreview-head: its commit, resolved once).
-            base=None
-            if repo is None
-            else GateBase(repo.root, self.targets.base, checkout.base if checkout else None),
+            base=self.targets.gate_base(),
         )
         self.stash = runstash.RunStash(
             run_dir=self.run_dir,
@@ -375,6 +371,11 @@ class ReviewSession:
             differs = self.coordinator.change_note(CODE_ITEM_NAME, selected.code_change()[0])
             if differs is not None:
                 lines.append(f"advreview: code-review: {differs}")
+        if info is not None and (info.mode != "none" or info.filtered):
+            # Under a gate: whose rules chose the files and the instructions.
+            origin = selected.path_rules().origin
+            if origin is not None:
+                lines.append(f"advreview: path rules from {origin}")
         if self.coordinator.authority.gated:
             lines.append(
                 "advreview: findings left to the operator are decided only by "

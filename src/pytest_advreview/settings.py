@@ -83,6 +83,11 @@ class Settings(WireModel):
     decisions: str = default("decisions")
     allow_untracked: tuple[str, ...] = default("allow_untracked")
     env_allow: tuple[str, ...] = default("env_allow")
+    #: ``advreview_exclude`` lines, added to :data:`~.pathrules.DEFAULT_EXCLUDE`; under a
+    #: gate the base commit's lines count instead (:mod:`.pathrules`).
+    exclude: tuple[str, ...] = default("exclude")
+    #: ``advreview_path_instructions`` lines, ``GLOB: instruction`` each.
+    path_instructions: tuple[str, ...] = default("path_instructions")
     lead: str = default("lead")
     lead_command: str | None = None
     lead_model: str | None = None
@@ -295,6 +300,8 @@ _NOT_LISTED = {
     "timeout",
     *("max_rounds", "fail_on", "output_format", "head", "lead_code", "decisions"),
     "allow_untracked",
+    # Their own header line names where they came from and what they left out.
+    *("exclude", "path_instructions"),
 }
 
 

@@ -16,7 +16,7 @@ import re
 import shlex
 import stat
 import subprocess
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -686,16 +686,24 @@ def lexical_key(path: str | os.PathLike[str] | None, top: Path, rootdir: Path) -
     return key.replace(os.sep, "/")
 
 
-def _uncommitted(root: Path, excluded: set[str], outside: NotTheChange) -> ChangeSet | None:
+def _uncommitted(
+    root: Path, excluded: set[str], outside: NotTheChange, drop: Callable[[str], bool]
+) -> ChangeSet | None:
     every = status_entries(root)
     commands = {
         "unstaged": _shown_diff(root),
         "staged": _shown_diff(root, "--cached"),
         "untracked": "git ls-files --others --exclude-standard",
     }
+    filtered: set[str] = set()
 
     def left_out(path: str, kind: str) -> bool:
-        return path in excluded or outside.left_out(path, kind)
+        if path in excluded or outside.left_out(path, kind):
+            return True
+        if drop(path):
+            filtered.add(path)
+            return True
+        return False
 
     found = {
         kind: [e.path for e in every if getattr(e, kind) and not left_out(e.path, kind)]
@@ -720,6 +728,7 @@ def _uncommitted(root: Path, excluded: set[str], outside: NotTheChange) -> Chang
         diff_commands=diff_commands,
         attributes=attribute_files([e.path for e in every]),
         converted=_converted(root, found["unstaged"]),
+        filtered=tuple(sorted(filtered)),
     )
 
 
@@ -756,9 +765,13 @@ def _branch_names(root: Path, base: str, *options: str) -> list[str]:
         raise _branch_error(root, base, exc) from None
 
 
-def _branch(root: Path, base: str, excluded: set[str], outside: NotTheChange) -> ChangeSet | None:
+def _branch(
+    root: Path, base: str, excluded: set[str], outside: NotTheChange, drop: Callable[[str], bool]
+) -> ChangeSet | None:
     names = _branch_names(root, base)
     excluded = excluded | {p for p in names if outside.left_out(p, "branch")}
+    filtered = {p for p in names if p not in excluded and drop(p)}
+    excluded |= filtered
     files = sorted({p for p in names if p not in excluded})
     if not files:
         return None
@@ -769,6 +782,7 @@ def _branch(root: Path, base: str, excluded: set[str], outside: NotTheChange) ->
         diff_commands=(command,),
         base=base,
         attributes=attribute_files(names),
+        filtered=tuple(sorted(filtered)),
     )
 
 
@@ -781,6 +795,7 @@ def change_set(
     resolver: PathResolver | None = None,
     ci: bool = False,
     outside: NotTheChange = NotTheChange(),
+    drop: Callable[[str], bool] = lambda path: False,
 ) -> ChangeSet | None:
     """The code change to review, as the code prompts describe it.
 
@@ -812,7 +827,7 @@ def change_set(
         return None
     excluded = _relative_excludes(_toplevel(root), exclude, resolver or PathResolver())
     if mode == "uncommitted" or (mode == "auto" and not ci):
-        found = _uncommitted(root, excluded, outside)
+        found = _uncommitted(root, excluded, outside, drop)
         if found is not None or mode == "uncommitted":
             return found
     if base is None:
@@ -823,7 +838,7 @@ def change_set(
                 "pass --advreview-base=REF or set ini advreview_base"
             )
         return None
-    return _branch(root, base, excluded, outside)
+    return _branch(root, base, excluded, outside, drop)
 
 
 #: Variables that mark a CI run; GitHub Actions, GitLab CI, CircleCI, Travis, Buildkite
@@ -888,6 +903,7 @@ def change_set_info(
             description=change.description,
             attributes=change.attributes,
             converted=change.converted,
+            filtered=change.filtered,
         )
     merge = _git(root, "merge-base", change.base, "HEAD", check=False)
     return ChangeSetInfo(
@@ -901,4 +917,5 @@ def change_set_info(
         files=len(change.files),
         description=change.description,
         attributes=change.attributes,
+        filtered=change.filtered,
     )
