@@ -109,7 +109,6 @@ def test_a_plugin_backend_is_keyed_by_every_builtin_setting(codex_home: Path) ->
         {"isolation": "worktree"},
         {"budget_tokens": 10},
         {"report": "/tmp/r.md"},
-        {"strict_exit": True},
         {"codex": "/opt/other/codex"},
     ],
 )
@@ -117,6 +116,15 @@ def test_settings_that_never_change_a_verdict_keep_the_identity(
     codex_home: Path, change: dict[str, Any]
 ) -> None:
     assert reviewer_identity(Settings(**change)) == reviewer_identity(Settings())
+
+
+def test_a_gate_keys_the_codex_config_it_adds_and_nothing_else(codex_home: Path) -> None:
+    # Under a gate Codex loads no AGENTS.md of the checkout: another reviewer's verdict.
+    local = reviewer_identity(Settings(), {"CODEX_HOME": str(codex_home)})
+    strict = reviewer_identity(Settings(strict_exit=True), {"CODEX_HOME": str(codex_home)})
+    ci = reviewer_identity(Settings(), {"CODEX_HOME": str(codex_home), "CI": "true"})
+    assert strict == ci != local
+    assert {k for k in local if local[k] != ci[k]} == {"codex_gate"}
 
 
 def test_no_value_is_stored_in_the_identity(codex_home: Path) -> None:

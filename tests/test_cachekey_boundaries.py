@@ -204,6 +204,7 @@ def test_the_identity_names_the_prompt_version_and_digests_of_16_hex_digits(
         "reviewer",
         "sandbox",
         "prompt_version",
+        "codex_gate",
         "codex_home/config.toml",
         "codex_home/AGENTS.md",
         "codex_home/AGENTS.override.md",

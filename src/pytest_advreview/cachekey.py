@@ -6,9 +6,10 @@ module is the one place that says what that is:
 * **the reviewer** (:func:`reviewer_identity`): the backend and everything that selects
   or instructs the model behind it.  For ``command`` the command line; for Codex the
   model, reasoning, sandbox, approvals, every ``--advreview-codex-config`` value
-  (provider, base URL, …), the Codex ``config.toml`` and global ``AGENTS.md`` that the
-  run's ``CODEX_HOME`` holds, ``OPENAI_BASE_URL``, and for every backend the output
-  format, the review language and the prompt version.  A change starts a new review.
+  (provider, base URL, …), the ``-c`` values a gate adds (``GATE_CODEX_CONFIG``), the
+  Codex ``config.toml`` and global ``AGENTS.md`` that the run's ``CODEX_HOME`` holds,
+  ``OPENAI_BASE_URL``, and for every backend the output format, the review language and
+  the prompt version.  A change starts a new review.
 * **the content** (:func:`plan_digest`, :func:`code_digest`): the prompt body and every
   byte reviewed.  For a plan its bytes; for the code change every changed byte, untracked,
   binary and symlinked files included, and the work tree of every changed submodule or
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from .decisions import gated
 from .git import (
     STATUS_V2_ARGS,
     GitError,
@@ -99,10 +101,12 @@ NOT_IDENTITY_SETTINGS: Final[Mapping[str, str]] = {
     "against_plan": "the plan's text and path are keyed as content",
     "plans": "chooses the plans, whose content is keyed",
     "plan_scope": "chooses the plans, whose content is keyed",
+    "exclude": "chooses the change set, whose content is keyed",
+    "path_instructions": "the instructions that apply are part of the prompt body, keyed",
     "decisions": "the decisions' content is keyed, not the file's path",
     "allow_untracked": "mutation policy, checked on every review",
     "github": "a report",
-    "strict_exit": "the exit status",
+    "strict_exit": "the exit status (the Codex settings of the gate it makes: codex_gate)",
     "shard": "chooses which items this job reviews",
     "lead": "the lead's edits and decisions reach the reviewer as content and decisions",
     "lead_command": "the lead's edits and decisions are keyed, not who made them",
@@ -155,6 +159,11 @@ def reviewer_identity(
     identity = {name: _digest(getattr(settings, name)) for name in sorted(fields)}
     identity["prompt_version"] = PROMPT_VERSION
     if backend == "codex" or backend not in IDENTITY_SETTINGS:
+        from .runner.codex import GATE_CODEX_CONFIG
+
+        # Under a gate the reviewer gets no project instructions from the checkout.
+        gate = gated(env, strict_exit=settings.strict_exit, head=settings.head)
+        identity["codex_gate"] = _digest(GATE_CODEX_CONFIG if gate else [])
         home_text = env.get("CODEX_HOME", "").strip()
         home = Path(home_text) if home_text else Path.home() / ".codex"
         for name in _CODEX_HOME_FILES:

@@ -53,12 +53,12 @@ _PREFIX = "pytest-advreview"
 HOLDER_PREFIX = "advreview-head-"
 #: ``workerinput`` key of the head checkout the controller shares with xdist workers.
 HEAD_KEY = "advreview_head"
-#: Extra ``-c`` values of every Codex launch in a head run.  The head's ``AGENTS.md`` is
-#: data to review, not project instructions for the reviewer (Codex would put it in the
-#: instructions of every request).  No web search: a query is a way out of the sandbox
-#: for whatever an injected reviewer has read (measured on 0.171: the value removes the
+#: Extra ``-c`` values of every Codex launch in a head run, after the gate's
+#: (``runner/codex.py`` ``GATE_CODEX_CONFIG``: the head's ``AGENTS.md`` is data to
+#: review, not instructions).  No web search: a query is a way out of the sandbox for
+#: whatever an injected reviewer has read (measured on 0.171: the value removes the
 #: ``web_search`` tool from the request).
-HEAD_CODEX_CONFIG = ("project_doc_max_bytes=0", 'web_search="disabled"')
+HEAD_CODEX_CONFIG = ('web_search="disabled"',)
 #: Driver settings blanked for every filter driver configured on the machine, so that a
 #: ``filter=<driver>`` line in REF's ``.gitattributes`` runs nothing on checkout.
 _FILTER_KEYS = (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false"))

@@ -65,6 +65,7 @@ from . import (
 from ._process import clip, launch, read_text, tail
 
 __all__ = [
+    "GATE_CODEX_CONFIG",
     "INSTALL_HINT",
     "TOOL_TMP_PREFIX",
     "VERSION_LINE",
@@ -185,6 +186,16 @@ def approval_args(approvals: str) -> list[str]:
         args += ["-c", 'approvals_reviewer="auto_review"']
     return args
 
+
+#: Extra ``-c`` values of every Codex launch whose verdict gates something (CI,
+#: ``--advreview-strict-exit``, ``--advreview-head``: :func:`~..decisions.gated`).  The
+#: checkout's ``AGENTS.md`` (``AGENTS.override.md``, fallback names) and its skills are the
+#: branch's, so they are material to review, never the reviewer's instructions; the
+#: repository's review rules reach the prompt from the base instead (``pathrules.py``).
+#: Measured on 0.171.0: without them a branch's ``AGENTS.md`` text and the skills block
+#: are instruction messages of every request; with them neither is sent.  Codex still
+#: loads the trusted project's ``.codex/config.toml`` (docs/safety.md says so).
+GATE_CODEX_CONFIG = ("project_doc_max_bytes=0", "skills.include_instructions=false")
 
 #: Prefix of the private temporary folder each dispatch hands the reviewer's tools.
 TOOL_TMP_PREFIX = "advreview-tool-tmp-"

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
 from .. import runstash
+from ..decisions import gated
 from ..head import HEAD_CODEX_CONFIG
 
 if TYPE_CHECKING:
@@ -25,8 +27,9 @@ def codex_options(settings: Settings, run_dir: Path | None = None) -> CodexOptio
     :param run_dir: the run's directory (shared with the xdist workers); the sandbox
         preflight's answer is shared there, one file per Codex executable.
     """
-    from .codex import CodexOptions
+    from .codex import GATE_CODEX_CONFIG, CodexOptions
 
+    gate = gated(os.environ, strict_exit=settings.strict_exit, head=settings.head)
     preflight_file = None
     if run_dir is not None:
         name = hashlib.sha256(settings.codex.encode("utf-8", "surrogateescape")).hexdigest()
@@ -37,8 +40,13 @@ def codex_options(settings: Settings, run_dir: Path | None = None) -> CodexOptio
         reasoning=settings.reasoning,
         sandbox=settings.sandbox,
         approvals=settings.approvals,
-        # Last, so that they win: a head's AGENTS.md is data, not the reviewer's orders.
-        config=(*settings.codex_config, *(HEAD_CODEX_CONFIG if settings.head else ())),
+        # Last, so that they win: under a gate the branch's AGENTS.md is data, not the
+        # reviewer's orders, and a head's reviewer has no web search either.
+        config=(
+            *settings.codex_config,
+            *(GATE_CODEX_CONFIG if gate else ()),
+            *(HEAD_CODEX_CONFIG if settings.head else ()),
+        ),
         env_allow=tuple(settings.env_allow),
         timeout=settings.timeout,
         preflight_file=preflight_file,
