@@ -103,6 +103,7 @@ def test_auto_under_ci_reviews_the_branch_and_all_outputs_name_it(
         # .gitattributes is main's, not the branch's: no change to warn about.
         "attributes": [],
         "converted": [],
+        "filtered": [],
     }
 
     markdown = (repo / "out.md").read_text()
