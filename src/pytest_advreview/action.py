@@ -46,7 +46,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from . import outbound
-from .baseconfig import BaseConfigError, ini_at, linelist
+from .baseconfig import BaseConfigError, ini_at, linelist, show_file
 from .constants import ENV_PREFIX, EXIT_REVIEW_ERRORS
 from .git import commit
 from .options import SPECS
@@ -746,7 +746,7 @@ def _head_reader(workspace: Path, head: str) -> Any:
     """Reads a file of the reviewed head as data (``git show``), else of the work tree."""
 
     def read(relpath: str) -> str | None:
-        text = _git_show(workspace, head, relpath)
+        text = show_file(workspace, head, relpath)
         if text is not None:
             return text
         try:

@@ -22,6 +22,7 @@ __all__ = [
     "BaseConfigError",
     "ini_at",
     "linelist",
+    "show_file",
 ]
 
 #: pytest's configuration files, in the order pytest looks for them in one folder.
@@ -33,7 +34,8 @@ class BaseConfigError(Exception):
     """The base commit's configuration file cannot be parsed (the text says which)."""
 
 
-def _git_show(repo: Path, commit: str, name: str) -> str | None:
+def show_file(repo: Path, commit: str, name: str) -> str | None:
+    """The text of ``name`` in ``commit`` (``git show``), ``None`` when git cannot show it."""
     proc = subprocess.run(
         ["git", "show", f"{commit}:{name}"],
         cwd=repo,
@@ -88,7 +90,7 @@ def ini_at(repo: Path, commit: str, folder: str = "") -> tuple[str | None, dict[
     """
     for base_name in (*CONFIG_FILES, *CONFIG_FILES_LAST):
         name = folder + base_name
-        text = _git_show(repo, commit, name)
+        text = show_file(repo, commit, name)
         if text is None:
             continue
         if base_name in ("pytest.toml", ".pytest.toml"):
