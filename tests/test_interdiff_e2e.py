@@ -128,3 +128,22 @@ def test_a_force_push_is_compared_with_range_diff(review_repo: ReviewRepo) -> No
     assert "<range_diff>" in prompt and "git range-diff" in prompt
     assert "+step_21 = 21" in prompt.split("<range_diff>", 1)[1]
     assert "<interdiff>" not in prompt
+
+
+def test_a_fresh_runner_without_the_thread_still_gets_the_interdiff(
+    review_repo: ReviewRepo, codex_home: Path
+) -> None:
+    _feature(review_repo)
+    review_repo.answer("## Previous review rounds", {"message": approved_review()})
+    review_repo.answer(PROMPT, {"message": revise_review(RACE)})
+    review_repo.run().assert_outcomes(failed=1)
+    for rollout in (codex_home / "sessions").rglob("rollout-*.jsonl"):
+        rollout.unlink()  # a fresh CI runner: the thread cannot be resumed
+    review_repo.write("app.py", APP.replace("step_10 = 10\n", "step_10 = 10  # locked\n"))
+    review_repo.commit("lock step 10")
+    review_repo.run().assert_outcomes(passed=1)
+    requests = review_repo.server.response_requests
+    assert requests[-1].thread_id != requests[0].thread_id  # a new thread
+    prompt = requests[-1].last_user_text
+    state = prompt.split("## Current state of the artifact", 1)[1]
+    assert "<interdiff>" in state and "+step_10 = 10  # locked" in state

@@ -285,10 +285,16 @@ class _Run:
                     decisions=render_decisions(answered, record.review),
                 )
             )
+        current = self.hooks.current_content() or self.target.content
+        summary = self.hooks.applied_summary()
+        if summary:
+            # What changed since the last round (the code change's interdiff): a new
+            # thread needs it as much as a resumed one.
+            current = f"{current.rstrip()}\n\n{summary}"
         body = fresh_exec_prompt(
             self.target.initial_prompt,
             previous_rounds=previous,
-            current_state=self.hooks.current_content() or self.target.content,
+            current_state=current,
         )
         return self.hooks.modify_prompt(Operation.FRESH_EXEC, body)
 
