@@ -144,7 +144,7 @@ def test_an_empty_finding_is_refused(tmp_path: Path) -> None:
     [
         ("target", 'the plan path or "code-review"'),
         ("finding", 'the finding id, e.g. "AR-1a2b3c"'),
-        ("action", "accept, re-scope, reject"),
+        ("action", "accept, re-scope, reject, waive, more-rounds"),
     ],
 )
 def test_every_missing_key_is_named_with_what_to_write(tmp_path: Path, key: str, hint: str) -> None:
@@ -162,7 +162,7 @@ def test_an_unknown_key_names_the_allowed_ones(tmp_path: Path) -> None:
     path = write(tmp_path, entry(note="x"))
     assert error(path) == (
         f"pytest-advreview: decisions file {path}: decision entry 1: unknown key 'note'; "
-        "allowed keys: target, finding, action, reason"
+        "allowed keys: target, finding, action, reason, rounds"
     )
 
 
@@ -170,7 +170,7 @@ def test_an_unknown_action_names_the_actions(tmp_path: Path) -> None:
     path = write(tmp_path, entry(action="ignore"))
     assert error(path) == (
         f"pytest-advreview: decisions file {path}: decision entry 1: unknown action 'ignore'; "
-        "use one of: accept, re-scope, reject"
+        "use one of: accept, re-scope, reject, waive, more-rounds"
     )
 
 
@@ -189,9 +189,9 @@ def test_every_problem_of_an_entry_is_named_once(tmp_path: Path) -> None:
         f"pytest-advreview: decisions file {path}: decision entry 1: missing 'target'; add "
         "target = ... (the plan path or \"code-review\"); also missing 'finding'; add "
         "finding = ... (the finding id, e.g. \"AR-1a2b3c\"); also missing 'action'; add "
-        "action = ... (accept, re-scope, reject); also unknown key 'note'; allowed keys: "
-        "target, finding, action, reason; also unknown key 'other'; allowed keys: target, "
-        "finding, action, reason"
+        "action = ... (accept, re-scope, reject, waive, more-rounds); also unknown key "
+        "'note'; allowed keys: target, finding, action, reason, rounds; also unknown key "
+        "'other'; allowed keys: target, finding, action, reason, rounds"
     )
 
 

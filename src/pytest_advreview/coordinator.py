@@ -55,6 +55,8 @@ from .review import LeadTurns, ReviewInputError, ReviewMaterial, ReviewRun, Targ
 from .state import ReviewState, StateStore, StateWarning, decide_next
 
 if TYPE_CHECKING:
+    from .models import ItemRecord
+    from .outcome import Outcome
     from .settings import Settings
 
 __all__ = ["Coordinator", "Due", "Rounds", "TokenLedger"]
@@ -252,21 +254,53 @@ class Coordinator:
         return tuple(o for o in state.operator_open if o.finding.id not in decided)
 
     def _decided(self, key: str) -> frozenset[str]:
-        """Ids the operator has decided for target ``key`` (under a gate: the base's file)."""
-        if self.operator is None:
-            return frozenset()
-        return frozenset(d.finding for d in self.operator.for_target(key))
+        """Ids the operator has decided for target ``key`` (under a gate: the base's file,
+        or a command), and those a person with authority waived."""
+        decided = {d.finding for d in self.authority.operator_decisions(key)}
+        return frozenset(decided | self.waived(key))
+
+    def waived(self, key: str) -> frozenset[str]:
+        """Ids of the findings of ``key`` a person with authority waived."""
+        return frozenset(w.finding for w in self.authority.waivers_for(key))
+
+    def max_rounds(self, key: str) -> int:
+        """The round limit of ``key``: ``max-rounds`` plus the rounds a person granted."""
+        return self.settings.max_rounds + sum(g.rounds for g in self.authority.granted(key))
 
     def _sent(self, key: str, state: ReviewState | None) -> tuple[Decision, ...]:
         """The decisions sent to the reviewer on ``key``: the author's answers, and under
         a gate the operator's (the base's file) on findings this target has had, which
         replace an answer of the author's on the same finding."""
         author = self.decisions.for_target(key) if self.decisions is not None else ()
-        if self.operator is None or self.operator is self.decisions:
+        # Locally the operator's file is the author's: only commands add to it.
+        operator = self.authority.operator_decisions(
+            key, with_file=self.operator is not self.decisions
+        )
+        if not operator:
             return author
         known = state.known_finding_ids if state is not None else frozenset()
-        decided = {d.finding: d for d in self.operator.for_target(key) if d.finding in known}
+        decided = {d.finding: d for d in operator if d.finding in known}
         return (*(d for d in author if d.finding not in decided), *decided.values())
+
+    def decided_record(self, record: ItemRecord, outcome: Outcome) -> ItemRecord:
+        """``record`` with what people decided on its target: the waivers of findings it
+        has (its findings, and those left to the operator), the rounds granted, and the
+        decisions and commands that did not count."""
+        key = record.key
+        state = self._read(key)
+        ids = {f.id for f in record.findings} | {
+            o.finding.id for o in (state.operator_open if state is not None else ())
+        }
+        ids |= {f.id for f in outcome.waived}
+        waived = tuple(w for w in self.authority.waivers_for(key) if w.finding in ids)
+        granted = sum(g.rounds for g in self.authority.granted(key))
+        return record.model_copy(
+            update={
+                "waived": waived,
+                "rounds_granted": granted,
+                "ignored": self.authority.ignored_for(key, ids),
+            }
+        )
 
     def change_note(self, key: str, change: ChangeSet | None) -> str | None:
         """How ``change`` differs from the change the stored rounds of ``key`` reviewed
@@ -339,7 +373,7 @@ class Coordinator:
         step = decide_next(
             state,
             cache_key(self.identity, material.content_hash, decisions),
-            max_rounds=self.settings.max_rounds,
+            max_rounds=self.max_rounds(key),
             fresh=self.settings.fresh,
         )
         if step.action in ("cached_approved", "cached_revise", "max_rounds"):
@@ -449,7 +483,12 @@ class Coordinator:
                 for o in carried
                 if o.finding.id not in answered
             }
-        result = run.run(history=history, decisions=(*decisions, *told.values()), applied=applied)
+        result = run.run(
+            history=history,
+            decisions=(*decisions, *told.values()),
+            applied=applied,
+            max_rounds=self.max_rounds(key),
+        )
         self.ledger.add(result.usage.total)
         if changed is not None and result.rounds:
             # The first round of this run is the one that was shown what changed.

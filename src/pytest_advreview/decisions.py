@@ -21,6 +21,12 @@ it, read from git objects (:func:`load_at_commit`), never the branch's working t
 Reasons: ``reject`` and ``re-scope`` need one (the reviewer is asked to weigh it; a
 rejection without reasoning is just dismissal), ``accept`` may omit it (the "Applied"
 diff shows what changed).
+
+Two actions are a person's decisions, not answers sent to the reviewer (docs/deciding.md):
+``waive`` (with a ``reason``) passes a blocking finding with a record in every report, and
+``more-rounds`` (with ``rounds = N`` and a ``reason``, no ``finding``) raises the target's
+round limit.  Under a gate they count only from the base commit's file; the branch's own
+are ignored, and the reports say so.
 """
 
 from __future__ import annotations
@@ -29,14 +35,22 @@ import re
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
 from ._toml import tomllib
 from .git import GitError, commit, literal_pathspec, run_git, split_z
-from .models import Decision, DecisionAction, WireModel
+from .models import (
+    CommandsFile,
+    Decision,
+    DecisionAction,
+    IgnoredCommand,
+    RoundsGrant,
+    Waiver,
+    WireModel,
+)
 from .targets import in_ci, lexical_key
 
 __all__ = [
@@ -55,8 +69,10 @@ __all__ = [
 
 #: The ``target`` of decisions on the code review item.
 CODE_TARGET = "code-review"
-_ACTIONS = ", ".join(a.value for a in DecisionAction)
-_FIELDS = ("target", "finding", "action", "reason")
+#: A person's decisions (docs/deciding.md): never sent to the reviewer as an answer.
+PersonAction = Literal["waive", "more-rounds"]
+_ACTIONS = ", ".join((*(a.value for a in DecisionAction), "waive", "more-rounds"))
+_FIELDS = ("target", "finding", "action", "reason", "rounds")
 _ID = re.compile(r"AR-([0-9a-f]{6})", re.IGNORECASE)
 _EXAMPLE = (
     '[[decision]]\ntarget = "docs/plans/x.md"\nfinding = "AR-1a2b3c"\n'
@@ -89,8 +105,18 @@ class DecisionEntry(WireModel):
 
     target: str
     finding: str
-    action: DecisionAction
+    action: DecisionAction | PersonAction
     reason: str | None = None
+    #: ``more-rounds`` only: how many rounds it adds to the target's limit.
+    rounds: int | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_finding(cls, data: Any) -> Any:
+        # A grant of rounds is for the target, not for one finding.
+        if isinstance(data, dict) and data.get("action") == "more-rounds":
+            return {"finding": "", **data}
+        return data
 
     @field_validator("target", "finding", "reason", mode="before")
     @classmethod
@@ -114,16 +140,13 @@ class DecisionEntry(WireModel):
     @field_validator("finding")
     @classmethod
     def _finding(cls, value: str) -> str:
-        if not value:
-            raise _EntryProblem(
-                "'finding' is empty; copy the id printed in the failure (finding = \"AR-1a2b3c\")"
-            )
         match = _ID.fullmatch(value)
         # Ids are printed as AR-<lowercase hex>; a case slip should not be a mismatch.
         return f"AR-{match.group(1).lower()}" if match else value
 
     @model_validator(mode="after")
     def _reason(self) -> DecisionEntry:
+        self._person()
         if self.reason:
             return self
         if self.action is DecisionAction.REJECT:
@@ -138,8 +161,47 @@ class DecisionEntry(WireModel):
             )
         return self.model_copy(update={"reason": None})
 
+    def _person(self) -> None:
+        """The checks of a person's decision (waive, more-rounds) and of ``rounds``."""
+        if self.action == "more-rounds":
+            if self.finding:
+                raise _EntryProblem(
+                    "action 'more-rounds' is for the whole target; delete finding = ..."
+                )
+            if self.rounds is None or self.rounds < 1:
+                raise _EntryProblem(
+                    "action 'more-rounds' needs how many: add rounds = 2 (a whole number, "
+                    "at least 1)"
+                )
+            if not self.reason:
+                raise _EntryProblem(
+                    "action 'more-rounds' has no reason; add reason = \"why more rounds "
+                    'are worth it"'
+                )
+            return
+        if not self.finding:
+            raise _EntryProblem(
+                "'finding' is empty; copy the id printed in the failure (finding = \"AR-1a2b3c\")"
+            )
+        if self.rounds is not None:
+            raise _EntryProblem(
+                f"'rounds' belongs only to action 'more-rounds'; delete it from the "
+                f"{self.action if isinstance(self.action, str) else self.action.value!s} entry"
+            )
+        if self.action == "waive" and not self.reason:
+            raise _EntryProblem(
+                f"action 'waive' on {self.finding} has no reason: a waiver is a record of "
+                'why the finding passes; add reason = "why it may pass"'
+            )
+
+    @property
+    def answer(self) -> bool:
+        """Whether this is an answer sent to the reviewer (accept, re-scope, reject)."""
+        return isinstance(self.action, DecisionAction)
+
     def decision(self) -> Decision:
-        """The :class:`Decision` sent to the reviewer."""
+        """The :class:`Decision` sent to the reviewer (only of an :attr:`answer`)."""
+        assert isinstance(self.action, DecisionAction), "a person's decision is no answer"
         return Decision(finding=self.finding, action=self.action, reason=self.reason)
 
 
@@ -152,7 +214,7 @@ class DecisionsFile:
 
     def for_target(self, key: str) -> tuple[Decision, ...]:
         """The decisions on target ``key`` (``docs/plans/x.md`` or ``code-review``)."""
-        return tuple(e.decision() for e in self.entries if e.target == key)
+        return tuple(e.decision() for e in self.entries if e.target == key and e.answer)
 
     @property
     def targets(self) -> frozenset[str]:
@@ -204,9 +266,18 @@ def gated(environ: Mapping[str, str], *, strict_exit: bool, head: str | None) ->
     return in_ci(environ) or strict_exit or head is not None
 
 
+#: Why the branch's own person decisions do not count under a gate.
+_BRANCH_IGNORED = (
+    "under a gate a decision in the branch's own decisions file is the author's, and "
+    "only a person with authority waives or grants rounds: record it in the base "
+    "branch's decisions file, or comment /advreview {verb} on the pull request as a "
+    "user with write permission"
+)
+
+
 @dataclass(frozen=True)
 class Authority:
-    """Who decides what in one run (docs/safety.md, "Authority over findings").
+    """Who decides what in one run (docs/safety.md, "Authority over findings"; docs/deciding.md).
 
     :param gated: a verdict of the run gates something (:func:`gated`).
     :param author: the author's answers, sent to the reviewer as data (the reviewer still
@@ -214,12 +285,21 @@ class Authority:
     :param operator: the decisions that close findings the lead left to a person: the
         same file in a local run, the base commit's under a gate.
     :param where: where the failure tells the operator to record a decision.
+    :param waivers: the waivers that count, by target (``None``: a command, whose
+        finding id names the finding on any target).
+    :param grants: the grants of more rounds that count.
+    :param decided: the operator's decisions made by pull-request commands (any target).
+    :param ignored: decisions and commands that do not count, by target (``None``: any).
     """
 
     gated: bool
     author: DecisionsFile | None
     operator: DecisionsFile | None
     where: str
+    waivers: tuple[tuple[str | None, Waiver], ...] = ()
+    grants: tuple[RoundsGrant, ...] = ()
+    decided: tuple[Decision, ...] = ()
+    ignored: tuple[tuple[str | None, IgnoredCommand], ...] = ()
 
     @classmethod
     def of(
@@ -235,28 +315,187 @@ class Authority:
             under a gate, the base's entry is a link, or git cannot read the base.
         """
         if not gated:
-            own = load_decisions(path)
-            return cls(gated=False, author=own, operator=own, where=str(path))
-        operator, where = _at_base(path, rootdir, base)
-        author = None if head else load_decisions(path)
-        return cls(gated=True, author=_added(author, operator), operator=operator, where=where)
+            return cls._local(load_decisions(path))
+        operator, where, shown = _at_base(path, rootdir, base)
+        author = _added(None if head else load_decisions(path), operator)
+        waivers, grants = _persons(operator, "base", f"the base branch ({shown})")
+        return cls(
+            gated=True,
+            author=author,
+            operator=operator,
+            where=where,
+            waivers=waivers,
+            grants=grants,
+            ignored=_branch_ignored(author),
+        )
+
+    @classmethod
+    def _local(cls, own: DecisionsFile) -> Authority:
+        """A local run: the person running it decides, with their own file."""
+        waivers, grants = _persons(own, "local", "local")
+        return cls(
+            gated=False,
+            author=own,
+            operator=own,
+            where=str(own.path),
+            waivers=waivers,
+            grants=grants,
+        )
 
     def with_author(self, path: Path) -> Authority:
         """This authority with the author's file at ``path`` (a fixture's override); under
         a gate the operator's file stays the base's: no override moves it."""
         own = load_decisions(path)
         if not self.gated:
-            return Authority(gated=False, author=own, operator=own, where=str(path))
-        return replace(self, author=_added(own, self.operator))
+            local = Authority._local(own)
+            return replace(
+                local,
+                waivers=(*local.waivers, *((k, w) for k, w in self.waivers if k is None)),
+                grants=(*local.grants, *(g for g in self.grants if g.target is None)),
+                decided=self.decided,
+                ignored=self.ignored,
+            )
+        author = _added(own, self.operator)
+        kept = tuple((k, i) for k, i in self.ignored if k is None)
+        return replace(self, author=author, ignored=(*_branch_ignored(author), *kept))
+
+    def with_commands(self, commands: CommandsFile) -> Authority:
+        """This authority with the pull request's vetted commands (``--advreview-commands``).
+
+        The Action checked each author's permission; the ignored ones are kept to be
+        reported on the targets whose findings they name (or on every target)."""
+        waivers: list[tuple[str | None, Waiver]] = []
+        grants: list[RoundsGrant] = []
+        decided: list[Decision] = []
+        for command in commands.commands:
+            by = f"@{command.login}"
+            if command.verb == "waive" and command.finding:
+                waiver = Waiver(
+                    finding=command.finding,
+                    by=by,
+                    reason=command.reason,
+                    source="command",
+                    at=command.url,
+                )
+                waivers.append((None, waiver))
+            elif command.verb == "decide" and command.finding and command.action:
+                decided.append(
+                    Decision(
+                        finding=command.finding,
+                        action=DecisionAction(command.action),
+                        reason=f"{command.reason} (decided by {by})",
+                    )
+                )
+            elif command.verb == "rounds" and command.rounds:
+                grant = RoundsGrant(
+                    rounds=command.rounds,
+                    by=by,
+                    reason=command.reason,
+                    source="command",
+                    at=command.url,
+                )
+                grants.append(grant)
+        return replace(
+            self,
+            waivers=(*self.waivers, *waivers),
+            grants=(*self.grants, *grants),
+            decided=(*self.decided, *decided),
+            ignored=(*self.ignored, *((None, i) for i in commands.ignored)),
+        )
+
+    def waivers_for(self, key: str) -> tuple[Waiver, ...]:
+        """The waivers that count on target ``key`` (the first per finding)."""
+        found: dict[str, Waiver] = {}
+        for target, waiver in self.waivers:
+            if target in (None, key):
+                found.setdefault(waiver.finding, waiver)
+        return tuple(found.values())
+
+    def granted(self, key: str) -> tuple[RoundsGrant, ...]:
+        """The grants of more rounds that count on target ``key``."""
+        return tuple(g for g in self.grants if g.target in (None, key))
+
+    def operator_decisions(self, key: str, *, with_file: bool = True) -> tuple[Decision, ...]:
+        """The operator's decisions on ``key``: the operator's file's (unless
+        ``with_file`` is false), then those made by command, which replace them."""
+        own = self.operator.for_target(key) if with_file and self.operator is not None else ()
+        commanded = {d.finding: d for d in self.decided}
+        return (*(d for d in own if d.finding not in commanded), *commanded.values())
+
+    def ignored_for(self, key: str, ids: Collection[str]) -> tuple[IgnoredCommand, ...]:
+        """What did not count on ``key``: the branch's own entries on it, and ignored
+        commands naming one of its finding ``ids`` (or no finding at all)."""
+        return tuple(
+            item
+            for target, item in self.ignored
+            if target == key or (target is None and (item.finding is None or item.finding in ids))
+        )
 
 
-def _at_base(path: Path, rootdir: Path, base: GateBase | None) -> tuple[DecisionsFile, str]:
-    """Under a gate: the decisions file as the base commit holds it, and where to record."""
+def _persons(
+    decisions: DecisionsFile | None, source: Literal["base", "local"], by: str
+) -> tuple[tuple[tuple[str | None, Waiver], ...], tuple[RoundsGrant, ...]]:
+    """The waivers and grants of a decisions file that speaks for a person."""
+    if decisions is None:
+        return (), ()
+    at = str(decisions.path)
+    waivers = tuple(
+        (
+            e.target,
+            Waiver(finding=e.finding, by=by, reason=e.reason or "", source=source, at=at),
+        )
+        for e in decisions.entries
+        if e.action == "waive"
+    )
+    grants = tuple(
+        RoundsGrant(
+            target=e.target,
+            rounds=e.rounds or 1,
+            by=by,
+            reason=e.reason or "",
+            source=source,
+            at=at,
+        )
+        for e in decisions.entries
+        if e.action == "more-rounds"
+    )
+    return waivers, grants
+
+
+def _branch_ignored(author: DecisionsFile | None) -> tuple[tuple[str | None, IgnoredCommand], ...]:
+    """Under a gate: the branch's own waivers and grants, which do not count."""
+    if author is None:
+        return ()
+    ignored: list[tuple[str | None, IgnoredCommand]] = []
+    for e in author.entries:
+        if e.answer:
+            continue
+        verb = f"waive {e.finding}: reason" if e.finding else "rounds +N: reason"
+        what = e.finding or f"+{e.rounds}"
+        item = IgnoredCommand(
+            text=f"{e.action} {what}: {e.reason or ''}".strip(),
+            by=str(author.path),
+            why=_BRANCH_IGNORED.format(verb=verb),
+            finding=e.finding or None,
+        )
+        ignored.append((e.target, item))
+    return tuple(ignored)
+
+
+def _at_base(
+    path: Path, rootdir: Path, base: GateBase | None
+) -> tuple[DecisionsFile, str, str | None]:
+    """Under a gate: the decisions file as the base commit holds it, where to record,
+    and how the base is named (``main (1a2b3c4d5e6f)``; ``None``: no base was found)."""
     if base is None or base.ref is None:
-        return DecisionsFile(path=path), (
-            f"{path} on the base branch (no base was found: pass --advreview-base=REF; "
-            "under a gate the branch's own decisions file does not decide findings left "
-            "to the operator)"
+        return (
+            DecisionsFile(path=path),
+            (
+                f"{path} on the base branch (no base was found: pass --advreview-base=REF; "
+                "under a gate the branch's own decisions file does not decide findings left "
+                "to the operator)"
+            ),
+            None,
         )
     key = lexical_key(path, base.top, rootdir)
     if key is None:
@@ -278,9 +517,13 @@ def _at_base(path: Path, rootdir: Path, base: GateBase | None) -> tuple[Decision
         )
     name = base.name or base.ref
     shown = name if name == sha else f"{name} ({sha[:12]})"
-    return load_at_commit(base.top, sha, key, shown=shown), (
-        f"{key} on the base branch ({shown}: under a gate the branch's own decisions "
-        "file does not decide findings left to the operator)"
+    return (
+        load_at_commit(base.top, sha, key, shown=shown),
+        (
+            f"{key} on the base branch ({shown}: under a gate the branch's own decisions "
+            "file does not decide findings left to the operator)"
+        ),
+        shown,
     )
 
 
@@ -384,10 +627,11 @@ def _entries(path: Path, data: dict[str, Any]) -> tuple[DecisionEntry, ...]:
             raise DecisionsError(path, "; also ".join(problems), entry=number) from None
         first = seen.setdefault((entry.target, entry.finding), number)
         if first != number:
+            what = f"the decision on {entry.finding}" if entry.finding else "'more-rounds'"
             raise DecisionsError(
                 path,
-                f"repeats the decision on {entry.finding} for {entry.target} "
-                f"(entry {first}); keep one entry per finding",
+                f"repeats {what} for {entry.target} (entry {first}); keep one entry per "
+                + ("finding" if entry.finding else "target (add the rounds up)"),
                 entry=number,
             )
         entries.append(entry)
@@ -436,7 +680,7 @@ def check_known(
         return
     where = path if path is not None else decisions.path
     for number, entry in enumerate(decisions.entries, start=1):
-        if entry.target == key and entry.finding not in known_ids:
+        if entry.target == key and entry.finding and entry.finding not in known_ids:
             known = ", ".join(sorted(known_ids))
             raise DecisionsError(
                 where,

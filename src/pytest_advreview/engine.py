@@ -90,7 +90,7 @@ def review_target(
             if result is None:  # not an assert: python -O must not turn this into a pass
                 raise RuntimeError("no rounds were due and no stored verdict stands")
             # 4. The outcome, against fail-on: judged here and nowhere else.
-            outcome = decide(result, run.settings.fail_on)
+            outcome = decide(result, run.settings.fail_on, coordinator.waived(run.spec.key))
             # 5. The save: what the rounds reviewed, and the findings left open.
             if rounds is not None:
                 coordinator.save(run.spec.key, rounds)
@@ -104,7 +104,8 @@ def review_target(
         kept = run.finish(result, outcome)
     # 6. The record, redacted at the source: every report is built from it, and report
     # plugins (a report log) write it out as it is.
-    record = outbound.redact_model(run.record(nodeid, result, outcome, history=due.history))
+    record = run.record(nodeid, result, outcome, history=due.history)
+    record = outbound.redact_model(coordinator.decided_record(record, outcome))
     return Reviewed(
         run=run, result=result, outcome=outcome, record=record, history=due.history, kept=kept
     )

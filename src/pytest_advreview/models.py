@@ -19,9 +19,11 @@ __all__ = [
     "ChangeSet",
     "Changed",
     "ChangedLines",
+    "CommandsFile",
     "Decision",
     "DecisionAction",
     "Finding",
+    "IgnoredCommand",
     "ItemRecord",
     "LeadAction",
     "LeadEdit",
@@ -32,11 +34,13 @@ __all__ = [
     "Operation",
     "OutputFormat",
     "PathRule",
+    "PullRequestCommand",
     "Review",
     "ReviewQuality",
     "ReviewStatus",
     "ReviewedChange",
     "RoundRecord",
+    "RoundsGrant",
     "RunnerResult",
     "RunnerStatus",
     "Severity",
@@ -484,6 +488,68 @@ class Waiver(WireModel):
     at: str | None = None
 
 
+class RoundsGrant(WireModel):
+    """A person's decision that a target at the round limit gets more rounds.
+
+    The same authority as a :class:`Waiver`: the base commit's decisions file (an entry
+    ``action = "more-rounds"``), a ``/advreview rounds +N: reason`` command by a user with
+    write permission, or locally the operator's own file.
+    """
+
+    #: The target it applies to; ``None``: every target of the run (a command).
+    target: str | None = None
+    rounds: int = Field(ge=1)
+    by: str
+    reason: str
+    source: Literal["base", "command", "local"]
+    at: str | None = None
+
+
+class PullRequestCommand(WireModel):
+    """One ``/advreview`` command of a pull-request comment that counts: its author's
+    repository permission is write or higher (checked by the Action through the REST API).
+
+    ``waive``: ``finding`` passes; ``decide``: ``finding`` (left to the operator) is
+    decided ``accept`` or ``reject``; ``rounds``: ``rounds`` more rounds for every target.
+    """
+
+    verb: Literal["waive", "decide", "rounds"]
+    finding: str | None = None
+    #: ``decide`` only: the operator's decision.
+    action: Literal["accept", "reject"] | None = None
+    #: ``rounds`` only: how many more.
+    rounds: int | None = Field(default=None, ge=1)
+    reason: str = Field(min_length=1)
+    #: The commenter's login, without ``@``.
+    login: str = Field(min_length=1)
+    #: The commenter's repository permission (write, maintain or admin).
+    permission: Literal["write", "maintain", "admin"]
+    #: The comment's URL.
+    url: str | None = None
+
+
+class IgnoredCommand(WireModel):
+    """A command or decision that did not count, and why (every report says so)."""
+
+    #: The command line or decision as written (shortened).
+    text: str
+    #: Who wrote it: ``@login``, or the file it came from.
+    by: str
+    why: str
+    #: The finding it names, when it names one.
+    finding: str | None = None
+    url: str | None = None
+
+
+class CommandsFile(WireModel):
+    """The ``--advreview-commands`` file the Action writes: the pull request's vetted
+    ``/advreview`` commands, and those it ignored."""
+
+    version: Literal[1] = 1
+    commands: tuple[PullRequestCommand, ...] = ()
+    ignored: tuple[IgnoredCommand, ...] = ()
+
+
 class LeadAction(str, Enum):
     """What the built-in lead did with one finding (docs/lead.md, "The built-in lead").
 
@@ -661,6 +727,10 @@ class ItemRecord(WireModel):
     #: Open findings first raised in a later round on code unchanged since the round
     #: before (:func:`.interdiff.late_findings`): they could have been raised earlier.
     late: tuple[str, ...] = ()
+    #: Rounds a person granted this target beyond ``max-rounds``.
+    rounds_granted: int = 0
+    #: Decisions and commands on this target that did not count, each with why.
+    ignored: tuple[IgnoredCommand, ...] = ()
     #: Tokens used in this run (zero for a cached result).
     tokens: TokenUsage = Field(default_factory=TokenUsage)
     duration_s: float = 0.0

@@ -15,6 +15,11 @@ REVISE without a parsable finding               failed (defensive: the runner re
 aborted / not verified / budget exhausted       error: never passed, never a finding
 ==============================================  ===========================================
 
+A finding a person with authority waived (docs/deciding.md) never fails the item: it is
+taken out of the failing findings (and out of those left to the operator) before the
+table is read, and the summary names it, so a waived blocking finding leaves a pass, or a
+warning when findings below fail-on remain.
+
 Maximum rounds with only below-threshold findings warns instead of failing: the fail-on
 threshold is the user's one statement of what blocks a merge, and running out of rounds
 does not make a medium finding more severe.  The summary still says the limit was hit.
@@ -26,7 +31,7 @@ teardown from ``LoopResult.mutations``.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -50,6 +55,7 @@ __all__ = [
     "failure_summary",
     "user_properties",
     "warning_message",
+    "ways_forward",
 ]
 
 
@@ -78,6 +84,8 @@ class Outcome:
     #: Number of the last counted round, history included.
     rounds: int = 0
     verdict: Verdict | None = None
+    #: Findings at or above fail-on that a person with authority waived: they pass.
+    waived: tuple[Finding, ...] = ()
 
 
 class ReviewWarning(pytest.PytestWarning):
@@ -123,8 +131,11 @@ def counted(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def decide(result: LoopResult, fail_on: Severity) -> Outcome:
-    """Map ``result`` and the ``fail_on`` threshold to an :class:`Outcome` (see the table)."""
+def decide(result: LoopResult, fail_on: Severity, waived: Collection[str] = ()) -> Outcome:
+    """Map ``result`` and the ``fail_on`` threshold to an :class:`Outcome` (see the table).
+
+    :param waived: ids of findings a person with authority waived: they never fail it.
+    """
     rounds = _rounds(result)
     if result.status in _ERROR_STATUSES:
         lines = (result.error or "").strip().splitlines() or ["no error text"]
@@ -137,9 +148,14 @@ def decide(result: LoopResult, fail_on: Severity) -> Outcome:
 
     review: Review | None = result.review
     findings = _sorted(review.findings) if review is not None else ()
-    failing = tuple(f for f in findings if f.severity.at_least(fail_on))
+    blocking = tuple(f for f in findings if f.severity.at_least(fail_on))
+    failing = tuple(f for f in blocking if f.id not in waived)
+    passed = tuple(f for f in blocking if f.id in waived)
     below = tuple(f for f in findings if not f.severity.at_least(fail_on))
     verdict = review.verdict if review is not None else None
+    needs_operator = tuple(f for f in result.needs_operator if f not in waived)
+    waived_ids = {f.id for f in passed} | (set(result.needs_operator) - set(needs_operator))
+    note = f"; waived: {', '.join(sorted(waived_ids))}" if waived_ids else ""
 
     def make(kind: OutcomeKind, summary: str) -> Outcome:
         return Outcome(
@@ -151,17 +167,18 @@ def decide(result: LoopResult, fail_on: Severity) -> Outcome:
             max_severity=review.max_severity if review is not None else None,
             rounds=rounds,
             verdict=verdict,
+            waived=passed,
         )
 
     after = f"after {counted(rounds, 'round')}"
     verdict_text = verdict.value if verdict is not None else result.status.value
-    if result.needs_operator:
+    if needs_operator:
         # The lead left structural fixes for a person: whatever the reviewer said after
         # hearing that, nobody approved leaving them out, so the item never passes.
-        ids = ", ".join(result.needs_operator)
+        ids = ", ".join(needs_operator)
         return make(
             OutcomeKind.FAILED,
-            f"{verdict_text} {after}, but {counted(len(result.needs_operator), 'finding')} "
+            f"{verdict_text} {after}, but {counted(len(needs_operator), 'finding')} "
             f"needs the operator (structural, not applied by the lead): {ids}",
         )
     if result.uncommitted_edits:
@@ -193,10 +210,10 @@ def decide(result: LoopResult, fail_on: Severity) -> Outcome:
         return make(
             OutcomeKind.WARNED,
             f"APPROVED {after} with {counted(len(below), 'finding')} below {fail_on.value} "
-            "(passed with a warning)",
+            f"(passed with a warning){note}",
         )
     if approved:
-        return make(OutcomeKind.PASSED, f"APPROVED {after}")
+        return make(OutcomeKind.PASSED, f"APPROVED {after}{note}")
     if result.status is ReviewStatus.CACHED and verdict is None:
         # A cache entry without a verdict is corrupt; it must not pass or invent findings.
         return make(OutcomeKind.ERROR, "cached state has no verdict")
@@ -213,12 +230,19 @@ def decide(result: LoopResult, fail_on: Severity) -> Outcome:
         )
         if below:
             summary += f", {len(below)} below"
-        return make(OutcomeKind.FAILED, summary)
+        return make(OutcomeKind.FAILED, summary + note)
     if below:
         return make(
             OutcomeKind.WARNED,
             f"{prefix}: {counted(len(below), 'finding')} below {fail_on.value} "
-            "(passed with a warning)",
+            f"(passed with a warning){note}",
+        )
+    if waived_ids:
+        # Every blocking finding was waived by a person with authority: a pass, recorded.
+        return make(
+            OutcomeKind.PASSED,
+            f"{prefix}: every finding at or above {fail_on.value} was waived "
+            f"({', '.join(sorted(waived_ids))})",
         )
     # REVISE without a parsable finding: the runner retries format drift, so this should
     # not happen -- but it must never pass.
@@ -250,14 +274,40 @@ def _finding_lines(outcome: Outcome) -> list[str]:
     """One line per finding: failing ones first, then those below fail-on marked so."""
     return [
         *(f.line() for f in outcome.failing),
+        *(f"{f.line()} — waived by a person with authority" for f in outcome.waived),
         *(f"{f.line()} — below the fail-on threshold" for f in outcome.below),
+    ]
+
+
+def ways_forward(item_name: str, outcome: Outcome) -> list[str]:
+    """At the round limit with blocking findings open: the ways forward that need no edit
+    of the CI configuration (docs/deciding.md), else nothing."""
+    if outcome.status is not ReviewStatus.MAX_ROUNDS or not outcome.failing:
+        return []
+    first = outcome.failing[0].id
+    return [
+        "",
+        f"the round limit ({outcome.rounds}) is reached with blocking findings open; "
+        "ways forward without editing the CI configuration:",
+        f"  - a person with authority waives a finding: comment `/advreview waive {first}: "
+        "reason` on the pull request (write permission), or add to the base branch's "
+        f'decisions file [[decision]] target = "{item_name}", finding = "{first}", '
+        'action = "waive", reason = "..."',
+        "  - a person grants more rounds: comment `/advreview rounds +2: reason`, or add "
+        f'[[decision]] target = "{item_name}", action = "more-rounds", rounds = 2, '
+        'reason = "..." on the base branch',
+        "  - locally: run with --advreview-fresh to start the rounds over",
     ]
 
 
 def failure_summary(item_name: str, outcome: Outcome) -> str:
     """The failure text without the review's own text (``--tb=short``): the header with
     the outcome's summary, then one line per finding."""
-    parts = [_header(item_name, outcome.summary), *_finding_lines(outcome)]
+    parts = [
+        _header(item_name, outcome.summary),
+        *_finding_lines(outcome),
+        *ways_forward(item_name, outcome),
+    ]
     return terminal_text("\n".join(parts) + "\n")
 
 
@@ -273,6 +323,7 @@ def failure_report(item_name: str, result: LoopResult, outcome: Outcome) -> str:
     raw = result.review.raw if result.review is not None else ""
     parts += [(raw[:-1] if raw.endswith("\n") else raw) if raw else "(no review text)", ""]
     parts.extend(_finding_lines(outcome))
+    parts.extend(ways_forward(item_name, outcome))
     if result.uncommitted_edits:
         parts += [
             "",
@@ -339,7 +390,8 @@ def user_properties(result: LoopResult, outcome: Outcome) -> list[tuple[str, obj
     characters shown before they are encoded, so a consumer that decodes the JSON gets
     the shown form back, not the raw characters.
     """
-    findings = redact_data([f.model_dump(mode="json") for f in (*outcome.failing, *outcome.below)])
+    shown = (*outcome.failing, *outcome.waived, *outcome.below)
+    findings = redact_data([f.model_dump(mode="json") for f in shown])
     verdict = [("verdict", outcome.verdict.value)] if outcome.verdict is not None else []
     return [
         *verdict,

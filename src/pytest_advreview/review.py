@@ -629,6 +629,7 @@ class ReviewRun(LoopHooks):
         history: Sequence[RoundRecord] = (),
         decisions: Sequence[Decision] = (),
         applied: str | None = None,
+        max_rounds: int | None = None,
     ) -> LoopResult:
         """Run the rounds due, inside the workspace guard: a snapshot before the first
         dispatch, a comparison after each round.  The caller judges the result.
@@ -637,6 +638,8 @@ class ReviewRun(LoopHooks):
         :param decisions: decisions to send with the re-review.
         :param applied: the "Applied" text of the first re-review (what changed in the
             stored text); a lead's turn before the rounds has set its own.
+        :param max_rounds: the round limit (default ``max-rounds``; more with a person's
+            grant of rounds).
         :raises ReviewInputError: unusable material, or no review worktree could be built.
         """
         self._history = tuple(history)
@@ -665,7 +668,7 @@ class ReviewRun(LoopHooks):
         result = run_loop(
             target,
             self.reviewer,
-            max_rounds=self.settings.max_rounds,
+            max_rounds=max_rounds or self.settings.max_rounds,
             hooks=self,
             history=history,
             decisions=decisions,
@@ -776,7 +779,7 @@ class ReviewRun(LoopHooks):
         )
         if result is None or outcome is None:
             return base
-        findings = (*outcome.failing, *outcome.below)
+        findings = (*outcome.failing, *outcome.waived, *outcome.below)
         rounds = (*history, *result.rounds)
         return base.model_copy(
             update=dict(

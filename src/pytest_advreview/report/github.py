@@ -98,6 +98,9 @@ def _finding_message(record: ItemRecord, finding: Finding) -> str:
         if value:
             lines.append(f"{label}: {value.strip()}")
     lines.append(f"{record.nodeid}: {record.status.value}")
+    lines.extend(
+        f"waived by {w.by}, reason: {w.reason}" for w in record.waived if w.finding == finding.id
+    )
     return "\n".join(lines)
 
 
@@ -153,9 +156,11 @@ def collect_annotations(
             if elsewhere.covers(item, finding):
                 continue
             anchor = anchors.of(record, finding)
+            waived = any(w.finding == finding.id for w in record.waived)
             found.append(
                 Annotation(
-                    level=level_of(finding.severity),
+                    # A waived finding passes: shown, but not as an error of the check.
+                    level="warning" if waived else level_of(finding.severity),
                     title=f"[{finding.severity.value}] {finding.id} {finding.title}",
                     message=_finding_message(record, finding),
                     file=anchor.path,

@@ -134,6 +134,8 @@ def _findings_table(record: ItemRecord) -> list[str]:
     for finding in record.findings:
         where = str(finding.location) if finding.location is not None else ""
         fails = " (fails)" if finding.id in record.failing_ids else ""
+        if any(w.finding == finding.id for w in record.waived):
+            fails = " (waived)"
         fails += " (late)" if finding.id in record.late else ""
         lines.append(
             f"| {finding.severity.value}{fails} | {_code(finding.id)} | {escape(finding.title)} | "
@@ -227,6 +229,17 @@ def _operator_summary(result: ItemResult, settings: Settings) -> list[str]:
         )
     else:
         lines.append("- **Remaining findings:** none")
+    lines.extend(
+        f"- **Waived:** {_code(w.finding)} by {escape(w.by)} ({w.source}), reason: "
+        f"{escape(w.reason)}"
+        for w in record.waived
+    )
+    if record.rounds_granted:
+        lines.append(f"- **Rounds granted:** +{record.rounds_granted} beyond max-rounds")
+    lines.extend(
+        f"- **Ignored:** {_code(i.text)} by {escape(i.by)}: {escape(i.why)}"
+        for i in record.ignored
+    )
     if record.error:
         lines.append(f"- **Why the reviewer could not run:** {escape(record.error)}")
     lines.extend(f"- **Problem:** {escape(p)}" for p in result.problems)

@@ -105,6 +105,15 @@ class Location(_Sarif):
     logical_locations: tuple[LogicalLocation, ...] | None = None
 
 
+class Suppression(_Sarif):
+    """``suppression``: a waiver by a person with authority (code scanning shows the
+    result as dismissed, with the justification)."""
+
+    kind: Literal["external"] = "external"
+    status: Literal["accepted"] = "accepted"
+    justification: str
+
+
 class Result(_Sarif):
     """``result``: one open finding."""
 
@@ -115,6 +124,7 @@ class Result(_Sarif):
     locations: tuple[Location, ...] | None = None
     partial_fingerprints: dict[str, str] = Field(default_factory=dict)
     properties: dict[str, Any] = Field(default_factory=dict)
+    suppressions: tuple[Suppression, ...] | None = None
 
 
 class ReportingConfiguration(_Sarif):
@@ -272,6 +282,12 @@ def build_sarif(
             if physical is not None or logical is not None
             else None
         )
+        waiver = next((w for w in record.waived if w.finding == finding.id), None)
+        suppressions = (
+            (Suppression(justification=f"waived by {waiver.by}: {waiver.reason}"),)
+            if waiver is not None
+            else None
+        )
         sarif_results.append(
             Result(
                 rule_id=finding.id,
@@ -287,6 +303,7 @@ def build_sarif(
                     "status": record.status.value,
                     "failsItem": finding.id in record.failing_ids,
                 },
+                suppressions=suppressions,
             )
         )
     invocation = Invocation(

@@ -11,14 +11,15 @@ from ..outbound import terminal_text
 from ..outcome import counted
 from .collect import ItemResult, with_line
 
-__all__ = ["MEANING", "lead_lines", "write_summary"]
+__all__ = ["MEANING", "decided_lines", "lead_lines", "write_summary"]
 
 #: What a non-approved final status means, in one line (also used by the markdown report).
 MEANING = {
     "approved": "the reviewer approved it",
     "revise": "open findings remain; fix them or record decisions, then run again",
-    "max rounds": "the round limit was reached with findings open; use --advreview-fresh "
-    "to start over",
+    "max rounds": "the round limit was reached with findings open; a person with authority "
+    "may waive them or grant more rounds (docs/deciding.md), or use --advreview-fresh to "
+    "start over",
     "not verified": "a re-review could not run and the open findings are medium only; "
     "they were not verified",
     "aborted": "the reviewer could not run; nothing was verified",
@@ -42,6 +43,17 @@ def lead_lines(record: ItemRecord) -> list[str]:
             lines.append(f"  {row.finding} | {severity} | {row.action.value} | {row.reason}")
     for finding in record.needs_operator:
         lines.append(f"needs the operator: {finding} (structural; the lead did not apply it)")
+    return lines
+
+
+def decided_lines(record: ItemRecord) -> list[str]:
+    """What people decided on the item: waivers, rounds granted, and what did not count."""
+    lines = [
+        f"waived {w.finding} by {w.by} ({w.source}), reason: {w.reason}" for w in record.waived
+    ]
+    if record.rounds_granted:
+        lines.append(f"rounds granted: +{record.rounds_granted} beyond max-rounds")
+    lines += [f"ignored: {i.text!r} by {i.by}: {i.why}" for i in record.ignored]
     return lines
 
 
@@ -82,6 +94,8 @@ def write_summary(terminal: pytest.TerminalReporter, results: list[ItemResult]) 
             )
         for lead in lead_lines(record):
             line(f"    {lead}")
+        for decided_line in decided_lines(record):
+            line(f"    {decided_line}")
         for mutation in record.mutations:
             line(f"    changed by the reviewer: {mutation}")
     located, findings = with_line(results)
