@@ -195,6 +195,9 @@ def scratch(
         clean_env(),
         TMPDIR=str(tmp_path_factory.mktemp("codex-tmp")),
         HOME=str(tmp_path_factory.mktemp("runner-home")),
+        # Nothing online: a run without the loopback GitHub API (github_api) reaches no
+        # API at all (the commands step then warns and no command counts).
+        GITHUB_API_URL="http://127.0.0.1:9",
     )
     for name in ("CODEX_HOME", "OPENAI_API_KEY", "CODEX_API_KEY"):
         env.pop(name, None)

@@ -17,6 +17,11 @@ from the pull request under review. Each command reads the action's inputs from
     pytest configuration (read with ``git show BASE:FILE``); the pull request's
     ``pytest.ini``/``pyproject.toml``, ``conftest.py`` files, plugins and test modules are
     never read or imported. Then the outputs (outcome, counts, report paths).
+``commands``
+    The pull request's ``/advreview`` commands (waive, decide, rounds) from its issue
+    comments, kept only when the commenter's repository permission is write or higher
+    (looked up through the REST API), written as the file the ``review`` step passes to
+    ``--advreview-commands`` (docs/deciding.md).
 ``comment``
     Create or update the one pull-request comment that carries the markdown report.
 ``review-comments``
@@ -47,6 +52,7 @@ from pydantic import ValidationError
 
 from . import outbound
 from .baseconfig import BaseConfigError, ini_at, linelist, show_file
+from .commands import vet
 from .constants import ENV_PREFIX, EXIT_REVIEW_ERRORS
 from .git import commit
 from .options import SPECS
@@ -504,6 +510,8 @@ class Paths:
         #: For reviewdog (``-f=rdjson``): inline comments outside GitHub.
         self.rdjson = self.out / "advreview.rdjson"
         self.state = root / "state"
+        #: The pull request's vetted ``/advreview`` commands (the ``commands`` step).
+        self.commands = root / "gate" / "commands.json"
 
 
 def pytest_argv(
@@ -555,6 +563,9 @@ def pytest_argv(
     if workers not in ("", "0"):
         argv[4:4] = ["-p", "xdist.plugin"]
         argv.append(f"--numprocesses={workers}")
+    vetted = _input("commands", env)
+    if vetted:
+        argv.append(f"--advreview-commands={vetted}")
     extra = _input("pytest-args", env)
     if extra:
         argv.extend(shlex.split(extra))
@@ -805,6 +816,53 @@ def review_comments(env: Mapping[str, str]) -> int:
     return 0
 
 
+# -- commands --------------------------------------------------------------------------------
+
+
+def commands(env: Mapping[str, str]) -> int:
+    """The ``commands`` step: the pull request's ``/advreview`` commands that count
+    (their commenters have write permission), as the file ``--advreview-commands`` reads.
+
+    The gate's own report comment is skipped: it quotes commands as advice."""
+    number = _input("pr", env)
+    temp = Path(env.get("RUNNER_TEMP") or tempfile.gettempdir())
+    path = Paths(Path(_input("work-dir", env) or temp / "advreview")).commands
+    if not number.isdigit():
+        _command("notice", "pytest-advreview: no pull request, so no /advreview commands")
+        _write_outputs({"commands": ""}, env)
+        return 0
+    repo = env.get("GITHUB_REPOSITORY", "")
+    poster = _input("comment-author", env, DEFAULT_COMMENT_AUTHOR)
+    try:
+        people = [
+            entry
+            for entry in _pages(env, f"/repos/{repo}/issues/{number}/comments")
+            if not (
+                _login(entry) == poster and str(entry.get("body") or "").startswith(COMMENT_MARKER)
+            )
+        ]
+        vetted = vet(people, _api_permission(env))
+    except ActionError as exc:
+        # Fail closed: without the comments no command counts, and the gate judges
+        # without them (a waiver that cannot be checked is no waiver).
+        _command(
+            "warning",
+            f"pytest-advreview: the pull request's /advreview commands cannot be read, so "
+            f"none counts in this run: {exc}; give the job pull-requests: read (or "
+            "issues: read) and re-run",
+        )
+        _write_outputs({"commands": ""}, env)
+        return 0
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(vetted.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    for command in vetted.commands:
+        _say(f"pytest-advreview: counts: {command.verb} by @{command.login} ({command.permission})")
+    for ignored in vetted.ignored:
+        _say(f"pytest-advreview: ignored: {ignored.text!r} by {ignored.by}: {ignored.why}")
+    _write_outputs({"commands": str(path)}, env)
+    return 0
+
+
 # -- fetch-head ------------------------------------------------------------------------------
 
 
@@ -833,6 +891,7 @@ def fetch_head(env: Mapping[str, str]) -> int:
 
 _COMMANDS = {
     "prepare": prepare,
+    "commands": commands,
     "review": review,
     "comment": comment,
     "review-comments": review_comments,

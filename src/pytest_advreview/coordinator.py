@@ -25,6 +25,7 @@ import pytest
 from . import interdiff, targets
 from .atomic import write_atomic
 from .cachekey import cache_key, reviewer_identity
+from .commands import CommandsError, load_commands
 from .decisions import (
     CODE_TARGET,
     Authority,
@@ -135,7 +136,10 @@ class Coordinator:
                 head=settings.head is not None,
                 base=base,
             )
-        except DecisionsError as exc:
+            if settings.commands is not None:
+                # The pull request's commands the Action vetted (write permission).
+                found = found.with_commands(load_commands(Path(settings.commands)))
+        except (DecisionsError, CommandsError) as exc:
             raise pytest.UsageError(str(exc)) from None
         #: Who decides what: the author's answers (sent to the reviewer as data), the
         #: operator's decisions (they close needs-operator findings; under a gate the base

@@ -186,7 +186,7 @@ class DecisionEntry(WireModel):
         if self.rounds is not None:
             raise _EntryProblem(
                 f"'rounds' belongs only to action 'more-rounds'; delete it from the "
-                f"{self.action if isinstance(self.action, str) else self.action.value!s} entry"
+                f"{getattr(self.action, 'value', self.action)} entry"
             )
         if self.action == "waive" and not self.reason:
             raise _EntryProblem(
@@ -474,7 +474,7 @@ def _branch_ignored(author: DecisionsFile | None) -> tuple[tuple[str | None, Ign
         what = e.finding or f"+{e.rounds}"
         item = IgnoredCommand(
             text=f"{e.action} {what}: {e.reason or ''}".strip(),
-            by=str(author.path),
+            by="the branch's decisions file",
             why=_BRANCH_IGNORED.format(verb=verb),
             finding=e.finding or None,
         )

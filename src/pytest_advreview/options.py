@@ -451,6 +451,12 @@ _DECISIONS_DESC = (
     "(default: .advreview/decisions.toml); under a gate the operator's decisions are read "
     "from the base commit's copy"
 )
+_COMMANDS_DESC = (
+    "JSON file of the pull request's /advreview commands that count (waive, decide, "
+    "rounds), written by the Action after it checked each commenter's permission "
+    "(docs/deciding.md). Command line only: no ini key or variable, so a repository "
+    "cannot point it at a file of its own"
+)
 _ENV_ALLOW_DESC = (
     "Globs of environment variable names (case-insensitive) that the reviewer's tool shell "
     "may see besides HOME, LOGNAME, PATH, SHELL, USER, TMPDIR, TEMP and TMP, one per line "
@@ -611,6 +617,7 @@ SPECS: tuple[Spec, ...] = (
     _globs("plans", _PLANS_DESC, DEFAULT_PLANS),
     _pick("plan_scope", "Which matching plans are reviewed.", cli=None, env=False),
     Spec("decisions", _DECISIONS_DESC, _PATH, cli=None, env=False, default=DEFAULT_DECISIONS),
+    Spec("commands", _COMMANDS_DESC, _PATH, "PATH", ini=None, env=False, path=True),
     _globs("allow_untracked", _ALLOW_UNTRACKED_DESC, DEFAULT_ALLOW_UNTRACKED),
     _globs("env_allow", _ENV_ALLOW_DESC, parse=_env_glob),
     _globs("exclude", _EXCLUDE_DESC, parse=_exclude_line),

@@ -81,6 +81,8 @@ class Settings(WireModel):
     plans: tuple[str, ...] = default("plans")
     plan_scope: str = default("plan_scope")
     decisions: str = default("decisions")
+    #: ``--advreview-commands``: the Action's file of vetted pull-request commands.
+    commands: str | None = None
     allow_untracked: tuple[str, ...] = default("allow_untracked")
     env_allow: tuple[str, ...] = default("env_allow")
     #: ``advreview_exclude`` lines, added to :data:`~.pathrules.DEFAULT_EXCLUDE`; under a

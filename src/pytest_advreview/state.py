@@ -814,7 +814,8 @@ def decide_next(
         return NextStep(
             action="max_rounds",
             reason=(
-                f"{used} of {max_rounds} rounds used and the last verdict is REVISE; "
+                f"{used} of {max_rounds} rounds used and the last verdict is REVISE; a "
+                "person may waive the findings or grant more rounds (docs/deciding.md), or "
                 "run with --advreview-fresh to start over"
             ),
             review=review,

@@ -237,8 +237,7 @@ def _operator_summary(result: ItemResult, settings: Settings) -> list[str]:
     if record.rounds_granted:
         lines.append(f"- **Rounds granted:** +{record.rounds_granted} beyond max-rounds")
     lines.extend(
-        f"- **Ignored:** {_code(i.text)} by {escape(i.by)}: {escape(i.why)}"
-        for i in record.ignored
+        f"- **Ignored:** {_code(i.text)} by {escape(i.by)}: {escape(i.why)}" for i in record.ignored
     )
     if record.error:
         lines.append(f"- **Why the reviewer could not run:** {escape(record.error)}")

@@ -81,7 +81,7 @@ def write_summary(terminal: pytest.TerminalReporter, results: list[ItemResult]) 
         )
         if decided:
             line(f"    decisions: {decided}")
-        if record.status.value != "approved":
+        if record.status.value != "approved" and not (record.waived and not record.failing_ids):
             line(f"    {MEANING.get(record.status.value, '')}")
         if record.error:
             line(f"    {record.error.strip().splitlines()[0]}")
