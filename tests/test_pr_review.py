@@ -156,6 +156,25 @@ def test_nothing_is_resolved_while_an_item_errored(tmp_path: Path) -> None:
     assert plan.replies == ()
 
 
+def test_a_run_without_items_resolves_nothing(tmp_path: Path) -> None:
+    posted = _as_posted(_plan_for(tmp_path, [_codes(_code("Fixed", 7))]))
+    assert _plan_for(tmp_path, [], posted, head=HEAD2).replies == ()
+
+
+def test_bare_findings_an_empty_suggestion_and_a_waiver_in_the_body(tmp_path: Path) -> None:
+    bare = _code("Bare", 6, suggestion="").model_copy(
+        update={"what_can_go_wrong": None, "recommendation": None}
+    )
+    waived = _code("Waived far away", 300)
+    unplaced = _finding("high", "Somewhere", section="Payments")  # a code item: no file
+    record = _waived(_codes(bare, waived, unplaced), waived)
+    plan = _plan_for(tmp_path, [record])
+    (comment,) = plan.comments
+    assert comment.body.endswith("**[high] Bare** · `" + bare.id + "`\n\n```suggestion\n```")
+    assert "  - **Waived** by @lead: Known; fixed in #12" in plan.body
+    assert f"`{unplaced.id}` — Payments" in plan.body
+
+
 def _waived(record: ItemRecord, finding: Finding) -> ItemRecord:
     waiver = Waiver(finding=finding.id, by="@lead", reason="Known; fixed in #12", source="command")
     return record.model_copy(update={"waived": (waiver,)})

@@ -9,7 +9,9 @@ pull request in ``pull_request_target`` mode runs the whole action with the real
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ import pytest
 
 import test_action
 from action_kit import GitHubAPI
+from conftest import git
 from pytest_advreview.action import main
 from pytest_advreview.models import Finding, ItemRecord, ReviewStatus, Waiver
 from pytest_advreview.report.collect import ItemResult
@@ -184,12 +187,35 @@ def test_someone_elses_marked_comments_are_neither_trusted_nor_answered(
     github_api.review_comments[7] = [
         {"id": 1, "user": {"login": "mallory"}, "body": f"<!-- advreview:finding {finding.id} -->"},
         {"id": 2, "user": {"login": "mallory"}, "body": f"<!-- advreview:finding {gone.id} -->"},
+        {"id": "3", "user": {"login": "github-actions[bot]"}, "body": "no numeric id: ignored"},
     ]
 
     assert step.run([_codes(finding)]) == 0
 
     ((path, review),) = step.posts()
     assert path == REVIEWS and len(review["comments"]) == 1  # posted, not skipped
+
+
+def test_the_plan_heading_is_the_heads_not_the_work_trees(
+    step: Step, github_api: GitHubAPI
+) -> None:
+    # pull_request_target: the work tree is the base; the plan is read from the head.
+    work = step.workspace
+    git(work, "init", "-q")
+    git(work, "-c", "user.name=T", "-c", "user.email=t@e.invalid", "add", "-A")
+    git(work, "-c", "user.name=T", "-c", "user.email=t@e.invalid", "commit", "-qm", "head")
+    head = git(work, "rev-parse", "HEAD").strip()
+    (work / "docs/plans/p.md").write_text("# Base\n\nx\n\nx\n\n## Rollout\n")  # line 7
+    gone = (_finding("high", "g", section="S"),)
+    missing = _record("gone.md", ReviewStatus.REVISE, "failed", gone)
+    rollout = _finding("medium", "Rollout has no owner", section="Rollout")
+
+    assert step.run([_plan(rollout), missing], head=head) == 0
+
+    ((_, review),) = step.posts()
+    (comment,) = review["comments"]
+    assert (comment["path"], comment["line"]) == ("docs/plans/p.md", 3)
+    assert "docs/plans/gone.md (S)" in review["body"]  # no such plan: in the body
 
 
 def test_a_poster_that_is_not_the_default_login(step: Step, github_api: GitHubAPI) -> None:
@@ -293,3 +319,53 @@ def test_pull_request_target_fork_gets_its_review_from_the_base_code(
     assert "Rollback restores a stale backup" in comment["body"]
     (summary,) = github_api.comments[7]
     assert summary["body"].startswith("<!-- pytest-advreview:report -->")
+
+
+def test_earlier_comments_are_read_past_the_first_page(step: Step, github_api: GitHubAPI) -> None:
+    finding = _code("Posted long ago", 5)
+    others = [{"id": i, "user": {"login": "bob"}, "body": f"note {i}"} for i in range(1, 131)]
+    mine = {
+        "id": 500,
+        "user": {"login": github_api.login},
+        "in_reply_to_id": None,
+        "body": f"<!-- advreview:finding {finding.id} -->\n**[high] Posted long ago**",
+    }
+    github_api.review_comments[7] = [*others, mine]
+
+    assert step.run([_codes(finding)]) == 0
+
+    assert step.posts() == []
+    pages = [p for m, p, *_ in github_api.calls if m == "GET" and "/pulls/7/comments" in p]
+    assert [p.rpartition("page=")[2] for p in pages] == ["1", "2"]
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        (b'{"message": "not a list"}', "GET /repos/acme/widgets/pulls/7/files answered dict"),
+        (b"<html>rate limited</html>", "answered something that is not JSON"),
+    ],
+)
+def test_an_unexpected_answer_is_one_clear_error(
+    step: Step, payload: bytes, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        assert step.run([_codes(_code("x", 5))], GITHUB_API_URL=url) == 1
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert message in capsys.readouterr().out

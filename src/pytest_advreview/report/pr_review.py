@@ -24,7 +24,8 @@ the head commit and what the poster already wrote, it returns what to post; the 
 
 A finding that was resolved is not answered twice; a finding that comes back after it was
 resolved is not posted again (its marker is there).  No "resolved" is said while any item
-of the run errored: a finding missing from a review that did not run is not resolved.
+of the run errored, or by a run without items: a finding missing from a review that did not
+run is not resolved.
 """
 
 from __future__ import annotations
@@ -208,8 +209,9 @@ def _body_entry(finding: Finding, anchor: Anchor, waiver: Waiver | None) -> str:
     if anchor.path and anchor.line_start is not None:
         end = anchor.line_end if anchor.line_end is not None else anchor.line_start
         where += f" line {end}" if end == anchor.line_start else f" lines {anchor.line_start}-{end}"
-    elif finding.location is not None and str(finding.location):
-        where = str(finding.location)
+    named = str(finding.location) if finding.location is not None else ""
+    if named and named not in where:  # the section of a plan, or a place not in the repo
+        where = f"{where} ({named})" if where else named
     lines = [f"- {_heading(finding)}" + (f" — {_text(where)}" if where else "")]
     if finding.what_can_go_wrong:
         lines.append(f"  - What can go wrong: {_text(finding.what_can_go_wrong)}")
@@ -296,7 +298,9 @@ def plan_review(
             body_entries.append(_body_entry(finding, anchor, waiver))
             in_body.append(ident)
 
-    if not any(record.outcome == "error" for record in records):
+    # A finding is resolved only by a run that reviewed everything: no errored item, and
+    # at least one item (a run that reviewed nothing has no say about earlier findings).
+    if records and not any(record.outcome == "error" for record in records):
         for ident, thread in threads.items():
             if ident in current or ("resolved", ident) in seen:
                 continue
