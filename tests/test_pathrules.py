@@ -20,6 +20,7 @@ from pytest_advreview.decisions import GateBase
 from pytest_advreview.models import ChangeSet, PathRule
 from pytest_advreview.pathrules import DEFAULT_EXCLUDE, PathRules, RulesError, for_run
 from pytest_advreview.prompts import code_prompt
+from pytest_advreview.testing import approved_review
 
 RULE = "migrations/**: check that every step is reversible"
 
@@ -306,3 +307,53 @@ def test_a_gated_run_names_where_its_rules_came_from(
             "advreview: path rules from the defaults (no pytest configuration at main (*))",
         ]
     )
+
+
+def test_the_fixtures_code_review_applies_the_same_rules(scripted_repo: ReviewRepo) -> None:
+    scripted_repo.write("pytest.ini", f"[pytest]\nadvreview_path_instructions = {RULE}\n")
+    scripted_repo.write(
+        "test_review.py",
+        "def test_code(adversarial_review):\n"
+        "    adversarial_review.code(base='main').assert_approved()\n",
+    )
+    scripted_repo.commit("rules and the test")
+    git(scripted_repo.path, "checkout", "-q", "-b", "feature")
+    scripted_repo.write("migrations/0001.py", "def up():\n    pass\n")
+    scripted_repo.write("yarn.lock", "# lock\n")
+    scripted_repo.commit("feature")
+    scripted_repo.answer("Review the code changes", {"message": approved_review()})
+    scripted_repo.pytester.runpytest("test_review.py").assert_outcomes(passed=1)
+    prompt = scripted_repo.server.response_requests[-1].last_user_text
+    files = prompt.split("Changed files:", 1)[1].split("Changes include:", 1)[0].split()
+    assert files == ["migrations/0001.py"]
+    assert "- migrations/** (migrations/0001.py): check that every step is reversible" in prompt
+
+
+def test_the_actions_gate_file_carries_the_bases_rules(pull_request: Path, tmp_path: Path) -> None:
+    from pytest_advreview._toml import tomllib
+    from pytest_advreview.action import base_ini, gate_config
+
+    origin, keys = base_ini(pull_request, "main")
+    text = gate_config(keys, plans=(), cache_dir=tmp_path / "state", origin=origin)
+    options = tomllib.loads(text)["tool"]["pytest"]["ini_options"]
+    assert options["advreview_exclude"] == ["!uv.lock"]
+    assert options["advreview_path_instructions"] == [RULE]
+
+
+def test_a_gated_run_refuses_an_invalid_base_rule_without_a_traceback(
+    scripted_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scripted_repo.write("pytest.ini", "[pytest]\nadvreview_path_instructions = no colon\n")
+    scripted_repo.commit("a broken rule on the base")
+    git(scripted_repo.path, "checkout", "-q", "-b", "feature")
+    # The branch fixes it in its own file: under a gate that changes nothing.
+    scripted_repo.write("pytest.ini", "[pytest]\n")
+    scripted_repo.write("app.py", "x = 1\n")
+    scripted_repo.commit("feature")
+    monkeypatch.setenv("CI", "true")
+    result = scripted_repo.run()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*ini advreview_path_instructions line 'no colon' in pytest.ini at main (*) is not valid*"]
+    )
+    assert "Traceback" not in result.stderr.str()

@@ -20,9 +20,10 @@ from typing import Any
 
 import pytest
 
-from . import containment, engine, runlock, runstash, targets
+from . import containment, engine, pathrules, runlock, runstash, targets
 from . import settings as settings_mod
 from .coordinator import Coordinator
+from .decisions import GateBase
 from .loop import LoopResult
 from .models import Finding, ReviewStatus, Severity, Verdict
 from .options import BY_FIELD, Invalid
@@ -236,6 +237,8 @@ class AdversarialReview:
         root = self.root
         resolved = targets.resolve_base(root, base or settings.base, os.environ)
         mode = settings.diff if settings.diff != "none" else "auto"
+        # The run's path rules (under a gate the base's), as the code item applies them.
+        rules = pathrules.for_settings(self.config, settings, GateBase(root, resolved))
         change = targets.change_set(
             root,
             mode,
@@ -243,7 +246,10 @@ class AdversarialReview:
             set(),
             ci=targets.in_ci(os.environ),
             outside=not_the_change(self.config, settings, root),
+            drop=rules.left_out,
         )
+        if change is not None:
+            change = rules.with_rules(change)
         if change is None:
             raise pytest.UsageError(
                 f"pytest-advreview: there is no code change to review in {root} "

@@ -25,22 +25,27 @@ file, a ``-c`` file: the operator's) or the key is given with ``-o`` on the comm
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from .baseconfig import BaseConfigError, ini_at, linelist
-from .decisions import GateBase
+from .decisions import GateBase, gated
 from .git import GitError, commit
-from .models import PathRule
+from .models import ChangeSet, PathRule
 from .options import BY_FIELD, PREFIX, Invalid
 from .targets import compile_glob, lexical_key
 
-__all__ = ["DEFAULT_EXCLUDE", "PathRules", "RulesError", "for_run"]
+if TYPE_CHECKING:
+    from .settings import Settings
+
+__all__ = ["DEFAULT_EXCLUDE", "PathRules", "RulesError", "for_run", "for_settings"]
 
 #: Left out of every code change unless a ``!GLOB`` line keeps them: lockfiles, minified
 #: and source-map files.  Machine-written, long, and reviewed by nobody line by line; a
@@ -122,6 +127,10 @@ class PathRules:
                 found.append(PathRule(glob=glob.strip(), instruction=text.strip(), files=matched))
         return tuple(found)
 
+    def with_rules(self, change: ChangeSet) -> ChangeSet:
+        """``change`` with the path instructions that apply to its files."""
+        return change.model_copy(update={"rules": self.applying(change.files)})
+
 
 def _parsed(lines: Iterable[str], key: str, where: str) -> tuple[str, ...]:
     spec = BY_FIELD[key.removeprefix("advreview_")]
@@ -194,6 +203,23 @@ def for_run(
         origin=where,
     )
     return _keep_overridden(rules, own, overridden)
+
+
+def for_settings(config: pytest.Config, settings: Settings, base: GateBase | None) -> PathRules:
+    """:func:`for_run` for a run (or a fixture call) with ``settings``, gated as they say.
+
+    :raises pytest.UsageError: the base's rules cannot be read or are invalid.
+    """
+    try:
+        return for_run(
+            config,
+            settings.exclude,
+            settings.path_instructions,
+            gated=gated(os.environ, strict_exit=settings.strict_exit, head=settings.head),
+            base=base,
+        )
+    except RulesError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _keep_overridden(rules: PathRules, own: PathRules, overridden: set[str]) -> PathRules:

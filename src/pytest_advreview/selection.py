@@ -19,7 +19,7 @@ import pytest
 
 from . import head, outbound, pathrules, targets
 from .constants import CODE_ITEM_NAME
-from .decisions import GateBase, gated
+from .decisions import GateBase
 from .gate import enforced_by
 from .models import ChangeSet, ChangeSetInfo
 from .review import SharedLookups, TargetSpec, repo_relative
@@ -393,7 +393,7 @@ class TargetSelection:
                 if change is not None and self.head is not None:
                     change = change.model_copy(update={"description": self.head.description})
                 if change is not None:
-                    change = change.model_copy(update={"rules": rules.applying(change.files)})
+                    change = rules.with_rules(change)
                 elif dropped and self.base_error is None:
                     note = "every changed file is left out by advreview_exclude"
             if self.base_error is not None and note is None:
@@ -426,17 +426,7 @@ class TargetSelection:
         :raises pytest.UsageError: the base's rules cannot be read or are invalid.
         """
         if self._rules is None:
-            settings = self.settings
-            try:
-                self._rules = pathrules.for_run(
-                    self.config,
-                    settings.exclude,
-                    settings.path_instructions,
-                    gated=gated(os.environ, strict_exit=settings.strict_exit, head=settings.head),
-                    base=self.gate_base(),
-                )
-            except pathrules.RulesError as exc:
-                raise pytest.UsageError(str(exc)) from None
+            self._rules = pathrules.for_settings(self.config, self.settings, self.gate_base())
         return self._rules
 
 
