@@ -101,6 +101,8 @@ NOT_IDENTITY_SETTINGS: Final[Mapping[str, str]] = {
     "against_plan": "the plan's text and path are keyed as content",
     "plans": "chooses the plans, whose content is keyed",
     "plan_scope": "chooses the plans, whose content is keyed",
+    "commands": "a person's waivers and decisions, applied after the review; a decision "
+    "the reviewer is sent is keyed as a decision",
     "exclude": "chooses the change set, whose content is keyed",
     "path_instructions": "the instructions that apply are part of the prompt body, keyed",
     "decisions": "the decisions' content is keyed, not the file's path",
