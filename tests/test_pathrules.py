@@ -357,3 +357,25 @@ def test_a_gated_run_refuses_an_invalid_base_rule_without_a_traceback(
         ["*ini advreview_path_instructions line 'no colon' in pytest.ini at main (*) is not valid*"]
     )
     assert "Traceback" not in result.stderr.str()
+
+
+def test_the_workflows_lines_follow_the_bases_in_the_actions_gate_file(
+    pull_request: Path, tmp_path: Path
+) -> None:
+    from pytest_advreview import action
+    from pytest_advreview._toml import tomllib
+
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "GITHUB_WORKSPACE": str(pull_request),
+        "ADVREVIEW_ACTION_WORK_DIR": str(tmp_path / "work"),
+        "ADVREVIEW_ACTION_BASE_SHA": git(pull_request, "rev-parse", "main").strip(),
+        "ADVREVIEW_ACTION_CODEX": str(tmp_path / "no-codex"),
+        "ADVREVIEW_ACTION_EXCLUDE": "vendor/**\n!yarn.lock\n",
+        "ADVREVIEW_ACTION_PATH_INSTRUCTIONS": "api/**: check the caller's permission",
+    }
+    action.review(env)  # the review itself cannot start here: no Codex
+    text = (tmp_path / "work/gate/pyproject.toml").read_text()
+    options = tomllib.loads(text)["tool"]["pytest"]["ini_options"]
+    assert options["advreview_exclude"] == ["!uv.lock", "vendor/**", "!yarn.lock"]
+    assert options["advreview_path_instructions"] == [RULE, "api/**: check the caller's permission"]

@@ -434,13 +434,20 @@ def _toml_string(text: str) -> str:
 
 
 def gate_config(
-    keys: Mapping[str, object], *, plans: Sequence[str], cache_dir: Path, origin: str | None
+    keys: Mapping[str, object],
+    *,
+    plans: Sequence[str],
+    cache_dir: Path,
+    origin: str | None,
+    added: Mapping[str, Sequence[str]] | None = None,
 ) -> str:
     """The text of the gate's own configuration file (``pyproject.toml`` form).
 
     Only the plugin's ``advreview_*`` keys of the base configuration are kept (every other
     key, ``addopts`` included, belongs to the project's tests, not to the gate);
-    ``plans`` from the workflow replace the base's globs; ``cache_dir`` (the review state)
+    ``plans`` from the workflow replace the base's globs; ``added`` lines from the
+    workflow follow the base's lines of a list key (the path rules: a workflow's
+    ``!GLOB`` line can keep what the base left out); ``cache_dir`` (the review state)
     lives outside the checkout, so a pull request cannot bring a state of its own.
     """
     values: dict[str, object] = {
@@ -448,6 +455,9 @@ def gate_config(
     }
     if plans:
         values["advreview_plans"] = list(plans)
+    for key, lines in (added or {}).items():
+        if lines:
+            values[key] = [*linelist(values.get(key, "")), *lines]
     lines = [
         "# Written by the pytest-advreview action: the gate's settings, from the workflow",
         f"# and from the base commit's {origin or 'defaults (no pytest configuration)'}.",
@@ -648,7 +658,17 @@ def review(env: Mapping[str, str]) -> int:
     plans = linelist(_input("plans", env))
     paths.config.parent.mkdir(parents=True, exist_ok=True)
     paths.config.write_text(
-        gate_config(keys, plans=plans, cache_dir=paths.state, origin=origin), encoding="utf-8"
+        gate_config(
+            keys,
+            plans=plans,
+            cache_dir=paths.state,
+            origin=origin,
+            added={
+                "advreview_exclude": linelist(_input("exclude", env)),
+                "advreview_path_instructions": linelist(_input("path-instructions", env)),
+            },
+        ),
+        encoding="utf-8",
     )
     paths.cwd.mkdir(parents=True, exist_ok=True)
     paths.out.mkdir(parents=True, exist_ok=True)
