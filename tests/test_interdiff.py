@@ -52,7 +52,11 @@ def test_a_branch_change_records_its_head_and_merge_base(feature: Path) -> None:
     _, record = _branch(feature)
     assert record.head == git(feature, "rev-parse", "HEAD").strip()
     assert record.base == git(feature, "rev-parse", "main").strip()
-    assert record.digests == {}
+    # Each file's object id in HEAD: no history needed to tell which changed later.
+    assert record.digests == {
+        "app.py": git(feature, "rev-parse", "HEAD:app.py").strip(),
+        "lib.py": git(feature, "rev-parse", "HEAD:lib.py").strip(),
+    }
     assert record.files == ("app.py", "lib.py")
 
 
@@ -102,14 +106,25 @@ def test_a_rebase_is_compared_with_range_diff(feature: Path) -> None:
     assert interdiff.late_findings([_round(1), _round(2, changed=shown.changed)]) == ()
 
 
-def test_an_old_commit_missing_from_the_clone_is_reviewed_whole(feature: Path) -> None:
+def test_an_old_commit_missing_from_the_clone_lists_the_files_that_changed(
+    feature: Path,
+) -> None:
+    change, before = _branch(feature)
+    write(feature, "lib.py", "def helper():\n    return 2\n")
+    commit(feature, "push")
     change, now = _branch(feature)
-    gone = now.model_copy(update={"head": "f" * 40})
+    gone = before.model_copy(update={"head": "f" * 40})
     shown = interdiff.since(feature, gone, now, change, round_no=1)
-    assert shown.changed.how == "whole"
-    assert "is not in this clone" in shown.text and "fetch more history" in shown.text
-    assert "review the change whole again" in shown.text
+    assert shown.changed.how == "files"
+    assert shown.changed.files == (ChangedLines(path="lib.py"),)
+    assert "is not in this clone" in shown.text and "read them whole" in shown.text
+    assert "<changed_files>\nlib.py\n</changed_files>" in shown.text
     assert change.diff_commands[0] in shown.text
+    # Without the object ids of the earlier round (a state written before they were
+    # kept) the change is reviewed whole.
+    bare = gone.model_copy(update={"digests": {}})
+    whole = interdiff.since(feature, bare, now, change, round_no=1)
+    assert whole.changed.how == "whole" and "review the change whole again" in whole.text
 
 
 def test_a_rebase_without_the_old_base_is_reviewed_whole(feature: Path) -> None:
@@ -119,8 +134,8 @@ def test_a_rebase_without_the_old_base_is_reviewed_whole(feature: Path) -> None:
     shown = interdiff.since(
         feature, before.model_copy(update={"base": None}), now, change, round_no=1
     )
-    assert shown.changed.how == "whole"
-    assert "old commits are not here" in shown.text
+    assert shown.changed.how == "files" and shown.changed.files == ()
+    assert "old commits are not here" in shown.changed.note
 
 
 def test_no_comparable_record_is_reviewed_whole(feature: Path) -> None:
@@ -329,7 +344,7 @@ def test_a_failing_range_diff_is_reviewed_whole(feature: Path) -> None:
     change, now = _branch(feature)
     broken = before.model_copy(update={"base": "e" * 40})
     shown = interdiff.since(feature, broken, now, change, round_no=1)
-    assert shown.changed.how == "whole" and "git range-diff failed" in shown.text
+    assert shown.changed.how == "files" and "git range-diff failed" in shown.text
 
 
 def test_git_that_cannot_start_is_reviewed_whole(
@@ -346,3 +361,65 @@ def test_git_that_cannot_start_is_reviewed_whole(
     monkeypatch.setattr(interdiff, "plain_diff_globals", no_git)
     shown = interdiff.since(feature, before, now, change, round_no=1)
     assert shown.changed.how == "whole" and "git failed" in shown.text
+
+
+def _test_merge(root: Path) -> None:
+    """HEAD as GitHub's pull_request checkout has it: ``feature`` merged into ``main``."""
+    git(root, "checkout", "-q", "--detach", "main")
+    git(root, "merge", "-q", "--no-ff", "--no-edit", "feature")
+
+
+def test_a_test_merge_into_the_base_is_compared_by_its_merged_branch(feature: Path) -> None:
+    tip = git(feature, "rev-parse", "feature").strip()
+    _test_merge(feature)
+    change, before = _branch(feature)
+    assert change.files == ("app.py", "lib.py")
+    assert before.head == tip  # the branch, not the merge made for this run
+    assert before.base == git(feature, "rev-parse", "main").strip()
+    # A push to the branch while the base moves on: a new test merge, of both.
+    git(feature, "checkout", "-q", "main")
+    write(feature, "other.py", "x = 1\n")
+    commit(feature, "work on main")
+    git(feature, "checkout", "-q", "feature")
+    write(feature, "app.py", APP.replace("line 10\n", "line ten\n"))
+    commit(feature, "fix line 10")
+    _test_merge(feature)
+    change, now = _branch(feature)
+    assert now.head == git(feature, "rev-parse", "feature").strip()
+    shown = interdiff.since(feature, before, now, change, round_no=1)
+    assert shown.changed.how == "interdiff"
+    assert shown.changed.files == (ChangedLines(path="app.py", lines=((10, 10),)),)
+    assert "other.py" not in shown.text
+
+
+def test_a_merge_of_the_base_into_the_branch_stays_the_branch_head(feature: Path) -> None:
+    git(feature, "checkout", "-q", "main")
+    write(feature, "other.py", "x = 1\n")
+    commit(feature, "work on main")
+    git(feature, "checkout", "-q", "feature")
+    git(feature, "merge", "-q", "--no-edit", "main")
+    _, record = _branch(feature)
+    assert record.head == git(feature, "rev-parse", "HEAD").strip()
+
+
+def test_an_edit_inside_the_test_merge_is_listed_even_without_a_branch_commit(
+    feature: Path,
+) -> None:
+    _test_merge(feature)
+    change, before = _branch(feature)
+    # The same branch tip, merged again with an edit of the merge's own (an "evil merge"):
+    # the branch's commits show nothing, the content under review changed.
+    git(feature, "checkout", "-q", "--detach", "main")
+    git(feature, "merge", "-q", "--no-ff", "--no-commit", "feature")
+    write(feature, "lib.py", "def helper():\n    return 666\n")
+    git(feature, "add", "-A")
+    git(feature, "commit", "-q", "-m", "merge with an edit")
+    change, now = _branch(feature)
+    assert now.head == before.head  # the merged branch did not move
+    shown = interdiff.since(feature, before, now, change, round_no=1)
+    assert shown.changed.files == (ChangedLines(path="lib.py"),)
+    assert "not in the branch's own commits" in shown.text
+    assert "<changed_files>\nlib.py\n</changed_files>" in shown.text
+    assert "No file of the change changed" not in shown.text
+    late = _finding("Helper is wrong", "lib.py", (2, 2))
+    assert interdiff.late_findings([_round(1), _round(2, late, changed=shown.changed)]) == ()

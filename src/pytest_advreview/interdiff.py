@@ -82,18 +82,58 @@ def _digest(path: Path) -> str:
         return _UNKNOWN
 
 
+def _merge_base(root: Path, one: str, two: str) -> str | None:
+    out = _git(root, "merge-base", one, two)
+    found = out.decode().split() if out is not None else []
+    return found[0] if found else None
+
+
+def _blobs(root: Path, files: Sequence[str]) -> dict[str, str]:
+    """The object id of each of ``files`` in ``HEAD`` (``-`` for a file it deletes).
+
+    Ids need no history: a later round learns which files changed even when the commit
+    reviewed before is gone (a force-push), or changed outside the branch's own commits
+    (the base moved under a test merge, a merge's own edits).
+    """
+    out = _git(root, "ls-tree", "-r", "-z", "--full-tree", "HEAD")
+    tree: dict[str, str] = {}
+    for entry in (out or b"").split(b"\0"):
+        meta, tab, path = entry.partition(b"\t")
+        if tab:
+            tree[os.fsdecode(path)] = meta.split()[2].decode()
+    return {f: tree.get(f, _DELETED) for f in files} if out is not None else {}
+
+
+def _changed_paths(before: ReviewedChange, now: ReviewedChange) -> list[str]:
+    """The files whose digest differs (an unreadable one always does)."""
+    return sorted(
+        p
+        for p in set(before.digests) | set(now.digests)
+        if before.digests.get(p, _DELETED) != now.digests.get(p, _DELETED)
+        or _UNKNOWN in (before.digests.get(p), now.digests.get(p))
+    )
+
+
 def reviewed(root: Path, change: ChangeSet) -> ReviewedChange:
     """The record of ``change`` as this round reviews it: for a branch change the head
-    and merge-base commits, for a working-tree change each file's digest.
+    and merge-base commits (of the merged branch when ``HEAD`` is a test merge into the
+    base) and each file's object id in ``HEAD``, for a working-tree change each file's
+    digest.
 
     :param root: a directory of the work tree whose ``HEAD`` is the reviewed head.
     """
     record = ReviewedChange.of(change)
     if change.base is not None:
         head = _commit(root, "HEAD")
-        out = _git(root, "merge-base", change.base, "HEAD")
-        base = out.decode().split()[0] if out and out.split() else None
-        return record.model_copy(update={"head": head, "base": base})
+        base = _merge_base(root, change.base, "HEAD")
+        parents = (_git(root, "rev-parse", "HEAD^@") or b"").decode().split()
+        if len(parents) == 2 and parents[0] == base:
+            # HEAD merges one branch into the base: GitHub's pull_request checkout (the
+            # pull request's test merge, made anew on every push, never an ancestor of
+            # the next one).  The branch is its second parent: later rounds compare that.
+            head, base = parents[1], _merge_base(root, change.base, parents[1])
+        digests = _blobs(root, change.files)
+        return record.model_copy(update={"head": head, "base": base, "digests": digests})
     top = _git(root, "rev-parse", "--show-toplevel")
     if top is None:
         return record
@@ -179,14 +219,25 @@ def _interdiff(
         if paths
         else {}
     )
+    # Files whose content under review changed outside the branch's own commits: the
+    # base moved under a test merge, or a merge brought its own edits.  Read whole.
+    extra = [p for p in _changed_paths(before, now) if p not in paths] if before.digests else []
     files = tuple(ChangedLines(path=p, lines=ranges.get(p) or None) for p in paths)
+    files += tuple(ChangedLines(path=p) for p in extra)
     changed = Changed(since_round=round_no, how="interdiff", before=before.files, files=files)
     head = (
         f"The code change was updated since your last review (round {round_no} reviewed "
         f"commit {old[:12]}; the head is now {new[:12]})."
     )
+    outside = (
+        "These files of the change changed too, but not in the branch's own commits (a "
+        f"merge, or the base moved): read them whole:\n{_listing(extra)}\n"
+        if extra
+        else ""
+    )
     if not paths:
-        text = f"{head}\nNo file of the change changed since then.\n{_whole_command(change)}"
+        said = "" if extra else "No file of the change changed since then.\n"
+        text = f"{head}\n{said}{outside}{_whole_command(change)}"
         return Interdiff(changed=changed, text=text)
     command = _shown(root, old, new, "--", *specs)
     patch = _git(
@@ -196,7 +247,7 @@ def _interdiff(
     text = (
         f"{head}\nFiles changed since then:\n{_listing(paths)}\n"
         f"What changed since your last review (the interdiff, `{command}`):\n"
-        f"<interdiff>\n{body}\n</interdiff>\n"
+        f"<interdiff>\n{body}\n</interdiff>\n{outside}"
         "Review what changed first: did it resolve the findings it answers, and did it "
         f"introduce new issues? {_whole_command(change)}"
     )
@@ -214,18 +265,26 @@ def _range_diff(
         f"{now.head[:12]} (a rebase or force-push)"
     )
     if before.base is None or now.base is None or _commit(root, before.head) is None:
-        return _whole(before, round_no, why + " and the old commits are not here", change)
+        return _files_or_whole(
+            before, now, change, round_no, why + " and the old commits are not here"
+        )
     out = _git(root, "range-diff", "--no-color", old, new)
     if out is None:
-        return _whole(before, round_no, why + " and git range-diff failed", change)
+        return _files_or_whole(before, now, change, round_no, why + " and git range-diff failed")
     command = f"git range-diff {old} {new}"
     body = _cut(out.decode("utf-8", "replace"), command)
+    paths = _changed_paths(before, now) if before.digests else []
     changed = Changed(
-        since_round=round_no, how="range-diff", before=before.files, note=f"{why}; {command}"
+        since_round=round_no,
+        how="range-diff",
+        before=before.files,
+        files=tuple(ChangedLines(path=p) for p in paths),
+        note=f"{why}; {command}",
     )
+    listed = f"Files of the change whose content changed:\n{_listing(paths)}\n" if paths else ""
     text = (
         f"The code change was updated since your last review (round {round_no}): {why}.\n"
-        f"Both versions of the branch compared (`{command}`):\n"
+        f"{listed}Both versions of the branch compared (`{command}`):\n"
         f"<range_diff>\n{body}\n</range_diff>\n"
         f"Commits can have changed anywhere: {_whole_command(change)}"
     )
@@ -233,28 +292,43 @@ def _range_diff(
 
 
 def _files(
-    before: ReviewedChange, now: ReviewedChange, change: ChangeSet, round_no: int
+    before: ReviewedChange,
+    now: ReviewedChange,
+    change: ChangeSet,
+    round_no: int,
+    why: str | None = None,
 ) -> Interdiff:
-    paths = sorted(
-        p
-        for p in set(before.digests) | set(now.digests)
-        if before.digests.get(p, _DELETED) != now.digests.get(p, _DELETED)
-        or _UNKNOWN in (before.digests.get(p), now.digests.get(p))
-    )
+    """The files whose content changed: a working-tree change (``why`` ``None``: it keeps
+    no earlier version), or a branch whose earlier commit cannot be compared (``why``)."""
+    paths = _changed_paths(before, now)
     changed = Changed(
         since_round=round_no,
         how="files",
         before=before.files,
         files=tuple(ChangedLines(path=p) for p in paths),
+        note=why,
     )
-    head = f"The code change was updated since your last review (round {round_no})."
+    head = f"The code change was updated since your last review (round {round_no})" + (
+        f": {why}." if why else "."
+    )
     if not paths:
-        return Interdiff(changed=changed, text=f"{head}\nNo file of it changed since then.")
+        text = f"{head}\nNo file of it changed since then.\n{_whole_command(change)}"
+        return Interdiff(changed=changed, text=text)
+    reason = "" if why else " (the working tree keeps no earlier version to diff against)"
     text = (
-        f"{head}\nThese files changed since then (the working tree keeps no earlier version "
-        f"to diff against, so read them):\n{_listing(paths)}\n{_whole_command(change)}"
+        f"{head}\nThese files changed since then{reason}; read them whole:\n"
+        f"{_listing(paths)}\n{_whole_command(change)}"
     )
     return Interdiff(changed=changed, text=text)
+
+
+def _files_or_whole(
+    before: ReviewedChange, now: ReviewedChange, change: ChangeSet, round_no: int, why: str
+) -> Interdiff:
+    """The files whose content changed when both rounds kept their digests, else whole."""
+    if before.digests and now.digests:
+        return _files(before, now, change, round_no, why)
+    return _whole(before, round_no, why, change)
 
 
 def since(
@@ -284,19 +358,18 @@ def _since(
         if before.head == now.head:
             return _interdiff(root, before, now, change, round_no)
         if _commit(root, before.head) is None:
-            return _whole(
-                before,
-                round_no,
-                f"the commit it reviewed ({before.head[:12]}) is not in this clone "
-                "(fetch more history to get an interdiff)",
-                change,
+            why = (
+                f"the commit it reviewed ({before.head[:12]}) is not in this clone (a "
+                "force-push, or too little history fetched), so there is no interdiff"
             )
+            return _files_or_whole(before, now, change, round_no, why)
         try:
             run_git(root, "merge-base", "--is-ancestor", before.head, now.head)
         except GitError:
             return _range_diff(root, before, now, change, round_no)
         return _interdiff(root, before, now, change, round_no)
-    if before.digests and now.digests:
+    if before.head is None and now.head is None and before.digests and now.digests:
+        # Two working-tree changes (a commit's object ids and a file's sha256 differ).
         return _files(before, now, change, round_no)
     return _whole(
         before, round_no, "the earlier round's change is not comparable with this one", change

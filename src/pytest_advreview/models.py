@@ -334,8 +334,9 @@ class ReviewedChange(WireModel):
     #: The commit the branch change was diffed from (``git merge-base BASE HEAD``): with
     #: ``head`` it names the old version of the branch for ``git range-diff``.
     base: str | None = None
-    #: A working-tree change has no commit: sha256 of each changed file's bytes (a
-    #: symlink's target, ``-`` for a deleted file), so a later round knows which changed.
+    #: Each file of the change and what it holds: for a branch change its git object id
+    #: in ``HEAD``, for a working-tree change (no commit) the sha256 of its bytes (a
+    #: symlink's target); ``-`` for a deleted file.  A later round knows which changed.
     digests: dict[str, str] = Field(default_factory=dict)
 
     @classmethod
