@@ -35,16 +35,6 @@ def feature(repo: ReviewRepo, files: dict[str, str]) -> None:
     repo.commit("the feature")
 
 
-def on_main(repo: ReviewRepo, path: str, text: str) -> None:
-    """``path`` committed on the base branch, then ``feature`` merges it (a PR's merge)."""
-    git(repo.path, "checkout", "-q", "main")
-    repo.write(path, text)
-    git(repo.path, "add", path)
-    git(repo.path, "commit", "-qm", "the maintainers' rules")
-    git(repo.path, "checkout", "-q", "feature")
-    git(repo.path, "merge", "-q", "--no-edit", "main")
-
-
 def task(prompt: str) -> str:
     """The prompt's ``<task>`` block: the changed files and the diff commands."""
     return prompt.split("<task>", 1)[1].split("</task>", 1)[0]
