@@ -444,6 +444,12 @@ class GitHubAPI:
         self.files: dict[int, list[dict[str, Any]]] = {}
         self.review_comments: dict[int, list[dict[str, Any]]] = {}
         self.reviews: dict[int, list[dict[str, Any]]] = {}
+        #: Pull requests by number (``{"number", "head": {"sha"}}``) and the gate's workflow
+        #: runs (``{"id", "workflow", "head_sha", "event", "status"}``); re-run ids land in
+        #: ``reruns``.
+        self.pulls: dict[int, dict[str, Any]] = {}
+        self.runs: list[dict[str, Any]] = []
+        self.reruns: list[int] = []
         self.calls: list[tuple[str, str, Any, str | None]] = []
         self.invalid: list[str] = []
         self._schemas = _rest_schemas()
@@ -537,6 +543,9 @@ class GitHubAPI:
             }
             thread.append(reply)
             return 201, reply
+        found = self._actions(method, path, params)
+        if found is not None:
+            return found
         if method == "GET" and (
             m := re.fullmatch(rf"{base}/collaborators/([^/]+)/permission", path)
         ):
@@ -554,6 +563,27 @@ class GitHubAPI:
                         comment["body"] = data["body"]
                         return 200, comment
         return 404, {"message": "Not Found"}
+
+    def _actions(self, method: str, path: str, params: dict[str, str]) -> tuple[int, Any] | None:
+        """A pull request, the runs of a workflow, and a re-run (``None``: another route)."""
+        base = f"/repos/{self.repo}"
+        if method == "GET" and (m := re.fullmatch(rf"{base}/pulls/(\d+)", path)):
+            pull = self.pulls.get(int(m.group(1)))
+            return (200, pull) if pull is not None else (404, {"message": "Not Found"})
+        if method == "GET" and (m := re.fullmatch(rf"{base}/actions/workflows/([^/]+)/runs", path)):
+            runs = [
+                run
+                for run in self.runs
+                if run["workflow"] == m.group(1)
+                and params.get("head_sha", run["head_sha"]) == run["head_sha"]
+            ]
+            return 200, {"total_count": len(runs), "workflow_runs": runs}
+        if method == "POST" and (m := re.fullmatch(rf"{base}/actions/runs/(\d+)/rerun", path)):
+            if not any(run["id"] == int(m.group(1)) for run in self.runs):
+                return 404, {"message": "Not Found"}
+            self.reruns.append(int(m.group(1)))
+            return 201, {}
+        return None
 
     def _create_review(self, number: int, data: dict[str, Any]) -> dict[str, Any]:
         review = {

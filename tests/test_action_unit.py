@@ -177,8 +177,16 @@ def test_a_base_that_is_not_a_commit_sha_is_refused() -> None:
         decide("pull_request", event, ENV)
 
 
+def test_a_comment_event_is_rerun_mode_and_reviews_nothing() -> None:
+    event = {"issue": {"number": 7, "pull_request": {}}, "comment": {"body": "hi"}}
+    decided = decide("issue_comment", event, ENV)
+    assert (decided.review, decided.mode, decided.pr) == (False, "rerun", "7")
+    explicit = decide("issue_comment", event, {**ENV, "ADVREVIEW_ACTION_MODE": "rerun"})
+    assert explicit.mode == "rerun"
+
+
 def test_an_unknown_mode_is_a_message() -> None:
-    with pytest.raises(ActionError, match="use auto, pull_request or pull_request_target"):
+    with pytest.raises(ActionError, match="use auto, pull_request, pull_request_target or rerun"):
         decide("pull_request", _pr(), {**ENV, "ADVREVIEW_ACTION_MODE": "yolo"})
     with pytest.raises(ActionError, match="needs a pull_request_target event"):
         decide("pull_request", _pr(), {**ENV, "ADVREVIEW_ACTION_MODE": "pull_request_target"})

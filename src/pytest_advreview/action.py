@@ -22,6 +22,10 @@ from the pull request under review. Each command reads the action's inputs from
     comments, kept only when the commenter's repository permission is write or higher
     (looked up through the REST API), written as the file the ``review`` step passes to
     ``--advreview-commands`` (docs/deciding.md).
+``rerun``
+    Mode ``rerun`` (an ``issue_comment`` event): a maintainer's ``/advreview`` command
+    re-runs the gate's last run of the pull request's head commit (``actions: write``),
+    so the required check counts the command without a push.
 ``comment``
     Create or update the one pull-request comment that carries the markdown report.
 ``review-comments``
@@ -42,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -202,9 +207,19 @@ def decide(
     """
     mode = _input("mode", env, "auto")
     if mode == "auto":
-        mode = "pull_request_target" if event_name == "pull_request_target" else "pull_request"
-    if mode not in ("pull_request", "pull_request_target"):
-        raise ActionError(f"input mode is {mode!r}; use auto, pull_request or pull_request_target")
+        mode = {"pull_request_target": "pull_request_target", "issue_comment": "rerun"}.get(
+            event_name, "pull_request"
+        )
+    if mode not in ("pull_request", "pull_request_target", "rerun"):
+        raise ActionError(
+            f"input mode is {mode!r}; use auto, pull_request, pull_request_target or rerun"
+        )
+    if mode == "rerun":
+        # A comment reviews nothing: the rerun step re-runs the pull request's own gate.
+        number = str((event.get("issue") or {}).get("number", ""))
+        return Decision(
+            False, "rerun", pr=number, reason="mode rerun: a comment re-runs the gate, no review"
+        )
     explicit_base = _input("base", env)
     if mode == "pull_request_target":
         if event_name != "pull_request_target":
@@ -388,6 +403,10 @@ def prepare(env: Mapping[str, str]) -> int:
         # Name the commit that is reviewed, not "HEAD".
         decision = replace(decision, head=_checked_out(env) or decision.head)
     _write_outputs({**decision.outputs(), **cache_keys(decision, env)}, env)
+    if decision.mode == "rerun":
+        _command("notice", f"pytest-advreview: {decision.reason}")
+        _write_outputs(Summary("skipped").outputs(), env)
+        return 0
     if not decision.review:
         if decision.mode == "pull_request_target":
             # Fail closed: a required check must not turn green on code nobody reviewed.
@@ -883,6 +902,92 @@ def commands(env: Mapping[str, str]) -> int:
     return 0
 
 
+# -- rerun -----------------------------------------------------------------------------------
+
+
+def _workflow(env: Mapping[str, str]) -> str:
+    """The gate's workflow file: the input ``workflow``, else this run's own workflow
+    (``GITHUB_WORKFLOW_REF``: ``owner/repo/.github/workflows/gate.yml@refs/heads/main``)."""
+    named = _input("workflow", env)
+    if named:
+        return named.rsplit("/", 1)[-1]
+    ref = env.get("GITHUB_WORKFLOW_REF", "").partition("@")[0]
+    if ref.endswith((".yml", ".yaml")):
+        return ref.rsplit("/", 1)[-1]
+    raise ActionError(
+        "mode rerun cannot tell which workflow is the gate; set the input workflow to its "
+        "file name (workflow: advreview.yml)"
+    )
+
+
+def rerun(env: Mapping[str, str]) -> int:
+    """The ``rerun`` command (mode ``rerun``, an ``issue_comment`` event): a maintainer's
+    ``/advreview`` command re-runs the gate's last run of the pull request's head commit,
+    whose ``commands`` step then counts it: the required check turns green without a push.
+
+    Nothing is re-run for a comment without a command that counts (the same rules as the
+    ``commands`` step: write permission, no bot, no quote or code).
+    """
+    event_name = env.get("GITHUB_EVENT_NAME", "")
+    if event_name != "issue_comment":
+        raise ActionError(
+            f"mode rerun runs on issue_comment events, not {event_name!r}; run it from a "
+            "workflow with on: issue_comment (docs/deciding.md)"
+        )
+    event = _event(env)
+    issue = event.get("issue") or {}
+    if not issue.get("pull_request"):
+        _command("notice", "pytest-advreview: a comment on an issue, not a pull request")
+        return 0
+    vetted = vet([event.get("comment") or {}], _api_permission(env))
+    if not vetted.commands:
+        why = vetted.ignored[0].why if vetted.ignored else "the comment has no /advreview command"
+        _command("notice", f"pytest-advreview: nothing to re-run: {why}")
+        return 0
+    workflow = _workflow(env)
+    repo = env.get("GITHUB_REPOSITORY", "")
+    pr = _api(env, "GET", f"/repos/{repo}/pulls/{issue.get('number')}")
+    head = _sha(((pr or {}).get("head") or {}).get("sha"), "the pull request's head.sha")
+    found = _api(
+        env,
+        "GET",
+        f"/repos/{repo}/actions/workflows/{urllib.parse.quote(workflow)}/runs"
+        f"?head_sha={head}&per_page=100",
+    )
+    runs = [
+        run
+        for run in ((found or {}).get("workflow_runs") or [])
+        if isinstance(run, dict)
+        and run.get("head_sha") == head
+        and run.get("event") in ("pull_request", "pull_request_target")
+    ]
+    if not runs:
+        _command(
+            "notice",
+            f"pytest-advreview: {workflow} has no pull-request run of {head[:12]} yet; "
+            "the command counts when it runs",
+        )
+        return 0
+    last = max(runs, key=lambda run: int(run.get("id") or 0))
+    if last.get("status") != "completed":
+        # It may have read the comments before this one: it cannot be re-run while running.
+        _command(
+            "warning",
+            f"pytest-advreview: run {last.get('id')} of {workflow} is {last.get('status')}; "
+            "it may have read the comments before this command: re-run it once it finished",
+        )
+        return 0
+    _api(
+        env,
+        "POST",
+        f"/repos/{repo}/actions/runs/{last['id']}/rerun",
+        {"enable_debug_logging": False},
+    )
+    who = ", ".join(f"{c.verb} by @{c.login}" for c in vetted.commands)
+    _say(f"pytest-advreview: re-ran {workflow} run {last['id']} of {head[:12]} for {who}")
+    return 0
+
+
 # -- fetch-head ------------------------------------------------------------------------------
 
 
@@ -912,6 +1017,7 @@ def fetch_head(env: Mapping[str, str]) -> int:
 _COMMANDS = {
     "prepare": prepare,
     "commands": commands,
+    "rerun": rerun,
     "review": review,
     "comment": comment,
     "review-comments": review_comments,
