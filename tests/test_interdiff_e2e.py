@@ -147,3 +147,48 @@ def test_a_fresh_runner_without_the_thread_still_gets_the_interdiff(
     prompt = requests[-1].last_user_text
     state = prompt.split("## Current state of the artifact", 1)[1]
     assert "<interdiff>" in state and "+step_10 = 10  # locked" in state
+
+
+def test_a_working_tree_change_names_the_files_that_changed(review_repo: ReviewRepo) -> None:
+    review_repo.write("app.py", APP)
+    review_repo.write("lib.py", LIB)
+    review_repo.answer(REREVIEW, {"message": approved_review()})
+    review_repo.answer(PROMPT, {"message": revise_review(RACE)})
+    review_repo.run("--advreview-diff=uncommitted").assert_outcomes(failed=1)
+    review_repo.write("app.py", APP.replace("step_10 = 10\n", "step_10 = 10  # locked\n"))
+    review_repo.run("--advreview-diff=uncommitted").assert_outcomes(passed=1)
+    prompt = review_repo.server.response_requests[-1].last_user_text
+    # The Applied section indents its items' lines.
+    assert "<changed_files>\n  app.py\n  </changed_files>" in prompt
+    assert "the working tree keeps no earlier version to diff against" in prompt
+    assert "git ls-files --others --exclude-standard" in prompt  # the whole, by command
+
+
+def _pull_request_checkout(repo: ReviewRepo) -> None:
+    """HEAD as actions/checkout leaves it for a pull_request event: a test merge."""
+    git(repo.path, "checkout", "-q", "--detach", "main")
+    git(repo.path, "merge", "-q", "--no-ff", "--no-edit", "feature")
+
+
+def test_pull_request_test_merges_are_compared_by_the_pull_requests_branch(
+    review_repo: ReviewRepo,
+) -> None:
+    _feature(review_repo)
+    _pull_request_checkout(review_repo)
+    review_repo.answer(REREVIEW, {"message": approved_review()})
+    review_repo.answer(PROMPT, {"message": revise_review(RACE)})
+    branch = ("--advreview-diff=branch", "--advreview-base=main")
+    review_repo.run(*branch).assert_outcomes(failed=1)
+    # The base moves on and the author pushes: a new test merge of both.
+    git(review_repo.path, "checkout", "-q", "main")
+    review_repo.write("README.md", "# project\n\nmore\n")
+    review_repo.commit("work on main")
+    git(review_repo.path, "checkout", "-q", "feature")
+    review_repo.write("app.py", APP.replace("step_10 = 10\n", "step_10 = 10  # locked\n"))
+    review_repo.commit("lock step 10")
+    _pull_request_checkout(review_repo)
+    review_repo.run(*branch).assert_outcomes(passed=1)
+    prompt = review_repo.server.response_requests[-1].last_user_text
+    interdiff = prompt.split("<interdiff>", 1)[1].split("</interdiff>", 1)[0]
+    assert "+step_10 = 10  # locked" in interdiff
+    assert "README" not in interdiff and "not an ancestor" not in prompt
