@@ -99,6 +99,8 @@ def test_only_commenters_with_write_permission_count_and_each_is_asked_once() ->
             comment("/advreview waive AR-666666: who", "stranger", n=7),
             comment("> /advreview waive AR-777777: quoted", "boss", n=8),
             comment("just a comment", "reader", n=9),
+            # A bot's report quoting a command as advice is no attempt: not even listed.
+            comment("> /advreview waive AR-999999: x", "helper[bot]", kind="Bot", n=10),
             {"body": "/advreview waive AR-888888: ghost", "user": None},
         ],
         lookup(asked),
@@ -119,6 +121,7 @@ def test_only_commenters_with_write_permission_count_and_each_is_asked_once() ->
     assert why["AR-555555"][1] == "commands from bots do not count; a person decides"
     assert why["AR-666666"][1].startswith("@stranger has no permission")
     assert why["AR-888888"] == ("(unknown user)", "the comment names no author")
+    assert not any("AR-999999" in i.text for i in vetted.ignored)
     quoted = next(i for i in vetted.ignored if "AR-777777" in i.text)
     assert quoted.finding is None and quoted.why.startswith("not a command: it is quoted")
     # Bots and comments without a command cost no permission lookup; repeats neither.

@@ -433,11 +433,9 @@ class Authority:
 
 
 def _persons(
-    decisions: DecisionsFile | None, source: Literal["base", "local"], by: str
+    decisions: DecisionsFile, source: Literal["base", "local"], by: str
 ) -> tuple[tuple[tuple[str | None, Waiver], ...], tuple[RoundsGrant, ...]]:
     """The waivers and grants of a decisions file that speaks for a person."""
-    if decisions is None:
-        return (), ()
     at = str(decisions.path)
     waivers = tuple(
         (
