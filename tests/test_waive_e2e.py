@@ -19,6 +19,7 @@ import pytest
 from conftest import ReviewRepo, git
 from pytest_advreview.models import CommandsFile, IgnoredCommand, Location, finding_id
 from pytest_advreview.testing import FindingSpec, revise_review
+from test_authority_e2e import on_main
 
 KEY = "docs/plans/x.md"
 PLAN = "# Plan\n\n1. Drop the users table.\n\n## Data\nNo backup is taken.\n"
@@ -51,15 +52,6 @@ def branch(review_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch) -> ReviewRe
     review_repo.commit("the plan")
     review_repo.answer("x.md", {"message": revise_review(CRITICAL)})
     return review_repo
-
-
-def on_main(repo: ReviewRepo, relpath: str, text: str) -> None:
-    """The maintainers commit ``relpath`` on the base branch; the checkout stays the branch's."""
-    git(repo.path, "checkout", "-q", "main")
-    repo.write(relpath, text)
-    git(repo.path, "add", relpath)
-    git(repo.path, "commit", "-qm", "a maintainer waives")
-    git(repo.path, "checkout", "-q", "feature")
 
 
 def outputs(repo: ReviewRepo) -> tuple[str, ...]:

@@ -481,7 +481,8 @@ class Waiver(WireModel):
     """
 
     finding: str
-    #: Who decided: ``@login`` for a command, ``base <sha12>`` or ``local`` for a file.
+    #: Who decided: ``@login`` for a command, ``the base branch (main (1a2b3c4d5e6f))``
+    #: for the base commit's file, ``local`` for the operator's own file.
     by: str
     reason: str
     source: Literal["base", "command", "local"]
