@@ -67,7 +67,9 @@ def test_a_push_after_round_one_is_reviewed_by_its_interdiff(
     review_repo.commit("lock step 10")
     out = tmp_path / "out"
     second = review_repo.run(
-        f"--advreview-json={out}/results.json", f"--advreview-report={out}/report.md"
+        f"--advreview-json={out}/results.json",
+        f"--advreview-report={out}/report.md",
+        f"--advreview-sarif={out}/advreview.sarif",
     )
     second.assert_outcomes(failed=1)
 
@@ -95,6 +97,8 @@ def test_a_push_after_round_one_is_reviewed_by_its_interdiff(
     assert f"| medium (fails) (late) | `{late}` |" in report
     assert f"| medium (fails) | `{fresh}` |" in report
     assert "shown the interdiff since round 1 (1 file)" in report
+    sarif = json.loads((out / "advreview.sarif").read_text())["runs"][0]["results"]
+    assert {r["ruleId"]: r["properties"]["late"] for r in sarif} == {late: True, fresh: False}
 
     # Round 3, after another push: the answer of round 2 is listed, not asked again.
     app = (review_repo.path / "app.py").read_text()

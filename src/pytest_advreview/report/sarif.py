@@ -302,6 +302,9 @@ def build_sarif(
                     "target": record.key,
                     "status": record.status.value,
                     "failsItem": finding.id in record.failing_ids,
+                    # First raised in a later round on code unchanged since the round
+                    # before (docs/rounds.md): it could have been raised earlier.
+                    "late": finding.id in record.late,
                 },
                 suppressions=suppressions,
             )
