@@ -16,6 +16,7 @@ from conftest import git
 from pytest_advreview import action
 from pytest_advreview._toml import tomllib
 from pytest_advreview.action import ActionError, base_ini, decide, gate_config, summarise
+from pytest_advreview.models import CommandsFile
 
 SHA_A = "a" * 40
 SHA_B = "b" * 40
@@ -293,3 +294,51 @@ def test_other_ci_systems_run_the_same_gate_without_github(git_repo: Path) -> No
     # The reviewdog file too (empty here), for a GitLab merge request's inline comments.
     rdjson = json.loads((git_repo.parent / "work" / "out" / "advreview.rdjson").read_text())
     assert rdjson == {"source": {"name": "pytest-advreview"}, "diagnostics": []}
+
+
+def test_the_commands_step_keeps_write_commands_and_survives_a_failed_lookup(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    comments = [
+        {"id": 1, "body": "/advreview waive AR-111111: fine", "user": {"login": "maint"}},
+        {"id": 2, "body": "/advreview waive AR-222222: mine", "user": {"login": "ghost"}},
+        {
+            "id": 3,
+            "body": f"{action.COMMENT_MARKER}\n/advreview waive AR-333333: advice",
+            "user": {"login": "github-actions[bot]", "type": "Bot"},
+        },
+    ]
+
+    def api(env: Any, method: str, path: str, body: object = None) -> Any:
+        if path.startswith("/repos/o/r/issues/7/comments"):
+            return comments
+        if path == "/repos/o/r/collaborators/ghost/permission":
+            raise action.APIError(f"GitHub API GET {path} answered 404 Not Found")
+        return {"permission": "write"}
+
+    monkeypatch.setattr(action, "_api", api)
+    output = tmp_path / "output"
+    env = {
+        "GITHUB_REPOSITORY": "o/r",
+        "GITHUB_OUTPUT": str(output),
+        "ADVREVIEW_ACTION_PR": "7",
+        "ADVREVIEW_ACTION_WORK_DIR": str(tmp_path),
+    }
+    assert action.commands(env) == 0
+    written = CommandsFile.model_validate_json(
+        (tmp_path / "gate" / "commands.json").read_text(encoding="utf-8")
+    )
+    assert [c.login for c in written.commands] == ["maint"]
+    (ghost,) = written.ignored  # the gate's own report comment is not read at all
+    assert ghost.why.startswith("@ghost's permission cannot be looked up (GitHub API GET ")
+    assert f"\n{tmp_path / 'gate' / 'commands.json'}\n" in output.read_text()
+
+    # Without the comments nothing counts, and the gate still runs.
+    def down(env: Any, method: str, path: str, body: object = None) -> Any:
+        raise action.APIError("GitHub API GET answered 403 Forbidden")
+
+    monkeypatch.setattr(action, "_api", down)
+    output.write_text("")
+    assert action.commands(env) == 0
+    assert output.read_text().splitlines()[1] == ""  # the output commands is empty
+    assert action.commands({**env, "ADVREVIEW_ACTION_PR": ""}) == 0

@@ -355,6 +355,21 @@ def _api_permission(env: Mapping[str, str]) -> PermissionLookup:
     return lookup
 
 
+def _command_permission(env: Mapping[str, str]) -> PermissionLookup:
+    """:func:`_api_permission` for commands: a commenter the API cannot answer for (a
+    deleted account, a 404) is that commenter's problem (:class:`LookupError`), not a
+    failure that would drop every maintainer's command."""
+    lookup = _api_permission(env)
+
+    def checked(user: str) -> str | None:
+        try:
+            return lookup(user)  # type: ignore[no-any-return]
+        except APIError as exc:
+            raise LookupError(str(exc)) from None
+
+    return checked
+
+
 def cache_keys(decision: Decision, env: Mapping[str, str]) -> dict[str, str]:
     """The cache key of this run's state, and the prefix that restores the newest earlier one.
 
@@ -880,7 +895,7 @@ def commands(env: Mapping[str, str]) -> int:
                 _login(entry) == poster and str(entry.get("body") or "").startswith(COMMENT_MARKER)
             )
         ]
-        vetted = vet(people, _api_permission(env))
+        vetted = vet(people, _command_permission(env))
     except ActionError as exc:
         # Fail closed: without the comments no command counts, and the gate judges
         # without them (a waiver that cannot be checked is no waiver).
@@ -939,7 +954,7 @@ def rerun(env: Mapping[str, str]) -> int:
     if not issue.get("pull_request"):
         _command("notice", "pytest-advreview: a comment on an issue, not a pull request")
         return 0
-    vetted = vet([event.get("comment") or {}], _api_permission(env))
+    vetted = vet([event.get("comment") or {}], _command_permission(env))
     if not vetted.commands:
         why = vetted.ignored[0].why if vetted.ignored else "the comment has no /advreview command"
         _command("notice", f"pytest-advreview: nothing to re-run: {why}")

@@ -161,7 +161,7 @@ def _command(text: str, rest: str) -> Parsed:
 
 
 #: Looks up a login's repository permission (``admin``, ``write``, ``read``...; ``None``:
-#: none or unknown).
+#: none); raises :class:`LookupError` when it cannot tell.
 PermissionLookup = Callable[[str], "str | None"]
 
 
@@ -216,7 +216,11 @@ def _refused(
     if _bot(user):
         return "commands from bots do not count; a person decides"
     if login not in known:
-        known[login] = permission(login)
+        try:
+            known[login] = permission(login)
+        except LookupError as exc:
+            # One commenter the API cannot answer for decides nothing, and blocks nobody.
+            return f"@{login}'s permission cannot be looked up ({exc}); the command does not count"
     level = known[login]
     if level not in ALLOWED:
         return (
