@@ -48,6 +48,17 @@ def _branch(root: Path) -> tuple[ChangeSet, ReviewedChange]:
     return change, interdiff.reviewed(root, change)
 
 
+def _push(root: Path, **files: str) -> tuple[ChangeSet, ReviewedChange, ReviewedChange]:
+    """The change before and after a commit that writes ``files`` (``name_py`` for
+    ``name.py``): the change set now, its record before and its record now."""
+    _, before = _branch(root)
+    for name, text in files.items():
+        write(root, name.replace("_py", ".py"), text)
+    commit(root, "push")
+    change, now = _branch(root)
+    return change, before, now
+
+
 def test_a_branch_change_records_its_head_and_merge_base(feature: Path) -> None:
     _, record = _branch(feature)
     assert record.head == git(feature, "rev-parse", "HEAD").strip()
@@ -127,7 +138,7 @@ def test_an_old_commit_missing_from_the_clone_lists_the_files_that_changed(
     assert whole.changed.how == "whole" and "review the change whole again" in whole.text
 
 
-def test_a_rebase_without_the_old_base_is_reviewed_whole(feature: Path) -> None:
+def test_a_rebase_without_the_old_base_falls_back_to_the_changed_files(feature: Path) -> None:
     change, before = _branch(feature)
     git(feature, "commit", "-q", "--amend", "-m", "reworded")
     change, now = _branch(feature)
@@ -328,17 +339,13 @@ def test_an_unreadable_head_is_reviewed_whole(feature: Path) -> None:
 def test_too_many_changed_files_are_reviewed_whole(
     feature: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    change, before = _branch(feature)
-    write(feature, "app.py", "changed\n")
-    write(feature, "lib.py", "changed\n")
-    commit(feature, "both")
-    change, now = _branch(feature)
+    change, before, now = _push(feature, app_py="changed\n", lib_py="changed\n")
     monkeypatch.setattr(interdiff, "MAX_PATHS", 1)
     shown = interdiff.since(feature, before, now, change, round_no=1)
     assert shown.changed.how == "whole" and "2 files changed since then" in shown.text
 
 
-def test_a_failing_range_diff_is_reviewed_whole(feature: Path) -> None:
+def test_a_failing_range_diff_falls_back_to_the_changed_files(feature: Path) -> None:
     change, before = _branch(feature)
     git(feature, "commit", "-q", "--amend", "-m", "reworded")
     change, now = _branch(feature)
@@ -350,10 +357,7 @@ def test_a_failing_range_diff_is_reviewed_whole(feature: Path) -> None:
 def test_git_that_cannot_start_is_reviewed_whole(
     feature: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    change, before = _branch(feature)
-    write(feature, "app.py", "changed\n")
-    commit(feature, "push")
-    change, now = _branch(feature)
+    change, before, now = _push(feature, app_py="changed\n")
 
     def no_git(root: Path) -> tuple[str, ...]:
         raise GitError(["git"], root, None, "git not found")
