@@ -146,6 +146,11 @@ def test_the_commands_file_round_trips(tmp_path: Path) -> None:
             "is not a commands file: commands.0.permission: ",
         ),
         ('{"version": 2}', "is not a commands file: version: "),
+        (
+            '{"commands": [{"verb": "decide", "finding": "AR-111111", "reason": "x", '
+            '"login": "a", "permission": "write"}]}',
+            "is not a commands file: commands.0: Value error, a decide command needs action",
+        ),
         ("[]", "is not a commands file: the file: "),
     ],
 )

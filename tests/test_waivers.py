@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -329,3 +330,17 @@ def test_the_terminal_and_markdown_say_who_waived_granted_and_what_was_ignored()
     assert "- **Waived:** `AR-c00001` by &#64;maint (command), reason: empty table" in text
     assert "- **Rounds granted:** +2 beyond max-rounds" in text
     assert "- **Ignored:** `/advreview waive AR-c00001: x` by &#64;reader: read only" in text
+
+
+def test_a_commands_file_from_addopts_is_refused(scripted_repo: Any, tmp_path: Path) -> None:
+    commands = tmp_path / "commands.json"
+    commands.write_text(CommandsFile().model_dump_json())
+    scripted_repo.write("pytest.ini", f"[pytest]\naddopts = --advreview-commands={commands}\n")
+    refused = scripted_repo.run("--advreview-diff=none")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(
+        ["*--advreview-commands came from the ini file's addopts, which the repository*"]
+    )
+    scripted_repo.write("pytest.ini", "[pytest]\n")
+    passed = scripted_repo.run("--advreview-diff=none", f"--advreview-commands={commands}")
+    assert passed.ret == pytest.ExitCode.NO_TESTS_COLLECTED  # no plan here; no refusal

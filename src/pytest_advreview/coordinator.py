@@ -138,6 +138,7 @@ class Coordinator:
             )
             if settings.commands is not None:
                 # The pull request's commands the Action vetted (write permission).
+                _from_command_line(config)
                 found = found.with_commands(load_commands(Path(settings.commands)))
         except (DecisionsError, CommandsError) as exc:
             raise pytest.UsageError(str(exc)) from None
@@ -702,6 +703,18 @@ def _settled(item: OpenFinding, told: Decision | None, result: LoopResult) -> bo
         ):
             return True
     return False
+
+
+def _from_command_line(config: pytest.Config) -> None:
+    """Refuse ``--advreview-commands`` that only an ini file's ``addopts`` passed: the
+    repository under review must not supply the maintainers' commands."""
+    given = (*config.invocation_params.args, *os.environ.get("PYTEST_ADDOPTS", "").split())
+    if not any(str(a).split("=", 1)[0] == "--advreview-commands" for a in given):
+        raise pytest.UsageError(
+            "pytest-advreview: --advreview-commands came from the ini file's addopts, which "
+            "the repository under review writes; the maintainers' commands count only from "
+            "the command line (the Action passes them): remove it from addopts"
+        )
 
 
 def _find_base(config: pytest.Config, settings: Settings) -> GateBase | None:

@@ -13,7 +13,7 @@ import re
 from enum import Enum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
     "ChangeSet",
@@ -528,6 +528,15 @@ class PullRequestCommand(WireModel):
     permission: Literal["write", "maintain", "admin"]
     #: The comment's URL.
     url: str | None = None
+
+    @model_validator(mode="after")
+    def _complete(self) -> PullRequestCommand:
+        # A command the Action could not have written is refused, never half applied.
+        needs = {"waive": ("finding",), "decide": ("finding", "action"), "rounds": ("rounds",)}
+        missing = [name for name in needs[self.verb] if getattr(self, name) is None]
+        if missing:
+            raise ValueError(f"a {self.verb} command needs {' and '.join(missing)}")
+        return self
 
 
 class IgnoredCommand(WireModel):

@@ -454,8 +454,8 @@ _DECISIONS_DESC = (
 _COMMANDS_DESC = (
     "JSON file of the pull request's /advreview commands that count (waive, decide, "
     "rounds), written by the Action after it checked each commenter's permission "
-    "(docs/deciding.md). Command line only: no ini key or variable, so a repository "
-    "cannot point it at a file of its own"
+    "(docs/deciding.md). Command line only: no ini key or variable, refused from addopts, "
+    "so a repository cannot point it at a file of its own"
 )
 _ENV_ALLOW_DESC = (
     "Globs of environment variable names (case-insensitive) that the reviewer's tool shell "
