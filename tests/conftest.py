@@ -271,6 +271,18 @@ def commit(root: Path, message: str = "commit") -> None:
     git(root, "commit", "-q", "-m", message)
 
 
+def feature_branch(root: Path, files: dict[str, str]) -> Path:
+    """A repository at ``root``: ``main`` with a README, ``feature`` adding ``files``."""
+    init_repo(root)
+    write(root, "README.md", "# project\n")
+    commit(root, "initial")
+    git(root, "checkout", "-q", "-b", "feature")
+    for rel, text in files.items():
+        write(root, rel, text)
+    commit(root, "the feature")
+    return root
+
+
 def json_strings(value: Any) -> str:
     """Every string of a parsed JSON document, one per line (JSON escapes undone)."""
     if isinstance(value, str):

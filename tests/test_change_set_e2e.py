@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ReviewRepo, commit, git, init_repo, ran_prompts, write
+from conftest import ReviewRepo, commit, feature_branch, git, ran_prompts, write
 from pytest_advreview import targets
 from pytest_advreview.testing import FindingSpec, approved_review, revise_review
 
@@ -84,13 +84,7 @@ def test_recording_a_decision_does_not_change_what_is_reviewed(review_repo: Revi
 @pytest.fixture
 def feature(tmp_path: Path, hermetic_git: None) -> Path:
     """``main`` with one file; ``feature`` changes ``app.py``."""
-    root = init_repo(tmp_path / "repo")
-    write(root, "README.md", "# project\n")
-    commit(root, "initial")
-    git(root, "checkout", "-q", "-b", "feature")
-    write(root, "app.py", "x = 1\n")
-    commit(root, "the feature")
-    return root
+    return feature_branch(tmp_path / "repo", {"app.py": "x = 1\n"})
 
 
 def _outside(root: Path, *written: str) -> targets.NotTheChange:

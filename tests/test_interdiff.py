@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import commit, git, init_repo, write
+from conftest import commit, feature_branch, git, write
 from pytest_advreview import interdiff, targets
 from pytest_advreview.git import GitError
 from pytest_advreview.models import (
@@ -32,14 +32,8 @@ APP = "".join(f"line {n}\n" for n in range(1, 21))
 @pytest.fixture
 def feature(tmp_path: Path, hermetic_git: None) -> Path:
     """``main`` with a README; ``feature`` adds ``app.py`` (20 lines) and ``lib.py``."""
-    root = init_repo(tmp_path / "repo")
-    write(root, "README.md", "# project\n")
-    commit(root, "initial")
-    git(root, "checkout", "-q", "-b", "feature")
-    write(root, "app.py", APP)
-    write(root, "lib.py", "def helper():\n    return 1\n")
-    commit(root, "the feature")
-    return root
+    files = {"app.py": APP, "lib.py": "def helper():\n    return 1\n"}
+    return feature_branch(tmp_path / "repo", files)
 
 
 def _branch(root: Path) -> tuple[ChangeSet, ReviewedChange]:

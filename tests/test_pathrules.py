@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from conftest import ReviewRepo, commit, git, init_repo, write
+from conftest import ReviewRepo, commit, feature_branch, git, init_repo, write
 from pytest_advreview import targets
 from pytest_advreview.baseconfig import ini_at, linelist
 from pytest_advreview.decisions import GateBase
@@ -103,14 +103,7 @@ def test_the_prompt_carries_the_rules_block_only_when_a_rule_applies() -> None:
 
 @pytest.fixture
 def feature(tmp_path: Path, hermetic_git: None) -> Path:
-    root = init_repo(tmp_path / "repo")
-    write(root, "README.md", "# project\n")
-    commit(root, "initial")
-    git(root, "checkout", "-q", "-b", "feature")
-    write(root, "app.py", "x = 1\n")
-    write(root, "yarn.lock", "# lock\n")
-    commit(root, "the feature")
-    return root
+    return feature_branch(tmp_path / "repo", {"app.py": "x = 1\n", "yarn.lock": "# lock\n"})
 
 
 def test_a_dropped_file_leaves_the_change_set_and_its_diff_command(feature: Path) -> None:

@@ -18,8 +18,7 @@ import pytest
 
 from action_kit import ActionResult, GitHubAPI
 from conftest import git
-from pytest_advreview.models import Location, finding_id
-from pytest_advreview.testing import FindingSpec, revise_review
+from pytest_advreview.testing import revise_review
 from test_action import (  # noqa: F401  (the fixtures)
     PLAN,
     PLAN_PROMPT,
@@ -28,14 +27,11 @@ from test_action import (  # noqa: F401  (the fixtures)
     github_api,
     scratch,
 )
+from test_decide_command_e2e import CRITICAL, FID, KEY, REASON
 
 pytestmark = pytest.mark.real_codex
 
-KEY = "docs/plans/x.md"
-CRITICAL = FindingSpec("critical", "Rollback restores a stale backup", section="Rollback")
-FID = finding_id(CRITICAL.title, Location(section=CRITICAL.section))
 WORKFLOW_REF = f"{REPO}/.github/workflows/advreview.yml@refs/heads/main"
-REASON = "The backup is taken inside the migration's transaction."
 
 
 def comment_event(body: str, login: str = "maintainer", pull: bool = True) -> dict[str, Any]:
