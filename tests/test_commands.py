@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pytest_advreview.commands import CommandsError, load_commands, parse, vet
+from pytest_advreview.commands import EDITED, CommandsError, load_commands, parse, vet
 
 PERMISSIONS = {"maint": "write", "boss": "admin", "reader": "read", "renovate[bot]": "write"}
 
@@ -126,6 +126,23 @@ def test_only_commenters_with_write_permission_count_and_each_is_asked_once() ->
     assert quoted.finding is None and quoted.why.startswith("not a command: it is quoted")
     # Bots and comments without a command cost no permission lookup; repeats neither.
     assert asked == ["maint", "reader", "boss", "stranger"]
+
+
+def test_a_command_in_an_edited_comment_never_counts_whoever_wrote_it() -> None:
+    # GitHub's REST data says when a comment was edited, not by whom: a maintainer's
+    # command could be another writer's words, so it is posted anew or it does not count.
+    asked: list[str] = []
+    posted = "2026-12-01T10:00:00Z"
+    edited = {**comment("/advreview waive AR-111111: fine", "maint", n=1)}
+    edited.update(created_at=posted, updated_at="2026-12-01T10:05:00Z")
+    fresh = {**comment("/advreview waive AR-222222: fine", "maint", n=2)}
+    fresh.update(created_at=posted, updated_at=posted)
+    vetted = vet([edited, fresh], lookup(asked))
+    assert [c.finding for c in vetted.commands] == ["AR-222222"]
+    [ignored] = vetted.ignored
+    assert (ignored.finding, ignored.by, ignored.why) == ("AR-111111", "@maint", EDITED)
+    assert "post the command in a new comment" in EDITED
+    assert asked == ["maint"]  # asked for the fresh command only
 
 
 def test_the_commands_file_round_trips(tmp_path: Path) -> None:

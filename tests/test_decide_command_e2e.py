@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from action_kit import ActionResult, GitHubAPI
+from pytest_advreview.commands import EDITED
 from pytest_advreview.models import Location, finding_id
 from pytest_advreview.testing import FindingSpec, approved_review, revise_review
 from test_action import (  # noqa: F401  (the fixtures)
@@ -39,12 +40,17 @@ REASON = "The backup is taken inside the migration's transaction."
 COMMENTS = f"/repos/{REPO}/issues/7/comments?per_page=100&page=1"
 
 
-def comment(n: int, body: str, login: str, kind: str = "User") -> dict[str, Any]:
+def comment(
+    n: int, body: str, login: str, kind: str = "User", edited: bool = False
+) -> dict[str, Any]:
+    posted = f"2026-12-01T10:{n:02d}:00Z"
     return {
         "id": n,
         "body": body,
         "user": {"login": login, "type": kind},
         "html_url": f"https://github.test/{REPO}/pull/7#issuecomment-{n}",
+        "created_at": posted,
+        "updated_at": "2026-12-01T11:00:00Z" if edited else posted,
     }
 
 
@@ -84,6 +90,8 @@ def test_a_maintainers_waive_command_passes_a_critical_finding_without_a_push(
         comment(2, f"/advreview waive {FID}: automated", "helper[bot]", kind="Bot"),
         comment(3, f"> /advreview waive {FID}: quoted\n\nI agree", "maintainer"),
         comment(4, f"Checked with the DBA.\n/advreview waive {FID}: {REASON}", "maintainer"),
+        # GitHub does not say who edited a comment: its commands never count.
+        comment(5, "/advreview rounds +3: added in an edit", "maintainer", edited=True),
     ]
     calls = len(github_api.calls)
     second = scratch.run(env=api)  # a re-run of the same commit
@@ -103,10 +111,13 @@ def test_a_maintainers_waive_command_passes_a_critical_finding_without_a_push(
     (waiver,) = item["waived"]
     assert (waiver["by"], waiver["source"], waiver["reason"]) == ("@maintainer", "command", REASON)
     assert waiver["at"] == f"https://github.test/{REPO}/pull/7#issuecomment-4"
-    why = {i["by"]: i["why"] for i in item["ignored"]}
-    assert why["@triager"].startswith("@triager has read permission on the repository")
-    assert why["@maintainer"].startswith("not a command: it is quoted text")
-    assert "@helper[bot]" in why
+    why = [(i["by"], i["why"]) for i in item["ignored"]]
+    assert any(by == "@triager" and w.startswith("@triager has read permission") for by, w in why)
+    assert any(by == "@maintainer" and w.startswith("not a command: it is quoted") for by, w in why)
+    assert any(by == "@helper[bot]" for by, _ in why)
+    (edit,) = [i for i in item["ignored"] if "rounds +3" in i["text"]]
+    assert edit["why"] == EDITED
+    assert not item["rounds_granted"]
     sarif = json.loads(Path(second.outputs["sarif"]).read_text(encoding="utf-8"))
     (suppressed,) = [r for r in sarif["runs"][0]["results"] if r["ruleId"] == FID]
     assert suppressed["suppressions"][0]["kind"] == "external"

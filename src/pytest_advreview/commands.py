@@ -20,10 +20,9 @@ count and why:
   line (inline code, a sentence that mentions one);
 - a command that does not parse (the reason names the grammar).
 
-An edit by someone other than the comment's author is not visible in the REST data the
-Action reads; only the author and users with write permission can edit a comment, so an
-edited command counts only with the permission of its author, and every one who could
-have edited it holds that authority already (docs/deciding.md, "Known limits").
+- a command in a comment edited after it was posted (``updated_at`` later than
+  ``created_at``): the REST data does not say who edited it, and a command must be the
+  decision of the person it is recorded for, so an edited command is posted anew.
 """
 
 from __future__ import annotations
@@ -169,6 +168,19 @@ def _bot(user: Mapping[str, Any]) -> bool:
     return str(user.get("type", "")) == "Bot" or str(user.get("login", "")).endswith("[bot]")
 
 
+#: Why a command in an edited comment does not count.
+EDITED = (
+    "the comment was edited after it was posted, and GitHub does not say by whom; "
+    "post the command in a new comment"
+)
+
+
+def _edited(comment: Mapping[str, Any]) -> bool:
+    """Whether ``comment`` was changed after it was posted (GitHub keeps both times)."""
+    created, updated = comment.get("created_at"), comment.get("updated_at")
+    return bool(created and updated and updated != created)
+
+
 def vet(comments: Iterable[Mapping[str, Any]], permission: PermissionLookup) -> CommandsFile:
     """The commands of ``comments`` (GitHub issue comments, oldest first) that count.
 
@@ -183,10 +195,17 @@ def vet(comments: Iterable[Mapping[str, Any]], permission: PermissionLookup) -> 
         user = comment.get("user") or {}
         login = str(user.get("login") or "")
         url = str(comment.get("html_url") or "") or None
+        edited = _edited(comment)
         for item in parse(str(comment.get("body") or "")):
             if item.command is None and _bot(user):
                 continue  # a bot's mention of a command (advice in a report) is no attempt
-            why = item.why if item.command is None else _refused(user, login, known, permission)
+            why: str | None
+            if item.command is None:
+                why = item.why
+            elif edited:
+                why = EDITED
+            else:
+                why = _refused(user, login, known, permission)
             if why is None and item.command is not None:
                 fields = {**item.command, "login": login, "permission": known[login], "url": url}
                 commands.append(PullRequestCommand.model_validate(fields))
