@@ -6,6 +6,7 @@ reviewer's identity (where Codex's home is, what a digest looks like)."""
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 import pytest
@@ -166,9 +167,9 @@ def test_the_identity_reads_the_given_environment_not_the_process_one(
     other = {**environ, "OPENAI_BASE_URL": "http://other.invalid"}
     assert reviewer_identity(Settings(), environ) != reviewer_identity(Settings(), other)
     monkeypatch.setenv("CODEX_HOME", str(tmp_path))
-    assert reviewer_identity(Settings()) == reviewer_identity(
-        Settings(), {"CODEX_HOME": str(tmp_path), "OPENAI_BASE_URL": "http://process.invalid"}
-    )
+    # A copy of the process environment (CI=true on a CI machine gates the identity too).
+    assert reviewer_identity(Settings()) == reviewer_identity(Settings(), dict(os.environ))
+    assert reviewer_identity(Settings()) != reviewer_identity(Settings(), environ)
 
 
 @pytest.mark.parametrize("value", [None, "", "  "])
