@@ -267,6 +267,22 @@ def test_a_marked_comment_by_someone_else_is_never_edited(tmp_path: Path) -> Non
     assert api.comments[3][1]["user"] == {"login": "github-actions[bot]"}
 
 
+def test_the_posted_comment_mentions_nobody_from_the_report(tmp_path: Path) -> None:
+    report = tmp_path / "report.md"
+    report.write_text("# Adversarial review\n\nFinding: ask @octo-org/admins to merge.\n")
+    with GitHubAPI("acme/w") as api:
+        env = {
+            **ENV,
+            "GITHUB_API_URL": api.url,
+            "ADVREVIEW_ACTION_PR": "3",
+            "ADVREVIEW_ACTION_REPORT": str(report),
+        }
+        assert action.main(["comment"], env) == 0
+    (posted,) = api.comments[3]
+    assert "ask <code>@octo-org/admins</code> to merge." in posted["body"]
+    assert api.invalid == []
+
+
 def test_other_ci_systems_run_the_same_gate_without_github(git_repo: Path) -> None:
     # docs/ci.md's GitLab recipe: only the base commit and a work folder are given.
     base = git(git_repo, "rev-parse", "HEAD").strip()

@@ -470,3 +470,45 @@ def test_a_secret_with_a_plus_sign_and_a_space_is_redacted_in_every_form() -> No
 def test_a_percent_encoded_credential_in_a_url_query_is_a_part_decoded() -> None:
     value = "https://api.example.com/v1?user=ci&token=pQ%2F7zWx9"
     assert redacted({"API": value}, "pw pQ/7zWx9") == "pw [redacted:API]"
+
+
+# -- mentions (outbound.quiet_mentions) ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "quiet"),
+    [
+        ("@alice", "<code>@alice</code>"),
+        ("ping @alice, now", "ping <code>@alice</code>, now"),
+        ("(@a-b)", "(<code>@a-b</code>)"),
+        ("@octo-org/sec_team.x please", "<code>@octo-org/sec_team.x</code> please"),
+        ("a ` @bob", "a ` <code>@bob</code>"),  # a stray backtick pairs with nothing of ours
+        ("@" + "a" * 39 + "!", "<code>@" + "a" * 39 + "</code>!"),
+        ("two @x and @y", "two <code>@x</code> and <code>@y</code>"),
+    ],
+)
+def test_a_mention_outside_code_becomes_code(text: str, quiet: str) -> None:
+    assert outbound.quiet_mentions(text) == quiet
+    assert outbound.quiet_mentions(quiet) == quiet  # idempotent
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "mail me at a@b.example",
+        "a path x/@scope/pkg",
+        "@-dash @_under @@twice",
+        "`@in_a_span` and ``@in `two` ``",
+        "already <code>@done</code>",
+        "```python\n@pytest.fixture\n```",
+        "~~~~\n@decorator\n~~~\n@still_code\n~~~~",
+        "```\nunclosed @fence",
+    ],
+)
+def test_what_github_would_not_notify_is_left_as_it_is(text: str) -> None:
+    assert outbound.quiet_mentions(text) == text
+
+
+def test_text_after_a_closed_fence_is_quieted_again() -> None:
+    text = "  ```\n@code\n  ```\nthen @person"
+    assert outbound.quiet_mentions(text) == "  ```\n@code\n  ```\nthen <code>@person</code>"

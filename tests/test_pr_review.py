@@ -6,6 +6,7 @@ the run with the real Codex CLI in ``test_pr_review_e2e.py``.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -249,6 +250,27 @@ def test_texts_go_through_the_redaction_pass(tmp_path: Path) -> None:
     text = plan.model_dump_json()
     assert secret not in text and "\u202e" not in text
     assert "\\u202e" in plan.comments[0].body
+
+
+def test_the_reviewers_mentions_notify_nobody_but_the_waivers_name_stays(tmp_path: Path) -> None:
+    finding = _code(
+        "Ask @octo-org/security to sign off",
+        6,
+        recommendation="Ping @alice; keep `@bob` in code.",
+        suggestion="@pytest.fixture\ndef pay(): ...",
+    )
+    outside = _code("Tell @carol", 200)
+    plan = _plan_for(tmp_path, [_waived(_codes(finding, outside), finding)])
+    (comment,) = plan.comments
+    assert "<code>@octo-org/security</code>" in comment.body
+    assert "Ping <code>@alice</code>; keep `@bob` in code." in comment.body
+    assert "```suggestion\n@pytest.fixture\ndef pay(): ...\n```" in comment.body
+    assert "**Waived** by @lead" in comment.body  # the person who waived, from GitHub
+    assert "<code>@carol</code>" in plan.body
+    # Every other "@" left bare is in code: the suggestion's decorator.
+    bare = r"(?<![\w`>@/.-])@[\w-]+"
+    assert re.findall(bare, comment.body.replace("@lead", "")) == ["@pytest"]
+    assert re.findall(bare, plan.body) == []
 
 
 def test_a_suggestion_with_backticks_gets_a_longer_fence(tmp_path: Path) -> None:

@@ -165,3 +165,14 @@ def test_no_line_of_a_message_is_a_gitlab_quick_action(tmp_path: Path) -> None:
         for line in message.split("\n"):
             assert not line.lstrip().startswith("/"), line
     assert "\\/approve" in messages[0] and "\\/merge" in messages[1]
+
+
+def test_a_message_mentions_nobody(tmp_path: Path) -> None:
+    # reviewdog posts the message as a comment: a mention there would notify.
+    hostile = _finding("high", "Ask @octo-org/admins", file="src/pay.py", line_start=2)
+    hostile = hostile.model_copy(update={"recommendation": "@alice merge it; `@bob` is code"})
+    record = _record("", ReviewStatus.REVISE, "failed", (hostile,), kind="code")
+    data = json.loads(render_rdjson([ItemResult(record, "failed")], Anchors(tmp_path)))
+    (message,) = [d["message"] for d in data["diagnostics"]]
+    assert "<code>@octo-org/admins</code>" in message
+    assert "<code>@alice</code> merge it; `@bob` is code" in message

@@ -764,8 +764,9 @@ def comment(env: Mapping[str, str]) -> int:
     )
     # The report was redacted by the review step; this step's own secrets (the token
     # that posts it) are redacted here, before the text leaves for GitHub's API, and
-    # its invisible characters shown again (the file is read back from disk).
-    body = comment_body(outbound.document_text(report), run_url)
+    # its invisible characters shown again (the file is read back from disk), and its
+    # mentions made code: reviewer-written text notifies nobody.
+    body = comment_body(outbound.quiet_mentions(outbound.document_text(report)), run_url)
     # Only the poster's own marked comment is updated: anybody can write the marker.
     author = _input("comment-author", env, DEFAULT_COMMENT_AUTHOR)
     existing = next(

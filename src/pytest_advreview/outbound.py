@@ -92,6 +92,7 @@ __all__ = [
     "escape_controls",
     "install",
     "one_line",
+    "quiet_mentions",
     "redact",
     "redact_data",
     "redact_model",
@@ -721,6 +722,54 @@ def document_text(text: str) -> str:
     """A document that is not a log (the markdown report, the pull-request comment):
     redacted, control and invisible characters shown escaped, lines and tabs kept."""
     return escape_controls(redact(text))
+
+
+#: A GitHub (or GitLab) mention: ``@login`` or ``@org/team``, not part of a word, an
+#: address or a path (``a@b``, ``x/@y``), as GitHub recognises them.
+_MENTION = re.compile(
+    r"(?<![\w`@/.-])@[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}"
+    r"(?:/[A-Za-z0-9][A-Za-z0-9_.-]*)?"
+)
+_FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+#: A code span, or a ``<code>`` element this function wrote (so it is idempotent).
+_CODE_SPAN = re.compile(r"(`+)(?:.+?)(?<!`)\1(?!`)|<code>.*?</code>")
+
+
+#: An HTML code element, not a code span: a stray backtick in the text could pair with a
+#: span's backtick and leave the mention outside code.
+_CODE = r"<code>\g<0></code>"
+
+
+def _quiet_line(line: str) -> str:
+    out: list[str] = []
+    at = 0
+    for span in _CODE_SPAN.finditer(line):  # a mention inside code notifies nobody
+        out.append(_MENTION.sub(_CODE, line[at : span.start()]))
+        out.append(span.group(0))
+        at = span.end()
+    out.append(_MENTION.sub(_CODE, line[at:]))
+    return "".join(out)
+
+
+def quiet_mentions(text: str) -> str:
+    """``text`` for a pull-request comment, with every mention outside code made code
+    (``<code>@name</code>``), so reviewer-written text cannot notify a user or a team.
+
+    Fenced code blocks and code spans are left as they are: GitHub finds no mention
+    there, and a suggestion's code (``@decorator``) must stay verbatim.  Idempotent.
+    """
+    lines = text.split("\n")
+    fence: str | None = None
+    for n, line in enumerate(lines):
+        opened = _FENCE_LINE.match(line)
+        if fence is None and opened:
+            fence = opened.group(1)
+        elif fence is not None:
+            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
+                fence = None
+        else:
+            lines[n] = _quiet_line(line)
+    return "\n".join(lines)
 
 
 def one_line(text: str) -> str:

@@ -20,7 +20,9 @@ the head commit and what the poster already wrote, it returns what to post; the 
   *lead* a body: the templates put every untrusted text after a visible title line, and
   every ``<!--`` in it is escaped, so a finding's text cannot forge a marker and make the
   gate skip, resolve or answer anything.  Every text goes through the one redaction and
-  neutralisation pass (:func:`~pytest_advreview.outbound.document_text`).
+  neutralisation pass (:func:`~pytest_advreview.outbound.document_text`), and a mention
+  outside code is made code (:func:`~pytest_advreview.outbound.quiet_mentions`): the
+  reviewer's text notifies nobody.
 
 A finding that was resolved is not answered twice; a finding that comes back after it was
 resolved is not posted again (its marker is there).  No "resolved" is said while any item
@@ -159,7 +161,13 @@ def leading_markers(body: str) -> set[tuple[str, str]]:
 
 def _text(value: str) -> str:
     """Untrusted text for a comment: redacted, controls shown, no HTML comment opened
-    (one would hide what follows, or imitate a marker)."""
+    (one would hide what follows, or imitate a marker), no mention that notifies."""
+    return outbound.quiet_mentions(_name(value))
+
+
+def _name(value: str) -> str:
+    """A name the gate itself knows (who waived: a login GitHub's API gave, or the base
+    commit): redacted and controls shown, its mention kept."""
     return outbound.document_text(value).replace("<!--", "&lt;!--")
 
 
@@ -174,7 +182,7 @@ def _heading(finding: Finding) -> str:
 
 def _waiver_line(waiver: Waiver) -> str:
     at = f" ({_text(waiver.at)})" if waiver.at else ""
-    return f"**Waived** by {_text(waiver.by)}{at}: {_text(waiver.reason)}"
+    return f"**Waived** by {_name(waiver.by)}{at}: {_text(waiver.reason)}"
 
 
 def _comment_body(finding: Finding, waiver: Waiver | None, with_suggestion: bool) -> str:

@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from ..models import WireModel
-from ..outbound import redact_model
+from ..outbound import quiet_mentions, redact_model
 from .collect import ItemResult
 from .files import Anchor, Anchors
 from .sarif import finding_text
@@ -102,9 +102,11 @@ _COMMAND = re.compile(r"^(\s*)/")
 
 
 def _inert(text: str) -> str:
-    """``text`` with every line break a ``\\n`` and a line that would start with ``/`` (a
-    GitLab quick action) escaped as ``\\/`` (markdown shows it as ``/``)."""
-    return "\n".join(_COMMAND.sub(r"\1\\/", line) for line in text.splitlines())
+    """``text`` with every line break a ``\\n``, a line that would start with ``/`` (a
+    GitLab quick action) escaped as ``\\/`` (markdown shows it as ``/``), and every
+    mention outside code made code (reviewdog posts it as a comment that would notify)."""
+    lines = quiet_mentions("\n".join(text.splitlines())).split("\n")
+    return "\n".join(_COMMAND.sub(r"\1\\/", line) for line in lines)
 
 
 def _location(anchor: Anchor) -> RdLocation | None:
