@@ -139,3 +139,16 @@ def test_the_branchs_own_waiver_and_a_read_only_users_command_change_nothing(
     sarif = json.loads((branch.path / "out" / "advreview.sarif").read_text())
     assert "suppressions" not in sarif["runs"][0]["results"][0]
     assert "**Ignored:**" in (branch.path / "out" / "report.md").read_text()
+
+
+def test_a_withdrawn_waiver_fails_the_next_run_from_the_stored_verdict(branch: ReviewRepo) -> None:
+    # The waiver is judged on every run, never stored with the verdict: once the base
+    # takes it back, the cached REVISE fails again without asking the reviewer.
+    on_main(branch, ".advreview/decisions.toml", waiver())
+    branch.run(NO_CODE).assert_outcomes(passed=1)
+    asked = len(branch.server.response_requests)
+    on_main(branch, ".advreview/decisions.toml", "")
+    again = branch.run(NO_CODE)
+    again.assert_outcomes(failed=1)
+    assert f"waived {FID}" not in again.stdout.str()
+    assert len(branch.server.response_requests) == asked
