@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from . import interdiff, targets
+from . import cachekey, interdiff, pathrules, targets
 from .atomic import write_atomic
+from .baseconfig import linelist
 from .cachekey import cache_key, reviewer_identity
 from .commands import CommandsError, load_commands
 from .decisions import (
@@ -51,16 +52,30 @@ from .models import (
     RoundRecord,
     Severity,
 )
+from .options import BY_FIELD, Invalid
+from .pricing import money
 from .prompts import applied_text, operator_open_decision
 from .review import LeadTurns, ReviewInputError, ReviewMaterial, ReviewRun, TargetSpec
-from .state import ReviewState, StateStore, StateWarning, decide_next
+from .state import ReviewState, Spend, StateStore, StateWarning, decide_next
 
 if TYPE_CHECKING:
     from .models import ItemRecord
     from .outcome import Outcome
     from .settings import Settings
 
-__all__ = ["Coordinator", "Due", "Rounds", "TokenLedger"]
+__all__ = ["Coordinator", "Due", "Rounds", "TokenLedger", "gate_limits"]
+
+#: What a gate takes from the workflow (command line, ``ADVREVIEW_*``, ``-o``) or the base
+#: commit's configuration, never from the branch's: how much it may spend, what money
+#: is, and how large a change it reviews.
+GATE_LIMITS = (
+    "budget_tokens",
+    "budget_money",
+    "budget_scope",
+    "prices",
+    "max_change_files",
+    "max_change_lines",
+)
 
 
 class TokenLedger:
@@ -74,26 +89,34 @@ class TokenLedger:
         self.directory = directory
         self._mine = directory / f"tokens-{os.getpid()}.json"
         self._spent = 0
+        self._cost = 0.0
         # Reviews side by side (--advreview-jobs) add from several threads: an older
         # total must never replace a newer one.
         self._lock = threading.Lock()
 
-    def add(self, tokens: int) -> None:
-        """Record ``tokens`` used by this process."""
+    def add(self, tokens: int, cost: float | None = None) -> None:
+        """Record ``tokens`` (and the money they cost) used by this process."""
         with self._lock:
             self._spent += tokens
+            self._cost += cost or 0.0
             self.directory.mkdir(parents=True, exist_ok=True)
-            write_atomic(self._mine, json.dumps({"tokens": self._spent}))
+            write_atomic(self._mine, json.dumps({"tokens": self._spent, "cost": self._cost}))
 
     def total(self) -> int:
         """Tokens used so far by every process of the run."""
-        total = 0
+        return self.spent()[0]
+
+    def spent(self) -> tuple[int, float]:
+        """Tokens and money used so far by every process of the run."""
+        tokens, cost = 0, 0.0
         for path in self.directory.glob("tokens-*.json"):
             try:
-                total += int(json.loads(path.read_text())["tokens"])
-            except (OSError, ValueError, KeyError, TypeError):
+                data = json.loads(path.read_text())
+                tokens += int(data["tokens"])
+                cost += float(data.get("cost", 0.0))
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
                 continue  # a file being replaced right now; the next check sees it
-        return total
+        return tokens, cost
 
 
 class Coordinator:
@@ -117,6 +140,8 @@ class Coordinator:
         self.settings = settings
         self.store = StateStore(config, run_secret=run_secret)
         self.ledger = TokenLedger(run_dir)
+        #: What every earlier run of the pull request spent (read on the first check).
+        self._prior: tuple[int, float] | None = None
         #: Who reviews in this run; a stored verdict of another reviewer never counts.
         self.identity = reviewer_identity(settings)
         # Each state is read once per run (collection reads it for the severity markers).
@@ -128,6 +153,8 @@ class Coordinator:
         gate = gated(os.environ, strict_exit=settings.strict_exit, head=settings.head)
         if gate and base is None:
             base = _find_base(config, settings)
+        #: The budgets and change limits: under a gate the workflow's or the base's.
+        self.limits = gate_limits(config, settings, base) if gate else settings
         try:
             found = Authority.of(
                 self.decisions_path,
@@ -349,18 +376,12 @@ class Coordinator:
             # One verdict per target per run: a second sample of the reviewer never
             # replaces the first (docs/safety.md).
             return Due(stands=reviewed)
-        budget = self.settings.budget_tokens
-        if budget is not None and self.ledger.total() >= budget:
-            return Due(
-                stands=LoopResult(
-                    status=ReviewStatus.BUDGET_EXHAUSTED,
-                    error=(
-                        f"the run's reviewer tokens ({self.ledger.total()}) passed "
-                        f"--advreview-budget-tokens={budget} before this review started; "
-                        "raise the budget or review fewer targets per run"
-                    ),
-                )
-            )
+        too_large = self._too_large(spec, root)
+        if too_large is not None:
+            return Due(stands=LoopResult(status=ReviewStatus.TOO_LARGE, error=too_large))
+        spent = self._budget_spent()
+        if spent is not None:
+            return Due(stands=LoopResult(status=ReviewStatus.BUDGET_EXHAUSTED, error=spent))
         state = self.stored(key)
         problem = self._problems.pop(key, None)
         if problem is not None:
@@ -433,6 +454,70 @@ class Coordinator:
             changed=changed,
         )
 
+    def _budget_spent(self) -> str | None:
+        """Why no review may start: a budget is spent (``None``: none is).
+
+        With ``advreview_budget_scope = pull-request`` what every earlier run of the pull
+        request spent counts too (kept with the rounds' state, read once per process).
+        """
+        limits = self.limits
+        if limits.budget_tokens is None and limits.budget_money is None:
+            return None
+        tokens, cost = self.ledger.spent()
+        whose = "this run's reviews"
+        if limits.budget_scope == "pull-request":
+            if self._prior is None:
+                self._prior = self.store.spent()
+            tokens, cost = tokens + self._prior[0], cost + self._prior[1]
+            whose = "the pull request's reviews (this run and the earlier runs stored)"
+        if limits.budget_tokens is not None and tokens >= limits.budget_tokens:
+            spec, budget, used = (
+                BY_FIELD["budget_tokens"],
+                str(limits.budget_tokens),
+                f"{tokens} tokens",
+            )
+        elif limits.budget_money is not None and cost >= limits.budget_money:
+            spec, budget, used = BY_FIELD["budget_money"], f"{limits.budget_money:g}", money(cost)
+        else:
+            return None
+        return (
+            f"{whose} spent {used}, which reaches the budget {spec.ini_key} = {budget}, "
+            "before this review started; nothing was reviewed. To raise it, a maintainer "
+            f"sets a higher {spec.ini_key} in the base branch's pytest configuration (under "
+            f"a gate this branch's does not count) or passes {spec.option} in the workflow"
+        )
+
+    def _too_large(self, spec: TargetSpec, root: Path | None) -> str | None:
+        """Why the code change is too large to review (``None``: it is not, or no limit
+        is set): a review that cannot have read the change is no verdict on it."""
+        limits, change = self.limits, spec.change
+        if change is None or (limits.max_change_files is None and limits.max_change_lines is None):
+            return None
+        files = len(change.files)
+        if limits.max_change_files is not None and files > limits.max_change_files:
+            spec_, size = BY_FIELD["max_change_files"], f"{files} files"
+            limit = limits.max_change_files
+        else:
+            if limits.max_change_lines is None or root is None:
+                return None
+            try:
+                lines = cachekey.changed_lines(root, change)
+            except cachekey.CacheKeyError as exc:
+                raise ReviewInputError(str(exc)) from None
+            if lines <= limits.max_change_lines:
+                return None
+            spec_, size, limit = (
+                BY_FIELD["max_change_lines"],
+                f"{lines} changed lines",
+                limits.max_change_lines,
+            )
+        return (
+            f"the change ({change.description}) has {size}, more than {spec_.ini_key} = "
+            f"{limit}: too large to review, so it was not reviewed and this item fails. "
+            "Split the change into smaller pull requests, or raise the limit in the base "
+            "branch's pytest configuration"
+        )
+
     def _run_key(self, key: str, content_hash: str) -> str:
         """Target ``key`` and its cache key: this reviewer, this content, these decisions."""
         decisions = self.decisions.for_target(key) if self.decisions is not None else ()
@@ -494,7 +579,8 @@ class Coordinator:
             applied=applied,
             max_rounds=self.max_rounds(key),
         )
-        self.ledger.add(result.usage.total)
+        cost = run.cost(result.usage)
+        self.ledger.add(result.usage.total, cost)
         if changed is not None and result.rounds:
             # The first round of this run is the one that was shown what changed.
             first, *rest = result.rounds
@@ -512,6 +598,7 @@ class Coordinator:
             result=self._with_open(result, still_open),
             material=material,
             history=history,
+            cost=cost,
             still_open=still_open,
             closed=frozenset(renewed | settled),
             change=material.reviewed
@@ -558,8 +645,30 @@ class Coordinator:
                 if previous is not None
                 else ReviewState(key=key, reviewer=self.identity, operator_open=still_stored)
             )
+        if result.usage.total or rounds.cost:
+            # Every token counts against a pull request's budget, an aborted review's
+            # retries too: kept with the target's state whether or not a round counted.
+            state = state or previous or ReviewState(key=key, reviewer=self.identity)
+            state = state.model_copy(update={"spend": self._spend(state, previous, rounds)})
         if state is not None and self.store.save(state):
             self._loaded[key] = state
+
+    def _spend(
+        self, state: ReviewState, previous: ReviewState | None, rounds: Rounds
+    ) -> tuple[Spend, ...]:
+        """The spend records of ``state`` with this run's tokens on it added."""
+        known = {s.run: s for s in (*(previous.spend if previous else ()), *state.spend)}
+        run = self.store.run_id
+        mine = known.pop(run, Spend(run=run))
+        cost = (
+            None
+            if mine.cost is None and rounds.cost is None
+            else ((mine.cost or 0.0) + (rounds.cost or 0.0))
+        )
+        mine = mine.model_copy(
+            update={"tokens": mine.tokens + rounds.result.usage.total, "cost": cost}
+        )
+        return (*known.values(), mine)
 
     def _lead_on_stored(self, run: ReviewRun, state: ReviewState, review: Review) -> Rounds | None:
         """Let the built-in lead fix a stored REVISE review, then continue the rounds.
@@ -629,6 +738,8 @@ class Rounds:
     history: tuple[RoundRecord, ...]
     still_open: tuple[OpenFinding, ...] | None
     closed: frozenset[str] = frozenset()
+    #: What the rounds cost under ``advreview_prices`` (``None``: none set).
+    cost: float | None = None
     #: The code change the rounds reviewed (code targets), stored with them.
     change: ReviewedChange | None = None
 
@@ -715,6 +826,49 @@ def _from_command_line(config: pytest.Config) -> None:
             "the repository under review writes; the maintainers' commands count only from "
             "the command line (the Action passes them): remove it from addopts"
         )
+
+
+def gate_limits(config: pytest.Config, settings: Settings, base: GateBase | None) -> Settings:
+    """``settings`` with the :data:`GATE_LIMITS` of a gated run: the workflow's, else the
+    base commit's ini keys, else the defaults; what the branch's ini says never counts.
+
+    :raises pytest.UsageError: the base's configuration cannot be read, or a value there
+        is not valid.
+    """
+    try:
+        found = pathrules.base_keys(config, base)
+    except pathrules.RulesError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if found is None:
+        return settings  # the operator's own configuration file (the Action's gate file)
+    keys, where = found
+    overridden = {
+        item.partition("=")[0].strip() for item in (config.option.override_ini or ()) if item
+    }
+    update: dict[str, object] = {}
+    for field in GATE_LIMITS:
+        spec = BY_FIELD[field]
+        workflow = (
+            (spec.cli is not None and config.getoption(spec.dest, None) is not None)
+            or (spec.env and bool(os.environ.get(spec.env_var, "").strip()))
+            or spec.ini_key in overridden
+        )
+        if workflow:
+            continue
+        raw = keys.get(spec.ini_key)
+        try:
+            if raw is None:
+                value = spec.default
+            elif spec.ini == "linelist":
+                value = tuple(spec.parse(line) for line in linelist(raw))
+            else:
+                value = spec.parse(raw)
+        except Invalid as exc:
+            raise pytest.UsageError(
+                f"pytest-advreview: ini {spec.ini_key} = {raw!r} in {where} is not valid; {exc}"
+            ) from None
+        update[field] = value
+    return settings.model_copy(update=update)
 
 
 def _find_base(config: pytest.Config, settings: Settings) -> GateBase | None:

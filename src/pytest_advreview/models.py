@@ -609,6 +609,11 @@ class LeadRecord(WireModel):
     duration_s: float = 0.0
     #: Tokens the lead's model used in this turn (none known for the ``command`` lead).
     tokens: TokenUsage = Field(default_factory=TokenUsage)
+    #: The lead's model, as given or as its CLI reported it (``None``: not known).
+    model: str | None = None
+    #: What ``tokens`` cost under ``advreview_prices`` (``None``: no prices set, or none
+    #: for ``model``).
+    cost: float | None = None
 
 
 class OpenFinding(WireModel):
@@ -641,6 +646,8 @@ class ReviewStatus(str, Enum):
     ABORTED = "aborted"
     CACHED = "cached"
     BUDGET_EXHAUSTED = "budget exhausted"
+    #: The code change is above ``advreview_max_change_files`` / ``_lines``: not reviewed.
+    TOO_LARGE = "too large"
 
 
 class ChangedLines(WireModel):
@@ -694,6 +701,8 @@ class RoundRecord(WireModel):
     review: Review | None = None
     decisions: tuple[Decision, ...] = ()
     usage: TokenUsage = Field(default_factory=TokenUsage)
+    #: What ``usage`` cost under ``advreview_prices`` (``None``: no prices set).
+    cost: float | None = None
     duration_s: float = 0.0
     #: Content hash of the artifact this round reviewed (plan bytes, or diff + plan).
     content_hash: str | None = None
@@ -742,8 +751,12 @@ class ItemRecord(WireModel):
     rounds_granted: int = 0
     #: Decisions and commands on this target that did not count, each with why.
     ignored: tuple[IgnoredCommand, ...] = ()
-    #: Tokens used in this run (zero for a cached result).
+    #: Tokens used in this run (zero for a cached result): every dispatch, retries and
+    #: the lead's turns included.
     tokens: TokenUsage = Field(default_factory=TokenUsage)
+    #: What ``tokens`` cost under ``advreview_prices`` (``None``: no prices set, or a
+    #: model without a price, which ``warnings`` names).
+    cost: float | None = None
     duration_s: float = 0.0
     #: Why the reviewer could not run (error outcomes).
     error: str | None = None

@@ -41,6 +41,7 @@ from .models import (
     TokenUsage,
 )
 from .outcome import Outcome, OutcomeKind, ReviewerUnavailable, WorkspaceMutated
+from .pricing import PriceTable
 from .runner import STREAM_FILE, DispatchRequest, DispatchResult, Reviewer
 from .workspace import Layout, Workspace, WorkspaceError
 
@@ -681,11 +682,51 @@ class ReviewRun(LoopHooks):
             # Under CI the gate judges the commit; the lead's edits live only in this
             # checkout, so an approval of the edited text is not an approval of the commit.
             result = replace(result, uncommitted_edits=tuple(edited))
+        prices = PriceTable.of(self.settings.prices)
+        if prices:
+            # Each round's money is stored with it: a later run's report shows it too.
+            rounds = tuple(
+                r.model_copy(update={"cost": prices.cost(r.usage, self.settings.model)})
+                for r in result.rounds
+            )
+            result = replace(result, rounds=rounds)
         if lead.records:
             # The lead's tokens count like the reviewer's: in the summary and the budget.
             lead_usage = sum((t.tokens for t in lead.records), TokenUsage())
             result = replace(result, usage=result.usage + lead_usage)
         return result
+
+    def cost(self, usage: TokenUsage) -> float | None:
+        """What ``usage`` (this run's tokens, the lead's included) cost (``None``: no
+        prices, or a model without one)."""
+        return self._priced(usage)[1]
+
+    def _priced(self, usage: TokenUsage) -> tuple[tuple[LeadRecord, ...], float | None, str | None]:
+        """The lead's turns with their money, what ``usage`` (this run's tokens, the
+        lead's included) cost, and why that is unknown (``None`` without prices)."""
+        prices = PriceTable.of(self.settings.prices)
+        turns = tuple(self.lead.records)
+        if not prices:
+            return turns, None, None
+        turns = tuple(t.model_copy(update={"cost": prices.cost(t.tokens, t.model)}) for t in turns)
+        lead_usage = sum((t.tokens for t in turns), TokenUsage())
+        parts = [prices.cost(usage.minus(lead_usage), self.settings.model)]
+        parts += [t.cost for t in turns]
+        if all(part is not None for part in parts):
+            return turns, sum(part for part in parts if part is not None), None
+        unpriced = [
+            self.settings.model if parts[0] is None else None,
+            *(t.model or f"the {t.backend} lead" for t in turns if t.cost is None),
+        ]
+        names = ", ".join(sorted({name for name in unpriced if name is not None}))
+        return (
+            turns,
+            None,
+            (
+                f"money unknown: ini advreview_prices has no line for {names}; add one to see "
+                "what this review cost"
+            ),
+        )
 
     def final_mutations(self, result: LoopResult | None) -> list[str]:
         """All mutations, including any that appeared after the last dispatch.
@@ -781,6 +822,7 @@ class ReviewRun(LoopHooks):
             return base
         findings = (*outcome.failing, *outcome.waived, *outcome.below)
         rounds = (*history, *result.rounds)
+        turns, cost, unknown = self._priced(result.usage)
         return base.model_copy(
             update=dict(
                 status=outcome.status,
@@ -795,13 +837,14 @@ class ReviewRun(LoopHooks):
                 ),
                 decisions=rounds[-1].decisions if rounds else (),
                 tokens=result.usage,
+                cost=cost,
                 duration_s=sum(r.duration_s for r in result.rounds),
                 error=error
                 or result.error
                 or (outcome.summary if outcome.kind is OutcomeKind.ERROR else None),
-                warnings=result.warnings,
+                warnings=(*result.warnings, *([unknown] if unknown else [])),
                 review_text=result.review.raw if result.review is not None else None,
-                lead=tuple(self.lead.records),
+                lead=turns,
                 # This run's and those still open from earlier runs (the coordinator's).
                 needs_operator=result.needs_operator,
                 lead_patch=self.lead_patch(),

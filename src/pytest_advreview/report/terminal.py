@@ -9,6 +9,7 @@ import pytest
 from ..models import ItemRecord
 from ..outbound import terminal_text
 from ..outcome import counted
+from ..pricing import money, per_round, run_cost, tokens_text
 from .collect import ItemResult, with_line
 
 __all__ = ["MEANING", "decided_lines", "lead_lines", "write_summary"]
@@ -24,7 +25,7 @@ MEANING = {
     "they were not verified",
     "aborted": "the reviewer could not run; nothing was verified",
     "cached": "unchanged since the last review; no reviewer call was made",
-    "budget exhausted": "the run's token budget was spent before this review started",
+    "budget exhausted": "the token budget was spent before this review started",
 }
 
 
@@ -34,7 +35,7 @@ def lead_lines(record: ItemRecord) -> list[str]:
     lines: list[str] = []
     for turn in record.lead:
         edits = ", ".join(f"{e.path} (+{e.added} -{e.removed})" for e in turn.edits)
-        tokens = f", {turn.tokens.total} tokens" if turn.tokens.total else ""
+        tokens = f", {tokens_text(turn.tokens.total, turn.cost)}" if turn.tokens.total else ""
         lines.append(
             f"lead ({turn.backend}) after round {turn.round}: edited {edits or 'nothing'}{tokens}"
         )
@@ -72,13 +73,16 @@ def write_summary(terminal: pytest.TerminalReporter, results: list[ItemResult]) 
     for result in results:
         record = result.record
         total += record.tokens.total
+        rounds_money = per_round(record.rounds)
         decisions = Counter(d.action.value for d in record.decisions)
         decided = ", ".join(f"{n} {a}" for a, n in sorted(decisions.items()))
         line(
             f"{record.nodeid}: {record.status.value} ({result.pytest_outcome}) — "
-            f"round {result.rounds}, {result.severity_counts()}, {record.tokens.total} tokens, "
-            f"{result.seconds:.1f}s"
+            f"round {result.rounds}, {result.severity_counts()}, "
+            f"{tokens_text(record.tokens.total, record.cost)}, {result.seconds:.1f}s"
         )
+        if rounds_money:
+            line(f"    money per round: {rounds_money}")
         if decided:
             line(f"    decisions: {decided}")
         if record.status.value != "approved" and not (record.waived and not record.failing_ids):
@@ -102,4 +106,8 @@ def write_summary(terminal: pytest.TerminalReporter, results: list[ItemResult]) 
     if findings:
         verb = "has" if findings == 1 else "have"
         line(f"locations: {located} of {counted(findings, 'finding')} {verb} a line")
-    line(f"total: {counted(len(results), 'review')}, {counted(total, 'token')}")
+    cost, unpriced = run_cost(r.record.cost for r in results)
+    spent = f" ({money(cost)})" if cost is not None else ""
+    if unpriced:
+        spent = f" ({money(cost)}, and {counted(unpriced, 'review')} without a price)"
+    line(f"total: {counted(len(results), 'review')}, {counted(total, 'token')}{spent}")
