@@ -329,6 +329,9 @@ def failure_report(item_name: str, result: LoopResult, outcome: Outcome) -> str:
     finding lines after it are the parsed form, failing ones first, then those below
     fail-on marked as such.
     """
+    if result.status is ReviewStatus.TOO_LARGE:
+        # No review ran: the reason is the whole text.
+        return _with_warnings([_header(item_name, outcome.summary)], result)
     parts = [_header(item_name, f"round {outcome.rounds}"), ""]
     raw = result.review.raw if result.review is not None else ""
     parts += [(raw[:-1] if raw.endswith("\n") else raw) if raw else "(no review text)", ""]

@@ -25,7 +25,8 @@ MEANING = {
     "they were not verified",
     "aborted": "the reviewer could not run; nothing was verified",
     "cached": "unchanged since the last review; no reviewer call was made",
-    "budget exhausted": "the token budget was spent before this review started",
+    "budget exhausted": "a budget (tokens or money) was spent before this review started",
+    "too large": "the change is above the repository's size limit; it was not reviewed",
 }
 
 
