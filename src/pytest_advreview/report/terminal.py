@@ -64,11 +64,12 @@ def write_summary(terminal: pytest.TerminalReporter, results: list[ItemResult]) 
     if not results:
         return
     terminal.write_sep("=", "adversarial review summary")
+    lines: list[str] = []
 
     def line(text: str) -> None:
         # A record's text (a lead's reason, a warning, an error, a path) is the
         # reviewer's or the pull request's: redacted and neutralised.
-        terminal.write_line(terminal_text(text))
+        lines.append(terminal_text(text))
 
     total = 0
     for result in results:
@@ -112,3 +113,6 @@ def write_summary(terminal: pytest.TerminalReporter, results: list[ItemResult]) 
     if unpriced:
         spent = f" ({money(cost)}, and {counted(unpriced, 'review')} without a price)"
     line(f"total: {counted(len(results), 'review')}, {counted(total, 'token')}{spent}")
+    # One write: a line at a time cost a write to the terminal (or the CI log's pipe)
+    # each, three per item of a cached rerun of hundreds of plans.
+    terminal.write_line("\n".join(lines))
