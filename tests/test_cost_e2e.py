@@ -228,3 +228,25 @@ def test_an_oversized_change_fails_the_code_item_without_a_review(
     at_limit = option.replace("=2", "=3").replace("=8", "=9")
     review_repo.run("--advreview-diff=uncommitted", at_limit).assert_outcomes(passed=1)
     assert len(review_repo.server.response_requests) == 1
+
+
+@pytest.mark.real_codex
+def test_a_retried_attempt_counts_in_the_tokens_and_the_money(review_repo: ReviewRepo) -> None:
+    _ini(review_repo, "advreview_prices =", f"    {PRICES}")
+    review_repo.plan("a.md", PLAN)
+    # The first answer has no verdict line (format drift): the runner retries it once, and
+    # the model was paid for both.
+    steps = [
+        {"message": "I read the plan and it looks fine to me.", "usage": USAGE},
+        {"message": approved_review(), "usage": USAGE},
+    ]
+    # One counter over every thread: the retry is a new thread.
+    rules = [{"match": "a.md", "threads": "all", "steps": steps}]
+    review_repo.server.set_script({"rules": rules, "default": {"http_status": 404}})
+    result = review_repo.run(NO_CODE, "--advreview-json=out.json")
+    result.assert_outcomes(passed=1)
+    assert len(review_repo.server.response_requests) == 2
+    result.stdout.fnmatch_lines(["*a.md::adversarial-review: approved*1800000 tokens ($4.6000)*"])
+    (item,) = json.loads((review_repo.path / "out.json").read_text())["items"]
+    assert item["record"]["tokens"]["input_tokens"] == 1_600_000
+    assert item["record"]["cost"] == pytest.approx(4.6)
