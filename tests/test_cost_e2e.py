@@ -250,3 +250,41 @@ def test_a_retried_attempt_counts_in_the_tokens_and_the_money(review_repo: Revie
     (item,) = json.loads((review_repo.path / "out.json").read_text())["items"]
     assert item["record"]["tokens"]["input_tokens"] == 1_600_000
     assert item["record"]["cost"] == pytest.approx(4.6)
+
+
+@pytest.mark.real_codex
+def test_a_money_budget_stops_starting_reviews_once_spent(review_repo: ReviewRepo) -> None:
+    _ini(review_repo, "advreview_prices =", f"    {PRICES}", "advreview_budget_money = 3")
+    for name in ("a.md", "b.md", "c.md"):
+        review_repo.plan(name, PLAN)
+        _approved(review_repo, name)
+    result = review_repo.run(NO_CODE, "--advreview-jobs=1", "-p", "no:randomly")
+    # a.md spends $2.30 (under $3), b.md starts and spends $2.30 more, c.md never starts.
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*c.md::adversarial-review: budget exhausted*",
+            "*this run's reviews spent $4.6000, which reaches the budget "
+            "advreview_budget_money = 3, before this review started*",
+        ]
+    )
+    assert len(review_repo.server.response_requests) == 2
+
+
+def test_under_a_gate_an_invalid_budget_in_the_base_is_a_usage_error(
+    scripted_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _ini(scripted_repo, "advreview_budget_tokens = plenty")
+    scripted_repo.commit("the base's budget")
+    git(scripted_repo.path, "checkout", "-q", "-b", "feature")
+    # The branch's own value is valid, and does not count under a gate.
+    _ini(scripted_repo, "advreview_budget_tokens = 5")
+    scripted_repo.plan("a.md", PLAN)
+    scripted_repo.commit("plan a")
+    _ci(monkeypatch)
+    result = scripted_repo.run(NO_CODE, "--advreview-base=main", "--advreview-github=off")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*ini advreview_budget_tokens = 'plenty' in pytest.ini at main (*) is not valid*"]
+    )
+    assert scripted_repo.server.response_requests == []
