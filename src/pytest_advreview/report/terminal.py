@@ -67,9 +67,7 @@ def write_summary(terminal: pytest.TerminalReporter, results: list[ItemResult]) 
     lines: list[str] = []
 
     def line(text: str) -> None:
-        # A record's text (a lead's reason, a warning, an error, a path) is the
-        # reviewer's or the pull request's: redacted and neutralised.
-        lines.append(terminal_text(text))
+        lines.append(text)
 
     total = 0
     for result in results:
@@ -113,6 +111,9 @@ def write_summary(terminal: pytest.TerminalReporter, results: list[ItemResult]) 
     if unpriced:
         spent = f" ({money(cost)}, and {counted(unpriced, 'review')} without a price)"
     line(f"total: {counted(len(results), 'review')}, {counted(total, 'token')}{spent}")
-    # One write: a line at a time cost a write to the terminal (or the CI log's pipe)
-    # each, three per item of a cached rerun of hundreds of plans.
-    terminal.write_line("\n".join(lines))
+    # A record's text (a lead's reason, a warning, an error, a path) is the reviewer's or
+    # the pull request's: redacted and neutralised, line by line (terminal_text splits
+    # it).  Once for the whole block, and one write: a line at a time cost a redaction
+    # pass and a write to the terminal (or the CI log's pipe) each, three per item of a
+    # cached rerun of hundreds of plans.
+    terminal.write_line(terminal_text("\n".join(lines)))
