@@ -288,3 +288,30 @@ def test_under_a_gate_an_invalid_budget_in_the_base_is_a_usage_error(
         ["*ini advreview_budget_tokens = 'plenty' in pytest.ini at main (*) is not valid*"]
     )
     assert scripted_repo.server.response_requests == []
+
+
+def test_under_a_gate_the_change_limit_is_the_bases_and_the_workflow_may_raise_it(
+    scripted_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _ini(scripted_repo, "advreview_max_change_lines = 4")
+    scripted_repo.commit("the base's limit")
+    git(scripted_repo.path, "checkout", "-q", "-b", "feature")
+    # The branch lifts the limit in its own ini: under a gate that does not count.
+    _ini(scripted_repo, "advreview_max_change_lines = off")
+    scripted_repo.write("src/big.py", "a = 1\nb = 2\nc = 3\nd = 4\ne = 5\n")
+    scripted_repo.commit("a change of 7 lines: 5 added, the ini line replaced")
+    scripted_repo.answer("Review the code changes", {"message": approved_review()})
+    _ci(monkeypatch)
+    args = ("--advreview-base=main", "--advreview-github=off", "--advreview-diff=branch")
+    result = scripted_repo.run(*args)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*the change (branch changes vs main) has 7 changed lines, more than "
+            "advreview_max_change_lines = 4: too large to review*"
+        ]
+    )
+    assert scripted_repo.server.response_requests == []
+    # The workflow's own option is the operator's: it stands.
+    scripted_repo.run(*args, "--advreview-max-change-lines=100").assert_outcomes(passed=1)
+    assert len(scripted_repo.server.response_requests) == 1
