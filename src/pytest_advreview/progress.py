@@ -50,7 +50,7 @@ __all__ = ["Progress", "ProgressPlugin", "activity_of", "printable", "progress_p
 #: Seconds between redraws on a terminal.
 LIVE_INTERVAL_S = 1.0
 #: Most bytes of new stream read per look (a tool's huge output is skipped, not parsed).
-_READ_LIMIT = 1 << 20
+_READ_LIMIT = 1 << 16
 #: Longest command shown.
 _COMMAND_CHARS = 120
 
@@ -130,11 +130,21 @@ class _Entry:
     next_line: float = 0.0
 
     def follow(self) -> None:
-        """Read the stream from where the last look stopped; keep the latest activity."""
+        """Read the stream from where the last look stopped; keep the latest activity.
+
+        Only the latest activity is shown, so a stream that grew by more than
+        :data:`_READ_LIMIT` since the last look is read from its last part only, and its
+        lines from the newest back to the first that says what the reviewer does: a
+        review whose tools printed megabytes costs a bounded read, not a parse of them.
+        """
         if self.stream is None:
             return
+        partial = False
         try:
             with self.stream.open("rb") as fh:
+                size = os.fstat(fh.fileno()).st_size
+                if size - self.offset > _READ_LIMIT:
+                    self.offset, partial = size - _READ_LIMIT, True
                 fh.seek(self.offset)
                 data = fh.read(_READ_LIMIT)
         except OSError:
@@ -145,15 +155,18 @@ class _Entry:
                 self.offset += len(data)
             return
         self.offset += end + 1
-        for raw in data[:end].splitlines():
+        lines = data[:end].split(b"\n")
+        if partial:
+            lines = lines[1:]  # the tail of a line before the part that was read
+        for raw in reversed(lines):
             try:
                 event = json.loads(raw)
             except ValueError:
                 continue
-            if isinstance(event, dict):
-                found = activity_of(event)
-                if found is not None:
-                    self.activity = found
+            found = activity_of(event) if isinstance(event, dict) else None
+            if found is not None:
+                self.activity = found
+                return
 
 
 class Progress:
