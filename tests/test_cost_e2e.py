@@ -11,6 +11,7 @@ import pytest
 
 from conftest import ReviewRepo, git
 from pytest_advreview.action import comment_body
+from pytest_advreview.commands import parse
 from pytest_advreview.testing import approved_review
 
 PLAN = "# Plan\n\n1. Migrate.\n\n## Rollback\nRestore the backup.\n"
@@ -185,9 +186,24 @@ def test_a_pull_request_budget_spent_by_the_first_run_stops_the_second(
         ]
     )
     text = second.stdout.str()
+    assert "comments `/advreview budget +TOKENS: reason` on the pull request" in text
     assert "base branch's pytest configuration" in text
     assert "--advreview-budget-tokens" in text
     assert len(review_repo.server.response_requests) == 2  # c.md was never sent
+
+    # A maintainer raises the budget with a command (the Action vets it and passes it).
+    commands = review_repo.path.parent / f"{review_repo.path.name}-commands.json"
+    command = {
+        "verb": "budget",
+        "tokens": 1_000_000,
+        "reason": "the last plan is worth it",
+        "login": "maintainer",
+        "permission": "write",
+    }
+    commands.write_text(json.dumps({"version": 1, "commands": [command]}))
+    third = review_repo.run(*args, f"--advreview-commands={commands}", "-p", "no:randomly")
+    third.assert_outcomes(passed=3)  # c.md: 1,800,000 of 1,000,000 + 1,000,000
+    assert len(review_repo.server.response_requests) == 3
 
 
 def _state_files(repo: ReviewRepo) -> list[Path]:
@@ -315,3 +331,19 @@ def test_under_a_gate_the_change_limit_is_the_bases_and_the_workflow_may_raise_i
     # The workflow's own option is the operator's: it stands.
     scripted_repo.run(*args, "--advreview-max-change-lines=100").assert_outcomes(passed=1)
     assert len(scripted_repo.server.response_requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("line", "tokens"),
+    [("/advreview budget +500000: the last plan", 500_000), ("/advreview Budget +7 tokens: x", 7)],
+)
+def test_the_budget_command_grants_tokens(line: str, tokens: int) -> None:
+    (parsed,) = parse(line)
+    assert parsed.command is not None
+    assert (parsed.command["verb"], parsed.command["tokens"]) == ("budget", tokens)
+
+
+def test_a_budget_command_of_nothing_is_refused() -> None:
+    (parsed,) = parse("/advreview budget +0: none")
+    assert parsed.command is None
+    assert parsed.why == "grants no tokens; write budget +1 or more"

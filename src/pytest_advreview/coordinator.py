@@ -470,21 +470,24 @@ class Coordinator:
                 self._prior = self.store.spent()
             tokens, cost = tokens + self._prior[0], cost + self._prior[1]
             whose = "the pull request's reviews (this run and the earlier runs stored)"
-        if limits.budget_tokens is not None and tokens >= limits.budget_tokens:
-            spec, budget, used = (
-                BY_FIELD["budget_tokens"],
-                str(limits.budget_tokens),
-                f"{tokens} tokens",
-            )
+        granted = self.authority.budget_tokens
+        command = ""
+        if limits.budget_tokens is not None and tokens >= limits.budget_tokens + granted:
+            spec, used = BY_FIELD["budget_tokens"], f"{tokens} tokens"
+            budget = str(limits.budget_tokens)
+            if granted:
+                budget += f" + {granted} granted by /advreview budget"
+            command = "comments `/advreview budget +TOKENS: reason` on the pull request, "
         elif limits.budget_money is not None and cost >= limits.budget_money:
             spec, budget, used = BY_FIELD["budget_money"], f"{limits.budget_money:g}", money(cost)
         else:
             return None
         return (
             f"{whose} spent {used}, which reaches the budget {spec.ini_key} = {budget}, "
-            "before this review started; nothing was reviewed. To raise it, a maintainer "
-            f"sets a higher {spec.ini_key} in the base branch's pytest configuration (under "
-            f"a gate this branch's does not count) or passes {spec.option} in the workflow"
+            f"before this review started; nothing was reviewed. To raise it, a maintainer "
+            f"{command}sets a higher {spec.ini_key} in the base branch's pytest "
+            f"configuration (under a gate this branch's does not count) or passes "
+            f"{spec.option} in the workflow"
         )
 
     def _too_large(self, spec: TargetSpec, root: Path | None) -> str | None:

@@ -298,6 +298,8 @@ class Authority:
     where: str
     waivers: tuple[tuple[str | None, Waiver], ...] = ()
     grants: tuple[RoundsGrant, ...] = ()
+    #: Tokens a maintainer added to the token budget (``/advreview budget +N``).
+    budget_tokens: int = 0
     decided: tuple[Decision, ...] = ()
     ignored: tuple[tuple[str | None, IgnoredCommand], ...] = ()
 
@@ -367,6 +369,7 @@ class Authority:
         waivers: list[tuple[str | None, Waiver]] = []
         grants: list[RoundsGrant] = []
         decided: list[Decision] = []
+        budget = 0
         for command in commands.commands:
             by = f"@{command.login}"
             if command.verb == "waive" and command.finding:
@@ -395,10 +398,13 @@ class Authority:
                     at=command.url,
                 )
                 grants.append(grant)
+            elif command.verb == "budget" and command.tokens:
+                budget += command.tokens
         return replace(
             self,
             waivers=(*self.waivers, *waivers),
             grants=(*self.grants, *grants),
+            budget_tokens=self.budget_tokens + budget,
             decided=(*self.decided, *decided),
             ignored=(*self.ignored, *((None, i) for i in commands.ignored)),
         )

@@ -512,15 +512,18 @@ class PullRequestCommand(WireModel):
     repository permission is write or higher (checked by the Action through the REST API).
 
     ``waive``: ``finding`` passes; ``decide``: ``finding`` (left to the operator) is
-    decided ``accept`` or ``reject``; ``rounds``: ``rounds`` more rounds for every target.
+    decided ``accept`` or ``reject``; ``rounds``: ``rounds`` more rounds for every target;
+    ``budget``: ``tokens`` more for the pull request's token budget.
     """
 
-    verb: Literal["waive", "decide", "rounds"]
+    verb: Literal["waive", "decide", "rounds", "budget"]
     finding: str | None = None
     #: ``decide`` only: the operator's decision.
     action: Literal["accept", "reject"] | None = None
     #: ``rounds`` only: how many more.
     rounds: int | None = Field(default=None, ge=1)
+    #: ``budget`` only: how many more tokens.
+    tokens: int | None = Field(default=None, ge=1)
     reason: str = Field(min_length=1)
     #: The commenter's login, without ``@``.
     login: str = Field(min_length=1)
@@ -532,7 +535,12 @@ class PullRequestCommand(WireModel):
     @model_validator(mode="after")
     def _complete(self) -> PullRequestCommand:
         # A command the Action could not have written is refused, never half applied.
-        needs = {"waive": ("finding",), "decide": ("finding", "action"), "rounds": ("rounds",)}
+        needs = {
+            "waive": ("finding",),
+            "decide": ("finding", "action"),
+            "rounds": ("rounds",),
+            "budget": ("tokens",),
+        }
         missing = [name for name in needs[self.verb] if getattr(self, name) is None]
         if missing:
             raise ValueError(f"a {self.verb} command needs {' and '.join(missing)}")
