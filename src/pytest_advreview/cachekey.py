@@ -116,6 +116,15 @@ NOT_IDENTITY_SETTINGS: Final[Mapping[str, str]] = {
     "lead_patch": "a report file",
     "lead_code": "decides whether the lead may edit code; its edits are keyed as content",
     "head": "the head's content and the prompt's untrusted-data frame are keyed as content",
+    "eval": "chooses the eval corpus; an eval run stores no verdict",
+    "eval_epochs": "how often each eval case is reviewed",
+    "eval_report": "a report file",
+    "eval_baseline": "a report file to compare with",
+    "eval_transcripts": "where eval transcripts are kept",
+    "eval_rescore": "whether an eval run asks the reviewer at all",
+    "eval_min_recall": "an eval threshold, applied to the scores",
+    "eval_max_false_block": "an eval threshold, applied to the scores",
+    "eval_max_flip": "an eval threshold, applied to the scores",
 }
 
 #: Files under ``CODEX_HOME`` that select the provider or instruct the model.

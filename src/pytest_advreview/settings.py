@@ -99,6 +99,16 @@ class Settings(WireModel):
     strict_exit: bool = default("strict_exit")
     #: ``--advreview-shard=K/N``: this job reviews share K (1-based) of N.
     shard: tuple[int, int] | None = None
+    #: ``--advreview-eval``: the corpus folder (absolute) or ``builtin`` (docs/eval.md).
+    eval: str | None = None
+    eval_epochs: int = default("eval_epochs")
+    eval_report: str | None = None
+    eval_baseline: str | None = None
+    eval_transcripts: str | None = None
+    eval_rescore: bool = default("eval_rescore")
+    eval_min_recall: float | None = None
+    eval_max_false_block: float | None = None
+    eval_max_flip: float | None = None
 
     @model_validator(mode="after")
     def _known_choices(self) -> Settings:
@@ -228,7 +238,7 @@ def resolve(config: pytest.Config, environ: Mapping[str, str] | None = None) -> 
     found: dict[str, _Found | None] = {}
     for spec in (spec for spec in SPECS if spec.setting):
         value, found[spec.field] = resolver.value(spec)
-        if spec.path and isinstance(value, str):
+        if spec.path and isinstance(value, str) and value not in spec.words:
             value = _absolute(invocation_dir, value)
         if value is not None:
             values["json_report" if spec.field == "json" else spec.field] = value
