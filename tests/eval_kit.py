@@ -10,6 +10,7 @@ it shows.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -94,3 +95,32 @@ def alternating(case: Case) -> list[dict[str, Any]]:
             {"message": review_text("REVISE", [wrong_blocker(case)])},
         ]
     return [*oracle(case), {"message": review_text("APPROVED")}]
+
+
+def decoys(case: Case) -> list[dict[str, Any]]:
+    """For each defect, findings that each miss one rule: the wrong place (with a keyword),
+    the right place without a keyword, the right place and keyword below its severity."""
+    found: list[FindingSpec] = []
+    for defect in case.spec.defect:
+        right = finding_of(defect)
+        if defect.section is not None:
+            found.append(replace(right, section="Nowhere in this plan"))
+        else:
+            assert defect.lines is not None
+            far = defect.lines[1] + 40
+            found.append(replace(right, lines=(far, far)))
+        found.append(
+            replace(
+                right,
+                title="Unrelated concern with naming",
+                what="x",
+                why="y",
+                impact="z",
+                recommendation="w",
+            )
+        )
+        if defect.severity.value in ("high", "critical"):
+            found.append(replace(right, severity="medium"))
+    if not found:
+        return [{"message": review_text("APPROVED")}]
+    return [{"message": review_text("REVISE", found)}]
