@@ -9,6 +9,7 @@ to the run), no stored state (no coordinator: nothing is kept as a gate verdict)
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
@@ -16,6 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pytest
+
+from .. import containment
 from ..git import GitError
 from ..loop import LoopResult
 from ..models import Finding, TokenUsage
@@ -28,8 +32,6 @@ from .scratch import build
 from .transcripts import Transcript, TranscriptStore, transcript_key
 
 if TYPE_CHECKING:
-    import pytest
-
     from ..runner import Reviewer
     from ..settings import Settings
 
@@ -130,6 +132,14 @@ def run_case(ctx: EvalContext, case: Case, epoch: int) -> CaseResult:
         context = ReviewContext(
             ctx.config, settings, ctx.reviewer, scratch.root, in_git=True, fixer_hook=False
         )
+        # The gate's containment check, stricter: a measurement whose reviewer could change
+        # the plugin's own code is no measurement, under CI or not.
+        try:
+            warned = containment.check(settings, context.where, os.environ)
+        except pytest.UsageError as exc:
+            warned = [str(exc)]
+        if warned:
+            return _result(case, epoch, settings=settings, error="; ".join(warned))
         run = ReviewRun(context, scratch.spec)
         started = time.monotonic()
         result: LoopResult | None = None
