@@ -172,3 +172,30 @@ def test_an_eval_run_collects_nothing_of_the_checkout(scripted_repo: ReviewRepo)
     )
     # Nothing is stored as a gate verdict.
     assert not (scripted_repo.path / ".pytest_cache" / "d" / "advreview").exists()
+
+
+def test_under_xdist_the_controller_aggregates_every_worker(scripted_repo: ReviewRepo) -> None:
+    scripted_repo.server.set_script(script(CORPUS, oracle, real=False))
+    result = scripted_repo.run_subprocess(
+        f"--advreview-eval={CORPUS}", "--advreview-eval-report=eval.json", "-n", "2"
+    )
+    result.assert_outcomes(passed=4)
+    report = _report(scripted_repo)
+    assert report["runs"] == 4
+    assert report["recall"]["value"] == 1.0
+    assert report["corpus_version"] != "unknown"
+
+
+def test_a_case_that_cannot_be_built_is_an_error_of_its_item(scripted_repo: ReviewRepo) -> None:
+    corpus = scripted_repo.path / "corpus"
+    shutil.copytree(CORPUS / "code-counter", corpus / "code-counter")
+    patch = corpus / "code-counter" / "change.patch"
+    patch.write_text(
+        patch.read_text().replace("_counts[page] = _counts.get", "_counts[x] = _counts.get")
+    )
+    result = _run(scripted_repo, corpus=corpus)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*field `patch`: change.patch does not apply to base/ with git apply*"]
+    )
+    assert scripted_repo.server.response_requests == []

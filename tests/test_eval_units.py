@@ -3,6 +3,7 @@ and every bundled case (it parses, its repository builds, each defect's place ex
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -376,3 +377,41 @@ def test_every_bundled_case_builds_and_its_defects_exist(case: Case, tmp_path: P
     for name in (case.spec.plan, case.spec.patch):
         if name is not None:
             assert len((case.folder / name).read_text().splitlines()) < 150
+
+
+def _code_case(tmp_path: Path, defect: str) -> Path:
+    folder = tmp_path / "code"
+    shutil.copytree(Path(__file__).parent / "data" / "eval-corpus" / "code-counter", folder)
+    text = (folder / "case.toml").read_text()
+    (folder / "case.toml").write_text(
+        text.replace('file = "app/counter.py"\nlines = [10, 13]', defect)
+    )
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("defect", "says"),
+    [
+        (
+            'file = "app/other.py"\nlines = [1, 2]',
+            "field `defect[0].file`: app/other.py is not a file the change touches "
+            "(changed: app/counter.py)",
+        ),
+        (
+            'file = "app/counter.py"\nlines = [10, 99]',
+            "field `defect[0].lines`: [10, 99] is past the end of app/counter.py (17 lines",
+        ),
+    ],
+)
+def test_a_code_defect_must_be_in_the_change(tmp_path: Path, defect: str, says: str) -> None:
+    case = load_case(_code_case(tmp_path, defect))
+    with pytest.raises(CaseError) as info:
+        build(case, tmp_path / "repo")
+    assert says in str(info.value)
+
+
+def test_a_patch_that_changes_nothing_is_a_bad_case(tmp_path: Path) -> None:
+    folder = _code_case(tmp_path, 'file = "app/counter.py"\nlines = [10, 13]')
+    (folder / "change.patch").write_text("")
+    with pytest.raises(CaseError, match="field `patch`"):
+        build(load_case(folder), tmp_path / "repo")
