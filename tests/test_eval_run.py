@@ -199,3 +199,42 @@ def test_a_case_that_cannot_be_built_is_an_error_of_its_item(scripted_repo: Revi
         ["*field `patch`: change.patch does not apply to base/ with git apply*"]
     )
     assert scripted_repo.server.response_requests == []
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (
+            ("--advreview-eval=builtin", "--advreview-sarif=x.sarif"),
+            "--advreview-sarif does nothing in an eval run",
+        ),
+        (
+            ("--advreview-eval=builtin", "--advreview-head=main"),
+            "--advreview-head does nothing in an eval run",
+        ),
+        (
+            ("--advreview-eval-report=x.json",),
+            "--advreview-eval-report belongs to an eval run; add --advreview-eval",
+        ),
+        (("--advreview-eval-rescore",), "--advreview-eval-rescore belongs to an eval run"),
+        (
+            ("--advreview-eval=builtin", "--advreview-eval-epochs=0"),
+            "--advreview-eval-epochs=0 is not valid",
+        ),
+    ],
+)
+def test_options_an_eval_would_ignore_are_refused(
+    scripted_repo: ReviewRepo, args: tuple[str, ...], says: str
+) -> None:
+    result = scripted_repo.run(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert says in result.stderr.str()
+
+
+def test_fresh_asks_again_and_replaces_the_transcripts(scripted_repo: ReviewRepo) -> None:
+    scripted_repo.server.set_script(script(CORPUS, oracle, real=False))
+    _run(scripted_repo).assert_outcomes(passed=4)
+    scripted_repo.server.set_script(script(CORPUS, approve, real=False))
+    _run(scripted_repo, "--advreview-fresh").assert_outcomes(passed=2, failed=2)
+    # The fresh answers are what is kept now.
+    _run(scripted_repo, "--advreview-eval-rescore").assert_outcomes(passed=2, failed=2)

@@ -100,7 +100,9 @@ def run_case(ctx: EvalContext, case: Case, epoch: int) -> CaseResult:
     """
     settings = ctx.settings
     key = transcript_key(ctx.identity, settings.fail_on.value, case.digest, epoch)
-    kept = ctx.transcripts.get(case.id, epoch, key) if ctx.transcripts is not None else None
+    kept = None
+    if ctx.transcripts is not None and not settings.fresh:  # --advreview-fresh asks again
+        kept = ctx.transcripts.get(case.id, epoch, key)
     if kept is not None:
         return _result(
             case,
