@@ -136,3 +136,13 @@ def test_findings_that_each_miss_one_rule_catch_nothing(review_repo: ReviewRepo)
     assert report["precision"] == {**report["precision"], "successes": 0, "trials": 6}
     assert report["precision"]["value"] == 0.0
     result.assert_outcomes(passed=2, failed=2)
+
+
+def test_oracle_on_a_code_vs_plan_case(review_repo: ReviewRepo) -> None:
+    # The bundled corpus has no code-vs-plan case yet: this one is the suite's own.
+    corpus = CORPUS.parent / "eval-corpus-vs-plan"
+    review_repo.server.set_script(script(corpus, oracle, real=True))
+    result, report = _run(review_repo, str(corpus))
+    result.assert_outcomes(passed=1)
+    assert report["recall"] == {**report["recall"], "value": 1.0, "trials": 2}
+    assert report["precision"]["value"] == 1.0

@@ -238,3 +238,18 @@ def test_fresh_asks_again_and_replaces_the_transcripts(scripted_repo: ReviewRepo
     _run(scripted_repo, "--advreview-fresh").assert_outcomes(passed=2, failed=2)
     # The fresh answers are what is kept now.
     _run(scripted_repo, "--advreview-eval-rescore").assert_outcomes(passed=2, failed=2)
+
+
+VS_PLAN = CORPUS.parent / "eval-corpus-vs-plan"
+
+
+def test_a_code_vs_plan_case_is_reviewed_against_its_plan(scripted_repo: ReviewRepo) -> None:
+    scripted_repo.server.set_script(script(VS_PLAN, oracle, real=False))
+    result = _run(scripted_repo, "--advreview-eval-report=eval.json", corpus=VS_PLAN)
+    result.assert_outcomes(passed=1)
+    (prompt,) = [r.last_user_text for r in scripted_repo.server.response_requests][:1]
+    assert "docs/plans/plan.md" in prompt
+    assert "app/counter.py" in prompt
+    report = _report(scripted_repo)
+    assert report["recall"]["successes"] == 2
+    assert set(report["recall_by_category"]) == {"observability", "race"}

@@ -346,8 +346,18 @@ def test_the_bundled_corpus_has_the_cases_the_docs_promise() -> None:
     code = [c for c in BUNDLED if c.spec.kind != "plan" and not c.spec.clean]
     clean = [c for c in BUNDLED if c.spec.clean]
     assert len(plans) >= 12
-    assert len(code) >= 4  # the corpus engineer's cases so far (the issue asks for 12)
-    assert len(clean) >= 5
+    assert len(code) >= 12
+    assert len(clean) >= 8
+    categories = {d.category for c in BUNDLED for d in c.spec.defect}
+    assert categories >= {
+        "auth",
+        "data-integrity",
+        "race",
+        "rollback",
+        "schema-drift",
+        "error-handling",
+        "observability",
+    }
 
 
 @pytest.mark.parametrize("case", BUNDLED, ids=[c.id for c in BUNDLED])
