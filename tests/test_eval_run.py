@@ -12,6 +12,7 @@ import pytest
 
 from conftest import ReviewRepo
 from eval_kit import CORPUS, Answer, approve, oracle, oracle_plus_wrong, script
+from pytest_advreview.testing import FindingSpec, review_text
 
 
 def _run(repo: ReviewRepo, *extra: str, corpus: Path = CORPUS) -> pytest.RunResult:
@@ -253,3 +254,30 @@ def test_a_code_vs_plan_case_is_reviewed_against_its_plan(scripted_repo: ReviewR
     report = _report(scripted_repo)
     assert report["recall"]["successes"] == 2
     assert set(report["recall_by_category"]) == {"observability", "race"}
+
+
+def test_a_secret_in_a_review_reaches_no_report_and_no_transcript(
+    scripted_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "sk-eval-secret-0123456789abcdef"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+
+    def leaky(case: Any) -> list[dict[str, Any]]:
+        return [
+            {
+                "message": review_text(
+                    "REVISE", [FindingSpec("high", f"Leaks {secret}", section="Nowhere")]
+                )
+            }
+        ]
+
+    scripted_repo.server.set_script(script(CORPUS, leaky, real=False))
+    result = _run(scripted_repo, "--advreview-eval-report=eval.json", "--advreview-report=eval.md")
+    assert secret not in result.stdout.str()
+    assert secret not in (scripted_repo.path / "eval.json").read_text()
+    assert secret not in (scripted_repo.path / "eval.md").read_text()
+    kept = scripted_repo.path / ".pytest_cache" / "d" / "advreview-eval"
+    texts = [p.read_text() for p in kept.rglob("*.json")]
+    assert len(texts) == 4
+    assert not any(secret in t for t in texts)
+    assert any("Leaks" in t for t in texts)

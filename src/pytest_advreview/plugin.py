@@ -81,7 +81,7 @@ def pytest_configure(config: pytest.Config) -> None:
         # Measuring the reviewer (docs/eval.md): the corpus's items only, no gate.
         from .eval.plugin import register
 
-        register(config, resolved)
+        register(config, resolved, redactor)
         return
     # Before any review item is made: each one notes itself with the recorder.
     recorder = gate.GateRecorder()

@@ -45,12 +45,15 @@ from .transcripts import TranscriptStore
 __all__ = ["EvalController", "EvalSession", "register"]
 
 
-def register(config: pytest.Config, settings: Settings) -> None:
+def register(config: pytest.Config, settings: Settings, redactor: outbound.Redactor) -> None:
     """Register the eval plugins of this process (``plugin.py``'s one call)."""
     session = EvalSession(config, settings)
     config.pluginmanager.register(session, "advreview-eval")
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(EvalController(config, session), "advreview-eval-controller")
+        # The workers redact with the controller's secrets; the summary is guarded.
+        guard = outbound.LogGuard(redactor, os.environ)
+        config.pluginmanager.register(guard, "advreview-log-guard")
 
 
 def corpus_path(settings: Settings) -> Path:

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .. import containment
+from .. import containment, outbound
 from ..git import GitError
 from ..loop import LoopResult
-from ..models import Finding, TokenUsage
+from ..models import Finding
 from ..outcome import Outcome, OutcomeKind, ReviewerUnavailable, WorkspaceMutated, decide
 from ..review import ReviewContext, ReviewInputError, ReviewRun
 from .case import Case, CaseError
@@ -96,8 +96,13 @@ def run_case(ctx: EvalContext, case: Case, epoch: int) -> CaseResult:
     """Review ``case`` once (epoch ``epoch``), or take its kept transcript, and score it.
 
     A reviewer that could not run, a workspace it changed and a case that cannot be
-    built are an error result, never a score.
+    built are an error result, never a score.  The result is redacted at the source, as
+    a review's record is: every eval output is built from it.
     """
+    return outbound.redact_model(_run_case(ctx, case, epoch))
+
+
+def _run_case(ctx: EvalContext, case: Case, epoch: int) -> CaseResult:
     settings = ctx.settings
     key = transcript_key(ctx.identity, settings.fail_on.value, case.digest, epoch)
     kept = None
@@ -173,15 +178,18 @@ def run_case(ctx: EvalContext, case: Case, epoch: int) -> CaseResult:
             )
         review = result.review
         if ctx.transcripts is not None:
+            # Redacted before it is written: a kept transcript may be committed.
             ctx.transcripts.put(
-                Transcript(
-                    case=case.id,
-                    epoch=epoch,
-                    case_digest=case.digest,
-                    key=key,
-                    review=review,
-                    tokens=TokenUsage.model_validate(usage.model_dump()),
-                    seconds=seconds,
+                outbound.redact_model(
+                    Transcript(
+                        case=case.id,
+                        epoch=epoch,
+                        case_digest=case.digest,
+                        key=key,
+                        review=review,
+                        tokens=usage,
+                        seconds=seconds,
+                    )
                 )
             )
         return _result(
