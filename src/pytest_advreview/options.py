@@ -585,8 +585,8 @@ def _fraction(raw: object) -> object:
 
 
 _EVAL_DESC = (
-    "Measure the reviewer instead of gating: review each case of the corpus PATH (a\n"
-    "folder with one folder per case), or of the bundled corpus with builtin, as test\n"
+    "Measure the reviewer instead of gating: review each case of the corpus PATH (a "
+    "folder with one folder per case), or of the bundled corpus with builtin, as test "
     "items, and report recall, precision and false blocks (docs/eval.md)"
 )
 _EVAL_EPOCHS_DESC = "Reviews of each eval case (default 1); two or more measure the flip rate"
