@@ -281,3 +281,18 @@ def test_a_secret_in_a_review_reaches_no_report_and_no_transcript(
     assert len(texts) == 4
     assert not any(secret in t for t in texts)
     assert any("Leaks" in t for t in texts)
+
+
+def test_the_ini_transcripts_folder_is_the_projects_wherever_pytest_starts(
+    scripted_repo: ReviewRepo,
+) -> None:
+    scripted_repo.write("pytest.ini", "[pytest]\nadvreview_eval_transcripts = evals/kept\n")
+    (scripted_repo.path / "sub").mkdir()
+    scripted_repo.server.set_script(script(CORPUS, oracle, real=False))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(scripted_repo.path / "sub")
+        result = scripted_repo.run(
+            f"--advreview-eval={CORPUS}", "--rootdir", str(scripted_repo.path)
+        )
+    result.assert_outcomes(passed=4)
+    assert len(list((scripted_repo.path / "evals" / "kept").rglob("*.json"))) == 4

@@ -239,7 +239,10 @@ def resolve(config: pytest.Config, environ: Mapping[str, str] | None = None) -> 
     for spec in (spec for spec in SPECS if spec.setting):
         value, found[spec.field] = resolver.value(spec)
         if spec.path and isinstance(value, str) and value not in spec.words:
-            value = _absolute(invocation_dir, value)
+            # An ini line names a path of the project (rootdir), as ``decisions`` does.
+            source = found[spec.field]
+            from_ini = source is not None and source.origin == "ini"
+            value = _absolute(config.rootpath if from_ini else invocation_dir, value)
         if value is not None:
             values["json_report" if spec.field == "json" else spec.field] = value
 
