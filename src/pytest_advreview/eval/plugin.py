@@ -22,7 +22,7 @@ import pytest
 from .. import outbound
 from ..atomic import write_atomic
 from ..cachekey import reviewer_identity
-from ..parallel import jobs_for
+from ..parallel import jobs_for, stop_all
 from ..prompts import PROMPT_VERSION
 from ..review import make_reviewer
 from ..runner import Reviewer
@@ -203,23 +203,8 @@ class EvalSession:
 
     def _stop(self, reviewer: Reviewer | None) -> None:
         """Drop the reviews not taken, cancel the running ones, wait for the threads."""
-        pending = list(self._futures.values())
-        for future in pending:
-            future.cancel()
         cancel = getattr(reviewer, "cancel", None)
-        if any(not f.done() for f in pending) and callable(cancel):
-            cancel()
-        if self._executor is not None:
-            while True:
-                try:
-                    self._executor.shutdown(wait=True)
-                    break
-                except KeyboardInterrupt:
-                    continue
-        for future in pending:
-            if future.done() and not future.cancelled():
-                with contextlib.suppress(BaseException):
-                    future.exception()
+        stop_all(list(self._futures.values()), self._executor, cancel if callable(cancel) else None)
         self._futures.clear()
 
     @pytest.hookimpl(wrapper=True)
