@@ -25,7 +25,7 @@ Answer = Callable[[Case], Sequence[dict[str, Any]]]
 
 def marker(case: Case) -> str:
     """The text of a case's change commit that names it (its digest)."""
-    return f"advreview-eval-case: {case.digest[:16]}"
+    return f"advreview-eval-case: {case.reviewed[:16]}"
 
 
 def cases(corpus: Path = CORPUS) -> tuple[Case, ...]:

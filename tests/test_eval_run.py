@@ -296,3 +296,19 @@ def test_the_ini_transcripts_folder_is_the_projects_wherever_pytest_starts(
         )
     result.assert_outcomes(passed=4)
     assert len(list((scripted_repo.path / "evals" / "kept").rglob("*.json"))) == 4
+
+
+def test_a_changed_label_rescores_and_a_changed_plan_asks_again(scripted_repo: ReviewRepo) -> None:
+    corpus = scripted_repo.path / "corpus"
+    shutil.copytree(CORPUS / "plan-rollout", corpus / "plan-rollout")
+    scripted_repo.server.set_script(script(corpus, oracle, real=False))
+    _run(scripted_repo, corpus=corpus).assert_outcomes(passed=1)
+    # A label the kept findings do not meet: re-scored from the transcript, now a miss.
+    toml = corpus / "plan-rollout" / "case.toml"
+    toml.write_text(toml.read_text().replace('severity = "high"', 'severity = "critical"'))
+    relabelled = _run(scripted_repo, "--advreview-eval-rescore", corpus=corpus)
+    relabelled.assert_outcomes(failed=1)
+    # The plan itself changed: what the reviewer saw is not what was kept.
+    plan = corpus / "plan-rollout" / "plan.md"
+    plan.write_text(plan.read_text() + "\n## Owner\nThe billing team.\n")
+    _run(scripted_repo, "--advreview-eval-rescore", corpus=corpus).assert_outcomes(errors=1)

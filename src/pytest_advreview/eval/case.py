@@ -211,6 +211,9 @@ class Case:
     spec: CaseFile
     #: sha256 of every file of the case folder (names and bytes): the case's version.
     digest: str
+    #: sha256 of what the reviewer is shown (the kind and every file but ``case.toml``):
+    #: kept transcripts are keyed by it, so a changed label re-scores without a model.
+    reviewed: str
 
     @property
     def file(self) -> Path:
@@ -242,9 +245,11 @@ def _files(folder: Path) -> Iterator[Path]:
                 yield Path(dirpath) / name
 
 
-def _digest(folder: Path) -> str:
-    feed = hashlib.sha256()
+def _digest(folder: Path, *, labels: bool = True, head: str = "") -> str:
+    feed = hashlib.sha256(head.encode() + b"\0")
     for path in _files(folder):
+        if not labels and path == folder / CASE_FILE:
+            continue
         feed.update(path.relative_to(folder).as_posix().encode() + b"\0")
         feed.update(hashlib.sha256(path.read_bytes()).digest())
     return feed.hexdigest()
@@ -328,7 +333,14 @@ def load_case(folder: Path) -> Case:
                 f"pytest-advreview: eval case {path}: field `{name}`: no {want} {given!r} in "
                 f"{folder}; add it or correct the name"
             )
-    return Case(id=folder.name, folder=folder, spec=spec, digest=_digest(folder))
+    shown = f"{spec.kind}\0{spec.plan}\0{spec.base}\0{spec.patch}"
+    return Case(
+        id=folder.name,
+        folder=folder,
+        spec=spec,
+        digest=_digest(folder),
+        reviewed=_digest(folder, labels=False, head=shown),
+    )
 
 
 def load_corpus(root: Path) -> Corpus:

@@ -104,7 +104,7 @@ def run_case(ctx: EvalContext, case: Case, epoch: int) -> CaseResult:
 
 def _run_case(ctx: EvalContext, case: Case, epoch: int) -> CaseResult:
     settings = ctx.settings
-    key = transcript_key(ctx.identity, settings.fail_on.value, case.digest, epoch)
+    key = transcript_key(ctx.identity, settings.fail_on.value, case.reviewed, epoch)
     kept = None
     if ctx.transcripts is not None and not settings.fresh:  # --advreview-fresh asks again
         kept = ctx.transcripts.get(case.id, epoch, key)
@@ -184,7 +184,7 @@ def _run_case(ctx: EvalContext, case: Case, epoch: int) -> CaseResult:
                     Transcript(
                         case=case.id,
                         epoch=epoch,
-                        case_digest=case.digest,
+                        case_digest=case.reviewed,
                         key=key,
                         review=review,
                         tokens=usage,

@@ -11,7 +11,7 @@
 
 The commits are made with a fixed author, committer and date, so a case's repository is
 the same commit graph on every machine.  Nothing in the repository names the case or its
-defects: the plan's file name and the commit messages are neutral (the case's digest in
+defects: the plan's file name and the commit messages are neutral (the digest of its content in
 the change's message is what a scripted test server matches on).
 """
 
@@ -117,7 +117,7 @@ def build(case: Case, into: Path) -> Scratch:
                 f"not apply to {spec.base}/ with git apply ({exc.stderr.strip()}); write it "
                 "with `git diff` against the base tree"
             ) from None
-    _commit(repo, f"Change\n\nadvreview-eval-case: {case.digest[:16]}\n")
+    _commit(repo, f"Change\n\nadvreview-eval-case: {case.reviewed[:16]}\n")
     if spec.kind == "plan":
         target = TargetSpec(kind="plan", key=PLAN_PATH, path=plan)
     else:

@@ -1,11 +1,11 @@
 """Kept transcripts: each scored review of a case, so a rerun re-scores without a model.
 
 A transcript is kept per reviewer identity (:func:`~..cachekey.reviewer_identity`: the
-model, reasoning, sandbox, prompt version, Codex's configuration...), fail-on, case
-content (its digest: the corpus version of that case) and epoch.  A rerun with all of
-them the same takes the transcript instead of asking the reviewer; a changed matcher or
-metric scores the same findings again.  A review that errored is never kept (the next
-run asks again), nor one whose reviewer changed files.
+model, reasoning, sandbox, prompt version, Codex's configuration...), fail-on, what the
+case shows the reviewer (its plan, base tree and patch; not its labels) and epoch.  A
+rerun with all of them the same takes the transcript instead of asking the reviewer; a
+changed label, matcher or metric scores the same findings again.  A review that errored
+is never kept (the next run asks again), nor one whose reviewer changed files.
 
 The folder is ``--advreview-eval-transcripts`` (ini ``advreview_eval_transcripts``),
 else ``advreview-eval`` in pytest's cache folder; it may be committed, as the transcripts
