@@ -42,7 +42,7 @@ from .models import (
 )
 from .outcome import Outcome, OutcomeKind, ReviewerUnavailable, WorkspaceMutated
 from .runner import STREAM_FILE, DispatchRequest, DispatchResult, Reviewer
-from .workspace import Layout, Workspace, WorkspaceError
+from .workspace import Adoptions, Layout, Workspace, WorkspaceError
 
 if TYPE_CHECKING:
     from . import mutation
@@ -222,6 +222,8 @@ class ReviewContext:
         :func:`has_fixer_hook`): it fixes, and the built-in lead never runs.
     :param layout: where the reviews run (:class:`~.workspace.Layout`); decided from the
         settings and the repository when not given.
+    :param adoptions: the run's record of the lead's edits copied into the checkout,
+        shared by its processes (:class:`~.workspace.Adoptions`); ``None``: none.
     """
 
     config: pytest.Config
@@ -234,6 +236,7 @@ class ReviewContext:
     progress: Progress | None = None
     fixer_hook: bool = False
     layout: Layout | None = None
+    adoptions: Adoptions | None = None
 
     def __post_init__(self) -> None:
         if self.layout is None:
@@ -324,6 +327,7 @@ class ReviewRun(LoopHooks):
             fixed_inputs=[Path(context.settings.decisions)],
             toplevels=context.shared.toplevels,
             allow_untracked=context.settings.allow_untracked,
+            adoptions=context.adoptions,
         )
         #: The target the loop reviews (in the private worktree, with isolation).
         self._loop_target: ReviewTarget | None = None
