@@ -31,7 +31,6 @@ count and why:
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -39,10 +38,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from pydantic import ValidationError
 
+from . import rendered
 from .models import CommandsFile, IgnoredCommand, PullRequestCommand
 
 __all__ = [
@@ -190,7 +189,7 @@ def _structure(body: str) -> tuple[list[str], dict[int, str], dict[int, str]]:
     visible: dict[int, str] = {}
     containers: list[str] = []
     open_elements: list[str] = []
-    for token in _markdown().parse("\n".join(marked)):
+    for token in rendered.parser().parse("\n".join(marked)):
         if token.nesting == 1 and token.type != "paragraph_open":
             containers.append(token.type.removesuffix("_open"))
         elif token.nesting == -1 and token.type != "paragraph_close":
@@ -212,13 +211,6 @@ def _structure(body: str) -> tuple[list[str], dict[int, str], dict[int, str]]:
                     for mark in _MARK.finditer(child.content):
                         why[int(mark[1])] = _IN_HTML
     return lines, why, visible
-
-
-@functools.lru_cache(maxsize=1)
-def _markdown() -> MarkdownIt:
-    # CommonMark with raw HTML, as GitHub parses a comment (its tables do not matter
-    # here: a table is no paragraph).
-    return MarkdownIt("commonmark")
 
 
 def parse(body: str) -> list[Parsed]:
