@@ -97,8 +97,10 @@ def test_a_sigkill_of_the_xdist_controller_ends_the_workers_reviewer(
         proc.wait()
         killed = time.monotonic()
         left = settled(
-            lambda: live_processes(marker)
-            + [p for p in live_processes(str(review_repo.path)) if p[0] in reviewers],
+            lambda: (
+                live_processes(marker)
+                + [p for p in live_processes(str(review_repo.path)) if p[0] in reviewers]
+            ),
             within=BOUND_S,
         )
         ended_after = time.monotonic() - killed
