@@ -50,6 +50,10 @@ def _why(body: str) -> list[str]:
         (f"{WAIVE} <!-- and more -->", "it is inside HTML that GitHub does not show"),
         (f"[x]: {WAIVE}", "a command starts its own line"),
         ('[ref]:\n/advreview\n"waive AR-1a2b3c: a title"', "it is not shown as text"),
+        (
+            f"a | b\n--- | ---\n{WAIVE} | x",
+            "a command is a paragraph of its own, at the top level",
+        ),
         ("/advreview rounds +\u0662: Arabic-Indic two", "not understood"),
         ("/advreview rounds +\u0967\u0966: Devanagari ten", "not understood"),
         ("/advreview waive\u00a0AR-1a2b3c: a no-break space", "not understood"),
@@ -77,6 +81,7 @@ def _why(body: str) -> list[str]:
         "inline-html-after-the-command",
         "link-definition",
         "link-definition-title",
+        "table-row",
         "arabic-indic-digits",
         "devanagari-digits",
         "no-break-space",
@@ -104,6 +109,15 @@ def test_a_visible_command_still_counts_around_what_does_not() -> None:
         "<!-- /advreview waive AR-33333",
         "> /advreview waive AR-444444: ",
     ]
+
+
+def test_a_tag_github_does_not_know_opens_nothing() -> None:
+    # GitHub drops an unknown tag and shows what follows: List<T> in a sentence does not
+    # make the comment's commands invisible; a known element left open does.
+    found = parse(f"Keep List<T> as is.\n\n{WAIVE}")
+    assert [p.command is not None for p in found] == [True]
+    (blocked,) = parse(f"<span>\n\n{WAIVE}")
+    assert blocked.why.startswith("not a command: it is inside an HTML element (<span>)")
 
 
 def test_the_private_use_marks_of_the_parser_cannot_be_forged() -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from action_kit import GitHubAPI
-from pytest_advreview.models import Finding, Waiver
+from pytest_advreview.models import Finding, IgnoredCommand, Waiver
 from pytest_advreview.outbound import inert_html
 from pytest_advreview.rendered import html_and_images
 from pytest_advreview.report.collect import ItemResult
@@ -126,11 +126,20 @@ def test_the_rdjson_messages_render_no_html_of_the_reviewer(text: str, tmp_path:
 
 
 def test_the_markdown_report_shows_the_same_text_escaped() -> None:
-    finding = _hostile("<details><summary>ok</summary>", 5)
-    record = _codes(finding)
-    report = render_markdown(Settings(), [ItemResult(record, "failed")])
-    assert "<summary>ok</summary>" not in report
-    assert not any("tracker.test" in part for part in html_and_images(report))
+    # The report comment: the reviewer's text in every field, the verbatim review too.
+    finding = _hostile(ESCAPED_TICK + HIDDEN, 5)
+    waiver = Waiver(finding=finding.id, by="@m", reason=HIDDEN + IMAGES, source="command")
+    record = _codes(finding, waived=(waiver,)).model_copy(
+        update={
+            "ignored": (IgnoredCommand(text=HIDDEN, by="@x", why=IMAGES),),
+            "warnings": (HIDDEN,),
+        }
+    )
+    report = render_markdown(Settings(), [ItemResult(record, "failed")], verbatim=True)
+    own = re.compile(
+        r"<details>\n<summary>Review, round 1 \(initial review\), verbatim</summary>\n|</details>\n"
+    )
+    assert [part for part in html_and_images(report) if own.fullmatch(part) is None] == []
 
 
 def test_inert_html_keeps_code_spans_unless_strict() -> None:

@@ -110,24 +110,20 @@ _IN_HTML = "it is inside HTML that GitHub does not show (a comment or a tag)"
 _MARK = re.compile("\ue000([0-9]+)\ue001")
 _TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9-]*)(?:\s[^>]*)?>")
 _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.DOTALL)
-#: Elements without content: opening one leaves nothing open.
-_VOID = frozenset(
-    [
-        "area",
-        "base",
-        "br",
-        "col",
-        "embed",
-        "hr",
-        "img",
-        "input",
-        "link",
-        "meta",
-        "param",
-        "source",
-        "track",
-        "wbr",
-    ]
+#: The elements that, left open, put the text after them in something other than a
+#: visible top-level paragraph: those GitHub's sanitiser keeps (a ``<details>`` collapses,
+#: a ``<blockquote>`` quotes, a ``<pre>`` or ``<code>`` is code, a table cell ...) and
+#: those whose content it drops (``<script>``, ``<style>`` ...).  A tag GitHub does not
+#: know (``List<T>``) is dropped with its content shown: it opens nothing.
+_CONTAINERS = frozenset(
+    re.findall(
+        r"\w+",
+        """a abbr b bdo blockquote caption center cite code dd del details dfn div dl dt em
+        figcaption figure font h1 h2 h3 h4 h5 h6 i iframe ins kbd li mark math noembed
+        noframes noscript object ol p picture plaintext pre q rp rt ruby s samp script small
+        span strike strong style sub summary sup svg table tbody td template textarea tfoot
+        th thead time title tr tt u ul var video audio xmp""",
+    )
 )
 
 
@@ -138,7 +134,7 @@ def _track_html(html: str, open_elements: list[str]) -> None:
         if match[1]:
             if name in open_elements:
                 del open_elements[len(open_elements) - 1 - open_elements[::-1].index(name) :]
-        elif name not in _VOID and not match[0].endswith("/>"):
+        elif name in _CONTAINERS and not match[0].endswith("/>"):
             open_elements.append(name)
 
 

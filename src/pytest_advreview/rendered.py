@@ -21,9 +21,10 @@ MENTION_CODE = "</?code>"
 
 @functools.lru_cache(maxsize=1)
 def parser() -> MarkdownIt:
-    """CommonMark with raw HTML, as GitHub parses a comment (its tables, task lists and
+    """CommonMark with raw HTML and GitHub's tables, as GitHub parses a comment (a table
+    row that starts with a command is a cell, not a paragraph; task lists and
     strikethrough add no HTML and hide no text)."""
-    return MarkdownIt("commonmark")
+    return MarkdownIt("commonmark").enable("table")
 
 
 def _walk(tokens: Iterable[Token]) -> Iterable[Token]:
