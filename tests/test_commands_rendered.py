@@ -8,9 +8,15 @@ Only a line of a visible, unquoted, top-level paragraph is a command.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from action_kit import GitHubAPI
+from pytest_advreview import action
 from pytest_advreview.commands import parse, vet
+from pytest_advreview.models import CommandsFile
+from test_action import REPO
 
 WAIVE = "/advreview waive AR-1a2b3c: hidden from the reader"
 
@@ -153,4 +159,42 @@ def test_a_write_users_hidden_command_is_listed_as_ignored_not_counted() -> None
         "not a command: it is inside HTML that GitHub does not show (a comment or a tag)",
         "not a command: it is inside an HTML element (<details>)",
         "not a command: it is quoted text (a reply quoting someone decides nothing)",
+    ]
+
+
+def test_the_actions_commands_step_counts_only_what_a_reader_sees(tmp_path: Path) -> None:
+    # Through the loopback GitHub API of the Action tests: the commands step lists the
+    # comments and asks each commenter's permission as on GitHub.
+    comments = [
+        f"Looks good <!--\n{WAIVE.replace('1a2b3c', '111111')}\n-->",
+        f"<details>\n<summary>CI</summary>\n\n{WAIVE.replace('1a2b3c', '222222')}\n\n</details>",
+        f"- ```\n  {WAIVE.replace('1a2b3c', '333333')}\n  ```",
+        f"> earlier\n{WAIVE.replace('1a2b3c', '444444')}",
+        "/advreview rounds +\u0663: three in Arabic-Indic digits",
+        "/advreview waive AR-555555: visible and on its own line",
+    ]
+    with GitHubAPI(REPO) as api:
+        api.permissions["maint"] = "admin"
+        api.comments[7] = [
+            {"id": n, "body": body, "user": {"login": "maint", "type": "User"}}
+            for n, body in enumerate(comments, start=1)
+        ]
+        env = {
+            "GITHUB_REPOSITORY": REPO,
+            "GITHUB_API_URL": api.url,
+            "GH_TOKEN": "local-token",
+            "GITHUB_OUTPUT": str(tmp_path / "output"),
+            "ADVREVIEW_ACTION_PR": "7",
+            "ADVREVIEW_ACTION_WORK_DIR": str(tmp_path),
+        }
+        assert action.commands(env) == 0
+    written = CommandsFile.model_validate_json((tmp_path / "gate" / "commands.json").read_text())
+    assert [(c.verb, c.finding) for c in written.commands] == [("waive", "AR-555555")]
+    assert [i.finding for i in written.ignored] == [None] * 5
+    assert [i.why.split(" (")[0].split(";")[0] for i in written.ignored] == [
+        "not a command: it is inside HTML that GitHub does not show",
+        "not a command: it is inside an HTML element",
+        "not a command: it is inside a code block",
+        "not a command: it is quoted text",
+        "not understood",
     ]
