@@ -1,10 +1,10 @@
 """Messages that name the cause and the fix, not a neighbouring one.
 
-Each test is one message of issue 39's point 3: a broken ``CODEX_HOME`` was reported as a
-broken sandbox (and the advice weakened the sandbox), a signal as ``codex exited -25``, a
-file in the state folder's place as "make the cache_dir writable", an item that ran no
-round as "round 0", and a warning other than ``ReviewWarning`` under
-``filterwarnings = error`` as a pytest source dump.
+Each test is one message that named a neighbouring cause before: a broken
+``CODEX_HOME`` was reported as a broken sandbox (and the advice weakened the sandbox), a
+signal as ``codex exited -25``, a file in the state folder's place as "make the
+cache_dir writable", an item that ran no round as "round 0", and a warning other than
+``ReviewWarning`` under ``filterwarnings = error`` as a pytest source dump.
 """
 
 from __future__ import annotations

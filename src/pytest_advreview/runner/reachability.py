@@ -286,7 +286,7 @@ def not_configured(provider: Provider, codex_home: Path, env: Mapping[str, str])
         f"({codex_home / 'auth.json'}) or OPENAI_API_KEY for the built-in OpenAI provider, "
         "so Codex would retry for ever; run `codex login`, set OPENAI_API_KEY, or name a "
         "provider (e.g. --advreview-codex-config=model_provider=ID with "
-        "model_providers.ID.base_url=URL; docs/configuration.md)"
+        "model_providers.ID.base_url=URL; docs/getting-started.md, 'Which model')"
     )
 
 
