@@ -161,3 +161,15 @@ def test_each_warning_class_under_filterwarnings_error_names_its_filter(
     # The text of the warning, not pytest's dump of the plugin's source around it.
     assert "warnings.warn(" not in out
     assert "    def " not in out
+
+
+def test_a_cached_approval_is_shown_as_passed_without_a_warning(
+    scripted_repo: ReviewRepo,
+) -> None:
+    scripted_repo.plan("x.md", PLAN)
+    scripted_repo.answer("x.md", {"message": approved_review()})
+    scripted_repo.run(NO_CODE).assert_outcomes(passed=1)
+    second = scripted_repo.run(NO_CODE)
+    second.assert_outcomes(passed=1, warnings=0)
+    second.stdout.fnmatch_lines(["*x.md::adversarial-review: cached (passed) — round 1*"])
+    assert "warning:" not in second.stdout.str()

@@ -96,3 +96,12 @@ def test_the_doctor_exits_1_when_the_model_is_down(
     )
     assert result.ret == 1
     result.stdout.fnmatch_lines([f"FAIL model — cannot reach the model at {url} (connection*"])
+
+
+def test_a_built_in_provider_is_not_asked_without_online(home: Path) -> None:
+    row = _model(ModelCheck(("model_provider=oss",)).rows("codex"))
+    assert row.status == "PASS"
+    assert row.observed == (
+        "the built-in provider 'oss' (--advreview-codex-config); not asked without "
+        "--advreview-doctor-online"
+    )
