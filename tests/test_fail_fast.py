@@ -340,3 +340,15 @@ def test_reach_counts_any_answer_and_names_a_dropped_connection() -> None:
         "Remote end closed connection without response"
     )
     thread.join(10)
+
+
+def test_a_blip_after_a_long_answer_gets_the_whole_budget(tmp_path: Path) -> None:
+    answered = {"type": "item.started", "item": {"type": "reasoning"}}
+    watch = _watch(tmp_path, 3600.0, answered)
+    assert not watch.is_set()
+    watch.since -= 7200  # then two hours of thinking, without an event
+    with watch.stream.open("a") as fh:
+        fh.write(json.dumps(_error(WAITING)) + "\n")
+    watch._next_look = 0.0
+    assert not watch.is_set()  # the budget starts at the failure, not at the answer
+    assert watch.tries == 1

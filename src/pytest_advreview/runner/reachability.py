@@ -130,9 +130,11 @@ class ConnectWatch:
     """Stops a Codex launch that has not reached its model within ``budget`` seconds.
 
     Passed to the launch as its ``cancel``: :meth:`is_set` is true once the run's own
-    cancel is, or once the stream has shown only failed connections (no other event) for
-    ``budget`` seconds, counted from the launch or from the last sign the model answered.
-    A network blip in the middle of a review gets the same budget afresh.
+    cancel is, or once the stream has shown only failed connections for ``budget``
+    seconds: counted from the launch while the model has not answered yet (Codex's own
+    quick retries come before its first event), and from the first failed connection
+    after an answer (a model that thought for minutes, then a network blip, gets the
+    whole budget afresh).
     """
 
     def __init__(self, stream: Path, cancel: Cancel, budget: float) -> None:
@@ -141,8 +143,9 @@ class ConnectWatch:
         self.budget = budget
         self._offset = 0
         self._next_look = 0.0
-        #: When the model last showed it was reachable (or the launch began).
+        #: Since when the connections have failed (the launch, until the model answers).
         self.since = time.monotonic()
+        self._answered = False
         #: Failed connections since then, and Codex's words for the last one.
         self.tries = 0
         self.cause: str | None = None
@@ -166,10 +169,13 @@ class ConnectWatch:
         for event in events:
             found = reconnect_of(event)
             if found is not None and found.no_connection:
+                if self._answered and not self.tries:
+                    self.since = now
                 self.tries += 1
                 self.cause = found.cause
             elif found is not None or _answered(event):
-                self.since, self.tries, self.cause = now, 0, None
+                self._answered = True
+                self.tries, self.cause = 0, None
 
 
 def _answered(event: Mapping[str, Any]) -> bool:
