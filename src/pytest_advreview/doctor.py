@@ -15,7 +15,10 @@ non-uuid) are compared with what the runner assumes (:data:`ASSUMED`), and
 
 Nothing leaves the machine (loopback only, a dummy key, retries off), every launch has
 a wall-clock timeout and is killed as a process group, independent checks run side by
-side, and the temp directory and every process are gone when the doctor returns.
+side, and the temp directory and every process are gone when the doctor returns.  The
+two rows about the user's own setup (:class:`ModelCheck`: ``codex-home`` and ``model``)
+come last; ``model`` makes the one request that may leave the machine, to the
+``base_url`` the user configured.
 """
 
 from __future__ import annotations
