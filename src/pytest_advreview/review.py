@@ -27,7 +27,7 @@ from .constants import BUILTIN_REVIEWERS
 from .lead import LeadError
 from .lead.factory import make_lead
 from .lead.turn import run_turn
-from .loop import FixFailed, LoopHooks, LoopResult, ReviewTarget, run_loop
+from .loop import FixFailed, LoopHooks, LoopResult, ReviewLimit, ReviewTarget, run_loop
 from .models import (
     ChangeSet,
     Decision,
@@ -679,6 +679,7 @@ class ReviewRun(LoopHooks):
             hooks=self,
             history=history,
             decisions=decisions,
+            limit=ReviewLimit(self.settings.review_limit, self.settings.timeout),
         )
         lead = self.lead
         if lead.needs_operator:
