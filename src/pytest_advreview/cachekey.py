@@ -85,6 +85,8 @@ NOT_IDENTITY_SETTINGS: Final[Mapping[str, str]] = {
     "sandbox_explicit": "only decides whether the sandbox hint is printed",
     "approvals_why": "only explains the approvals in the header (approvals itself is keyed)",
     "timeout": "an attempt that runs out is an error, never a verdict",
+    "connect_timeout": "an attempt that cannot reach the model is an error, never a verdict",
+    "review_timeout": "a review that runs out is an error, never a verdict",
     "max_rounds": "applied to the stored rounds on every run",
     "fail_on": "the stored review is judged again under this run's threshold",
     "isolation": "the reviewer sees a mirror of the same content",
