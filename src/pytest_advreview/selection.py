@@ -56,7 +56,10 @@ def not_the_change(config: pytest.Config, settings: Settings, top: Path) -> targ
             written.append(os.fspath(path))
             if name == "htmlpath":
                 written.append(os.path.join(path.parent, "assets", ""))
-    cache_dir = config.getini("cache_dir")
+    # ``cache_dir`` is the cacheprovider's ini key: unknown (a ValueError) when a user
+    # disables it with ``-p no:cacheprovider``, and then nothing is written there.
+    has_cache = config.pluginmanager.has_plugin("cacheprovider")
+    cache_dir = config.getini("cache_dir") if has_cache else None
     if isinstance(cache_dir, str) and cache_dir:
         folder = Path(config.rootpath) / os.path.expandvars(os.path.expanduser(cache_dir))
         written.append(os.path.join(folder, ""))

@@ -154,11 +154,13 @@ def resolve_base(repo: Path, explicit: str | None, env: Mapping[str, str]) -> st
     """The base of branch diffs and of plan scope ``changed``.
 
     ``explicit`` (``--advreview-base`` / ini ``advreview_base``) when given; else
-    ``origin/$GITHUB_BASE_REF`` when that variable is set and the ref exists; else the
-    first of ``origin/HEAD``, ``main``, ``master`` that git knows.
+    ``origin/$GITHUB_BASE_REF`` when that variable is set; else the first of
+    ``origin/HEAD``, ``main``, ``master`` that git knows.  A base that is named (by
+    either) and not in the clone is an error, never "no base".
 
-    :returns: the ref as named (not its commit id), or ``None`` when none exists.
-    :raises BaseRefError: the explicit base is not a commit git knows.
+    :returns: the ref as named (not its commit id), or ``None`` when nothing named a base
+        and no fallback exists.
+    :raises BaseRefError: the named base is not a commit git knows.
     """
     if explicit is not None:
         if _commit(repo, explicit) is None:
@@ -168,11 +170,19 @@ def resolve_base(repo: Path, explicit: str | None, env: Mapping[str, str]) -> st
                 f"{_fetch_hint(repo, explicit)}pass another --advreview-base=REF"
             )
         return explicit
-    candidates = list(FALLBACK_BASES)
     github = env.get("GITHUB_BASE_REF", "").strip()
-    if github and not github.startswith("-"):
-        candidates.insert(0, f"origin/{github}")
-    for ref in candidates:
+    if github:
+        # A pull request names its base: a clone without it (a shallow CI checkout) must
+        # not fall back to another branch or to "no base", which reviews nothing.
+        ref = f"origin/{github}"
+        if github.startswith("-") or _commit(repo, ref) is None:
+            raise BaseRefError(
+                f"{_PREFIX}: GITHUB_BASE_REF names the base {github!r}, but {ref} is not in "
+                f"the clone at {repo}; {_fetch_hint(repo, ref)}check out with fetch-depth: 0, "
+                "or pass --advreview-base=REF"
+            )
+        return ref
+    for ref in FALLBACK_BASES:
         if _commit(repo, ref) is not None:
             return ref
     return None

@@ -1,0 +1,197 @@
+"""What the reviewer cannot see is never approved: repository shapes and inputs.
+
+Each class is driven end to end with the real Codex CLI against the scripted server, in
+real git repositories: a shallow CI clone whose named base was never fetched, pytest with
+one of its built-in plugins disabled, file names git stores as bytes that are not UTF-8,
+and the git entries a worktree or a diff can hide (submodules, symlinks, LFS pointers,
+attributes, case-only renames).  docs/safety.md's table "Repository shapes" names these
+tests; :func:`test_the_shapes_table_names_tests_that_exist` keeps it true.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from _pytest.config import default_plugins, essential_plugins
+
+from conftest import ReviewRepo, git
+from pytest_advreview.testing import approved_review
+
+CODE_PROMPT = "Review the code changes"
+PLAN_PROMPT = "docs/plans/"
+INI = "[pytest]\nadvreview_plan_scope = all\n"
+
+
+def _shallow_feature_clone(review_repo: ReviewRepo) -> Path:
+    """``git clone --depth 1 --branch feature`` of the review repository, as CI checks out.
+
+    The upstream has ``main`` (with a plan, reviewed under scope ``all``) and ``feature``
+    (a code change); the clone has only the feature branch's tip.
+    """
+    upstream = review_repo.path
+    review_repo.write("pytest.ini", INI)
+    review_repo.plan("rollout.md")
+    review_repo.commit("a plan")
+    git(upstream, "checkout", "-q", "-b", "feature")
+    review_repo.write("src/feature.py", "def feature():\n    return 1\n")
+    review_repo.commit("the feature")
+    git(upstream, "checkout", "-q", "main")  # the remote's HEAD, as on a forge
+    clone = upstream.parent / f"{upstream.name}-clone"
+    # file:// so that --depth applies (a local path clones by hard links, whole).
+    git(
+        upstream.parent,
+        "clone",
+        "-q",
+        "--depth",
+        "1",
+        "--branch",
+        "feature",
+        upstream.as_uri(),
+        str(clone),
+    )
+    assert git(clone, "rev-parse", "--is-shallow-repository").strip() == "true"
+    assert git(clone, "branch", "-a", "--format=%(refname)").split() == [
+        "refs/heads/feature",
+        "refs/remotes/origin/feature",
+    ]
+    return clone
+
+
+FETCH = "`git fetch origin main:refs/remotes/origin/main`"
+
+
+@pytest.mark.real_codex
+@pytest.mark.parametrize("named_by", ["GITHUB_BASE_REF", "option", "ini"])
+def test_a_named_base_missing_from_a_shallow_clone_is_an_error(
+    review_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch, named_by: str
+) -> None:
+    """Class 3 of the issue: the base the pull request names was never fetched.
+
+    On main 1803125 GITHUB_BASE_REF fell back to "no base": no code item, the gate
+    passed on the plan alone (exit 0; exit 5 and gate "empty" under the default plan
+    scope).  Now the code item errors with the fetch command, and the plan still runs.
+    """
+    clone = _shallow_feature_clone(review_repo)
+    monkeypatch.setenv("CI", "true")
+    extra: list[str] = []
+    if named_by == "GITHUB_BASE_REF":
+        monkeypatch.setenv("GITHUB_BASE_REF", "main")
+    elif named_by == "option":
+        extra.append("--advreview-base=origin/main")
+    else:
+        (clone / "pytest.ini").write_text(INI + "advreview_base = origin/main\n")
+    monkeypatch.chdir(clone)
+    review_repo.answer(PLAN_PROMPT, {"message": approved_review()})
+    result = review_repo.pytester.runpytest(
+        *review_repo.args("--advreview-json=out.json", "--advreview-github=off", *extra)
+    )
+    assert result.ret == 1, result.stdout.str()
+    result.assert_outcomes(passed=1, errors=1)
+    out = result.stdout.str()
+    assert FETCH in out, out
+    assert "is not in the clone" in out or "is not a commit" in out, out
+    report = json.loads((clone / "out.json").read_text())
+    assert report["totals"]["gate"] == "error"
+    outcomes = {i["record"]["key"]: i["record"]["outcome"] for i in report["items"]}
+    assert outcomes == {"docs/plans/rollout.md": "passed", "code-review": "error"}, outcomes
+
+
+@pytest.mark.real_codex
+def test_the_fetch_commands_the_error_names_make_the_review_run(
+    review_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The way out the messages give works: fetch the base, then the history."""
+    clone = _shallow_feature_clone(review_repo)
+    monkeypatch.setenv("CI", "true")
+    monkeypatch.setenv("GITHUB_BASE_REF", "main")
+    monkeypatch.chdir(clone)
+    review_repo.answer(PLAN_PROMPT, {"message": approved_review()})
+    review_repo.answer(CODE_PROMPT, {"message": approved_review()})
+    args = review_repo.args("--advreview-github=off")
+    git(clone, "fetch", "-q", "origin", "main:refs/remotes/origin/main")
+    result = review_repo.pytester.runpytest(*args)
+    # Still shallow: no merge base, and the message says how to get one.
+    result.assert_outcomes(passed=1, errors=1)
+    assert "git fetch --unshallow" in result.stdout.str()
+    git(clone, "fetch", "-q", "--unshallow")
+    result = review_repo.pytester.runpytest(*args)
+    result.assert_outcomes(passed=2)
+    (prompt,) = [p for p in review_repo.server.response_requests if CODE_PROMPT in p.last_user_text]
+    assert "src/feature.py" in prompt.last_user_text
+    assert "branch changes vs origin/main" in prompt.last_user_text
+
+
+def test_github_base_ref_that_is_no_branch_name_is_an_error(review_repo: ReviewRepo) -> None:
+    from pytest_advreview.targets import BaseRefError, resolve_base
+
+    with pytest.raises(BaseRefError, match="GITHUB_BASE_REF names the base '--all'"):
+        resolve_base(review_repo.path, None, {"GITHUB_BASE_REF": "--all"})
+    # Nothing named a base: the fallbacks, and "no base" only when none exists.
+    assert resolve_base(review_repo.path, None, {}) == "main"
+    assert resolve_base(review_repo.path, None, {"GITHUB_BASE_REF": "  "}) == "main"
+    git(review_repo.path, "branch", "-m", "main", "trunk")
+    assert resolve_base(review_repo.path, None, {}) is None
+
+
+def test_the_action_names_the_fetch_for_a_base_commit_not_in_the_checkout(
+    review_repo: ReviewRepo,
+) -> None:
+    from pytest_advreview import action
+
+    missing = "0123456789abcdef0123456789abcdef01234567"
+    env = {
+        "GITHUB_WORKSPACE": str(review_repo.path),
+        "ADVREVIEW_ACTION_BASE_SHA": missing,
+        "ADVREVIEW_ACTION_WORK_DIR": str(review_repo.path.parent / "work"),
+    }
+    with pytest.raises(action.ActionError, match=f"`git fetch --no-tags origin {missing}`"):
+        action.review(env)
+
+
+#: pytest's built-in plugins the gate touches (its ini keys and options, its hooks, the
+#: plugin objects it looks up, the warnings it raises) that a user can disable with
+#: ``-p no:NAME``; the essential ones (mark, main, runner, fixtures, helpconfig) cannot be.
+#: All 25 disablable ones of pytest 9 were checked once the same way (3.5 minutes).
+TOUCHED = (
+    "cacheprovider",  # cache_dir, config.cache, --lf
+    "terminal",  # the header, the summary, the progress lines
+    "junitxml",  # --junitxml is left out of the change
+    "stepwise",  # --sw deselects
+    "capture",  # the capturemanager around the progress lines
+    "warnings",  # the state warnings
+    "logging",
+    "python",
+    "skipping",
+)
+
+
+@pytest.mark.real_codex
+@pytest.mark.parametrize("plugin", TOUCHED)
+def test_a_disabled_builtin_plugin_never_crashes_the_gate(
+    review_repo: ReviewRepo, plugin: str
+) -> None:
+    """Class 4 of the issue: ``-p no:cacheprovider`` was an INTERNALERROR (selection.py read
+    the cacheprovider's ``cache_dir`` ini key) whenever the code item was worked out."""
+    review_repo.plan("rollout.md")  # uncommitted: both are the change
+    review_repo.write("src/app.py", "def app():\n    return 1\n")
+    review_repo.answer(PLAN_PROMPT, {"message": approved_review()})
+    review_repo.answer(CODE_PROMPT, {"message": approved_review()})
+    result = review_repo.pytester.runpytest_subprocess(
+        *review_repo.args(
+            "-p", f"no:{plugin}", "--advreview-json=out.json", "-W", "ignore::DeprecationWarning"
+        )
+    )
+    output = result.stdout.str() + result.stderr.str()
+    assert "INTERNALERROR" not in output, output
+    assert result.ret == 0, output
+    assert plugin in default_plugins and plugin not in essential_plugins
+    report = json.loads((review_repo.path / "out.json").read_text())
+    outcomes = {i["record"]["key"]: i["record"]["outcome"] for i in report["items"]}
+    assert outcomes == {"docs/plans/rollout.md": "passed", "code-review": "passed"}, outcomes
+    assert report["totals"]["gate"] == "passed"
+    if plugin == "cacheprovider":
+        # The documented behaviour: one warning, and no rounds stored.
+        assert output.count("the cacheprovider plugin is disabled") == 1, output
+        assert not (review_repo.path / ".pytest_cache").exists()
