@@ -11,6 +11,10 @@ tests; :func:`test_the_shapes_table_names_tests_that_exist` keeps it true.
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -195,3 +199,69 @@ def test_a_disabled_builtin_plugin_never_crashes_the_gate(
         # The documented behaviour: one warning, and no rounds stored.
         assert output.count("the cacheprovider plugin is disabled") == 1, output
         assert not (review_repo.path / ".pytest_cache").exists()
+
+
+CAFE = b"caf\xe9.py"  # latin-1: not UTF-8, a name git stores as bytes
+RESUME = b"docs/plans/r\xe9sum\xe9.md"
+
+
+@pytest.mark.real_codex
+def test_names_that_are_not_utf8_error_their_item_and_every_report_lists_every_item(
+    review_repo: ReviewRepo,
+) -> None:
+    """Class 1 of the issue: on main 1803125 the changed file crashed the prompt writer
+    (UnicodeEncodeError), the plan crashed pytest at session end (its node id), no JSON
+    report was written.  Now each item errors naming the file as git prints it, and the
+    reports list every item with its outcome."""
+    review_repo.plan("rollout.md")
+    (review_repo.path / os.fsdecode(CAFE)).write_bytes(b"x = 1\n")
+    (review_repo.path / os.fsdecode(RESUME)).write_bytes(b"# Plan\n\n1. Do it.\n")
+    review_repo.answer(PLAN_PROMPT, {"message": approved_review()})
+    review_repo.answer(CODE_PROMPT, {"message": approved_review()})
+    # Not pytester's runner: it decodes the output as UTF-8 and fails on the raw name.
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            *review_repo.args("--advreview-json=out.json", "--advreview-report=out.md"),
+        ],
+        cwd=review_repo.path,
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
+    out = proc.stdout.decode("utf-8", "replace") + proc.stderr.decode("utf-8", "replace")
+    assert proc.returncode == 1, out
+    assert "INTERNALERROR" not in out and "Traceback" not in out, out
+    assert '"docs/plans/r\\351sum\\351.md"::adversarial-review' in out
+    assert 'the changed file "caf\\351.py" is not UTF-8' in out
+    report = json.loads((review_repo.path / "out.json").read_text(encoding="utf-8"))
+    assert report["totals"]["gate"] == "error"
+    outcomes = {i["record"]["key"]: i["record"]["outcome"] for i in report["items"]}
+    assert outcomes == {
+        "docs/plans/rollout.md": "passed",
+        '"docs/plans/r\\351sum\\351.md"': "error",
+        "code-review": "error",
+    }, outcomes
+    markdown = (review_repo.path / "out.md").read_text(encoding="utf-8")
+    assert "No review item ran" not in markdown
+    # Every item, with the names as git prints them (prose escapes the backslash).
+    assert "| `docs/plans/rollout.md` | approved | ✅ passed |" in markdown, markdown
+    assert '| `"docs/plans/r\\351sum\\351.md"` | aborted | ⛔ error |' in markdown, markdown
+    assert "| `code-review` | aborted | ⛔ error |" in markdown, markdown
+    assert re.search(r"caf\\{1,2}351\.py", markdown), markdown
+    # Only the plan whose name is UTF-8 reached the reviewer.
+    prompts = [r.last_user_text for r in review_repo.server.response_requests]
+    assert len(prompts) == 1 and "docs/plans/rollout.md" in prompts[0], prompts
+
+
+def test_quote_path_is_gits_quoting() -> None:
+    from pytest_advreview.git import quote_path, unpassable_path
+
+    assert quote_path(os.fsdecode(CAFE)) == '"caf\\351.py"'
+    assert quote_path('a\tb"c\\d\x01') == '"a\\tb\\"c\\\\d\\001"'
+    assert quote_path("café.py") == "café.py"  # UTF-8 text stays as it is
+    assert unpassable_path("café.py", "the plan") is None
+    message = unpassable_path(os.fsdecode(CAFE), "the changed file")
+    assert message is not None and '"caf\\351.py" is not UTF-8' in message

@@ -28,6 +28,7 @@ from _pytest._io import TerminalWriter
 
 from . import engine, gate, outbound, runstash
 from .constants import MARKER, PLAN_ITEM_NAME
+from .git import unpassable_path
 from .models import FailureText, Finding
 from .outcome import (
     Outcome,
@@ -152,7 +153,12 @@ class PlanFile(pytest.File):
         """One review item per plan, named ``adversarial-review``."""
         plans = _run(self.config).plans
         key = plans.relpath(self.path)
-        spec = TargetSpec(kind="plan", key=key, path=plans.plan_source(self.path))
+        spec = TargetSpec(
+            kind="plan",
+            key=key,
+            path=plans.plan_source(self.path),
+            error=unpassable_path(os.fspath(self.path), "the plan"),
+        )
         yield ReviewItem.from_parent(self, name=PLAN_ITEM_NAME, spec=spec)
 
 

@@ -21,6 +21,7 @@ from . import head, outbound, pathrules, targets
 from .constants import CODE_ITEM_NAME
 from .decisions import GateBase
 from .gate import enforced_by
+from .git import quote_path, unpassable_path
 from .models import ChangeSet, ChangeSetInfo
 from .review import SharedLookups, TargetSpec, repo_relative
 
@@ -160,7 +161,12 @@ class TargetSelection:
         ):
             # No code item to carry the error, and the plan selection is incomplete.
             raise pytest.UsageError(self.base_error)
-        self.keys = dict(zip(self.selection.selected, self.selection.keys, strict=True))
+        # Keys are names in prompts, reports, state and node ids: UTF-8 text, so a file
+        # name git stores as other bytes is keyed as git prints it ("caf\\351.md").
+        self.keys = {
+            path: quote_path(key)
+            for path, key in zip(self.selection.selected, self.selection.keys, strict=True)
+        }
         # pytest hands pytest_collect_file the path it walked to: rootdir joined with the
         # folders below it. When that text is a selected plan's, it is that plan, and
         # resolving it (an lstat per file) can be skipped.
@@ -263,7 +269,7 @@ class TargetSelection:
     def relpath(self, path: Path) -> str:
         """A repo-relative posix path, the key of a plan in state and decisions."""
         key = self.keys.get(path) or self.keys.get(self.shared.resolve(path))
-        return key or repo_relative(path, self.repo_root, self.shared.resolve)
+        return key or quote_path(repo_relative(path, self.repo_root, self.shared.resolve))
 
     def explicit_plans(self) -> list[Path]:
         """``.md`` files named on the command line: always reviewed (looked up once)."""
@@ -333,6 +339,10 @@ class TargetSelection:
                 "character or '##[' in a file name would forge CI log and terminal lines "
                 "wherever it is printed; rename the file",
             )
+        for name in change.files:
+            why = unpassable_path(name, "the changed file")
+            if why is not None:
+                return TargetSpec(kind="code", key=CODE_ITEM_NAME, error=why)
         return TargetSpec(
             kind="code",
             key=CODE_ITEM_NAME,
