@@ -265,3 +265,23 @@ def test_quote_path_is_gits_quoting() -> None:
     assert unpassable_path("café.py", "the plan") is None
     message = unpassable_path(os.fsdecode(CAFE), "the changed file")
     assert message is not None and '"caf\\351.py" is not UTF-8' in message
+
+
+def test_the_shapes_table_names_tests_that_exist() -> None:
+    """docs/safety.md's "Repository shapes and inputs" table names the tests of each row."""
+    here = Path(__file__).parent
+    text = (here.parent / "docs" / "safety.md").read_text(encoding="utf-8")
+    section = text.split("## Repository shapes and inputs", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and "---" not in line]
+    assert len(rows) > 9
+    named = set()
+    for row in rows[1:]:
+        cell = row.rstrip(" |").rsplit(" | ", 1)[1]
+        found = re.findall(r"`(test_\w+)(?:\[(\w+)\])?`", cell)
+        assert found, row
+        named.update(found)
+    sources = "\n".join(p.read_text(encoding="utf-8") for p in here.glob("test_*.py"))
+    for name, param in named:
+        assert re.search(rf"^def {name}\(", sources, re.M), name
+        if param:
+            assert f'"{param}"' in sources, (name, param)
