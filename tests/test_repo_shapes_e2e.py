@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,8 +21,8 @@ from pathlib import Path
 import pytest
 from _pytest.config import default_plugins, essential_plugins
 
-from conftest import ReviewRepo, git
-from pytest_advreview.testing import approved_review
+from conftest import ReviewRepo, commit, git, init_repo, ran_prompts, write
+from pytest_advreview.testing import approved_review, shell_step
 
 CODE_PROMPT = "Review the code changes"
 PLAN_PROMPT = "docs/plans/"
@@ -285,3 +286,71 @@ def test_the_shapes_table_names_tests_that_exist() -> None:
         assert re.search(rf"^def {name}\(", sources, re.M), name
         if param:
             assert f'"{param}"' in sources, (name, param)
+
+
+def _submodule_repo(review_repo: ReviewRepo) -> tuple[Path, str, str]:
+    """The review repository with a submodule ``lib`` at commit OLD, checked out at NEW
+    (one commit later, not committed in the superproject: an uncommitted pointer change)."""
+    lib = init_repo(review_repo.path.parent / f"{review_repo.path.name}-lib")
+    write(lib, "lib.py", "def helper():\n    return 1\n")
+    commit(lib, "the helper")
+    old = git(lib, "rev-parse", "HEAD").strip()
+    repo = review_repo.path
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "lib")
+    review_repo.commit("the lib submodule")
+    write(lib, "lib.py", "def helper():\n    return 2  # SUBMODULE-NEW-CODE\n")
+    commit(lib, "helper returns two")
+    inside = repo / "lib"
+    git(inside, "fetch", "-q", "origin")
+    git(inside, "checkout", "-q", "--detach", "origin/HEAD")
+    new = git(inside, "rev-parse", "HEAD").strip()
+    assert new != old
+    assert git(repo, "status", "--porcelain").strip() == "M lib"
+    return inside, old, new
+
+
+@pytest.mark.real_codex
+def test_an_uncommitted_submodule_pointer_change_is_shown_to_the_reviewer(
+    review_repo: ReviewRepo,
+) -> None:
+    """Class 2 of the issue: on main 1803125 the reviewer's private worktree had an empty
+    ``lib`` and its diff command printed nothing for the pointer change; the prompt named
+    no commit.  Now the prompt names OLD -> NEW with the submodule's log, and the
+    reviewer's own diff in its worktree shows the ``Subproject commit`` lines and the
+    submodule's files at NEW."""
+    _inside, old, new = _submodule_repo(review_repo)
+    review_repo.answer(
+        CODE_PROMPT,
+        shell_step(
+            "git --no-pager diff --ignore-submodules=none HEAD; cat lib/lib.py; echo PROBE-DONE"
+        ),
+        {"message": approved_review()},
+    )
+    result = review_repo.run("--advreview-json=out.json")
+    result.assert_outcomes(passed=1)
+    prompt = ran_prompts(review_repo.server, CODE_PROMPT)[0]
+    assert f"lib: {old} -> {new}" in prompt, prompt
+    assert "helper returns two" in prompt, prompt
+    [output] = review_repo.tool_outputs()
+    assert "PROBE-DONE" in output, output
+    assert f"-Subproject commit {old}" in output, output
+    assert f"+Subproject commit {new}" in output, output
+    assert "SUBMODULE-NEW-CODE" in output, output
+
+
+def test_a_committed_submodule_pointer_change_names_its_commits(review_repo: ReviewRepo) -> None:
+    from pytest_advreview.targets import submodule_changes
+
+    _inside, old, new = _submodule_repo(review_repo)
+    repo = review_repo.path
+    git(repo, "checkout", "-q", "-b", "feature")
+    git(repo, "commit", "-qam", "bump lib")
+    lines = submodule_changes(repo, ["lib"], "main")
+    assert lines[0] == f"lib: {old} -> {new}"
+    assert lines[1].endswith("helper returns two")
+    # Without the submodule's history: said so, never an empty log.
+    shutil.rmtree(repo / "lib")
+    (repo / "lib").mkdir()
+    lines = submodule_changes(repo, ["lib"], "main")
+    assert lines[0] == f"lib: {old} -> {new}"
+    assert "not in this clone" in lines[1]

@@ -163,6 +163,15 @@ filter or working-tree-encoding attributes), so their unstaged diff shows rewrit
 text, not the bytes that run: {paths}. Read each of these files itself.
 """
 
+# Inside <task>, when the change moves a submodule: a diff shows two commit ids only.
+_SUBMODULES_CHANGED = """\
+WARNING: this change moves submodule pointers (old -> new commit, then the submodule's
+own commits between them). The diff shows only the two commit ids; the code they stand
+for is part of this change. Review what the new commits bring in (in the submodule's
+folder where its files are present: `git -C <path> diff <old> <new>`):
+{changes}
+"""
+
 _CODE_ATTACK_SURFACE = """\
 <attack_surface>
 Check each area. Skip if not applicable to this change:
@@ -517,6 +526,8 @@ def code_prompt(
         warnings += _ATTRIBUTES_CHANGED.format(paths=", ".join(change.attributes))
     if change.converted:
         warnings += _CONVERTED_FILES.format(paths=", ".join(change.converted))
+    if change.submodules:
+        warnings += _SUBMODULES_CHANGED.format(changes="\n".join(change.submodules))
     task = task.replace("</task>\n", warnings + "</task>\n")
     items = _PLAN_ATTACK_ITEMS if against_plan is not None else ""
     rules = [_REPOSITORY_RULES.format(rules=_rules(change.rules))] if change.rules else []

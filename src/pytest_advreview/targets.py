@@ -32,6 +32,7 @@ from .git import (
     literal_pathspec,
     parse_status_v2_z,
     plain_diff_globals,
+    quote_path,
     run_git,
     split_z,
 )
@@ -739,6 +740,7 @@ def _uncommitted(
         attributes=attribute_files([e.path for e in every]),
         converted=_converted(root, found["unstaged"]),
         filtered=tuple(sorted(filtered)),
+        submodules=submodule_changes(root, files, None),
     )
 
 
@@ -754,6 +756,72 @@ def _converted(root: Path, unstaged: Sequence[str]) -> tuple[str, ...]:
         return converted_files(_toplevel(root), unstaged)
     except GitError as exc:
         raise TargetError(f"{_PREFIX}: {exc}") from None
+
+
+#: Most commits of a submodule's own log named in the prompt per pointer change.
+SUBMODULE_LOG_LINES = 50
+_NO_COMMIT = "0" * 40
+
+
+def submodule_changes(root: Path, files: Collection[str], since: str | None) -> tuple[str, ...]:
+    """Each submodule pointer change among ``files``, as the prompt names it.
+
+    ``path: OLD -> NEW``, then the submodule's own ``git log --oneline OLD..NEW`` where its
+    history is in the clone (at most :data:`SUBMODULE_LOG_LINES` lines), else a line that
+    says it is not.  ``since``: the branch's base (``BASE...HEAD``); ``None``: the work tree
+    against ``HEAD`` (staged and unstaged), where the new commit is the one checked out in
+    the submodule.  A diff shows only ``Subproject commit`` lines: without this the
+    reviewer sees two hashes and none of the code between them.
+    """
+    top = _toplevel(root)
+    diff = ["diff", "--raw", "-z", "--no-abbrev", "--no-renames", "--ignore-submodules=none"]
+    diff.append(f"{since}...HEAD" if since is not None else "HEAD")
+    proc = run_git(top, *diff, "--", *[literal_pathspec(p) for p in files], check=False)
+    if proc.returncode != 0 or not files:
+        return ()
+    parts = proc.stdout.split(b"\0")
+    lines: list[str] = []
+    for meta, raw in zip(parts[::2], parts[1::2], strict=False):
+        fields = meta.decode("ascii", "replace").lstrip(":").split()
+        if len(fields) < 4 or "160000" not in fields[:2]:
+            continue
+        path = os.fsdecode(raw)
+        old, new = fields[2], fields[3]
+        folder = top / path
+        # Only a folder with its own .git: elsewhere git would answer for this repository.
+        here = (folder / ".git").exists()
+        if here:
+            checked_out = run_git(folder, "rev-parse", "--verify", "-q", "HEAD", check=False)
+            here = checked_out.returncode == 0
+            if here and new == _NO_COMMIT:
+                new = checked_out.stdout.decode("ascii", "replace").strip()
+        status = fields[4] if len(fields) > 4 else "M"
+        shown_old = "(none: added)" if status.startswith("A") else old
+        shown_new = "(none: removed)" if status.startswith("D") else new
+        if new == _NO_COMMIT and not status.startswith("D"):
+            shown_new = "(not checked out here: the commit is unknown)"
+        lines.append(f"{quote_path(path)}: {shown_old} -> {shown_new}")
+        if _NO_COMMIT in (old, new):
+            continue
+        log = (
+            run_git(folder, "log", "--oneline", "--no-decorate", f"{old}..{new}", check=False)
+            if here
+            else None
+        )
+        if log is None or log.returncode != 0:
+            lines.append(
+                "  (the submodule's history between these commits is not in this clone: "
+                "review the pointer change as an unseen change of dependency)"
+            )
+            continue
+        commits = os.fsdecode(log.stdout).splitlines()
+        more = len(commits) - SUBMODULE_LOG_LINES
+        lines += [f"  {c}" for c in commits[:SUBMODULE_LOG_LINES]]
+        if more > 0:
+            lines.append(f"  ... and {more} more commits (git -C {shlex.quote(path)} log)")
+        if not commits:
+            lines.append("  (no commit of NEW is new: the pointer moved back or sideways)")
+    return tuple(lines)
 
 
 def _branch_names(root: Path, base: str, *options: str) -> list[str]:
@@ -793,6 +861,7 @@ def _branch(
         base=base,
         attributes=attribute_files(names),
         filtered=tuple(sorted(filtered)),
+        submodules=submodule_changes(root, files, base),
     )
 
 
