@@ -354,3 +354,98 @@ def test_a_committed_submodule_pointer_change_names_its_commits(review_repo: Rev
     lines = submodule_changes(repo, ["lib"], "main")
     assert lines[0] == f"lib: {old} -> {new}"
     assert "not in this clone" in lines[1]
+
+
+# -- the other entries a worktree or a diff can hide -----------------------------------------
+
+
+def _shown(repo: Path, mode: str, base: str | None = "main") -> tuple[tuple[str, ...], str]:
+    """The change set's files and what its diff commands print (what the reviewer runs)."""
+    from pytest_advreview.targets import change_set
+
+    change = change_set(repo, mode, base if mode == "branch" else None, set())
+    assert change is not None
+    printed = "".join(
+        subprocess.run(
+            ["bash", "-c", command], cwd=repo, capture_output=True, check=True, text=True
+        ).stdout
+        for command in change.diff_commands
+        if command.startswith("git ")
+    )
+    return change.files, printed
+
+
+@pytest.fixture
+def plain_repo(tmp_path: Path, hermetic_git: None) -> Path:
+    repo = init_repo(tmp_path / "repo")
+    write(repo, "README.md", "# project\n")
+    commit(repo, "initial")
+    git(repo, "checkout", "-q", "-b", "feature")
+    return repo
+
+
+@pytest.mark.parametrize("mode", ["branch", "uncommitted"])
+def test_a_symlink_change_shows_its_target(plain_repo: Path, mode: str) -> None:
+    (plain_repo / "config.py").symlink_to("/etc/SYMLINK-TARGET")
+    if mode == "branch":
+        commit(plain_repo, "a link")
+    else:
+        git(plain_repo, "add", "config.py")
+    files, printed = _shown(plain_repo, mode)
+    assert files == ("config.py",)
+    assert "new file mode 120000" in printed and "+/etc/SYMLINK-TARGET" in printed, printed
+
+
+def test_a_file_outside_a_sparse_checkout_is_still_in_the_diff(plain_repo: Path) -> None:
+    write(plain_repo, "hidden/deep.py", "HIDDEN-CODE = 1\n")
+    write(plain_repo, "shown/app.py", "x = 1\n")
+    commit(plain_repo, "two folders")
+    git(plain_repo, "sparse-checkout", "set", "shown")
+    assert not (plain_repo / "hidden").exists()  # the work tree cannot show it...
+    files, printed = _shown(plain_repo, "branch")
+    assert files == ("hidden/deep.py", "shown/app.py")
+    assert "+HIDDEN-CODE = 1" in printed  # ...the diff, read from git's objects, does
+
+
+def test_an_lfs_pointer_is_reviewed_as_the_pointer_git_stores(plain_repo: Path) -> None:
+    # git-lfs need not be installed: the branch commits what it would, a pointer file.
+    write(plain_repo, ".gitattributes", "*.bin filter=lfs diff=lfs merge=lfs -text\n")
+    oid = "4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393"
+    write(
+        plain_repo,
+        "model.bin",
+        f"version https://git-lfs.github.com/spec/v1\noid sha256:{oid}\nsize 12345\n",
+    )
+    commit(plain_repo, "an LFS object")
+    files, printed = _shown(plain_repo, "branch")
+    assert files == (".gitattributes", "model.bin")
+    # The pointer's oid and size reach the reviewer; the object's content is not in git.
+    assert f"+oid sha256:{oid}" in printed and "+size 12345" in printed, printed
+
+
+@pytest.mark.parametrize("mode", ["branch", "uncommitted"])
+def test_export_ignore_and_minus_diff_hide_nothing(plain_repo: Path, mode: str) -> None:
+    write(plain_repo, ".gitattributes", "secret.py -diff export-ignore\n")
+    commit(plain_repo, "attributes")
+    base = git(plain_repo, "rev-parse", "HEAD").strip()
+    write(plain_repo, "secret.py", "BACKDOOR = True\n")
+    if mode == "branch":
+        commit(plain_repo, "the file")
+    else:
+        git(plain_repo, "add", "secret.py")
+    files, printed = _shown(plain_repo, mode, base)
+    assert files == ("secret.py",)
+    assert "+BACKDOOR = True" in printed and "Binary files" not in printed, printed
+
+
+def test_a_case_only_rename_names_both_paths(plain_repo: Path) -> None:
+    write(plain_repo, "Util.py", "def util():\n    return 1\n")
+    git(plain_repo, "add", "Util.py")
+    git(plain_repo, "commit", "-qm", "util")
+    base = git(plain_repo, "rev-parse", "HEAD").strip()
+    git(plain_repo, "mv", "Util.py", "util.py")
+    write(plain_repo, "util.py", "def util():\n    return 2  # CHANGED-IN-RENAME\n")
+    commit(plain_repo, "rename by case, and an edit")
+    files, printed = _shown(plain_repo, "branch", base)
+    assert files == ("Util.py", "util.py")
+    assert "deleted file mode" in printed and "+    return 2  # CHANGED-IN-RENAME" in printed
