@@ -449,3 +449,27 @@ def test_a_case_only_rename_names_both_paths(plain_repo: Path) -> None:
     files, printed = _shown(plain_repo, "branch", base)
     assert files == ("Util.py", "util.py")
     assert "deleted file mode" in printed and "+    return 2  # CHANGED-IN-RENAME" in printed
+
+
+def test_the_worktree_mirrors_a_staged_submodule_pointer(review_repo: ReviewRepo) -> None:
+    from pytest_advreview.isolation import Worktree
+
+    inside, old, new = _submodule_repo(review_repo)
+    repo = review_repo.path
+    git(repo, "add", "lib")  # staged: the index says NEW
+    tree = Worktree.create(repo, repo.parent / f"{repo.name}-trees")
+    try:
+        staged = git(tree.path, "diff", "--cached", "--ignore-submodules=none")
+        assert f"-Subproject commit {old}" in staged and f"+Subproject commit {new}" in staged
+        assert git(tree.path / "lib", "rev-parse", "HEAD").strip() == new
+    finally:
+        tree.remove()
+    # A submodule the user has not checked out stays an empty folder in the worktree.
+    shutil.rmtree(inside)
+    inside.mkdir()
+    tree = Worktree.create(repo, repo.parent / f"{repo.name}-trees")
+    try:
+        assert list((tree.path / "lib").iterdir()) == []
+        assert f"+Subproject commit {new}" in git(tree.path, "diff", "--cached")
+    finally:
+        tree.remove()
