@@ -473,3 +473,32 @@ def test_the_worktree_mirrors_a_staged_submodule_pointer(review_repo: ReviewRepo
         assert f"+Subproject commit {new}" in git(tree.path, "diff", "--cached")
     finally:
         tree.remove()
+
+
+@pytest.mark.real_codex
+def test_a_left_out_name_that_is_not_utf8_errors_the_code_item(review_repo: ReviewRepo) -> None:
+    """A file ``advreview_exclude`` leaves out is named in the diff commands (to exclude
+    it) and in the header and the JSON report: there as git prints it; the code item errors
+    naming it (its diff commands cannot carry it), and nothing crashes."""
+    review_repo.write("pytest.ini", "[pytest]\nadvreview_exclude = generated/*\n")
+    review_repo.commit("exclude generated files")
+    (review_repo.path / "generated").mkdir()
+    (review_repo.path / "generated" / os.fsdecode(CAFE)).write_bytes(b"x = 1\n")
+    review_repo.write("src/app.py", "def app():\n    return 1\n")
+    review_repo.answer(CODE_PROMPT, {"message": approved_review()})
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", *review_repo.args("--advreview-json=out.json")],
+        cwd=review_repo.path,
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
+    out = proc.stdout.decode("utf-8", "replace") + proc.stderr.decode("utf-8", "replace")
+    assert proc.returncode == 1, out
+    assert "Traceback" not in out and "INTERNALERROR" not in out, out
+    assert 'left out by advreview_exclude: "generated/caf\\351.py"' in out, out
+    assert 'advreview_exclude leaves out "generated/caf\\351.py" is not UTF-8' in out, out
+    report = json.loads((review_repo.path / "out.json").read_text(encoding="utf-8"))
+    assert report["change_set"]["filtered"] == ['"generated/caf\\351.py"']
+    assert report["totals"]["gate"] == "error"
+    assert review_repo.server.response_requests == []  # nothing was sent unreviewable

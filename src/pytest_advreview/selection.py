@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shlex
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -65,6 +66,25 @@ def not_the_change(config: pytest.Config, settings: Settings, top: Path) -> targ
         folder = Path(config.rootpath) / os.path.expandvars(os.path.expanduser(cache_dir))
         written.append(os.path.join(folder, ""))
     return targets.NotTheChange.of(top, settings.decisions, written, rootdir=Path(config.rootpath))
+
+
+def _unpassable(change: ChangeSet) -> str | None:
+    """Why a name of ``change`` cannot go into the prompt (:func:`~.git.unpassable_path`):
+    a changed file, a file left out, or a path the diff commands exclude by name."""
+    named = [("the changed file", n) for n in change.files]
+    named += [("the file advreview_exclude leaves out", n) for n in change.filtered]
+    named += [("the file", n) for n in (*change.attributes, *change.converted)]
+    for command in change.diff_commands:
+        # A left-out path is named in the command (``:(exclude,literal)PATH``).
+        named += [
+            ("the path the diff commands leave out", word.rpartition(")")[2])
+            for word in shlex.split(command)
+        ]
+    for what, name in named:
+        why = unpassable_path(name, what)
+        if why is not None:
+            return why
+    return None
 
 
 class TargetSelection:
@@ -339,10 +359,10 @@ class TargetSelection:
                 "character or '##[' in a file name would forge CI log and terminal lines "
                 "wherever it is printed; rename the file",
             )
-        for name in change.files:
-            why = unpassable_path(name, "the changed file")
-            if why is not None:
-                return TargetSpec(kind="code", key=CODE_ITEM_NAME, error=why)
+        why = _unpassable(change)
+        if why is not None:
+            # Fail closed: a name the prompt cannot carry; the item says which, escaped.
+            return TargetSpec(kind="code", key=CODE_ITEM_NAME, error=why)
         return TargetSpec(
             kind="code",
             key=CODE_ITEM_NAME,

@@ -931,6 +931,11 @@ def in_ci(env: Mapping[str, str]) -> bool:
     return any(env.get(name, "").strip().lower() in _TRUTHY for name in CI_VARIABLES)
 
 
+def _quoted(paths: Iterable[str]) -> tuple[str, ...]:
+    # The header and the reports are text: names as git prints them ("caf\\351.py").
+    return tuple(quote_path(p) for p in paths)
+
+
 def change_set_info(
     root: Path,
     change: ChangeSet | None,
@@ -980,9 +985,9 @@ def change_set_info(
             head_commit=None,
             files=len(change.files),
             description=change.description,
-            attributes=change.attributes,
-            converted=change.converted,
-            filtered=change.filtered,
+            attributes=_quoted(change.attributes),
+            converted=_quoted(change.converted),
+            filtered=_quoted(change.filtered),
         )
     merge = _git(root, "merge-base", change.base, "HEAD", check=False)
     return ChangeSetInfo(
@@ -995,6 +1000,6 @@ def change_set_info(
         head_commit=head,
         files=len(change.files),
         description=change.description,
-        attributes=change.attributes,
-        filtered=change.filtered,
+        attributes=_quoted(change.attributes),
+        filtered=_quoted(change.filtered),
     )
