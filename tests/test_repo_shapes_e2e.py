@@ -502,3 +502,32 @@ def test_a_left_out_name_that_is_not_utf8_errors_the_code_item(review_repo: Revi
     assert report["change_set"]["filtered"] == ['"generated/caf\\351.py"']
     assert report["totals"]["gate"] == "error"
     assert review_repo.server.response_requests == []  # nothing was sent unreviewable
+
+
+@pytest.mark.real_codex
+def test_an_item_that_crashes_inside_is_in_every_report_as_an_error(
+    review_repo: ReviewRepo,
+) -> None:
+    """On main 1803125 an exception inside a review (there: the prompt writer's
+    UnicodeEncodeError) left the JSON report saying gate "empty" with 0 items and the
+    markdown "No review item ran".  Here a conftest makes the prompt step raise."""
+    review_repo.write(
+        "conftest.py",
+        "import pytest_advreview.prompts as prompts\n\n\n"
+        "def boom(*args, **kwargs):\n    raise RuntimeError('BOOM-INSIDE')\n\n\n"
+        "prompts.with_marker = boom\n",
+    )
+    review_repo.commit("a conftest that breaks the plugin")
+    review_repo.plan("rollout.md")
+    review_repo.write("src/app.py", "x = 1\n")
+    result = review_repo.run_subprocess("--advreview-json=out.json", "--advreview-report=out.md")
+    assert result.ret == 1
+    result.assert_outcomes(errors=2)
+    report = json.loads((review_repo.path / "out.json").read_text())
+    assert report["totals"]["gate"] == "error"
+    outcomes = {i["record"]["key"]: i["record"]["outcome"] for i in report["items"]}
+    assert outcomes == {"docs/plans/rollout.md": "error", "code-review": "error"}, outcomes
+    assert all("RuntimeError: BOOM-INSIDE" in i["record"]["error"] for i in report["items"])
+    markdown = (review_repo.path / "out.md").read_text()
+    assert "No review item ran" not in markdown and "**Gate: error**" in markdown, markdown
+    assert review_repo.server.response_requests == []

@@ -210,6 +210,16 @@ class ReviewItem(pytest.Item):
             raise ReviewerUnavailable(
                 f"Adversarial review — {self.spec.key} — cannot review: {exc}\n"
             ) from None
+        except Exception as exc:
+            # A fault of the plugin (or of a conftest that patched it): the item errors
+            # with pytest's traceback, and the reports still list it as an error, from
+            # the gate's own account, never as "no review item ran".
+            if self.review is not None:
+                self._attach(
+                    error=f"pytest-advreview: the review stopped on an internal error "
+                    f"({type(exc).__name__}: {exc}); the traceback is in pytest's output"
+                )
+            raise
         self._take(reviewed, reviewed.record.model_dump_json())
         result, outcome = reviewed.result, reviewed.outcome
         if result.mutations:
