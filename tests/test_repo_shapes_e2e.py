@@ -531,3 +531,32 @@ def test_an_item_that_crashes_inside_is_in_every_report_as_an_error(
     markdown = (review_repo.path / "out.md").read_text()
     assert "No review item ran" not in markdown and "**Gate: error**" in markdown, markdown
     assert review_repo.server.response_requests == []
+
+
+def test_a_submodule_added_or_moved_back_is_named_as_such(
+    review_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_advreview import targets
+    from pytest_advreview.targets import submodule_changes
+
+    inside, old, new = _submodule_repo(review_repo)
+    repo = review_repo.path
+    first = git(repo, "rev-list", "--max-parents=0", "HEAD").strip()
+    assert submodule_changes(repo, ["lib"], first) == (f"lib: (none: added) -> {old}",)
+    git(repo, "commit", "-qam", "bump lib")
+    git(inside, "checkout", "-q", "--detach", old)  # back: nothing new comes in
+    assert submodule_changes(repo, ["lib"], None) == (
+        f"lib: {new} -> {old}",
+        "  (no commit of NEW is new: the pointer moved back or sideways)",
+    )
+    assert submodule_changes(repo, [], None) == ()
+    # A long history is cut, and says how to read the rest.
+    git(inside, "config", "user.name", "Test")
+    git(inside, "config", "user.email", "test@example.invalid")
+    for n in range(3):
+        write(inside, "lib.py", f"v = {n}\n")
+        commit(inside, f"step {n}")
+    monkeypatch.setattr(targets, "SUBMODULE_LOG_LINES", 2)
+    lines = submodule_changes(repo, ["lib"], None)
+    assert lines[1].endswith("step 2") and lines[2].endswith("step 1")
+    assert lines[3] == "  ... and 1 more commits (git -C lib log)"

@@ -776,16 +776,20 @@ def submodule_changes(root: Path, files: Collection[str], since: str | None) -> 
     top = _toplevel(root)
     diff = ["diff", "--raw", "-z", "--no-abbrev", "--no-renames", "--ignore-submodules=none"]
     diff.append(f"{since}...HEAD" if since is not None else "HEAD")
-    proc = run_git(top, *diff, "--", *[literal_pathspec(p) for p in files], check=False)
-    if proc.returncode != 0 or not files:
+    wanted = set(files)
+    if not wanted:
+        return ()
+    # No pathspecs: a change set of many thousand files would not fit on a command line.
+    proc = run_git(top, *diff, check=False)
+    if proc.returncode != 0:
         return ()
     parts = proc.stdout.split(b"\0")
     lines: list[str] = []
     for meta, raw in zip(parts[::2], parts[1::2], strict=False):
         fields = meta.decode("ascii", "replace").lstrip(":").split()
-        if len(fields) < 4 or "160000" not in fields[:2]:
-            continue
         path = os.fsdecode(raw)
+        if len(fields) < 4 or "160000" not in fields[:2] or path not in wanted:
+            continue
         old, new = fields[2], fields[3]
         folder = top / path
         # Only a folder with its own .git: elsewhere git would answer for this repository.
