@@ -279,7 +279,7 @@ def test_the_shapes_table_names_tests_that_exist() -> None:
     for row in rows[1:]:
         cell = row.rstrip(" |").rsplit(" | ", 1)[1]
         found = re.findall(r"`(test_\w+)(?:\[(\w+)\])?`", cell)
-        assert found, row
+        assert found or (cell == "—" and "not yet handled" in row), row
         named.update(found)
     sources = "\n".join(p.read_text(encoding="utf-8") for p in here.glob("test_*.py"))
     for name, param in named:
@@ -505,8 +505,9 @@ def test_a_left_out_name_that_is_not_utf8_errors_the_code_item(review_repo: Revi
 
 
 @pytest.mark.real_codex
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one-process", "xdist"])
 def test_an_item_that_crashes_inside_is_in_every_report_as_an_error(
-    review_repo: ReviewRepo,
+    review_repo: ReviewRepo, workers: list[str]
 ) -> None:
     """On main 1803125 an exception inside a review (there: the prompt writer's
     UnicodeEncodeError) left the JSON report saying gate "empty" with 0 items and the
@@ -520,7 +521,9 @@ def test_an_item_that_crashes_inside_is_in_every_report_as_an_error(
     review_repo.commit("a conftest that breaks the plugin")
     review_repo.plan("rollout.md")
     review_repo.write("src/app.py", "x = 1\n")
-    result = review_repo.run_subprocess("--advreview-json=out.json", "--advreview-report=out.md")
+    result = review_repo.run_subprocess(
+        "--advreview-json=out.json", "--advreview-report=out.md", *workers
+    )
     assert result.ret == 1
     result.assert_outcomes(errors=2)
     report = json.loads((review_repo.path / "out.json").read_text())

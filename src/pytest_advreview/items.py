@@ -7,6 +7,7 @@ in **teardown** (so a reviewer that changed files errors even when the review pa
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from collections.abc import Iterable, Iterator
@@ -28,7 +29,7 @@ from _pytest._io import TerminalWriter
 
 from . import engine, gate, outbound, runstash
 from .constants import MARKER, PLAN_ITEM_NAME
-from .git import unpassable_path
+from .git import quote_path, unpassable_path
 from .models import FailureText, Finding
 from .outcome import (
     Outcome,
@@ -77,6 +78,7 @@ class ReviewRepr(ExceptionRepr):
         # Whatever built the text (a review, an error of the reviewer, a worker's report),
         # it is redacted and neutralised here, where every failure text passes.
         self.text = outbound.terminal_text(text)
+        path = quote_path(path)  # reports and xdist carry text: a non-UTF-8 name escaped
         self.reprcrash: ReprFileLocation | None = ReprFileLocation(
             path, line, outbound.one_line(summary)
         )
@@ -530,6 +532,13 @@ class ReviewItem(pytest.Item):
         and ``None`` crashes pytest there.
         """
         return self.path, 0, f"[advreview] {self.spec.key}"
+
+    @functools.cached_property
+    def location(self) -> tuple[str, int | None, str]:
+        """pytest's location, with a file name that is not UTF-8 as git prints it: xdist
+        sends it between processes as text, and report writers write it."""
+        relpath, line, domain = super().location
+        return quote_path(relpath), line, domain
 
 
 def _run(config: pytest.Config) -> RunStash:
