@@ -248,6 +248,9 @@ class RunnerResult(WireModel):
     verdict: Verdict | None = None
     review_file: str | None = None
     codex_session_id: str | None = None
+    #: The digest of the thread's session files after this dispatch (the Codex backend's
+    #: ``session_digest``): stored in the signed state, checked before a resume.
+    codex_session_digest: str | None = None
     attempt_id: str
     errors: str | None = None
     archived_stdout: str | None = None
