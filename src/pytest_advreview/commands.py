@@ -3,7 +3,7 @@
 The grammar (docs/deciding.md, "Commands"), one command per line, at the start of the
 line::
 
-    /advreview waive AR-1a2b3c: why it may pass
+    /advreview waive AR-1a2b3c@0123456789abcdef: why it may pass   (the code it was decided on)
     /advreview decide AR-1a2b3c accept: what was applied     (a finding left to a person)
     /advreview decide AR-1a2b3c reject: why it does not apply
     /advreview rounds +2: why more rounds are worth it
@@ -50,13 +50,13 @@ __all__ = [
 #: Repository permissions whose commands count.
 ALLOWED = frozenset({"write", "maintain", "admin"})
 _PREFIX = "/advreview"
-_WAIVE = re.compile(r"waive\s+(AR-[0-9a-fA-F]{6})\s*:\s*(.*)", re.IGNORECASE)
+_WAIVE = re.compile(r"waive\s+(AR-[0-9a-fA-F]{6})(?:@([0-9a-fA-F]{16}))?\s*:\s*(.*)", re.IGNORECASE)
 _DECIDE = re.compile(r"decide\s+(AR-[0-9a-fA-F]{6})\s+(accept|reject)\s*:\s*(.*)", re.IGNORECASE)
 _ROUNDS = re.compile(r"rounds\s+\+(\d{1,2})\s*:\s*(.*)", re.IGNORECASE)
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _GRAMMAR = (
-    "write /advreview waive AR-1a2b3c: reason, /advreview decide AR-1a2b3c accept|reject: "
-    "reason, or /advreview rounds +N: reason"
+    "write /advreview waive AR-1a2b3c@<content id>: reason, "
+    "/advreview decide AR-1a2b3c accept|reject: reason, or /advreview rounds +N: reason"
 )
 #: How much of a command line a report quotes.
 _SHOWN = 200
@@ -137,7 +137,12 @@ def _command(text: str, rest: str) -> Parsed:
     decide = _DECIDE.fullmatch(rest)
     rounds = _ROUNDS.fullmatch(rest)
     if waive:
-        fields: dict[str, Any] = {"verb": "waive", "finding": waive[1], "reason": waive[2]}
+        fields: dict[str, Any] = {
+            "verb": "waive",
+            "finding": waive[1],
+            "content": waive[2].lower() if waive[2] else None,
+            "reason": waive[3],
+        }
     elif decide:
         fields = {
             "verb": "decide",

@@ -491,6 +491,13 @@ class Waiver(WireModel):
     source: Literal["base", "command", "local"]
     #: Where the decision was made: the command's comment URL, or the file and commit.
     at: str | None = None
+    #: The content id of the code (or plan text) the waiver was decided on
+    #: (:func:`~.decisions.content_id`); it holds only while the cited place still has it.
+    content: str | None = None
+    #: The commit the waiver was decided on, as its entry names it (shown in messages).
+    commit: str | None = None
+    #: What it is for: ``pull request #7`` or ``the repository`` (every pull request).
+    scope: str | None = None
 
 
 class RoundsGrant(WireModel):
@@ -508,6 +515,8 @@ class RoundsGrant(WireModel):
     reason: str
     source: Literal["base", "command", "local"]
     at: str | None = None
+    #: What it is for: ``pull request #7`` or ``the repository`` (every pull request).
+    scope: str | None = None
 
 
 class PullRequestCommand(WireModel):
@@ -520,6 +529,9 @@ class PullRequestCommand(WireModel):
 
     verb: Literal["waive", "decide", "rounds"]
     finding: str | None = None
+    #: ``waive`` only: the content id the waiver names (``AR-1a2b3c@<content id>``), the
+    #: code it was decided on; ``None``: the command names none, and counts for nothing.
+    content: str | None = None
     #: ``decide`` only: the operator's decision.
     action: Literal["accept", "reject"] | None = None
     #: ``rounds`` only: how many more.

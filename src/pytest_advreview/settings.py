@@ -84,6 +84,8 @@ class Settings(WireModel):
     decisions: str = default("decisions")
     #: ``--advreview-commands``: the Action's file of vetted pull-request commands.
     commands: str | None = None
+    #: ``--advreview-pull-request``: the pull request the run reviews (``None``: none).
+    pull_request: int | None = None
     allow_untracked: tuple[str, ...] = default("allow_untracked")
     env_allow: tuple[str, ...] = default("env_allow")
     #: ``advreview_exclude`` lines, added to :data:`~.pathrules.DEFAULT_EXCLUDE`; under a
