@@ -55,8 +55,8 @@ _DECIDE = re.compile(r"decide\s+(AR-[0-9a-fA-F]{6})\s+(accept|reject)\s*:\s*(.*)
 _ROUNDS = re.compile(r"rounds\s+\+(\d{1,2})\s*:\s*(.*)", re.IGNORECASE)
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _GRAMMAR = (
-    "write /advreview waive AR-1a2b3c@<content id>: reason, "
-    "/advreview decide AR-1a2b3c accept|reject: reason, or /advreview rounds +N: reason"
+    "write /advreview waive AR-1a2b3c: reason, /advreview decide AR-1a2b3c accept|reject: "
+    "reason, or /advreview rounds +N: reason"
 )
 #: How much of a command line a report quotes.
 _SHOWN = 200
@@ -137,12 +137,9 @@ def _command(text: str, rest: str) -> Parsed:
     decide = _DECIDE.fullmatch(rest)
     rounds = _ROUNDS.fullmatch(rest)
     if waive:
-        fields: dict[str, Any] = {
-            "verb": "waive",
-            "finding": waive[1],
-            "content": waive[2].lower() if waive[2] else None,
-            "reason": waive[3],
-        }
+        fields: dict[str, Any] = {"verb": "waive", "finding": waive[1], "reason": waive[3]}
+        if waive[2]:  # AR-1a2b3c@<content id>: the code the waiver was decided on
+            fields["content"] = waive[2].lower()
     elif decide:
         fields = {
             "verb": "decide",
