@@ -27,7 +27,7 @@ from .constants import BUILTIN_REVIEWERS
 from .lead import LeadError
 from .lead.factory import make_lead
 from .lead.turn import run_turn
-from .loop import FixFailed, LoopHooks, LoopResult, ReviewTarget, run_loop
+from .loop import FixFailed, LoopHooks, LoopResult, ReviewLimit, ReviewTarget, run_loop
 from .models import (
     ChangeSet,
     Decision,
@@ -42,7 +42,7 @@ from .models import (
 )
 from .outcome import Outcome, OutcomeKind, ReviewerUnavailable, WorkspaceMutated
 from .runner import STREAM_FILE, DispatchRequest, DispatchResult, Reviewer
-from .workspace import Layout, Workspace, WorkspaceError
+from .workspace import Adoptions, Layout, Workspace, WorkspaceError
 
 if TYPE_CHECKING:
     from . import mutation
@@ -275,6 +275,8 @@ class ReviewContext:
         :func:`has_fixer_hook`): it fixes, and the built-in lead never runs.
     :param layout: where the reviews run (:class:`~.workspace.Layout`); decided from the
         settings and the repository when not given.
+    :param adoptions: the run's record of the lead's edits copied into the checkout,
+        shared by its processes (:class:`~.workspace.Adoptions`); ``None``: none.
     """
 
     config: pytest.Config
@@ -287,6 +289,7 @@ class ReviewContext:
     progress: Progress | None = None
     fixer_hook: bool = False
     layout: Layout | None = None
+    adoptions: Adoptions | None = None
 
     def __post_init__(self) -> None:
         if self.layout is None:
@@ -377,6 +380,7 @@ class ReviewRun(LoopHooks):
             fixed_inputs=[Path(context.settings.decisions)],
             toplevels=context.shared.toplevels,
             allow_untracked=context.settings.allow_untracked,
+            adoptions=context.adoptions,
         )
         #: The target the loop reviews (in the private worktree, with isolation).
         self._loop_target: ReviewTarget | None = None
@@ -489,6 +493,7 @@ class ReviewRun(LoopHooks):
         for path in allowed:
             if path not in self.lead.originals:
                 self.lead.originals[path] = _read_text(self.repo_root / path)
+        failed: LeadError | None = None
         try:
             turn = run_turn(
                 lead,
@@ -502,22 +507,24 @@ class ReviewRun(LoopHooks):
                 workspace=self.workspace,
             )
         except LeadError as exc:
-            self.mutations.extend(exc.mutations)
-            self.rebaseline()
-            raise FixFailed(str(exc), mutations=exc.mutations) from None
-        # A lead no sandbox holds may have written the user's checkout itself: only the
-        # edits it made in its own folder are the user's to get.
+            failed = exc
+        # A lead no sandbox holds may have written the user's checkout itself (by an
+        # absolute path): only the edits it made in its own folder are the user's to get.
+        # Looked at after a failed turn too: a fix written to the checkout's plan instead
+        # of the worktree's fails the turn as "changed nothing", which would hide it.
         with _unwatchable():
             strays = self.workspace.changes(checkout_only=True)
-        if strays:
-            found = [
-                f"{m.path} ({m.kind}, changed by the {self.settings.lead} lead after round "
-                f"{round_no} in the checkout; it may edit only its own copy)"
-                for m in strays
-            ]
-            self.mutations.extend(found)
+        found = [
+            f"{m.path} ({m.kind}, changed by the {self.settings.lead} lead after round "
+            f"{round_no} in the checkout; it may edit only its own copy)"
+            for m in strays
+        ]
+        if failed is not None or found:
+            mutations = [*(failed.mutations if failed is not None else ()), *found]
+            self.mutations.extend(mutations)
             self.rebaseline()
-            raise FixFailed("the lead changed files it must not touch", mutations=found)
+            why = "the lead changed files it must not touch" if found else str(failed)
+            raise FixFailed(why, mutations=mutations) from None
         # The lead edited the private copy: the user's files get the same edits.
         self.workspace.adopt([edit.path for edit in turn.record.edits])
         self.rebaseline()
@@ -726,6 +733,7 @@ class ReviewRun(LoopHooks):
             hooks=self,
             history=history,
             decisions=decisions,
+            limit=ReviewLimit(self.settings.review_limit, self.settings.timeout),
         )
         lead = self.lead
         if lead.needs_operator:
