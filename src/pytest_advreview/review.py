@@ -24,6 +24,7 @@ import pytest
 
 from . import cachekey, containment, interdiff, prompts, targets
 from .constants import BUILTIN_REVIEWERS
+from .git import quote_path
 from .lead import LeadError
 from .lead.factory import make_lead
 from .lead.turn import run_turn
@@ -832,7 +833,7 @@ class ReviewRun(LoopHooks):
             nodeid=nodeid,
             key=self.spec.key,
             kind=self.spec.kind,
-            path=self._relative(path) if path else None,
+            path=quote_path(self._relative(path)) if path else None,  # reports are text
             status=ReviewStatus.ABORTED,
             outcome="error",
             fail_on=self.settings.fail_on,
