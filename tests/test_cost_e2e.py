@@ -301,7 +301,10 @@ def test_under_a_gate_an_invalid_budget_in_the_base_is_a_usage_error(
     result = scripted_repo.run(NO_CODE, "--advreview-base=main", "--advreview-github=off")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        ["*ini advreview_budget_tokens = 'plenty' in pytest.ini at main (*) is not valid*"]
+        [
+            "*ini advreview_budget_tokens in pytest.ini at main (*) is not valid; expected a "
+            "whole number of tokens*"
+        ]
     )
     assert scripted_repo.server.response_requests == []
 

@@ -610,6 +610,11 @@ def pytest_argv(
     vetted = _input("commands", env)
     if vetted:
         argv.append(f"--advreview-commands={vetted}")
+    pull = _input("pr", env)
+    if pull.isascii() and pull.isdigit():
+        # A waiver or grant of the base's decisions file holds only for the pull request
+        # it names (or the whole repository): the run says which one it reviews.
+        argv.append(f"--advreview-pull-request={pull}")
     extra = _input("pytest-args", env)
     if extra:
         argv.extend(shlex.split(extra))
@@ -685,8 +690,9 @@ def review(env: Mapping[str, str]) -> int:
         raise ActionError("no base commit: the prepare step did not run or decided not to review")
     if commit(workspace, base) is None:
         raise ActionError(
-            f"the base commit {base} is not in the checkout at {workspace}; check out with "
-            "actions/checkout and fetch-depth: 0"
+            f"the base commit {base} is not in the checkout at {workspace}; fetch it with "
+            f"`git fetch --no-tags origin {base}` in a step before this one, or check out "
+            "with actions/checkout and fetch-depth: 0"
         )
     origin, keys = base_ini(workspace, base)
     plans = linelist(_input("plans", env))

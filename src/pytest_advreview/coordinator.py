@@ -15,16 +15,15 @@ import json
 import os
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
-from . import cachekey, interdiff, pathrules, targets
+from . import cachekey, interdiff, targets
 from .atomic import write_atomic
-from .baseconfig import linelist
 from .cachekey import cache_key, reviewer_identity
 from .commands import CommandsError, load_commands
 from .decisions import (
@@ -35,6 +34,7 @@ from .decisions import (
     GateBase,
     check_known,
     check_targets,
+    content_ids,
     gated,
 )
 from .loop import FixFailed, LoopResult
@@ -52,7 +52,7 @@ from .models import (
     RoundRecord,
     Severity,
 )
-from .options import BY_FIELD, Invalid
+from .options import BY_FIELD
 from .pricing import money
 from .prompts import applied_text, operator_open_decision
 from .review import LeadTurns, ReviewInputError, ReviewMaterial, ReviewRun, TargetSpec
@@ -63,19 +63,7 @@ if TYPE_CHECKING:
     from .outcome import Outcome
     from .settings import Settings
 
-__all__ = ["Coordinator", "Due", "Rounds", "TokenLedger", "gate_limits"]
-
-#: What a gate takes from the workflow (command line, ``ADVREVIEW_*``, ``-o``) or the base
-#: commit's configuration, never from the branch's: how much it may spend, what money
-#: is, and how large a change it reviews.
-GATE_LIMITS = (
-    "budget_tokens",
-    "budget_money",
-    "budget_scope",
-    "prices",
-    "max_change_files",
-    "max_change_lines",
-)
+__all__ = ["Coordinator", "Due", "Rounds", "TokenLedger"]
 
 
 class TokenLedger:
@@ -149,12 +137,12 @@ class Coordinator:
         #: Why a stored entry was not used, warned once, by the item that reviews it (so
         #: xdist workers, which all collect every item, do not each warn).
         self._problems: dict[str, str] = {}
+        #: Target -> finding id -> its content id in this run (:meth:`bind`).
+        self._content: dict[str, dict[str, str]] = {}
         self.decisions_path = Path(settings.decisions)
         gate = gated(os.environ, strict_exit=settings.strict_exit, head=settings.head)
         if gate and base is None:
             base = _find_base(config, settings)
-        #: The budgets and change limits: under a gate the workflow's or the base's.
-        self.limits = gate_limits(config, settings, base) if gate else settings
         try:
             found = Authority.of(
                 self.decisions_path,
@@ -162,6 +150,7 @@ class Coordinator:
                 gated=gate,
                 head=settings.head is not None,
                 base=base,
+                pull=settings.pull_request,
             )
             if settings.commands is not None:
                 # The pull request's commands the Action vetted (write permission).
@@ -292,8 +281,33 @@ class Coordinator:
         return frozenset(decided | self.waived(key))
 
     def waived(self, key: str) -> frozenset[str]:
-        """Ids of the findings of ``key`` a person with authority waived."""
-        return frozenset(w.finding for w in self.authority.waivers_for(key))
+        """Ids of the findings of ``key`` a person with authority waived, on the code each
+        cites now (:meth:`bind`): a waiver for earlier code does not hold."""
+        held, _stale = self.authority.bound(key, self._content.get(key, {}))
+        return frozenset(w.finding for w in held)
+
+    def bind(
+        self,
+        spec: TargetSpec,
+        material: ReviewMaterial,
+        findings: Iterable[Finding],
+        root: Path | None,
+    ) -> None:
+        """Learn the content ids of ``findings`` of ``spec``'s target (the content a waiver
+        of each is bound to: :func:`~.decisions.content_ids`), from ``material`` and, for
+        the code change, the reviewed tree ``root``."""
+        plan = material.content if spec.kind == "plan" else None
+        ids = content_ids(
+            findings,
+            plan=plan,
+            root=None if plan is not None else root,
+            whole=plan if plan is not None else material.content_hash,
+        )
+        self._content.setdefault(spec.key, {}).update(ids)
+
+    def content(self, key: str) -> dict[str, str]:
+        """The content ids of ``key``'s findings learnt so far (:meth:`bind`)."""
+        return dict(self._content.get(key, {}))
 
     def max_rounds(self, key: str) -> int:
         """The round limit of ``key``: ``max-rounds`` plus the rounds a person granted."""
@@ -324,13 +338,14 @@ class Coordinator:
             o.finding.id for o in (state.operator_open if state is not None else ())
         }
         ids |= {f.id for f in outcome.waived}
-        waived = tuple(w for w in self.authority.waivers_for(key) if w.finding in ids)
+        content = {k: v for k, v in self._content.get(key, {}).items() if k in ids}
+        held, stale = self.authority.bound(key, content)
         granted = sum(g.rounds for g in self.authority.granted(key))
         return record.model_copy(
             update={
-                "waived": waived,
+                "waived": held,
                 "rounds_granted": granted,
-                "ignored": self.authority.ignored_for(key, ids),
+                "ignored": (*self.authority.ignored_for(key, ids), *stale),
             }
         )
 
@@ -383,6 +398,10 @@ class Coordinator:
         if spent is not None:
             return Due(stands=LoopResult(status=ReviewStatus.BUDGET_EXHAUSTED, error=spent))
         state = self.stored(key)
+        opened = self._read(key)
+        if opened is not None and opened.operator_open:
+            # What the findings left to a person cite now: a waiver of one is bound to it.
+            self.bind(spec, material, (o.finding for o in opened.operator_open), root)
         problem = self._problems.pop(key, None)
         if problem is not None:
             # Attributed to the entry file: that is what the user inspects or deletes.
@@ -412,7 +431,9 @@ class Coordinator:
                     review=step.review,
                     session_id=state.session_id,
                     last_round=state.rounds_used,
-                    warnings=(step.reason,),
+                    # A cached approval is a pass, not a pass with a warning: the summary's
+                    # "cached" line says why no reviewer was asked.
+                    warnings=() if step.action == "cached_approved" else (step.reason,),
                 ),
                 self.operator_open(key),
             )
@@ -460,7 +481,7 @@ class Coordinator:
         With ``advreview_budget_scope = pull-request`` what every earlier run of the pull
         request spent counts too (kept with the rounds' state, read once per process).
         """
-        limits = self.limits
+        limits = self.settings
         if limits.budget_tokens is None and limits.budget_money is None:
             return None
         tokens, cost = self.ledger.spent()
@@ -493,7 +514,7 @@ class Coordinator:
     def _too_large(self, spec: TargetSpec, root: Path | None) -> str | None:
         """Why the code change is too large to review (``None``: it is not, or no limit
         is set): a review that cannot have read the change is no verdict on it."""
-        limits, change = self.limits, spec.change
+        limits, change = self.settings, spec.change
         if change is None or (limits.max_change_files is None and limits.max_change_lines is None):
             return None
         files = len(change.files)
@@ -829,49 +850,6 @@ def _from_command_line(config: pytest.Config) -> None:
             "the repository under review writes; the maintainers' commands count only from "
             "the command line (the Action passes them): remove it from addopts"
         )
-
-
-def gate_limits(config: pytest.Config, settings: Settings, base: GateBase | None) -> Settings:
-    """``settings`` with the :data:`GATE_LIMITS` of a gated run: the workflow's, else the
-    base commit's ini keys, else the defaults; what the branch's ini says never counts.
-
-    :raises pytest.UsageError: the base's configuration cannot be read, or a value there
-        is not valid.
-    """
-    try:
-        found = pathrules.base_keys(config, base)
-    except pathrules.RulesError as exc:
-        raise pytest.UsageError(str(exc)) from None
-    if found is None:
-        return settings  # the operator's own configuration file (the Action's gate file)
-    keys, where = found
-    overridden = {
-        item.partition("=")[0].strip() for item in (config.option.override_ini or ()) if item
-    }
-    update: dict[str, object] = {}
-    for field in GATE_LIMITS:
-        spec = BY_FIELD[field]
-        workflow = (
-            (spec.cli is not None and config.getoption(spec.dest, None) is not None)
-            or (spec.env and bool(os.environ.get(spec.env_var, "").strip()))
-            or spec.ini_key in overridden
-        )
-        if workflow:
-            continue
-        raw = keys.get(spec.ini_key)
-        try:
-            if raw is None:
-                value = spec.default
-            elif spec.ini == "linelist":
-                value = tuple(spec.parse(line) for line in linelist(raw))
-            else:
-                value = spec.parse(raw)
-        except Invalid as exc:
-            raise pytest.UsageError(
-                f"pytest-advreview: ini {spec.ini_key} = {raw!r} in {where} is not valid; {exc}"
-            ) from None
-        update[field] = value
-    return settings.model_copy(update=update)
 
 
 def _find_base(config: pytest.Config, settings: Settings) -> GateBase | None:

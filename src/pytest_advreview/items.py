@@ -7,6 +7,7 @@ in **teardown** (so a reviewer that changed files errors even when the review pa
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from collections.abc import Iterable, Iterator
@@ -28,6 +29,7 @@ from _pytest._io import TerminalWriter
 
 from . import engine, gate, outbound, runstash
 from .constants import MARKER, PLAN_ITEM_NAME
+from .git import quote_path, unpassable_path
 from .models import FailureText, Finding
 from .outcome import (
     Outcome,
@@ -56,6 +58,26 @@ _WARNING_AS_ERROR = (
     "add default::pytest_advreview.outcome.ReviewWarning to filterwarnings to keep a review "
     "whose findings are all below fail-on a pass"
 )
+
+
+def _own_warning(exc: BaseException) -> bool:
+    """Whether ``exc`` is a warning class of this plugin that a warnings filter
+    (``filterwarnings = error``) turned into an exception: shown as text with the hint."""
+    return isinstance(exc, Warning) and type(exc).__module__.startswith(f"{__package__}.")
+
+
+def _warning_hint(exc: BaseException) -> str:
+    """The fix of a warning made an error: the filter line that keeps it a warning."""
+    if isinstance(exc, ReviewWarning):
+        return _WARNING_AS_ERROR
+    kind = type(exc)
+    return (
+        f"A warnings filter (filterwarnings = error, -W error) made this {kind.__name__} an "
+        f"error; add default::{kind.__module__}.{kind.__qualname__} to filterwarnings to "
+        "keep it a warning (the review itself is not affected by it)"
+    )
+
+
 #: Built once: looking a marker up by name per item costs more than the item at 5,000 plans.
 _REVIEW_MARK = getattr(pytest.mark, MARKER)
 
@@ -76,6 +98,7 @@ class ReviewRepr(ExceptionRepr):
         # Whatever built the text (a review, an error of the reviewer, a worker's report),
         # it is redacted and neutralised here, where every failure text passes.
         self.text = outbound.terminal_text(text)
+        path = quote_path(path)  # reports and xdist carry text: a non-UTF-8 name escaped
         self.reprcrash: ReprFileLocation | None = ReprFileLocation(
             path, line, outbound.one_line(summary)
         )
@@ -152,7 +175,12 @@ class PlanFile(pytest.File):
         """One review item per plan, named ``adversarial-review``."""
         plans = _run(self.config).plans
         key = plans.relpath(self.path)
-        spec = TargetSpec(kind="plan", key=key, path=plans.plan_source(self.path))
+        spec = TargetSpec(
+            kind="plan",
+            key=key,
+            path=plans.plan_source(self.path),
+            error=unpassable_path(os.fspath(self.path), "the plan"),
+        )
         yield ReviewItem.from_parent(self, name=PLAN_ITEM_NAME, spec=spec)
 
 
@@ -204,6 +232,16 @@ class ReviewItem(pytest.Item):
             raise ReviewerUnavailable(
                 f"Adversarial review — {self.spec.key} — cannot review: {exc}\n"
             ) from None
+        except Exception as exc:
+            # A fault of the plugin (or of a conftest that patched it): the item errors
+            # with pytest's traceback, and the reports still list it as an error, from
+            # the gate's own account, never as "no review item ran".
+            if self.review is not None:
+                self._attach(
+                    error=f"pytest-advreview: the review stopped on an internal error "
+                    f"({type(exc).__name__}: {exc}); the traceback is in pytest's output"
+                )
+            raise
         self._take(reviewed, reviewed.record.model_dump_json())
         result, outcome = reviewed.result, reviewed.outcome
         if result.mutations:
@@ -442,7 +480,7 @@ class ReviewItem(pytest.Item):
     def own_error(exc: BaseException) -> bool:
         """Whether ``exc`` is shown as text (see below): a review failure or error, or a
         review stopped from outside (:meth:`stopped`)."""
-        return isinstance(exc, (*_OWN_ERRORS, ReviewWarning)) or ReviewItem.stopped(exc)
+        return isinstance(exc, _OWN_ERRORS) or _own_warning(exc) or ReviewItem.stopped(exc)
 
     @staticmethod
     def stopped(exc: BaseException) -> bool:
@@ -487,8 +525,8 @@ class ReviewItem(pytest.Item):
             text = failure_summary(self.spec.key, exc.outcome)
         elif self.stopped(exc):
             text = f"Adversarial review — {self.spec.key} — {summary}"
-        elif isinstance(exc, ReviewWarning):
-            text = f"{exc}\n\n{_WARNING_AS_ERROR}\n"
+        elif _own_warning(exc):
+            text = f"{exc}\n\n{_warning_hint(exc)}\n"
         else:
             text = str(exc)
         return ReviewRepr(text, summary, path, line)
@@ -499,8 +537,9 @@ class ReviewItem(pytest.Item):
             worst = exc.outcome.failing[0].line() if exc.outcome.failing else ""
             return f"{exc.outcome.summary}; {worst}".rstrip("; ")
         first = str(exc).strip().splitlines()
-        if isinstance(exc, ReviewWarning):
-            return f"ReviewWarning made an error by a warnings filter: {first[0] if first else ''}"
+        if _own_warning(exc):
+            kind = type(exc).__name__
+            return f"{kind} made an error by a warnings filter: {first[0] if first else ''}"
         if self.stopped(exc):
             return f"stopped: {first[0] if first else 'pytest.fail'}"
         return first[0] if first else type(exc).__name__
@@ -514,6 +553,13 @@ class ReviewItem(pytest.Item):
         and ``None`` crashes pytest there.
         """
         return self.path, 0, f"[advreview] {self.spec.key}"
+
+    @functools.cached_property
+    def location(self) -> tuple[str, int | None, str]:
+        """pytest's location, with a file name that is not UTF-8 as git prints it: xdist
+        sends it between processes as text, and report writers write it."""
+        relpath, line, domain = super().location
+        return quote_path(relpath), line, domain
 
 
 def _run(config: pytest.Config) -> RunStash:

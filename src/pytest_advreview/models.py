@@ -29,6 +29,7 @@ __all__ = [
     "LeadEdit",
     "LeadEvaluation",
     "LeadRecord",
+    "LeftOutFile",
     "Location",
     "OpenFinding",
     "Operation",
@@ -248,6 +249,9 @@ class RunnerResult(WireModel):
     verdict: Verdict | None = None
     review_file: str | None = None
     codex_session_id: str | None = None
+    #: The digest of the thread's session files after this dispatch (the Codex backend's
+    #: ``session_digest``): stored in the signed state, checked before a resume.
+    codex_session_digest: str | None = None
     attempt_id: str
     errors: str | None = None
     archived_stdout: str | None = None
@@ -292,6 +296,25 @@ class PathRule(WireModel):
     files: tuple[str, ...]
 
 
+class LeftOutFile(WireModel):
+    """A changed file ``advreview_exclude`` leaves out of the diff commands, as the code
+    prompt names it (:mod:`.leftout`): the reviewer still sees that it changed."""
+
+    path: str
+    #: Lines added and removed (``None``: binary).
+    added: int | None = None
+    removed: int | None = None
+    #: The git object id of its new content (``None``: deleted); part of the prompt, so a
+    #: stored verdict never covers other bytes of the same size.
+    blob: str | None = None
+    #: For a lockfile: one line per changed entry (package, version, source).
+    entries: tuple[str, ...] = ()
+    #: Changed entries beyond ``entries``.
+    more_entries: int = 0
+    #: Why a lockfile's entries could not be listed (it does not parse).
+    unread: str | None = None
+
+
 class ChangeSet(WireModel):
     """The code change under review, as the code prompts describe it.
 
@@ -313,8 +336,14 @@ class ChangeSet(WireModel):
     #: Changed files left out by ``advreview_exclude`` (lockfiles, generated files): not
     #: in ``files``, excluded from the diff commands by pathspec, named in the header.
     filtered: tuple[str, ...] = ()
+    #: What the prompt says of each of ``filtered``: its size of change and, for a
+    #: lockfile, the entries that changed.
+    left_out: tuple[LeftOutFile, ...] = ()
     #: The repository's path instructions that apply to ``files``, sent in the prompt.
     rules: tuple[PathRule, ...] = ()
+    #: Submodule pointer changes: ``path: OLD -> NEW`` and the submodule's own log
+    #: between them (:func:`~.targets.submodule_changes`), named in the prompt.
+    submodules: tuple[str, ...] = ()
 
 
 class ReviewedChange(WireModel):
@@ -488,6 +517,13 @@ class Waiver(WireModel):
     source: Literal["base", "command", "local"]
     #: Where the decision was made: the command's comment URL, or the file and commit.
     at: str | None = None
+    #: The content id of the code (or plan text) the waiver was decided on
+    #: (:func:`~.decisions.content_id`); it holds only while the cited place still has it.
+    content: str | None = None
+    #: The commit the waiver was decided on, as its entry names it (shown in messages).
+    commit: str | None = None
+    #: What it is for: ``pull request #7`` or ``the repository`` (every pull request).
+    scope: str | None = None
 
 
 class RoundsGrant(WireModel):
@@ -505,6 +541,8 @@ class RoundsGrant(WireModel):
     reason: str
     source: Literal["base", "command", "local"]
     at: str | None = None
+    #: What it is for: ``pull request #7`` or ``the repository`` (every pull request).
+    scope: str | None = None
 
 
 class PullRequestCommand(WireModel):
@@ -518,6 +556,9 @@ class PullRequestCommand(WireModel):
 
     verb: Literal["waive", "decide", "rounds", "budget"]
     finding: str | None = None
+    #: ``waive`` only: the content id the waiver names (``AR-1a2b3c@<content id>``), the
+    #: code it was decided on; ``None``: the command names none, and counts for nothing.
+    content: str | None = None
     #: ``decide`` only: the operator's decision.
     action: Literal["accept", "reject"] | None = None
     #: ``rounds`` only: how many more.

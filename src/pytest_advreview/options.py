@@ -152,6 +152,8 @@ class Spec:
     setting: bool = True
     #: Registered by the doctor's entry point (``doctorplugin.py``), not by ``plugin.py``.
     doctor: bool = False
+    #: Values of a ``path`` setting that are words, not paths (never made absolute).
+    words: tuple[str, ...] = ()
 
     @property
     def option(self) -> str:
@@ -205,6 +207,9 @@ def _non_empty(what: str) -> _Parser:
 #: wait turns seconds into a C ``int`` of milliseconds (``poll``), which overflows past
 #: about 24.8 days: 1e12 passed a "greater than 0" check and then crashed every item.
 MAX_TIMEOUT_S = 86_400
+#: ``review_timeout`` when unset: this many attempts' worth (an attempt, its retry and
+#: one fallback).
+REVIEW_TIMEOUT_FACTOR = 3
 #: Largest allowed ``budget_tokens``: far above any run, and an exact integer in every
 #: JSON reader (a JavaScript dashboard reads the JSON report as doubles).
 MAX_BUDGET_TOKENS = 10**12
@@ -387,6 +392,14 @@ _TIMEOUT_DESC = (
     "Wall-clock seconds per reviewer attempt, at most 86400; then its process group is "
     "killed (default: 600)"
 )
+_CONNECT_TIMEOUT_DESC = (
+    "Seconds a reviewer attempt may go on failing to connect to its model before it is "
+    "an error naming the endpoint and the cause, never retried (default: 30)"
+)
+_REVIEW_TIMEOUT_DESC = (
+    "Wall-clock seconds for one review as a whole: its attempts, their retry and the "
+    "fresh-review fallback together (default: 3 x the per-attempt timeout)"
+)
 _MAX_ROUNDS_DESC = "Most review rounds per item, 1 to 20 (default: 5)"
 _FAIL_ON_DESC = "Lowest finding severity that fails an item; findings below it pass with a warning."
 _REPORT_DESC = "Write a markdown report of every review to this path"
@@ -456,8 +469,9 @@ _SHARD_DESC = (
     "exactly one share whatever the others collect. Other tests are not sharded."
 )
 _BASE_DESC = (
-    "Base of branch diffs and of plan_scope = changed (default: origin/$GITHUB_BASE_REF, "
-    "else origin/HEAD, main, master)"
+    "Base of branch diffs and of plan_scope = changed (default: origin/$GITHUB_BASE_REF "
+    "when that is set, else origin/HEAD, main, master); a named base missing from the "
+    "clone is an error"
 )
 _AGAINST_PLAN_DESC = "Review the code change against this implementation plan"
 _HEAD_DESC = (
@@ -483,6 +497,12 @@ _COMMANDS_DESC = (
     "rounds), written by the Action after it checked each commenter's permission "
     "(docs/deciding.md). Command line only: no ini key or variable, refused from addopts, "
     "so a repository cannot point it at a file of its own"
+)
+_PULL_REQUEST_DESC = (
+    "The number of the pull request this run reviews (the Action passes it): a waiver or "
+    "grant of rounds in the decisions file holds only for the pull request it names, or "
+    'with scope = "repository" for every run (docs/deciding.md). Command line or '
+    "environment only"
 )
 _ENV_ALLOW_DESC = (
     "Globs of environment variable names (case-insensitive) that the reviewer's tool shell "
@@ -533,6 +553,10 @@ _DOCTOR_DESC = (
     "Codex upgrade."
 )
 _DOCTOR_JSON_DESC = "With --advreview-doctor: also write the result table as JSON to PATH"
+_DOCTOR_ONLINE_DESC = (
+    "With --advreview-doctor: also ask the built-in OpenAI provider, and fail when no "
+    "provider is configured (a provider with a base_url is asked in any case)"
+)
 
 _PATH = _non_empty("a path")
 _GLOB = _non_empty("a glob")
@@ -560,6 +584,7 @@ def _budget_money(raw: object) -> object:
 
 
 _progress = _whole(0, MAX_PROGRESS_S, "seconds", ({"off"}, 0))
+_pull_request = _whole(1, 10**12, off=({"none"}, None))
 
 
 def _globs(field: str, desc: str, default: tuple[str, ...] = (), parse: _Parser = _GLOB) -> Spec:
@@ -665,6 +690,45 @@ def _doctor(
     )
 
 
+#: Most epochs of ``--advreview-eval-epochs``.
+MAX_EPOCHS = 20
+
+
+def _fraction(raw: object) -> object:
+    expected = "expected a fraction from 0 to 1, e.g. 0.8"
+    try:
+        value = float(_text(raw).strip())
+    except (Invalid, ValueError):
+        raise Invalid(expected) from None
+    if not 0 <= value <= 1:  # also rejects nan
+        raise Invalid(expected)
+    return value
+
+
+_EVAL_DESC = (
+    "Measure the reviewer instead of gating: review each case of the corpus PATH (a "
+    "folder with one folder per case), or of the bundled corpus with builtin, as test "
+    "items, and report recall, precision and false blocks (docs/eval.md)"
+)
+_EVAL_EPOCHS_DESC = "Reviews of each eval case (default 1); two or more measure the flip rate"
+_EVAL_REPORT_DESC = "Write the eval's aggregate report as JSON to PATH"
+_EVAL_BASELINE_DESC = (
+    "Compare the eval with an earlier --advreview-eval-report file, side by side with deltas"
+)
+_EVAL_TRANSCRIPTS_DESC = (
+    "Folder of the eval's kept transcripts (default: advreview-eval in pytest's cache)"
+)
+_EVAL_RESCORE_DESC = (
+    "Score the eval from kept transcripts only; a case without one is an error, no reviewer "
+    "is asked"
+)
+_EVAL_MIN_RECALL_DESC = "Fail an eval run whose recall is below this fraction (0-1)"
+_EVAL_MAX_FALSE_BLOCK_DESC = (
+    "Fail an eval run whose false-block rate on clean cases is above this fraction (0-1)"
+)
+_EVAL_MAX_FLIP_DESC = "Fail an eval run whose flip rate across epochs is above this fraction (0-1)"
+
+
 SPECS: tuple[Spec, ...] = (
     Spec("reviewer", _REVIEWER_DESC, _reviewer, "NAME", default="codex"),
     Spec("command", _COMMAND_DESC, _command, "CMD"),
@@ -685,6 +749,8 @@ SPECS: tuple[Spec, ...] = (
         default=(),
     ),
     Spec("timeout", _TIMEOUT_DESC, _seconds, "SECONDS", default=600.0),
+    Spec("connect_timeout", _CONNECT_TIMEOUT_DESC, _seconds, "SECONDS", default=30.0),
+    Spec("review_timeout", _REVIEW_TIMEOUT_DESC, _seconds, "SECONDS"),
     Spec("max_rounds", _MAX_ROUNDS_DESC, _whole(1, MAX_ROUNDS), "N", default=5),
     _pick("fail_on", _FAIL_ON_DESC, "SEVERITY"),
     _pick("output_format", "How the reviewer answers.", "FORMAT"),
@@ -721,13 +787,25 @@ SPECS: tuple[Spec, ...] = (
     _pick("plan_scope", "Which matching plans are reviewed.", cli=None, env=False),
     Spec("decisions", _DECISIONS_DESC, _PATH, cli=None, env=False, default=DEFAULT_DECISIONS),
     Spec("commands", _COMMANDS_DESC, _PATH, "PATH", ini=None, env=False, path=True),
+    Spec("pull_request", _PULL_REQUEST_DESC, _pull_request, "N", ini=None),
     _globs("allow_untracked", _ALLOW_UNTRACKED_DESC, DEFAULT_ALLOW_UNTRACKED),
     _globs("env_allow", _ENV_ALLOW_DESC, parse=_env_glob),
     _globs("exclude", _EXCLUDE_DESC, parse=_exclude_line),
     _globs("path_instructions", _PATH_INSTRUCTIONS_DESC, parse=_instruction_line),
     Spec("only", _ONLY_DESC, _bool, cli="flag", ini=None, env=False, setting=False),
+    # No ini key: a repository must not turn its gate runs into eval runs.
+    Spec("eval", _EVAL_DESC, _PATH, "PATH", ini=None, env=False, path=True, words=("builtin",)),
+    Spec("eval_epochs", _EVAL_EPOCHS_DESC, _whole(1, MAX_EPOCHS), "N", default=1),
+    Spec("eval_report", _EVAL_REPORT_DESC, _PATH, "PATH", ini=None, env=False, path=True),
+    Spec("eval_baseline", _EVAL_BASELINE_DESC, _PATH, "PATH", ini=None, env=False, path=True),
+    Spec("eval_transcripts", _EVAL_TRANSCRIPTS_DESC, _PATH, "PATH", path=True),
+    Spec("eval_rescore", _EVAL_RESCORE_DESC, _bool, cli="flag", ini=None, env=False, default=False),
+    Spec("eval_min_recall", _EVAL_MIN_RECALL_DESC, _fraction, cli=None),
+    Spec("eval_max_false_block", _EVAL_MAX_FALSE_BLOCK_DESC, _fraction, cli=None),
+    Spec("eval_max_flip", _EVAL_MAX_FLIP_DESC, _fraction, cli=None),
     _doctor("doctor", _DOCTOR_DESC, _bool, cli="flag"),
     _doctor("doctor_json", _DOCTOR_JSON_DESC, _PATH, "PATH"),
+    _doctor("doctor_online", _DOCTOR_ONLINE_DESC, _bool, cli="flag"),
 )
 BY_FIELD = {spec.field: spec for spec in SPECS}
 #: The options of ``pytest --advreview-doctor``, which the doctor's own plugin registers.

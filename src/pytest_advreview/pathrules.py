@@ -6,9 +6,10 @@ Two ini keys (``linelist``), both globs relative to the repository's top level:
     Files left out of the code change (lockfiles, generated files).  The lines are added
     to :data:`DEFAULT_EXCLUDE`; ``!GLOB`` keeps what an earlier line left out, and the
     last line that matches a path decides (as in ``.gitignore``).  A dropped file is no
-    part of the change set: not listed in the prompt, excluded from the reviewer's diff
-    commands by pathspec, not hashed into the cache key; the header and the reports name
-    it.
+    part of the change set's files: excluded from the reviewer's diff commands by
+    pathspec, its bytes not hashed into the cache key; the header and the reports name
+    it, and the prompt names it with its size of change and, for a lockfile, the entries
+    that changed (:mod:`.leftout`).
 ``advreview_path_instructions``
     ``GLOB: instruction`` lines; the ones whose glob matches a changed file are sent in
     the prompt's ``<repository_rules>`` block (``prompts.py``).
@@ -166,49 +167,26 @@ def for_run(
     own = PathRules(exclude, instructions)
     if not gated:
         return own
+    rootdir = Path(config.rootpath)
     overridden = {
         item.partition("=")[0].strip() for item in (config.option.override_ini or ()) if item
     }
-    found = base_keys(config, base)
-    if found is None:
-        return own
-    keys, where = found
-    rules = PathRules(
-        exclude=_parsed(linelist(keys.get(_EXCLUDE.ini_key, "")), _EXCLUDE.ini_key, where),
-        instructions=_parsed(
-            linelist(keys.get(_INSTRUCTIONS.ini_key, "")), _INSTRUCTIONS.ini_key, where
-        ),
-        origin=where,
-    )
-    return _keep_overridden(rules, own, overridden)
-
-
-def base_keys(config: pytest.Config, base: GateBase | None) -> tuple[dict[str, object], str] | None:
-    """Under a gate, the base commit's pytest configuration keys and where they come from.
-
-    ``({}, "the defaults ...")`` when no base was found: nothing of the branch's counts.
-
-    :returns: ``None`` when the run's own configuration file is outside the repository:
-        the operator's (the Action's gate file, written from the base; a ``-c`` file),
-        which no pull request wrote.
-    :raises RulesError: the base's configuration does not parse, or the base is not a
-        commit.
-    """
-    rootdir = Path(config.rootpath)
     if base is None or base.ref is None:
-        return {}, "the defaults (no base was found)"
+        defaults = PathRules(origin="the defaults (no base was found)")
+        return _keep_overridden(defaults, own, overridden)
     inipath = config.inipath
     if inipath is not None and lexical_key(inipath, base.top, rootdir) is None:
-        return None
+        # A configuration file outside the repository is the operator's (the Action's gate
+        # file, written from the base; a -c file): no pull request wrote it.
+        return own
     try:
         sha = commit(base.top, base.ref)
     except GitError as exc:
-        raise RulesError(f"{PREFIX}: cannot read the base's configuration: {exc}") from None
+        raise RulesError(f"{PREFIX}: cannot read the path rules from the base: {exc}") from None
     if sha is None:
         raise RulesError(
-            f"{PREFIX}: under a gate the path rules, budgets and change limits are read "
-            f"from the base {base.ref!r}, which is not a commit of {base.top}; pass "
-            "--advreview-base=REF (and fetch it)"
+            f"{PREFIX}: under a gate the path rules are read from the base {base.ref!r}, "
+            f"which is not a commit of {base.top}; pass --advreview-base=REF (and fetch it)"
         )
     name = base.name or base.ref
     shown = name if name == sha else f"{name} ({sha[:12]})"
@@ -218,7 +196,14 @@ def base_keys(config: pytest.Config, base: GateBase | None) -> tuple[dict[str, o
     except BaseConfigError as exc:
         raise RulesError(f"{PREFIX}: {exc} ({shown})") from None
     where = f"{found} at {shown}" if found else f"the defaults (no pytest configuration at {shown})"
-    return keys, where
+    rules = PathRules(
+        exclude=_parsed(linelist(keys.get(_EXCLUDE.ini_key, "")), _EXCLUDE.ini_key, where),
+        instructions=_parsed(
+            linelist(keys.get(_INSTRUCTIONS.ini_key, "")), _INSTRUCTIONS.ini_key, where
+        ),
+        origin=where,
+    )
+    return _keep_overridden(rules, own, overridden)
 
 
 def for_settings(config: pytest.Config, settings: Settings, base: GateBase | None) -> PathRules:

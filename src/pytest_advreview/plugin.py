@@ -76,11 +76,21 @@ def pytest_configure(config: pytest.Config) -> None:
     # path: the reviews in flight are killed and the run ends interrupted, not passed.
     controller = not hasattr(config, "workerinput") and config.getoption("dist", "no") != "no"
     config.add_cleanup(lifetime.interrupt_on_signals(workers=controller))
+    if hasattr(config, "workerinput"):
+        # A SIGKILL of the controller leaves its workers running (xdist interrupts one
+        # 5 s later): their reviewers end with the controller, not with the worker.
+        config.add_cleanup(lifetime.watch_controller())
+    config.pluginmanager.register(BuiltinReviewers(resolved), "advreview-builtin-reviewers")
+    if resolved.eval is not None:
+        # Measuring the reviewer (docs/eval.md): the corpus's items only, no gate.
+        from .eval.plugin import register
+
+        register(config, resolved, redactor)
+        return
     # Before any review item is made: each one notes itself with the recorder.
     recorder = gate.GateRecorder()
     config.stash[gate.GATE_KEY] = recorder
     config.pluginmanager.register(recorder, "advreview-gate-recorder")
-    config.pluginmanager.register(BuiltinReviewers(resolved), "advreview-builtin-reviewers")
     session = ReviewSession(config, resolved)
     config.pluginmanager.register(session, "advreview-session")
     if not hasattr(config, "workerinput"):  # an xdist worker only reviews and reports

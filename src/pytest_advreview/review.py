@@ -24,10 +24,11 @@ import pytest
 
 from . import cachekey, containment, interdiff, prompts, targets
 from .constants import BUILTIN_REVIEWERS
+from .git import quote_path
 from .lead import LeadError
 from .lead.factory import make_lead
 from .lead.turn import run_turn
-from .loop import FixFailed, LoopHooks, LoopResult, ReviewTarget, run_loop
+from .loop import FixFailed, LoopHooks, LoopResult, ReviewLimit, ReviewTarget, run_loop
 from .models import (
     ChangeSet,
     Decision,
@@ -43,7 +44,7 @@ from .models import (
 from .outcome import Outcome, OutcomeKind, ReviewerUnavailable, WorkspaceMutated
 from .pricing import PriceTable
 from .runner import STREAM_FILE, DispatchRequest, DispatchResult, Reviewer
-from .workspace import Layout, Workspace, WorkspaceError
+from .workspace import Adoptions, Layout, Workspace, WorkspaceError
 
 if TYPE_CHECKING:
     from . import mutation
@@ -192,16 +193,69 @@ class _WatchedReviewer:
         #: Dispatches started so far (a round may take several: a retry, a fallback).
         self.dispatches = 0
         self._on_dispatch = on_dispatch
+        #: Thread id -> the digest of its session files when the plugin last saw them.
+        self._sessions: dict[str, str] = {}
+        #: Why a stored thread was not resumed, told with the next dispatch.
+        self._notice: str | None = None
+
+    def trust(self, history: Sequence[RoundRecord]) -> None:
+        """Learn the session digests of the stored rounds (the signed state's)."""
+        for record in history:
+            thread = record.runner.codex_session_id
+            if thread:
+                self._seen(thread, record.runner.codex_session_digest)
+
+    def _seen(self, thread: str, digest: str | None) -> None:
+        if digest:
+            self._sessions[thread] = digest
+        else:
+            self._sessions.pop(thread, None)
 
     def can_resume(self, session_id: str) -> bool:
-        return self.inner.can_resume(session_id)
+        """Whether the thread is on this machine and, with a backend that can tell, its
+        session files are the bytes the plugin last saw (the signed state's digest, or
+        this run's last round's): a session file restored from a cache the pull request
+        could write, rewritten or foreign, is never resumed."""
+        if not self.inner.can_resume(session_id):
+            return False
+        digest_of = getattr(self.inner, "session_digest", None)
+        if not callable(digest_of):
+            return True
+        expected = self._sessions.get(session_id)
+        if expected is not None and digest_of(session_id) == expected:
+            return True
+        self._notice = (
+            f"the stored thread {session_id} was not resumed: its session files are not "
+            + (
+                "the ones the plugin recorded (rewritten or foreign)"
+                if expected is not None
+                else "recorded in the signed state (an entry of an older version)"
+            )
+            + "; the review starts a fresh thread from the signed state's findings"
+        )
+        return False
 
     def dispatch(self, request: DispatchRequest) -> DispatchResult:
         self.last = None
         self.dispatches += 1
         self._on_dispatch(request)
-        self.last = self.inner.dispatch(request)
-        return self.last
+        result = self.inner.dispatch(request)
+        runner = result.runner
+        digest_of = getattr(self.inner, "session_digest", None)
+        if runner.codex_session_id and callable(digest_of):
+            digest = digest_of(runner.codex_session_id)
+            self._seen(runner.codex_session_id, digest)
+            runner = runner.model_copy(update={"codex_session_digest": digest})
+        if self._notice is not None:
+            # The loop reports a runner's warning with the round: the notice goes with the
+            # fresh thread's first dispatch.
+            said = "; ".join(w for w in (self._notice, runner.user_warning) if w)
+            runner = runner.model_copy(update={"user_warning": said})
+            self._notice = None
+        if runner is not result.runner:
+            result = result.model_copy(update={"runner": runner})
+        self.last = result
+        return result
 
 
 @dataclass(frozen=True)
@@ -223,6 +277,8 @@ class ReviewContext:
         :func:`has_fixer_hook`): it fixes, and the built-in lead never runs.
     :param layout: where the reviews run (:class:`~.workspace.Layout`); decided from the
         settings and the repository when not given.
+    :param adoptions: the run's record of the lead's edits copied into the checkout,
+        shared by its processes (:class:`~.workspace.Adoptions`); ``None``: none.
     """
 
     config: pytest.Config
@@ -235,6 +291,7 @@ class ReviewContext:
     progress: Progress | None = None
     fixer_hook: bool = False
     layout: Layout | None = None
+    adoptions: Adoptions | None = None
 
     def __post_init__(self) -> None:
         if self.layout is None:
@@ -325,6 +382,7 @@ class ReviewRun(LoopHooks):
             fixed_inputs=[Path(context.settings.decisions)],
             toplevels=context.shared.toplevels,
             allow_untracked=context.settings.allow_untracked,
+            adoptions=context.adoptions,
         )
         #: The target the loop reviews (in the private worktree, with isolation).
         self._loop_target: ReviewTarget | None = None
@@ -437,6 +495,7 @@ class ReviewRun(LoopHooks):
         for path in allowed:
             if path not in self.lead.originals:
                 self.lead.originals[path] = _read_text(self.repo_root / path)
+        failed: LeadError | None = None
         try:
             turn = run_turn(
                 lead,
@@ -450,22 +509,24 @@ class ReviewRun(LoopHooks):
                 workspace=self.workspace,
             )
         except LeadError as exc:
-            self.mutations.extend(exc.mutations)
-            self.rebaseline()
-            raise FixFailed(str(exc), mutations=exc.mutations) from None
-        # A lead no sandbox holds may have written the user's checkout itself: only the
-        # edits it made in its own folder are the user's to get.
+            failed = exc
+        # A lead no sandbox holds may have written the user's checkout itself (by an
+        # absolute path): only the edits it made in its own folder are the user's to get.
+        # Looked at after a failed turn too: a fix written to the checkout's plan instead
+        # of the worktree's fails the turn as "changed nothing", which would hide it.
         with _unwatchable():
             strays = self.workspace.changes(checkout_only=True)
-        if strays:
-            found = [
-                f"{m.path} ({m.kind}, changed by the {self.settings.lead} lead after round "
-                f"{round_no} in the checkout; it may edit only its own copy)"
-                for m in strays
-            ]
-            self.mutations.extend(found)
+        found = [
+            f"{m.path} ({m.kind}, changed by the {self.settings.lead} lead after round "
+            f"{round_no} in the checkout; it may edit only its own copy)"
+            for m in strays
+        ]
+        if failed is not None or found:
+            mutations = [*(failed.mutations if failed is not None else ()), *found]
+            self.mutations.extend(mutations)
             self.rebaseline()
-            raise FixFailed("the lead changed files it must not touch", mutations=found)
+            why = "the lead changed files it must not touch" if found else str(failed)
+            raise FixFailed(why, mutations=mutations) from None
         # The lead edited the private copy: the user's files get the same edits.
         self.workspace.adopt([edit.path for edit in turn.record.edits])
         self.rebaseline()
@@ -644,6 +705,7 @@ class ReviewRun(LoopHooks):
         :raises ReviewInputError: unusable material, or no review worktree could be built.
         """
         self._history = tuple(history)
+        self.reviewer.trust(history)
         if applied is not None:
             self.lead.applied = applied
         material = self.material()
@@ -673,6 +735,7 @@ class ReviewRun(LoopHooks):
             hooks=self,
             history=history,
             decisions=decisions,
+            limit=ReviewLimit(self.settings.review_limit, self.settings.timeout),
         )
         lead = self.lead
         if lead.needs_operator:
@@ -811,7 +874,7 @@ class ReviewRun(LoopHooks):
             nodeid=nodeid,
             key=self.spec.key,
             kind=self.spec.kind,
-            path=self._relative(path) if path else None,
+            path=quote_path(self._relative(path)) if path else None,  # reports are text
             status=ReviewStatus.ABORTED,
             outcome="error",
             fail_on=self.settings.fail_on,

@@ -23,6 +23,7 @@ import pytest
 from . import containment, outbound, runlock, runstash
 from .constants import BUILTIN_REVIEWERS, CODE_ITEM_NAME, CODE_ITEM_NODEID, RECORD_ATTR
 from .coordinator import Coordinator
+from .git import quote_path
 from .items import PlanFile, ReviewItem, ReviewRepr, claim_ahead
 from .options import DEFAULT_DECISIONS
 from .outcome import ReviewWarning
@@ -34,7 +35,7 @@ from .review import ReviewContext, SharedLookups, has_fixer_hook, make_reviewer
 from .runner import Reviewer
 from .selection import TargetSelection
 from .statekey import STATE_KEY_ENV
-from .workspace import Layout
+from .workspace import Adoptions, Layout
 
 if TYPE_CHECKING:
     from .settings import Settings
@@ -176,6 +177,9 @@ class ReviewSession:
             progress=self._progress,
             fixer_hook=has_fixer_hook(self.config),
             layout=self.layout,
+            # In the run directory, under the run's secret: every process of the run
+            # knows the lead's edits the others copied into the checkout.
+            adoptions=Adoptions(self.run_dir / "adopted", self.run_secret),
         )
         self.stash.context = context
         jobs = jobs_for(
@@ -258,7 +262,9 @@ class ReviewSession:
         if resolved in self._collected:
             return None  # each real file is one item
         self._collected.add(resolved)
-        plan: PlanFile = PlanFile.from_parent(parent, path=file_path)
+        plan: PlanFile = PlanFile.from_parent(
+            parent, path=file_path, nodeid=self._node_id(file_path)
+        )
         return plan
 
     @pytest.hookimpl(tryfirst=True)
@@ -311,16 +317,21 @@ class ReviewSession:
             config.hook.pytest_collectreport(report=report)
 
     def _node_id(self, path: Path) -> str | None:
-        """The node id of a plan outside rootdir (a run from a subdirectory without an ini).
+        """The node id of a plan outside rootdir (a run from a subdirectory without an ini),
+        or whose name is not UTF-8; ``None``: pytest's own.
 
         pytest would name it by its file name alone; relative to rootdir (which is then
         the invocation directory) the id also works as a command-line argument.
         """
+        relative = Path(os.path.relpath(path, self.config.rootpath)).as_posix()
         try:
             path.relative_to(self.config.rootpath)
         except ValueError:
-            return Path(os.path.relpath(path, self.config.rootpath)).as_posix()
-        return None
+            return quote_path(relative)
+        # A name that is not UTF-8 as git prints it: pytest's own writers (the cache's
+        # lastfailed, JUnit, the terminal) need text.
+        quoted = quote_path(relative)
+        return quoted if quoted != relative else None
 
     def required_targets(self) -> list[str]:
         """The keys of the targets a gate must see reviewed: every selected plan and the

@@ -49,6 +49,7 @@ def codex_options(settings: Settings, run_dir: Path | None = None) -> CodexOptio
         ),
         env_allow=tuple(settings.env_allow),
         timeout=settings.timeout,
+        connect_timeout=settings.connect_timeout,
         preflight_file=preflight_file,
     )
 
