@@ -13,11 +13,11 @@ from pytest_advreview.decisions import (
     DecisionsFile,
     check_known,
     check_targets,
-    gated,
     load_at_commit,
     load_decisions,
 )
 from pytest_advreview.models import Decision, DecisionAction
+from pytest_advreview.trust.run import gated
 
 GOOD = """\
 # Decisions on the last review round.

@@ -34,7 +34,6 @@ from .decisions import (
     GateBase,
     check_known,
     check_targets,
-    gated,
 )
 from .loop import FixFailed, LoopResult
 from .models import (
@@ -54,6 +53,7 @@ from .models import (
 from .prompts import applied_text, operator_open_decision
 from .review import LeadTurns, ReviewInputError, ReviewMaterial, ReviewRun, TargetSpec
 from .state import ReviewState, StateStore, StateWarning, decide_next
+from .trust import run as trust
 
 if TYPE_CHECKING:
     from .models import ItemRecord
@@ -118,14 +118,16 @@ class Coordinator:
         self.store = StateStore(config, run_secret=run_secret)
         self.ledger = TokenLedger(run_dir)
         #: Who reviews in this run; a stored verdict of another reviewer never counts.
-        self.identity = reviewer_identity(settings)
+        #: Whether the run gates (decided once, at configure).
+        self.trust = trust.of_run(config, settings)
+        self.identity = reviewer_identity(settings, run_trust=self.trust)
         # Each state is read once per run (collection reads it for the severity markers).
         self._loaded: dict[str, ReviewState | None] = {}
         #: Why a stored entry was not used, warned once, by the item that reviews it (so
         #: xdist workers, which all collect every item, do not each warn).
         self._problems: dict[str, str] = {}
         self.decisions_path = Path(settings.decisions)
-        gate = gated(os.environ, strict_exit=settings.strict_exit, head=settings.head)
+        gate = self.trust.gated
         if gate and base is None:
             base = _find_base(config, settings)
         try:
@@ -173,7 +175,8 @@ class Coordinator:
             return self
         other = copy.copy(self)
         other.settings = settings
-        other.identity = reviewer_identity(settings)
+        other.trust = self.trust.for_settings(settings)
+        other.identity = reviewer_identity(settings, run_trust=other.trust)
         if Path(settings.decisions) != self.decisions_path:
             other.decisions_path = Path(settings.decisions)
             try:

@@ -32,7 +32,7 @@ are ignored, and the reports say so.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -51,7 +51,7 @@ from .models import (
     Waiver,
     WireModel,
 )
-from .targets import in_ci, lexical_key
+from .targets import lexical_key
 
 __all__ = [
     "CODE_TARGET",
@@ -62,7 +62,6 @@ __all__ = [
     "GateBase",
     "check_known",
     "check_targets",
-    "gated",
     "load_at_commit",
     "load_decisions",
 ]
@@ -258,12 +257,6 @@ class GateBase:
     ref: str | None
     #: How messages name the base when ``ref`` is a commit id (``--advreview-head``'s base).
     name: str | None = None
-
-
-def gated(environ: Mapping[str, str], *, strict_exit: bool, head: str | None) -> bool:
-    """Whether a verdict of this run gates something (CI, strict exit, head as data):
-    then only the base commit's decisions file decides needs-operator findings."""
-    return in_ci(environ) or strict_exit or head is not None
 
 
 #: Why the branch's own person decisions do not count under a gate.

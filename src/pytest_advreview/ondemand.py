@@ -44,6 +44,7 @@ from .review import (
 )
 from .selection import not_the_change
 from .state import StateWarning
+from .trust import run as trust
 from .workspace import Layout
 
 __all__ = ["AdversarialReview", "ReviewOutcome"]
@@ -186,7 +187,8 @@ class AdversarialReview:
         # has settings of its own (a sandbox override) and may run with no review run.
         try:
             layout = Layout.decide(settings, self.root, in_git=self.repo is not None)
-            exposed = containment.check(settings, layout, os.environ)
+            run_trust = trust.of_run(self.config, settings)
+            exposed = containment.check(settings, layout, os.environ, run_trust)
         except pytest.UsageError as exc:
             raise pytest.UsageError(str(exc)) from None  # the message, not check's source
         for warning in exposed:
@@ -244,7 +246,7 @@ class AdversarialReview:
             mode,
             resolved,
             set(),
-            ci=targets.in_ci(os.environ),
+            ci=trust.of_run(self.config, settings).in_ci,
             outside=not_the_change(self.config, settings, root),
             drop=rules.left_out,
         )

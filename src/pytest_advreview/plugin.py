@@ -65,8 +65,12 @@ def pytest_configure(config: pytest.Config) -> None:
     from .runner import lifetime
     from .runner.factory import BuiltinReviewers
     from .session import Controller, ReviewSession
+    from .trust import run as trust
 
     resolved = settings.from_config(config)
+    # Whether the run gates, decided once for every part of it (trust/run.py).
+    run_trust = trust.decide(os.environ, strict_exit=resolved.strict_exit, head=resolved.head)
+    config.stash[trust.TRUST_KEY] = run_trust
     # What is secret is decided once, before anything is printed: every output of the run
     # (and the workers', through workerinput) is redacted the same way.
     redactor = outbound.Redactor.for_run(config, resolved.env_allow)
@@ -85,11 +89,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(session, "advreview-session")
     if not hasattr(config, "workerinput"):  # an xdist worker only reviews and reports
         config.pluginmanager.register(Controller(config, session), "advreview-controller")
-        enforced = gate.enforced_by(os.environ, strict_exit=resolved.strict_exit)
         check = gate.GateCheck(
             config,
             recorder,
-            enforced=enforced,
+            enforced=run_trust.enforced_by,
             strict=resolved.strict_exit,
             required=session.required_targets,
         )

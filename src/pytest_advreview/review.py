@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import os
 import secrets
 import shutil
 import tempfile
@@ -42,6 +41,7 @@ from .models import (
 )
 from .outcome import Outcome, OutcomeKind, ReviewerUnavailable, WorkspaceMutated
 from .runner import STREAM_FILE, DispatchRequest, DispatchResult, Reviewer
+from .trust import run as trust
 from .workspace import Layout, Workspace, WorkspaceError
 
 if TYPE_CHECKING:
@@ -677,7 +677,7 @@ class ReviewRun(LoopHooks):
         if lead.needs_operator:
             result = replace(result, needs_operator=tuple(lead.needs_operator))
         edited = sorted({e.path for t in lead.records for e in t.edits})
-        if edited and targets.in_ci(os.environ):
+        if edited and trust.of_run(self.context.config, self.settings).in_ci:
             # Under CI the gate judges the commit; the lead's edits live only in this
             # checkout, so an approval of the edited text is not an approval of the commit.
             result = replace(result, uncommitted_edits=tuple(edited))

@@ -20,9 +20,9 @@ import pytest
 from . import head, outbound, pathrules, targets
 from .constants import CODE_ITEM_NAME
 from .decisions import GateBase
-from .gate import enforced_by
 from .models import ChangeSet, ChangeSetInfo
 from .review import SharedLookups, TargetSpec, repo_relative
+from .trust import run as trust
 
 if TYPE_CHECKING:
     from .settings import Settings
@@ -281,10 +281,10 @@ class TargetSelection:
 
     def named_only(self) -> list[Path]:
         """The plans named on the command line when they narrow the run to themselves:
-        outside a gate only.  Under one (``gate.enforced_by``: CI, strict exit) they are
+        outside a gate only.  Under one (``Trust.enforced_by``: CI, strict exit) they are
         reviewed besides the plan selection and the change set, never instead of them:
         the gate requires every selected target."""
-        if enforced_by(os.environ, strict_exit=self.settings.strict_exit) is not None:
+        if trust.of_run(self.config, self.settings).enforced_by is not None:
             return []
         return self.explicit_plans()
 
@@ -353,7 +353,7 @@ class TargetSelection:
             self._change = (None, None)
             return self._change
         assert self.selection is not None
-        ci = targets.in_ci(os.environ)
+        ci = trust.of_run(self.config, self.settings).in_ci
         change: ChangeSet | None = None
         note: str | None = None
         try:

@@ -34,6 +34,7 @@ from .review import ReviewContext, SharedLookups, has_fixer_hook, make_reviewer
 from .runner import Reviewer
 from .selection import TargetSelection
 from .statekey import STATE_KEY_ENV
+from .trust import run as trust
 from .workspace import Layout
 
 if TYPE_CHECKING:
@@ -200,7 +201,8 @@ class ReviewSession:
     def _check_containment(self) -> None:
         """Refuse (where the verdict gates) or warn when the gate's own code lies where
         the reviewer may write (:mod:`.containment`); once, on the controller."""
-        self.containment_warnings = containment.check(self.settings, self.layout, os.environ)
+        found = trust.of_run(self.config, self.settings)
+        self.containment_warnings = containment.check(self.settings, self.layout, os.environ, found)
 
     # -- --advreview-only: review items and nothing else ---------------------------------
 

@@ -26,7 +26,7 @@ from pydantic import model_validator
 
 from .models import OutputFormat, Severity, WireModel
 from .options import BY_FIELD, CHOICES, PREFIX, SPECS, Invalid, Spec, add_options, default
-from .targets import in_ci
+from .trust import run as trust
 
 __all__ = ["Settings", "add_options", "from_config", "header_lines", "resolve", "runtime_hints"]
 
@@ -266,7 +266,12 @@ def resolve(config: pytest.Config, environ: Mapping[str, str] | None = None) -> 
                 "uncommitted changes, but with --advreview-head the change under review is "
                 "BASE...REF; pass --advreview-diff=branch (or auto), or drop --advreview-head"
             )
-    elif in_ci(resolver.environ) or values.get("strict_exit") is True:
+    elif (
+        trust.decide(
+            resolver.environ, strict_exit=values.get("strict_exit") is True, head=None
+        ).enforced_by
+        is not None
+    ):
         _approvals_never(values, found, "gate default")
     codex = values.get("codex")
     if isinstance(codex, str) and ("/" in codex or os.sep in codex):

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from .. import runstash
-from ..decisions import gated
 from ..head import HEAD_CODEX_CONFIG
+from ..trust import run as trust
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -21,15 +21,22 @@ if TYPE_CHECKING:
 __all__ = ["BuiltinReviewers", "codex_options"]
 
 
-def codex_options(settings: Settings, run_dir: Path | None = None) -> CodexOptions:
+def codex_options(
+    settings: Settings, run_dir: Path | None = None, run_trust: trust.Trust | None = None
+) -> CodexOptions:
     """The Codex launch options that the resolved settings ask for.
+
+    :param run_trust: the run's trust (:func:`.trust.run.of_run`): under a gate the
+        reviewer gets no project instructions from the checkout.
 
     :param run_dir: the run's directory (shared with the xdist workers); the sandbox
         preflight's answer is shared there, one file per Codex executable.
     """
     from .codex import GATE_CODEX_CONFIG, CodexOptions
 
-    gate = gated(os.environ, strict_exit=settings.strict_exit, head=settings.head)
+    if run_trust is None:  # a direct call: the process environment decides
+        run_trust = trust.decide(os.environ, strict_exit=settings.strict_exit, head=settings.head)
+    gate = run_trust.gated
     preflight_file = None
     if run_dir is not None:
         name = hashlib.sha256(settings.codex.encode("utf-8", "surrogateescape")).hexdigest()
@@ -75,7 +82,8 @@ class BuiltinReviewers:
         if name == "codex":
             from .codex import CodexReviewer
 
-            return CodexReviewer(codex_options(self.settings, _run_dir(config)))
+            found = trust.of_run(config, self.settings)
+            return CodexReviewer(codex_options(self.settings, _run_dir(config), found))
         if name == "command":
             from .command import CommandReviewer
 
