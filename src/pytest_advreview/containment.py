@@ -142,6 +142,9 @@ def check(
     if run_trust is None:  # a direct call: the environment given decides
         run_trust = trust.decide(environ, strict_exit=settings.strict_exit, head=settings.head)
     gated = run_trust.gated
+    why = (
+        "under CI or --advreview-strict-exit" if run_trust.enforced_by else "with --advreview-head"
+    )
     workspace = layout.writable
     if workspace is None:
         return []
@@ -160,8 +163,5 @@ def check(
         "(--advreview-isolation=auto or worktree; auto needs a git repository with a commit)"
     )
     if gated:
-        raise pytest.UsageError(
-            f"pytest-advreview: {problem}; under CI or --advreview-strict-exit this is "
-            f"refused: {fix}"
-        )
+        raise pytest.UsageError(f"pytest-advreview: {problem}; {why} this is refused: {fix}")
     return [f"WARNING: {problem}; {fix}"]
