@@ -728,6 +728,6 @@ def _find_base(config: pytest.Config, settings: Settings) -> GateBase | None:
             return None
         if settings.head is not None:
             return GateBase(repo.root, settings.base or "HEAD")
-        return GateBase(repo.root, targets.resolve_base(repo.root, settings.base, os.environ))
+        return GateBase(repo.root, trust.of_run(config, settings).base(repo.root, settings.base))
     except targets.TargetError:
         return None

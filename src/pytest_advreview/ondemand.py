@@ -237,7 +237,7 @@ class AdversarialReview:
         """Review the change set (vs ``base``), optionally against a plan."""
         settings = self._settings(overrides)
         root = self.root
-        resolved = targets.resolve_base(root, base or settings.base, os.environ)
+        resolved = trust.of_run(self.config, settings).base(root, base or settings.base)
         mode = settings.diff if settings.diff != "none" else "auto"
         # The run's path rules (under a gate the base's), as the code item applies them.
         rules = pathrules.for_settings(self.config, settings, GateBase(root, resolved))

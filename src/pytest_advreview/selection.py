@@ -136,7 +136,8 @@ class TargetSelection:
                 # Without an ini file pytest's rootdir is wherever it was started.
                 self.plan_root = self.repo.root
             try:
-                self.base = targets.resolve_base(self.repo.root, self.settings.base, os.environ)
+                run_trust = trust.of_run(self.config, self.settings)
+                self.base = run_trust.base(self.repo.root, self.settings.base)
             except targets.BaseRefError as exc:
                 self.base_error = str(exc)
         try:

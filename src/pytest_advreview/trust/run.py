@@ -24,7 +24,8 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 import pytest
@@ -82,11 +83,17 @@ class Trust:
     :param ci: ``NAME=value`` of the CI variable that makes this a CI run, else ``None``.
     :param strict_exit: ``--advreview-strict-exit``.
     :param head: ``--advreview-head``'s ref: the head is reviewed as data.
+    :param base_hint: ``GITHUB_BASE_REF`` as the run started (the CI's base branch).
     """
 
     ci: str | None
     strict_exit: bool
     head: str | None
+    base_hint: str = ""
+    #: Bases resolved so far, by repository and explicit ref (shared by for_settings).
+    _bases: dict[tuple[Path, str | None], str | None] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     @property
     def in_ci(self) -> bool:
@@ -105,6 +112,19 @@ class Trust:
         """The verdict gates: CI, strict exit, or a head reviewed as data."""
         return self.enforced_by is not None or self.head is not None
 
+    def base(self, repo: Path, explicit: str | None) -> str | None:
+        """The run's base ref in ``repo`` (:func:`~.targets.resolve_base`), resolved
+        once per run: the targets, the coordinator and the fixture get the same answer.
+
+        :raises ~.targets.BaseRefError: the explicit base is not a commit git knows.
+        """
+        key = (repo, explicit)
+        if key not in self._bases:
+            from ..targets import resolve_base
+
+            self._bases[key] = resolve_base(repo, explicit, {"GITHUB_BASE_REF": self.base_hint})
+        return self._bases[key]
+
     def for_settings(self, settings: Settings) -> Trust:
         """This run's trust for a review with other settings (a fixture's overrides of
         ``strict_exit`` or ``head``); the environment is not read again."""
@@ -115,7 +135,12 @@ class Trust:
 
 def decide(environ: Mapping[str, str], *, strict_exit: bool, head: str | None) -> Trust:
     """The one function that decides the run's trust mode."""
-    return Trust(ci=_ci_variable(environ), strict_exit=strict_exit, head=head)
+    return Trust(
+        ci=_ci_variable(environ),
+        strict_exit=strict_exit,
+        head=head,
+        base_hint=environ.get("GITHUB_BASE_REF", ""),
+    )
 
 
 #: The run's trust, decided at configure (every process of the run decides it the same
