@@ -9,12 +9,11 @@ it holds the pull request's files (or whatever an earlier step of the job wrote)
 from __future__ import annotations
 
 import configparser
-import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
 from ._toml import tomllib
+from .git import run_git
 
 __all__ = [
     "CONFIG_FILES",
@@ -35,14 +34,11 @@ class BaseConfigError(Exception):
 
 
 def show_file(repo: Path, commit: str, name: str) -> str | None:
-    """The text of ``name`` in ``commit`` (``git show``), ``None`` when git cannot show it."""
-    proc = subprocess.run(
-        ["git", "show", f"{commit}:{name}"],
-        cwd=repo,
-        capture_output=True,
-        check=False,
-        env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C"},
-    )
+    """The text of ``name`` in ``commit`` (``git show``), ``None`` when git cannot show it.
+
+    :raises ~.git.GitError: git could not be started.
+    """
+    proc = run_git(repo, "show", f"{commit}:{name}", check=False, nosystem=True)
     if proc.returncode != 0:
         return None
     return proc.stdout.decode("utf-8", errors="replace")
