@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_advreview import gate
+from pytest_advreview import exitstatus as gate
 from pytest_advreview.constants import EXIT_REVIEW_ERRORS
-from pytest_advreview.gate import FAILED, NOT_RUN, OTHER, PASSED, SHARD, Logged
+from pytest_advreview.exitstatus import FAILED, NOT_RUN, OTHER, PASSED, SHARD, Logged
 from pytest_advreview.trust import run as trust_run
 
 NODE = "docs/plans/x.md::adversarial-review"

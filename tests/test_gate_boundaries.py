@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from pytest_advreview import gate
+from pytest_advreview import exitstatus as gate
 from pytest_advreview.constants import EXIT_REVIEW_ERRORS
-from pytest_advreview.gate import FAILED, NOT_RUN, OTHER, PASSED, SHARD, Logged, Problem
+from pytest_advreview.exitstatus import FAILED, NOT_RUN, OTHER, PASSED, SHARD, Logged, Problem
 from pytest_advreview.trust import run as trust_run
 
 NODE = "plan.md::adversarial-review"

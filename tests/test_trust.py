@@ -11,10 +11,9 @@ from typing import cast
 
 import pytest
 
-from pytest_advreview import containment
 from pytest_advreview.settings import Settings
 from pytest_advreview.trust import run as trust
-from pytest_advreview.workspace import Layout
+from pytest_advreview.workspace import Layout, containment
 
 
 @pytest.mark.parametrize(

@@ -56,14 +56,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from . import outbound
-from .baseconfig import BaseConfigError, ini_at, linelist, show_file
-from .commands import vet
 from .constants import ENV_PREFIX, EXIT_REVIEW_ERRORS
 from .git import commit
 from .options import SPECS
 from .report.files import Anchors
 from .report.json_report import ResultsReport
 from .report.pr_review import Posted, hunks_from_patch, plan_review
+from .trust.baseconfig import BaseConfigError, ini_at, linelist, show_file
+from .trust.commands import vet
 
 __all__ = [
     "APIError",
@@ -444,7 +444,7 @@ def prepare(env: Mapping[str, str]) -> int:
 
 def base_ini(repo: Path, base: str) -> tuple[str | None, dict[str, object]]:
     """The pytest configuration file of commit ``base`` at the repository root, and its keys
-    (:func:`~.baseconfig.ini_at`), read from the commit's objects, never the work tree.
+    (:func:`~.trust.baseconfig.ini_at`), read from the commit's objects, never the work tree.
 
     :returns: ``(file name, keys)``; ``(None, {})`` when the commit has none.
     """

@@ -25,16 +25,6 @@ import pytest
 from . import interdiff, targets
 from .atomic import write_atomic
 from .cachekey import cache_key, reviewer_identity
-from .commands import CommandsError, load_commands
-from .decisions import (
-    CODE_TARGET,
-    Authority,
-    DecisionsError,
-    DecisionsFile,
-    GateBase,
-    check_known,
-    check_targets,
-)
 from .loop import FixFailed, LoopResult
 from .models import (
     Changed,
@@ -54,6 +44,16 @@ from .prompts import applied_text, operator_open_decision
 from .review import LeadTurns, ReviewInputError, ReviewMaterial, ReviewRun, TargetSpec
 from .state import ReviewState, StateStore, StateWarning, decide_next
 from .trust import run as trust
+from .trust.commands import CommandsError, load_commands
+from .trust.decisions import (
+    CODE_TARGET,
+    Authority,
+    DecisionsError,
+    DecisionsFile,
+    GateBase,
+    check_known,
+    check_targets,
+)
 
 if TYPE_CHECKING:
     from .models import ItemRecord

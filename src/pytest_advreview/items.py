@@ -26,7 +26,7 @@ from _pytest._code.code import (
 )
 from _pytest._io import TerminalWriter
 
-from . import engine, gate, outbound, runstash
+from . import engine, exitstatus, outbound, runstash
 from .constants import MARKER, PLAN_ITEM_NAME
 from .models import FailureText, Finding
 from .outcome import (
@@ -169,11 +169,11 @@ class ReviewItem(pytest.Item):
         #: The item's ItemRecord as JSON; copied onto each phase report as
         #: ``report.advreview_record`` (plain attributes travel through xdist).
         self.record_json: str | None = None
-        #: What each phase did (``gate.recorded``): the gate's record, not pytest's.
+        #: What each phase did (``exitstatus.recorded``): the gate's record, not pytest's.
         self.gate_phases: dict[str, str] = {}
         #: A later pass's target's first pass (set in setup; ``None``: this is the first).
         self.first: FirstReview | None = None
-        gate.note_collected(self, spec.key)
+        exitstatus.note_collected(self, spec.key)
         severity = _run(self.config).coordinator.stored_severity(spec.key)
         if severity is not None:
             # Re-run exactly the items whose last review had open findings of this level:
@@ -182,7 +182,7 @@ class ReviewItem(pytest.Item):
 
     # -- phases ------------------------------------------------------------------------
 
-    @gate.recorded("setup")
+    @exitstatus.recorded("setup")
     def setup(self) -> None:
         """Run the reviewer loop; "could not run" becomes an error of this phase.
 
@@ -306,7 +306,7 @@ class ReviewItem(pytest.Item):
             self.review, stash.coordinator, nodeid=self.nodeid, compare_workspace="later"
         )
 
-    @gate.recorded("call")
+    @exitstatus.recorded("call")
     def runtest(self) -> None:
         """Judge the verdict: fail at or above fail-on, warn below it."""
         assert self.reviewed is not None
@@ -318,7 +318,7 @@ class ReviewItem(pytest.Item):
         if outcome.kind is OutcomeKind.WARNED:
             self._warn(outcome)
 
-    @gate.recorded("teardown")
+    @exitstatus.recorded("teardown")
     def teardown(self) -> None:
         """Compare the workspace with the snapshot taken before the first dispatch."""
         if self.first is not None:
@@ -365,7 +365,7 @@ class ReviewItem(pytest.Item):
         copied.reviewed = None
         copied.record_json = None
         copied.first = None
-        gate.note_collected(copied, self.spec.key)
+        exitstatus.note_collected(copied, self.spec.key)
         return copied
 
     # -- reporting ---------------------------------------------------------------------

@@ -20,10 +20,9 @@ from typing import Any
 
 import pytest
 
-from . import containment, engine, pathrules, runlock, runstash, targets
+from . import engine, runlock, runstash, targets
 from . import settings as settings_mod
 from .coordinator import Coordinator
-from .decisions import GateBase
 from .loop import LoopResult
 from .models import Finding, ReviewStatus, Severity, Verdict
 from .options import BY_FIELD, Invalid
@@ -44,8 +43,10 @@ from .review import (
 )
 from .selection import not_the_change
 from .state import StateWarning
+from .trust import pathrules
 from .trust import run as trust
-from .workspace import Layout
+from .trust.decisions import GateBase
+from .workspace import Layout, containment
 
 __all__ = ["AdversarialReview", "ReviewOutcome"]
 

@@ -21,7 +21,7 @@ from . import hookspecs, options
 from .constants import MARKER
 
 if TYPE_CHECKING:
-    from .gate import GateCheck
+    from .exitstatus import GateCheck
 
 _SEVERITY_MARKERS = ("critical", "high", "medium")
 
@@ -61,7 +61,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(fixtures, "advreview-fixtures")
     if not config.getoption("advreview_enabled", default=False):
         return
-    from . import gate, outbound, settings
+    from . import exitstatus, outbound, settings
     from .runner import lifetime
     from .runner.factory import BuiltinReviewers
     from .session import Controller, ReviewSession
@@ -81,15 +81,15 @@ def pytest_configure(config: pytest.Config) -> None:
     controller = not hasattr(config, "workerinput") and config.getoption("dist", "no") != "no"
     config.add_cleanup(lifetime.interrupt_on_signals(workers=controller))
     # Before any review item is made: each one notes itself with the recorder.
-    recorder = gate.GateRecorder()
-    config.stash[gate.GATE_KEY] = recorder
+    recorder = exitstatus.GateRecorder()
+    config.stash[exitstatus.GATE_KEY] = recorder
     config.pluginmanager.register(recorder, "advreview-gate-recorder")
     config.pluginmanager.register(BuiltinReviewers(resolved), "advreview-builtin-reviewers")
     session = ReviewSession(config, resolved)
     config.pluginmanager.register(session, "advreview-session")
     if not hasattr(config, "workerinput"):  # an xdist worker only reviews and reports
         config.pluginmanager.register(Controller(config, session), "advreview-controller")
-        check = gate.GateCheck(
+        check = exitstatus.GateCheck(
             config,
             recorder,
             enforced=run_trust.enforced_by,
@@ -110,7 +110,7 @@ _GATE_CHECK: pytest.StashKey[GateCheck] = pytest.StashKey()
 def pytest_gate_exit_status(
     config: pytest.Config,
 ) -> Generator[None, int | pytest.ExitCode | None, int | pytest.ExitCode | None]:
-    """Hold the run's exit status to the gate's records (``gate.py``) to the very end.
+    """Hold the run's exit status to the gate's records (``exitstatus.py``) to the very end.
 
     (A second ``pytest_cmdline_main`` of this module, by ``specname``: pytest reads hook
     implementations only from names that start with ``pytest_``.)
@@ -122,6 +122,6 @@ def pytest_gate_exit_status(
     check = config.stash.get(_GATE_CHECK, None)
     if status is None or check is None or check.required is None:
         return status
-    from .gate import final_status
+    from .exitstatus import final_status
 
     return final_status(int(status), check.required)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Literal
 
 import pytest
 
-from . import cachekey, containment, interdiff, prompts, targets
+from . import cachekey, interdiff, prompts, targets
 from .constants import BUILTIN_REVIEWERS
 from .lead import LeadError
 from .lead.factory import make_lead
@@ -42,13 +42,13 @@ from .models import (
 from .outcome import Outcome, OutcomeKind, ReviewerUnavailable, WorkspaceMutated
 from .runner import STREAM_FILE, DispatchRequest, DispatchResult, Reviewer
 from .trust import run as trust
-from .workspace import Layout, Workspace, WorkspaceError
+from .workspace import Layout, Workspace, WorkspaceError, containment
 
 if TYPE_CHECKING:
-    from . import mutation
     from .progress import Progress
     from .settings import Settings
     from .state import StateStore
+    from .workspace import mutation
 
 __all__ = [
     "LeadTurns",

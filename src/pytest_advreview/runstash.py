@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Protocol
 import pytest
 
 from .constants import RUN_DIR_KEY, RUN_SECRET_KEY
-from .head import HEAD_KEY, HeadCheckout
 from .settings import WORKERINPUT_KEY, from_config
+from .workspace.head import HEAD_KEY, HeadCheckout
 
 if TYPE_CHECKING:
     from .coordinator import Coordinator

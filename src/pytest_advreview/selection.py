@@ -17,12 +17,14 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from . import head, outbound, pathrules, targets
+from . import outbound, targets
 from .constants import CODE_ITEM_NAME
-from .decisions import GateBase
 from .models import ChangeSet, ChangeSetInfo
 from .review import SharedLookups, TargetSpec, repo_relative
+from .trust import pathrules
 from .trust import run as trust
+from .trust.decisions import GateBase
+from .workspace import head
 
 if TYPE_CHECKING:
     from .settings import Settings

@@ -76,7 +76,7 @@ class Settings(WireModel):
     diff: str = default("diff")
     base: str | None = None
     against_plan: str | None = None
-    #: ``--advreview-head``: the pull request's head, reviewed as data (see ``head.py``).
+    #: ``--advreview-head``: the pull request's head, reviewed as data (see ``workspace/head.py``).
     head: str | None = None
     plans: tuple[str, ...] = default("plans")
     plan_scope: str = default("plan_scope")
@@ -85,8 +85,8 @@ class Settings(WireModel):
     commands: str | None = None
     allow_untracked: tuple[str, ...] = default("allow_untracked")
     env_allow: tuple[str, ...] = default("env_allow")
-    #: ``advreview_exclude`` lines, added to :data:`~.pathrules.DEFAULT_EXCLUDE`; under a
-    #: gate the base commit's lines count instead (:mod:`.pathrules`).
+    #: ``advreview_exclude`` lines, added to :data:`~.trust.pathrules.DEFAULT_EXCLUDE`; under a
+    #: gate the base commit's lines count instead (:mod:`.trust.pathrules`).
     exclude: tuple[str, ...] = default("exclude")
     #: ``advreview_path_instructions`` lines, ``GLOB: instruction`` each.
     path_instructions: tuple[str, ...] = default("path_instructions")

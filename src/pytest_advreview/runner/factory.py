@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from .. import runstash
-from ..head import HEAD_CODEX_CONFIG
 from ..trust import run as trust
+from ..workspace.head import HEAD_CODEX_CONFIG
 
 if TYPE_CHECKING:
     from ..settings import Settings

@@ -2,7 +2,7 @@
 
 Under a gate the branch under review must not choose how it is reviewed: the Action
 writes its gate file from these keys (``action.py``), and a gated run of the plugin reads
-the path rules from them (``pathrules.py``).  The work tree is never read: under a gate
+the path rules from them (``trust/pathrules.py``).  The work tree is never read: under a gate
 it holds the pull request's files (or whatever an earlier step of the job wrote).
 """
 
@@ -12,8 +12,8 @@ import configparser
 from pathlib import Path
 from typing import Any
 
-from ._toml import tomllib
-from .git import run_git
+from .._toml import tomllib
+from ..git import run_git
 
 __all__ = [
     "CONFIG_FILES",

@@ -36,7 +36,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .models import CommandsFile, IgnoredCommand, PullRequestCommand
+from ..models import CommandsFile, IgnoredCommand, PullRequestCommand
 
 __all__ = [
     "ALLOWED",

@@ -40,9 +40,9 @@ from typing import Any, Literal
 from pydantic import ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
-from ._toml import tomllib
-from .git import GitError, commit, literal_pathspec, run_git, split_z
-from .models import (
+from .._toml import tomllib
+from ..git import GitError, commit, literal_pathspec, run_git, split_z
+from ..models import (
     CommandsFile,
     Decision,
     DecisionAction,
@@ -51,7 +51,7 @@ from .models import (
     Waiver,
     WireModel,
 )
-from .targets import lexical_key
+from ..targets import lexical_key
 
 __all__ = [
     "CODE_TARGET",

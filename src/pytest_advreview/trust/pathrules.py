@@ -18,7 +18,7 @@ matches from the top (``migrations/**``), with :func:`~.targets.compile_glob`'s 
 
 **Owned by the base.**  Under a gate (:attr:`~.trust.run.Trust.gated`) the branch under review
 must not choose what is reviewed nor how: both keys are read from the pytest
-configuration of the base commit (:func:`~.baseconfig.ini_at`), never from the checkout's
+configuration of the base commit (:func:`~.trust.baseconfig.ini_at`), never from the checkout's
 file, unless the run's configuration file lies outside the repository (the Action's gate
 file, a ``-c`` file: the operator's) or the key is given with ``-o`` on the command line.
 """
@@ -34,16 +34,16 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from ..git import GitError, commit
+from ..models import ChangeSet, PathRule
+from ..options import BY_FIELD, PREFIX, Invalid
+from ..targets import compile_glob, lexical_key
+from . import run as trust
 from .baseconfig import BaseConfigError, ini_at, linelist
 from .decisions import GateBase
-from .git import GitError, commit
-from .models import ChangeSet, PathRule
-from .options import BY_FIELD, PREFIX, Invalid
-from .targets import compile_glob, lexical_key
-from .trust import run as trust
 
 if TYPE_CHECKING:
-    from .settings import Settings
+    from ..settings import Settings
 
 __all__ = ["DEFAULT_EXCLUDE", "PathRules", "RulesError", "for_run", "for_settings"]
 

@@ -39,11 +39,11 @@ import pytest
 
 import pytest_advreview
 
-from .trust import run as trust
+from ..trust import run as trust
 
 if TYPE_CHECKING:
-    from .settings import Settings
-    from .workspace import Layout
+    from ..settings import Settings
+    from . import Layout
 
 __all__ = [
     "ContainmentWarning",
