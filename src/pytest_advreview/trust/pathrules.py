@@ -30,7 +30,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import pytest
 
@@ -42,8 +42,15 @@ from . import run as trust
 from .baseconfig import BaseConfigError, ini_at, linelist
 from .decisions import GateBase
 
-if TYPE_CHECKING:
-    from ..settings import Settings
+
+class Settings(trust.Settings, Protocol):
+    """What the path rules read of the settings (:class:`~.settings.Settings`)."""
+
+    @property
+    def exclude(self) -> tuple[str, ...]: ...
+    @property
+    def path_instructions(self) -> tuple[str, ...]: ...
+
 
 __all__ = ["DEFAULT_EXCLUDE", "PathRules", "RulesError", "for_run", "for_settings"]
 
