@@ -41,7 +41,7 @@ from .review import (
     make_reviewer,
     repo_relative,
 )
-from .selection import not_the_change
+from .selection import code_change
 from .state import StateWarning
 from .trust import pathrules
 from .trust import run as trust
@@ -242,17 +242,7 @@ class AdversarialReview:
         mode = settings.diff if settings.diff != "none" else "auto"
         # The run's path rules (under a gate the base's), as the code item applies them.
         rules = pathrules.for_settings(self.config, settings, GateBase(root, resolved))
-        change = targets.change_set(
-            root,
-            mode,
-            resolved,
-            set(),
-            ci=trust.of_run(self.config, settings).in_ci,
-            outside=not_the_change(self.config, settings, root),
-            drop=rules.left_out,
-        )
-        if change is not None:
-            change = rules.with_rules(change)
+        change, _dropped = code_change(self.config, settings, root, mode, resolved, rules)
         if change is None:
             raise pytest.UsageError(
                 f"pytest-advreview: there is no code change to review in {root} "
