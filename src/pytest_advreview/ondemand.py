@@ -200,7 +200,11 @@ class AdversarialReview:
             self.config,
             settings,
             make_reviewer(
-                self.config, settings, BuiltinReviewers(settings).pytest_advreview_make_reviewer
+                self.config,
+                settings,
+                BuiltinReviewers(
+                    settings, run_dir=lambda: runstash.run_dir(self.config)
+                ).pytest_advreview_make_reviewer,
             ),
             self.root,
             in_git=self.repo is not None,

@@ -61,7 +61,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(fixtures, "advreview-fixtures")
     if not config.getoption("advreview_enabled", default=False):
         return
-    from . import exitstatus, outbound, settings
+    from . import exitstatus, outbound, runstash, settings
     from .runner import lifetime
     from .runner.factory import BuiltinReviewers
     from .session import Controller, ReviewSession
@@ -84,7 +84,8 @@ def pytest_configure(config: pytest.Config) -> None:
     recorder = exitstatus.GateRecorder()
     config.stash[exitstatus.GATE_KEY] = recorder
     config.pluginmanager.register(recorder, "advreview-gate-recorder")
-    config.pluginmanager.register(BuiltinReviewers(resolved), "advreview-builtin-reviewers")
+    builtin = BuiltinReviewers(resolved, run_dir=lambda: runstash.run_dir(config))
+    config.pluginmanager.register(builtin, "advreview-builtin-reviewers")
     session = ReviewSession(config, resolved)
     config.pluginmanager.register(session, "advreview-session")
     if not hasattr(config, "workerinput"):  # an xdist worker only reviews and reports

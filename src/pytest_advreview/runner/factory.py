@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
-from .. import runstash
 from ..trust import run as trust
 from ..workspace.head import HEAD_CODEX_CONFIG
 
@@ -60,17 +60,16 @@ def codex_options(
     )
 
 
-def _run_dir(config: pytest.Config) -> Path | None:
-    """The run directory of the ``--adversarial-review`` session, if one is running."""
-    stash = runstash.get(config)
-    return stash.run_dir if stash is not None and stash.run_dir.is_dir() else None
-
-
 class BuiltinReviewers:
     """Provides the ``codex`` and ``command`` backends as ``trylast`` implementations."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(
+        self, settings: Settings, run_dir: Callable[[], Path | None] = lambda: None
+    ) -> None:
+        """:param run_dir: the run directory of the ``--adversarial-review`` session,
+        asked when a reviewer is built (``None``: no run is going)."""
         self.settings = settings
+        self.run_dir = run_dir
 
     @pytest.hookimpl(trylast=True)
     def pytest_advreview_make_reviewer(self, config: pytest.Config, name: str) -> Reviewer | None:
@@ -83,7 +82,7 @@ class BuiltinReviewers:
             from .codex import CodexReviewer
 
             found = trust.of_run(config, self.settings)
-            return CodexReviewer(codex_options(self.settings, _run_dir(config), found))
+            return CodexReviewer(codex_options(self.settings, self.run_dir(), found))
         if name == "command":
             from .command import CommandReviewer
 
