@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import git
+from pytest_advreview.material import TargetSpec
 from pytest_advreview.models import (
     Operation,
     ReviewStatus,
@@ -21,7 +22,7 @@ from pytest_advreview.models import (
     Verdict,
 )
 from pytest_advreview.parse import parse_markdown
-from pytest_advreview.review import ReviewContext, ReviewRun, TargetSpec
+from pytest_advreview.review import ReviewContext, ReviewRun
 from pytest_advreview.runner import DispatchRequest, DispatchResult
 from pytest_advreview.settings import Settings
 from pytest_advreview.testing import revise_review

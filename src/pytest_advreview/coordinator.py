@@ -26,6 +26,7 @@ from . import interdiff, targets
 from .atomic import write_atomic
 from .cachekey import cache_key, reviewer_identity
 from .loop import FixFailed, LoopResult
+from .material import ReviewInputError, ReviewMaterial, TargetSpec
 from .models import (
     Changed,
     ChangeSet,
@@ -41,7 +42,7 @@ from .models import (
     Severity,
 )
 from .prompts import applied_text, operator_open_decision
-from .review import LeadTurns, ReviewInputError, ReviewMaterial, ReviewRun, TargetSpec
+from .review import LeadTurns, ReviewRun
 from .state import ReviewState, StateStore, StateWarning, decide_next
 from .trust import run as trust
 from .trust.commands import CommandsError, load_commands

@@ -28,6 +28,7 @@ from _pytest._io import TerminalWriter
 
 from . import engine, exitstatus, outbound, runstash
 from .constants import MARKER, PLAN_ITEM_NAME
+from .material import ReviewInputError, TargetSpec
 from .models import FailureText, Finding
 from .outcome import (
     Outcome,
@@ -43,7 +44,7 @@ from .outcome import (
     warning_message,
 )
 from .report.files import Anchors, find_repo_root
-from .review import ReviewInputError, ReviewRun, TargetSpec
+from .review import ReviewRun
 from .runstash import RunStash
 
 __all__ = ["FirstReview", "PlanFile", "ReviewItem", "claim_ahead"]

@@ -24,6 +24,7 @@ from . import engine, runlock, runstash, targets
 from . import settings as settings_mod
 from .coordinator import Coordinator
 from .loop import LoopResult
+from .material import TargetSpec, repo_relative
 from .models import Finding, ReviewStatus, Severity, Verdict
 from .options import BY_FIELD, Invalid
 from .outcome import (
@@ -33,14 +34,7 @@ from .outcome import (
     error_report,
     failure_report,
 )
-from .review import (
-    ReviewContext,
-    ReviewRun,
-    TargetSpec,
-    has_fixer_hook,
-    make_reviewer,
-    repo_relative,
-)
+from .review import ReviewContext, ReviewRun, has_fixer_hook, make_reviewer
 from .selection import code_change
 from .state import StateWarning
 from .trust import pathrules

@@ -45,7 +45,8 @@ from .review import ReviewRun
 if TYPE_CHECKING:
     from .coordinator import Coordinator
     from .engine import Reviewed
-    from .review import ReviewContext, TargetSpec
+    from .material import TargetSpec
+    from .review import ReviewContext
 
 __all__ = ["ReviewPool", "jobs_for"]
 

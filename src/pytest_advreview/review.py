@@ -17,24 +17,30 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import pytest
 
-from . import cachekey, interdiff, prompts, targets
+from . import interdiff, targets
 from .constants import BUILTIN_REVIEWERS
 from .lead import LeadError
 from .lead.factory import make_lead
 from .lead.turn import run_turn
 from .loop import FixFailed, LoopHooks, LoopResult, ReviewTarget, run_loop
+from .material import (
+    ReviewInputError,
+    ReviewMaterial,
+    TargetSpec,
+    build_material,
+    read_plan,
+    repo_relative,
+)
 from .models import (
-    ChangeSet,
     Decision,
     ItemRecord,
     LeadRecord,
     Operation,
     Review,
-    ReviewedChange,
     ReviewStatus,
     RoundRecord,
     TokenUsage,
@@ -53,59 +59,11 @@ if TYPE_CHECKING:
 __all__ = [
     "LeadTurns",
     "ReviewContext",
-    "ReviewInputError",
-    "ReviewMaterial",
     "ReviewRun",
     "SharedLookups",
-    "TargetSpec",
     "has_fixer_hook",
     "make_reviewer",
-    "repo_relative",
 ]
-
-
-class ReviewInputError(Exception):
-    """The material to review is unusable (not UTF-8, empty, missing): the user must fix it."""
-
-
-@dataclass(frozen=True)
-class TargetSpec:
-    """What one item reviews (never leaves the process: each worker collects its own)."""
-
-    kind: Literal["plan", "code"]
-    #: ``docs/plans/x.md`` (repo-relative) or ``code-review``.
-    key: str
-    #: The plan file (plan items).
-    path: Path | None = None
-    #: The change set (code items).
-    change: ChangeSet | None = None
-    #: The plan a code change is reviewed against (code-vs-plan).
-    against_plan: Path | None = None
-    #: Why the target cannot be reviewed (the code item of a run whose base cannot be
-    #: diffed): the item errors with it, never passes.
-    error: str | None = None
-
-
-def read_plan(path: Path) -> str:
-    """The plan's text, or a :class:`ReviewInputError` that names the file and the fix."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise ReviewInputError(f"plan file {path} does not exist") from None
-    except OSError as exc:
-        raise ReviewInputError(f"cannot read plan file {path}: {exc.strerror}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ReviewInputError(
-            f"plan file {path} is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
-            f"{exc.start}); save it as UTF-8 to have it reviewed"
-        ) from None
-    if not text.strip():
-        raise ReviewInputError(
-            f"plan file {path} is empty; write the plan or remove it from advreview_plans"
-        )
-    return text
 
 
 def make_reviewer(
@@ -140,31 +98,6 @@ def _read_text(path: Path) -> str | None:
         return path.read_bytes().decode("utf-8", "replace")
     except FileNotFoundError:
         return None
-
-
-def repo_relative(path: Path, root: Path, resolve: Callable[[Path], Path] = Path.resolve) -> str:
-    """``path`` relative to ``root`` (posix), or as given when it is outside ``root``."""
-    try:
-        return resolve(path).relative_to(resolve(root)).as_posix()
-    except ValueError:
-        return str(path)
-
-
-@dataclass(frozen=True)
-class ReviewMaterial:
-    """What one review is about, read once per review.
-
-    :param prompt_body: the round-1 prompt body, without the session marker.
-    :param content: the artifact's current text (the plan; the changed files and plan).
-    :param content_hash: the content part of its cache key (:mod:`.cachekey`).
-    :param reviewed: the code change as reviewed: its head commit or file digests
-        (:func:`.interdiff.reviewed`); ``None`` for a plan.
-    """
-
-    prompt_body: str
-    content: str
-    content_hash: str
-    reviewed: ReviewedChange | None = None
 
 
 @dataclass
@@ -500,67 +433,15 @@ class ReviewRun(LoopHooks):
             self._work_dir = Path(tempfile.mkdtemp(prefix=f"advreview-{self.review_id}-"))
         return self._work_dir
 
-    def _framed(self, body: str) -> str:
-        """The prompt body as sent: a head reviewed as data is framed as untrusted text.
-
-        Before the cache key is taken from it, so a verdict given without the frame is
-        never reused for a head.
-        """
-        return prompts.untrusted_head(body) if self.settings.head is not None else body
-
     def material(self) -> ReviewMaterial:
         """What is reviewed (read once): prompt body, current text and content hash.
 
         :raises ReviewInputError: the plan is missing, not UTF-8 or empty.
         """
-        if self._material is not None:
-            return self._material
-        if self.spec.error is not None:
-            raise ReviewInputError(self.spec.error)
-        settings = self.settings
-        fmt = settings.output_format
-        reviewed: ReviewedChange | None = None
-        if self.spec.kind == "plan":
-            assert self.spec.path is not None
-            text = read_plan(self.spec.path)
-            body = self._framed(
-                prompts.plan_prompt(
-                    self._relative(self.spec.path),
-                    language=settings.language,
-                    output_format=fmt,
-                )
+        if self._material is None:
+            self._material = build_material(
+                self.spec, self.settings, self.repo_root, self.context.shared.resolve
             )
-            content = text
-            digest = cachekey.plan_digest(self.spec.path, body)
-        else:
-            assert self.spec.change is not None
-            plan_rel = None
-            plan_text = ""
-            if self.spec.against_plan is not None:
-                plan_text = read_plan(self.spec.against_plan)
-                plan_rel = self._relative(self.spec.against_plan)
-            body = self._framed(
-                prompts.code_prompt(
-                    self.spec.change,
-                    against_plan=plan_rel,
-                    language=settings.language,
-                    output_format=fmt,
-                )
-            )
-            content = (
-                "Changed files:\n"
-                + "\n".join(f"- {f}" for f in self.spec.change.files)
-                + ("\n\nPlan:\n" + plan_text if plan_text else "")
-            )
-            # Every changed byte (not just the names) decides whether a code review is stale.
-            try:
-                digest = cachekey.code_digest(self.repo_root, self.spec.change, body, plan_text)
-            except cachekey.CacheKeyError as exc:
-                raise ReviewInputError(str(exc)) from None
-            reviewed = interdiff.reviewed(self.repo_root, self.spec.change)
-        self._material = ReviewMaterial(
-            prompt_body=body, content=content, content_hash=digest, reviewed=reviewed
-        )
         return self._material
 
     # -- mutation watch ----------------------------------------------------------------

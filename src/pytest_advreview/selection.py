@@ -19,8 +19,9 @@ import pytest
 
 from . import outbound, targets
 from .constants import CODE_ITEM_NAME
+from .material import TargetSpec, repo_relative
 from .models import ChangeSet, ChangeSetInfo
-from .review import SharedLookups, TargetSpec, repo_relative
+from .review import SharedLookups
 from .trust import pathrules
 from .trust import run as trust
 from .trust.decisions import GateBase
