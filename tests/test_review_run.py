@@ -71,6 +71,6 @@ def test_a_change_after_an_uncounted_round_is_reported_in_that_round(
         assert result.last_round == 1  # round 2 failed, so it was not counted
         # Something the reviewer started lands after the loop's last check.
         (run.review_root / "late.txt").write_text("written after the dispatch returned\n")
-        assert run.final_mutations(result) == ["late.txt (untracked, round 2)"]
+        assert run.guard.final_mutations(result) == ["late.txt (untracked, round 2)"]
     finally:
-        run.cleanup(keep=False)
+        run.guard.cleanup(keep=False)

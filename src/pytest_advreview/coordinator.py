@@ -25,6 +25,7 @@ import pytest
 from . import interdiff, targets
 from .atomic import write_atomic
 from .cachekey import cache_key, reviewer_identity
+from .lead.session import LeadTurns
 from .loop import FixFailed, LoopResult
 from .material import ReviewInputError, ReviewMaterial, TargetSpec
 from .models import (
@@ -42,7 +43,7 @@ from .models import (
     Severity,
 )
 from .prompts import applied_text, operator_open_decision
-from .review import LeadTurns, ReviewRun
+from .review import ReviewRun
 from .state import ReviewState, StateStore, StateWarning, decide_next
 from .trust import run as trust
 from .trust.commands import CommandsError, load_commands

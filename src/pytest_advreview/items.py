@@ -215,7 +215,7 @@ class ReviewItem(pytest.Item):
             text = error_report(self.spec.key, result, outcome)
             # Kept, not removed: the teardown compares the workspace first, then cleans up
             # (removing the reviewer's worktree here left nothing to compare).
-            kept = reviewed.run.kept_folder()
+            kept = reviewed.run.guard.kept_folder()
             raise ReviewerUnavailable(text + (f"reviewer files kept in {kept}\n" if kept else ""))
 
     def _take(self, reviewed: engine.Reviewed, record_json: str | None) -> None:
@@ -332,7 +332,7 @@ class ReviewItem(pytest.Item):
             # and after an unreadable plan.
             got = self.reviewed
             try:
-                self.review.finish(got.result if got else None, got.outcome if got else None)
+                self.review.guard.finish(got.result if got else None, got.outcome if got else None)
             except WorkspaceMutated:
                 self._attach()
                 raise

@@ -22,6 +22,7 @@ __all__ = [
     "ReviewMaterial",
     "TargetSpec",
     "build_material",
+    "current_text",
     "read_plan",
     "repo_relative",
 ]
@@ -152,3 +153,16 @@ def build_material(
             raise ReviewInputError(str(exc)) from None
         reviewed = interdiff.reviewed(repo_root, spec.change)
     return ReviewMaterial(prompt_body=body, content=content, content_hash=digest, reviewed=reviewed)
+
+
+def current_text(spec: TargetSpec) -> str | None:
+    """The plan's text as it is now (``None`` for the code item, or when unreadable).
+
+    A fixer edits the plan between rounds: a fresh exec must see the edited text.
+    """
+    if spec.kind == "plan" and spec.path is not None:
+        try:
+            return read_plan(spec.path)
+        except ReviewInputError:
+            return None
+    return None
