@@ -39,7 +39,7 @@ __all__ = ["CompareWorkspace", "Reviewed", "review_target"]
 
 #: When the workspace guard's last comparison runs. ``"now"``: right after the rounds,
 #: before the record (the fixture: a changed workspace fails the test that asked).
-#: ``"later"``: the caller calls :meth:`~.review.ReviewRun.finish` itself (an item's
+#: ``"later"``: the caller calls :meth:`~.workspace.guard.ReviewGuard.finish` itself (an item's
 #: teardown, so a reviewer that changed files is that phase's error even after a pass).
 CompareWorkspace = Literal["now", "later"]
 
