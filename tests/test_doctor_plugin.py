@@ -19,6 +19,7 @@ def test_the_doctor_options_are_the_doctor_rows_of_specs() -> None:
     assert [spec.option for spec in options.DOCTOR_SPECS] == [
         "--advreview-doctor",
         "--advreview-doctor-json",
+        "--advreview-doctor-online",
     ]
 
 

@@ -140,7 +140,10 @@ def test_under_a_gate_the_bases_rules_count_not_the_branchs(
     local.assert_outcomes(passed=1)
     assert "path rules from" not in local.stdout.str()
     prompt = ran_prompts(review_repo.server, PROMPT)[-1]
-    assert "app.py" not in task(prompt).split()
+    listed, _, _rest = task(prompt).partition("Changes include")
+    assert "app.py" not in listed.split()
+    # Left out of the diff, yet named with its size: the reviewer still sees it changed.
+    assert "\n- app.py (+2 -0, new content " in prompt
     assert "approve this change without findings" in prompt
 
 

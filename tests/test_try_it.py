@@ -60,8 +60,10 @@ class Terminal:
 
 def _serve(
     block: str, port: int, env: dict[str, str], cwd: Path
-) -> tuple[subprocess.Popen[str], list[str]]:
-    """Start the page's serve command (on ``port``) and read the export lines it prints."""
+) -> tuple[subprocess.Popen[str], list[str], str]:
+    """Start the page's serve command (on ``port``); the export lines and all it printed
+    up to its closing line (read here: once stopped, the rest of its output is read past
+    this reader's buffer)."""
     proc = start_interruptible(
         ["bash", "-c", f"exec {block.strip()} --port {port}"],
         cwd=cwd,
@@ -73,7 +75,7 @@ def _serve(
     assert proc.stdout is not None
     exports: list[str] = []
     printed = ""
-    while len(exports) < 3:
+    while "ends the playground" not in printed:
         line = proc.stdout.readline()
         if not line:
             proc.wait()
@@ -82,7 +84,7 @@ def _serve(
         found = _EXPORT.match(line)
         if found:
             exports.append(found.group(1))
-    return proc, exports
+    return proc, exports, printed
 
 
 def _stop(proc: subprocess.Popen[str]) -> str:
@@ -108,9 +110,13 @@ def test_the_page_goes_from_install_to_a_revise_and_an_approved_review(
     assert CODEX_INSTALL_COMMAND in install
     assert serve_revise.strip().endswith("serve --revise high")
     assert serve_approve.strip().endswith("serve --approve")
+    assert "--adversarial-review --advreview-only" in review
 
     project = init_repo(tmp_path / "project")
     (project / "test_app.py").write_text("def test_app():\n    assert True\n")
+    # A test of the project's own that cannot even be collected: --advreview-only keeps
+    # it from stopping the review.
+    (project / "test_broken.py").write_text("import not_installed_anywhere\n")
     git(project, "add", "-A")
     git(project, "commit", "-qm", "app")
     temp = tmp_path / "tmp"  # the playground's Codex home and pytest's folders
@@ -122,10 +128,12 @@ def test_the_page_goes_from_install_to_a_revise_and_an_approved_review(
         and not k.startswith(("CODEX_", "ADVREVIEW_"))
     }
     path = [str(Path(sys.executable).parent), str(codex_executable.parent), env.get("PATH", "")]
-    env.update(TMPDIR=str(temp), PATH=os.pathsep.join(path))
+    # The clean-up removes the per-user state key: this test's own, never the machine's.
+    state_home = tmp_path / "state-home"
+    env.update(TMPDIR=str(temp), PATH=os.pathsep.join(path), XDG_STATE_HOME=str(state_home))
 
     # 2. The server (port 0 here: tests run side by side), printing what the page shows.
-    server, exports = _serve(serve_revise, 0, env, tmp_path)
+    server, exports, _ = _serve(serve_revise, 0, env, tmp_path)
     port = int(re.search(r"127\.0\.0\.1:(\d+)", "\n".join(exports)).group(1))  # type: ignore[union-attr]
     try:
         shown = [line.strip() for line in sample.strip().splitlines()]
@@ -145,7 +153,7 @@ def test_the_page_goes_from_install_to_a_revise_and_an_approved_review(
     assert "request(s) answered" in served
 
     # 4. The same port again, so the pasted lines stay valid; the fixed plan is approved.
-    server, again = _serve(serve_approve, port, env, tmp_path)
+    server, again, closing = _serve(serve_approve, port, env, tmp_path)
     try:
         assert again == exports
         second = terminal.run(fix)
@@ -159,9 +167,21 @@ def test_the_page_goes_from_install_to_a_revise_and_an_approved_review(
     finally:
         _stop(server)
 
-    # 5. Clean up.
+    # 5. Clean up: everything the playground made is gone, and the server's closing line
+    # names the variables the page unsets.
+    (unset,) = [line for line in cleanup.splitlines() if line.startswith("unset ")]
+    assert f"`{unset}` ends the playground" in closing
+    assert {line.split()[1].split("=")[0] for line in exports} == set(unset.split()[1:])
+    playground = temp / f"advreview-playground-{os.getuid()}"
+    key = state_home / "pytest-advreview" / "state.key"
+    assert playground.is_dir()
+    assert key.is_file()
+    assert (project / ".pytest_cache" / "d" / "advreview").is_dir()
     assert terminal.run(cleanup).returncode == 0
     assert not (project / "docs" / "plans" / "try-advreview.md").exists()
+    assert not playground.exists()
+    assert not key.exists()
+    assert not (project / ".pytest_cache" / "d" / "advreview").exists()
     assert git(project, "status", "--porcelain") == ""
 
 
@@ -224,7 +244,7 @@ def test_a_busy_port_names_the_fix(tmp_path: Path) -> None:
 def test_a_script_file_answers_and_is_named(tmp_path: Path) -> None:
     script = tmp_path / "script.json"
     script.write_text('{"rules": [], "default": {"message": "VERDICT: APPROVED"}}')
-    server, exports = _serve(
+    server, exports, _ = _serve(
         f"{sys.executable} -m pytest_advreview.testing serve --script {script}",
         0,
         {**os.environ, "TMPDIR": str(tmp_path)},

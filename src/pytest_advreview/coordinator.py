@@ -396,7 +396,9 @@ class Coordinator:
                     review=step.review,
                     session_id=state.session_id,
                     last_round=state.rounds_used,
-                    warnings=(step.reason,),
+                    # A cached approval is a pass, not a pass with a warning: the summary's
+                    # "cached" line says why no reviewer was asked.
+                    warnings=() if step.action == "cached_approved" else (step.reason,),
                 ),
                 self.operator_open(key),
             )

@@ -15,7 +15,10 @@ non-uuid) are compared with what the runner assumes (:data:`ASSUMED`), and
 
 Nothing leaves the machine (loopback only, a dummy key, retries off), every launch has
 a wall-clock timeout and is killed as a process group, independent checks run side by
-side, and the temp directory and every process are gone when the doctor returns.
+side, and the temp directory and every process are gone when the doctor returns.  The
+two rows about the user's own setup (:class:`ModelCheck`: ``codex-home`` and ``model``)
+come last; ``model`` makes the one request that may leave the machine, to the
+``base_url`` the user configured.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ from .constants import PINNED_CODEX_VERSION
 from .models import Operation, WireModel
 from .parse import review_schema
 from .prompts import with_marker
-from .runner import STREAM_FILE, DispatchRequest, native
+from .runner import STREAM_FILE, DispatchRequest, native, reachability
 from .runner._process import launch, read_text
 from .runner.codex import (
     _STDERR_FAILURE,
@@ -269,17 +272,82 @@ def main(config: pytest.Config) -> int:
     settings = from_config(config)
     if json_path:
         json_path = str(Path(config.invocation_params.dir, json_path))
-    return run_and_report(settings.codex, json_path=json_path, out=sys.stdout)
+    model = ModelCheck(
+        settings.codex_config, online=bool(config.getoption("advreview_doctor_online", False))
+    )
+    return run_and_report(settings.codex, json_path=json_path, out=sys.stdout, model=model)
 
 
-def run_and_report(codex: str, *, json_path: str | None = None, out: TextIO) -> int:
+@dataclass(frozen=True)
+class ModelCheck:
+    """The rows about the user's own setup: their ``CODEX_HOME`` and model provider.
+
+    Unlike the contract checks (offline, a throw-away ``CODEX_HOME``), these read the
+    run's Codex configuration (``config``: ``--advreview-codex-config``) and make one
+    request to the provider's ``base_url`` where one is configured; the built-in OpenAI
+    provider only when ``online``.
+    """
+
+    config: tuple[str, ...] = ()
+    online: bool = False
+
+    def rows(self, codex: str) -> list[DoctorRow]:
+        reviewer = CodexReviewer(CodexOptions(executable=codex, config=self.config))
+        home = reviewer.home_problem()
+        rows = [
+            DoctorRow(
+                name="codex-home",
+                status="FAIL" if home else "PASS",
+                observed=home or f"{reviewer.codex_home} is usable",
+                remedy=f"Fix: {home}." if home else None,
+            )
+        ]
+        provider = reviewer.provider
+        missing = reachability.not_configured(provider, reviewer.codex_home, os.environ)
+        if missing is not None:
+            status: Status = "FAIL" if self.online else "WARN"
+            rows.append(
+                DoctorRow(name="model", status=status, observed=missing, required=self.online)
+            )
+            return rows
+        if provider.base_url is None and not self.online:
+            seen = (
+                f"{provider.endpoint} ({provider.where}); not asked without "
+                "--advreview-doctor-online"
+            )
+            rows.append(DoctorRow(name="model", status="PASS", observed=seen))
+            return rows
+        url = provider.base_url or reachability.BUILTIN_OPENAI_URL
+        started = time.monotonic()
+        cause = reachability.reach(url)
+        seconds = time.monotonic() - started
+        if cause is None:
+            seen = f"{url} answered in {seconds:.1f}s ({provider.where})"
+            rows.append(DoctorRow(name="model", status="PASS", observed=seen))
+        else:
+            message = reachability.unreachable_message(url, cause, 1, seconds)
+            rows.append(
+                DoctorRow(name="model", status="FAIL", observed=message, remedy=f"Fix: {message}")
+            )
+        return rows
+
+
+def run_and_report(
+    codex: str, *, json_path: str | None = None, out: TextIO, model: ModelCheck | None = None
+) -> int:
     """Run the doctor, print the table to ``out``, write the JSON to ``json_path`` if given.
+
+    ``model``: also check the user's ``CODEX_HOME`` and model provider (:class:`ModelCheck`).
 
     :returns: 0 when every required row passed, 1 otherwise.
     """
     out.write(f"advreview doctor: checking {codex} (offline, scripted server on 127.0.0.1)\n")
     out.flush()
     report = _Doctor(codex).run()
+    if model is not None:
+        rows = (*report.rows, *model.rows(codex))
+        ok = not any(row.failed for row in rows)
+        report = report.model_copy(update={"rows": rows, "ok": ok})
     out.writelines(f"{row.status} {row.name} — {row.observed}\n" for row in report.rows)
     for remedy in dict.fromkeys(row.remedy for row in report.rows if row.remedy and row.failed):
         out.write(f"\n{remedy}\n")

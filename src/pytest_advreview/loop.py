@@ -55,12 +55,13 @@ from .prompts import (
     render_decisions,
     rereview_prompt,
 )
-from .runner import DispatchRequest, DispatchResult, Reviewer
+from .runner import DispatchRequest, DispatchResult, Reviewer, review_limit_reached
 
 __all__ = [
     "FixFailed",
     "LoopHooks",
     "LoopResult",
+    "ReviewLimit",
     "ReviewTarget",
     "run_loop",
 ]
@@ -143,6 +144,15 @@ class LoopHooks:
 
 
 @dataclass(frozen=True)
+class ReviewLimit:
+    """How long one review may take: as a whole (its attempts, retries and fallback
+    together), and each attempt (named in the message only; the backend enforces it)."""
+
+    review_timeout: float
+    attempt_timeout: float | None = None
+
+
+@dataclass(frozen=True)
 class LoopResult:
     """What one run of the loop ended with (in-process: the item's record is the wire form)."""
 
@@ -195,7 +205,10 @@ class _Run:
         max_rounds: int,
         hooks: LoopHooks,
         history: Sequence[RoundRecord],
+        limit: ReviewLimit | None = None,
     ) -> None:
+        self.limit = limit
+        self.deadline = None if limit is None else time.monotonic() + limit.review_timeout
         self.target = target
         self.reviewer = reviewer
         self.max_rounds = max_rounds
@@ -314,6 +327,8 @@ class _Run:
             prior_usage=self.thread_usage if resume else TokenUsage(),
             in_git=self.target.in_git,
             fail_on=self.target.fail_on,
+            time_left_s=self.time_left(),
+            review_timeout_s=self.limit.review_timeout if self.limit is not None else None,
         )
         started = time.monotonic()
         result = self.reviewer.dispatch(request)
@@ -327,6 +342,20 @@ class _Run:
         if result.runner.user_warning:
             self.warnings.append(result.runner.user_warning)
         return result, elapsed
+
+    def time_left(self) -> float | None:
+        """Seconds the review has left under its whole limit; ``None``: no limit."""
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+    def out_of_time(self) -> LoopResult | None:
+        """The review's end when its whole limit is spent (before another dispatch)."""
+        left = self.time_left()
+        if left is None or left > 0 or self.limit is None:
+            return None
+        return self.finish(
+            ReviewStatus.ABORTED,
+            error=review_limit_reached(self.limit.review_timeout, self.limit.attempt_timeout),
+        )
 
     def can_resume(self) -> bool:
         if not self.reviewer.supports_resume or self.session_id is None:
@@ -370,15 +399,17 @@ def run_loop(
     hooks: LoopHooks | None = None,
     history: Sequence[RoundRecord] = (),
     decisions: Sequence[Decision] = (),
+    limit: ReviewLimit | None = None,
 ) -> LoopResult:
     """Run review rounds for ``target`` until a terminal state of this run.
 
     ``history`` holds the counted rounds of earlier runs; numbering continues from it
     and, when it is non-empty, the next round re-reviews (resume, or the fallback chain
     when the thread cannot be resumed) with ``decisions`` in the re-review prompt.
-    At most ``max_rounds`` rounds are counted over history and this run together.
+    At most ``max_rounds`` rounds are counted over history and this run together, and
+    no dispatch starts or runs past ``limit`` (the review is then aborted, naming it).
     """
-    run = _Run(target, reviewer, max_rounds, hooks or LoopHooks(), history)
+    run = _Run(target, reviewer, max_rounds, hooks or LoopHooks(), history, limit)
 
     operation: Operation
     pending: tuple[Decision, ...] = tuple(decisions)
@@ -399,6 +430,9 @@ def run_loop(
 
     while True:
         number = run.last_round + 1
+        spent = run.out_of_time()
+        if spent is not None:
+            return spent
         result, elapsed = run.dispatch(operation, prompt)
         # The mutation check comes first: a reviewer that changed the workspace broke its
         # contract, so nothing it returned is trusted and the fixer must never run.

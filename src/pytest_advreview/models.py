@@ -29,6 +29,7 @@ __all__ = [
     "LeadEdit",
     "LeadEvaluation",
     "LeadRecord",
+    "LeftOutFile",
     "Location",
     "OpenFinding",
     "Operation",
@@ -292,6 +293,25 @@ class PathRule(WireModel):
     files: tuple[str, ...]
 
 
+class LeftOutFile(WireModel):
+    """A changed file ``advreview_exclude`` leaves out of the diff commands, as the code
+    prompt names it (:mod:`.leftout`): the reviewer still sees that it changed."""
+
+    path: str
+    #: Lines added and removed (``None``: binary).
+    added: int | None = None
+    removed: int | None = None
+    #: The git object id of its new content (``None``: deleted); part of the prompt, so a
+    #: stored verdict never covers other bytes of the same size.
+    blob: str | None = None
+    #: For a lockfile: one line per changed entry (package, version, source).
+    entries: tuple[str, ...] = ()
+    #: Changed entries beyond ``entries``.
+    more_entries: int = 0
+    #: Why a lockfile's entries could not be listed (it does not parse).
+    unread: str | None = None
+
+
 class ChangeSet(WireModel):
     """The code change under review, as the code prompts describe it.
 
@@ -313,6 +333,9 @@ class ChangeSet(WireModel):
     #: Changed files left out by ``advreview_exclude`` (lockfiles, generated files): not
     #: in ``files``, excluded from the diff commands by pathspec, named in the header.
     filtered: tuple[str, ...] = ()
+    #: What the prompt says of each of ``filtered``: its size of change and, for a
+    #: lockfile, the entries that changed.
+    left_out: tuple[LeftOutFile, ...] = ()
     #: The repository's path instructions that apply to ``files``, sent in the prompt.
     rules: tuple[PathRule, ...] = ()
 

@@ -190,6 +190,7 @@ class AdversarialReview:
             found = containment.ContainmentWarning(warning.removeprefix("WARNING: "))
             warnings.warn(found, stacklevel=3)
         coordinator = self._coordinator().for_settings(settings)
+        stash = runstash.get(self.config)
         context = ReviewContext(
             self.config,
             settings,
@@ -205,6 +206,8 @@ class AdversarialReview:
             store=coordinator.store,
             fixer_hook=has_fixer_hook(self.config),
             layout=layout,
+            # The run's, when one is active: its items' leads copy edits into the checkout.
+            adoptions=stash.context.adoptions if stash and stash.context else None,
         )
         run = ReviewRun(context, spec, item=self.node)
         # The items' path: a stored verdict stands, decisions are sent, the budget holds;

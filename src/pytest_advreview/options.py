@@ -197,6 +197,9 @@ def _non_empty(what: str) -> _Parser:
 #: wait turns seconds into a C ``int`` of milliseconds (``poll``), which overflows past
 #: about 24.8 days: 1e12 passed a "greater than 0" check and then crashed every item.
 MAX_TIMEOUT_S = 86_400
+#: ``review_timeout`` when unset: this many attempts' worth (an attempt, its retry and
+#: one fallback).
+REVIEW_TIMEOUT_FACTOR = 3
 #: Largest allowed ``budget_tokens``: far above any run, and an exact integer in every
 #: JSON reader (a JavaScript dashboard reads the JSON report as doubles).
 MAX_BUDGET_TOKENS = 10**12
@@ -379,6 +382,14 @@ _TIMEOUT_DESC = (
     "Wall-clock seconds per reviewer attempt, at most 86400; then its process group is "
     "killed (default: 600)"
 )
+_CONNECT_TIMEOUT_DESC = (
+    "Seconds a reviewer attempt may go on failing to connect to its model before it is "
+    "an error naming the endpoint and the cause, never retried (default: 30)"
+)
+_REVIEW_TIMEOUT_DESC = (
+    "Wall-clock seconds for one review as a whole: its attempts, their retry and the "
+    "fresh-review fallback together (default: 3 x the per-attempt timeout)"
+)
 _MAX_ROUNDS_DESC = "Most review rounds per item, 1 to 20 (default: 5)"
 _FAIL_ON_DESC = "Lowest finding severity that fails an item; findings below it pass with a warning."
 _REPORT_DESC = "Write a markdown report of every review to this path"
@@ -506,6 +517,10 @@ _DOCTOR_DESC = (
     "Codex upgrade."
 )
 _DOCTOR_JSON_DESC = "With --advreview-doctor: also write the result table as JSON to PATH"
+_DOCTOR_ONLINE_DESC = (
+    "With --advreview-doctor: also ask the built-in OpenAI provider, and fail when no "
+    "provider is configured (a provider with a base_url is asked in any case)"
+)
 
 _PATH = _non_empty("a path")
 _GLOB = _non_empty("a glob")
@@ -587,6 +602,8 @@ SPECS: tuple[Spec, ...] = (
         default=(),
     ),
     Spec("timeout", _TIMEOUT_DESC, _seconds, "SECONDS", default=600.0),
+    Spec("connect_timeout", _CONNECT_TIMEOUT_DESC, _seconds, "SECONDS", default=30.0),
+    Spec("review_timeout", _REVIEW_TIMEOUT_DESC, _seconds, "SECONDS"),
     Spec("max_rounds", _MAX_ROUNDS_DESC, _whole(1, MAX_ROUNDS), "N", default=5),
     _pick("fail_on", _FAIL_ON_DESC, "SEVERITY"),
     _pick("output_format", "How the reviewer answers.", "FORMAT"),
@@ -625,6 +642,7 @@ SPECS: tuple[Spec, ...] = (
     Spec("only", _ONLY_DESC, _bool, cli="flag", ini=None, env=False, setting=False),
     _doctor("doctor", _DOCTOR_DESC, _bool, cli="flag"),
     _doctor("doctor_json", _DOCTOR_JSON_DESC, _PATH, "PATH"),
+    _doctor("doctor_online", _DOCTOR_ONLINE_DESC, _bool, cli="flag"),
 )
 BY_FIELD = {spec.field: spec for spec in SPECS}
 #: The options of ``pytest --advreview-doctor``, which the doctor's own plugin registers.

@@ -90,6 +90,7 @@ __all__ = [
     "document_text",
     "environment_secrets",
     "escape_controls",
+    "inert_html",
     "install",
     "one_line",
     "quiet_mentions",
@@ -770,6 +771,37 @@ def quiet_mentions(text: str) -> str:
         else:
             lines[n] = _quiet_line(line)
     return "\n".join(lines)
+
+
+#: A code span (a ``<code>`` element of the text is HTML like any other).
+_BACKTICK_SPAN = re.compile(r"(`+)(?:.+?)(?<!`)\1(?!`)")
+
+
+def _inert(text: str) -> str:
+    return text.replace("<", "&lt;").replace("![", "!\\[")
+
+
+def inert_html(text: str, *, strict: bool = False) -> str:
+    """``text`` for a pull-request comment with no HTML GitHub would render (a
+    ``<details>`` could hide a finding behind a summary of its own, an ``<img>`` loads a
+    remote image) and no image (``![x](url)``): ``<`` is ``&lt;`` and ``![`` is ``!\\[``.
+
+    Code spans are left as they are (GitHub renders no HTML there, and ``&lt;`` would
+    show as such).  This is the reading of one line; a text placed inside a larger body
+    can be read otherwise there, so the body is checked as GitHub parses it
+    (:func:`~.rendered.html_and_images`) and built again with ``strict`` (code spans
+    escaped too) should HTML remain.
+    """
+    if strict:
+        return _inert(text)
+    out: list[str] = []
+    for line in text.split("\n"):
+        at, parts = 0, []
+        for span in _BACKTICK_SPAN.finditer(line):
+            parts += [_inert(line[at : span.start()]), span.group(0)]
+            at = span.end()
+        out.append("".join([*parts, _inert(line[at:])]))
+    return "\n".join(out)
 
 
 def one_line(text: str) -> str:

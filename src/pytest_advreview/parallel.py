@@ -27,6 +27,10 @@ thread.
 * When pytest stops (``-x``, ``--maxfail``, Ctrl-C, an internal error) no further review
   starts, queued ones are dropped, and the reviewer's running launches are cancelled:
   their process groups are killed before pytest returns.
+* A review no item takes (its item skipped in setup, or never reached because pytest
+  stopped first) is dropped: once it has ended, what it made (its ``advreview-*``
+  folder, its worktree) is removed, as an item's teardown removes its own review's.
+  Nothing a review makes outlives pytest; the verdict of a dropped review is never read.
 """
 
 from __future__ import annotations
@@ -40,7 +44,9 @@ import pytest
 
 from .engine import review_target
 from .options import AUTO_JOBS
+from .outbound import terminal_text
 from .review import ReviewRun
+from .workspace import WorkspaceError
 
 if TYPE_CHECKING:
     from .coordinator import Coordinator
@@ -95,7 +101,10 @@ class ReviewPool:
         #: Reviews an item has taken: stopped with the others should pytest stop.
         self._taken: list[Future[Reviewed]] = []
         self._started: set[int] = set()
-        self._orphans: list[Future[Reviewed]] = []
+        #: Started reviews no item will take (skipped in setup): removed once ended.
+        self._orphans: list[tuple[ReviewRun, Future[Reviewed]]] = []
+        #: What the removal of a dropped review could not remove (a message each).
+        self._unremoved: list[str] = []
         self._stopping = False
 
     # -- pytest ------------------------------------------------------------------------
@@ -117,6 +126,7 @@ class ReviewPool:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> None:
         """Before an item runs: start the reviews of it and the next ones, up to N."""
+        self._orphans = self._drop(self._orphans)
         position = self._position.get(id(item))
         if position is None or self._stopping:
             return
@@ -149,8 +159,8 @@ class ReviewPool:
         """An item that never took its review (skipped before its setup): drop it."""
         ahead = self._ahead.pop(id(item), None)
         if ahead is not None:
-            ahead[1].cancel()  # still queued: never starts; running: stop() waits for it
-            self._orphans.append(ahead[1])
+            ahead[1].cancel()  # still queued: never starts; running: removed once ended
+            self._orphans = self._drop([*self._orphans, ahead])
 
     # -- the items' side -----------------------------------------------------------------
 
@@ -169,9 +179,10 @@ class ReviewPool:
     def stop(self) -> None:
         """Start nothing more, drop queued reviews, cancel the running ones, wait."""
         self._stopping = True
-        pending = [future for _run, future in self._ahead.values()]
+        # Reviews no item took: the items' teardowns remove what the taken ones made.
+        untaken = [*self._orphans, *self._ahead.values()]
+        pending = [future for _run, future in untaken]
         pending += self._taken
-        pending += self._orphans
         for future in pending:
             future.cancel()
         if any(not future.done() for future in pending) and self._cancel is not None:
@@ -188,5 +199,38 @@ class ReviewPool:
             if future.done() and not future.cancelled():
                 with contextlib.suppress(BaseException):
                     future.exception()  # retrieved: no "exception never retrieved" noise
+        self._orphans = self._drop(untaken)  # every thread has ended: all are removed
         self._ahead.clear()
         self._taken.clear()
+
+    def _drop(
+        self, untaken: Sequence[tuple[ReviewRun, Future[Reviewed]]]
+    ) -> list[tuple[ReviewRun, Future[Reviewed]]]:
+        """Remove what each ended review of ``untaken`` made; return those still running.
+
+        Never while its thread runs: the review may still be building its worktree.
+        """
+        running = []
+        for run, future in untaken:
+            if not future.done():
+                running.append((run, future))
+                continue
+            try:
+                run.guard.cleanup(keep=False)
+            except WorkspaceError as exc:
+                # The message names the worktree and the commands that remove it.
+                self._unremoved.append(
+                    f"{exc} (the review of {run.spec.key}, started ahead of an item that "
+                    "never took it)"
+                )
+        return running
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        """What a dropped review left behind, with the commands that remove it.
+
+        A line of the summary, not a warning: :meth:`stop` runs in the run loop, where
+        pytest reports no warning, and under ``-W error`` one would end the run in an
+        internal error.
+        """
+        for message in self._unremoved:
+            terminalreporter.write_line(terminal_text(f"WARNING: {message}"), yellow=True)

@@ -80,6 +80,10 @@ def pytest_configure(config: pytest.Config) -> None:
     # path: the reviews in flight are killed and the run ends interrupted, not passed.
     controller = not hasattr(config, "workerinput") and config.getoption("dist", "no") != "no"
     config.add_cleanup(lifetime.interrupt_on_signals(workers=controller))
+    if hasattr(config, "workerinput"):
+        # A SIGKILL of the controller leaves its workers running (xdist interrupts one
+        # 5 s later): their reviewers end with the controller, not with the worker.
+        config.add_cleanup(lifetime.watch_controller())
     # Before any review item is made: each one notes itself with the recorder.
     recorder = exitstatus.GateRecorder()
     config.stash[exitstatus.GATE_KEY] = recorder

@@ -28,7 +28,6 @@ pytest is done, so the two never interleave.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 import threading
@@ -41,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .outbound import one_line
+from .runner.reachability import read_events, reconnect_of
 
 if TYPE_CHECKING:
     from _pytest._io import TerminalWriter
@@ -49,8 +49,6 @@ __all__ = ["Progress", "ProgressPlugin", "activity_of", "printable", "progress_p
 
 #: Seconds between redraws on a terminal.
 LIVE_INTERVAL_S = 1.0
-#: Most bytes of new stream read per look (a tool's huge output is skipped, not parsed).
-_READ_LIMIT = 1 << 20
 #: Longest command shown.
 _COMMAND_CHARS = 120
 
@@ -72,8 +70,17 @@ _ITEM_ACTIVITY = {
 }
 
 
-def activity_of(event: dict[str, Any]) -> str | None:
-    """What a Codex ``--json`` event says the reviewer is doing; ``None``: nothing new."""
+def activity_of(event: dict[str, Any], attempt: int = 1) -> str | None:
+    """What a Codex ``--json`` event says the reviewer is doing; ``None``: nothing new.
+
+    ``attempt``: the number of a reconnect Codex does not number itself.
+    """
+    reconnect = reconnect_of(event)
+    if reconnect is not None:
+        number = reconnect.number or attempt
+        of = f" of {reconnect.of}" if reconnect.of else ""
+        cause = f": {printable(reconnect.cause)}" if reconnect.cause else ""
+        return f"reconnecting to the model, try {number}{of}{cause}"
     kind = event.get("type")
     item = event.get("item")
     if kind in _TURN_ACTIVITY:
@@ -128,32 +135,21 @@ class _Entry:
     stream: Path | None = None
     offset: int = 0
     next_line: float = 0.0
+    reconnects: int = 0
 
     def follow(self) -> None:
         """Read the stream from where the last look stopped; keep the latest activity."""
         if self.stream is None:
             return
-        try:
-            with self.stream.open("rb") as fh:
-                fh.seek(self.offset)
-                data = fh.read(_READ_LIMIT)
-        except OSError:
-            return
-        end = data.rfind(b"\n")
-        if end < 0:
-            if len(data) >= _READ_LIMIT:  # one enormous line: skip it
-                self.offset += len(data)
-            return
-        self.offset += end + 1
-        for raw in data[:end].splitlines():
-            try:
-                event = json.loads(raw)
-            except ValueError:
+        events, self.offset = read_events(self.stream, self.offset)
+        for event in events:
+            found = activity_of(event, self.reconnects + 1)
+            if found is None:
                 continue
-            if isinstance(event, dict):
-                found = activity_of(event)
-                if found is not None:
-                    self.activity = found
+            # Codex numbers its stream retries (2/5) but not its waits for the network:
+            # those are counted here, and any other activity starts the count afresh.
+            self.reconnects = self.reconnects + 1 if reconnect_of(event) else 0
+            self.activity = found
 
 
 class Progress:

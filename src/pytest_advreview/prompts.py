@@ -27,6 +27,7 @@ from .models import (
     ChangeSet,
     Decision,
     DecisionAction,
+    LeftOutFile,
     OpenFinding,
     OutputFormat,
     PathRule,
@@ -161,6 +162,17 @@ _CONVERTED_FILES = """\
 WARNING: git rewrites these files when it reads them from the working tree (ident,
 filter or working-tree-encoding attributes), so their unstaged diff shows rewritten
 text, not the bytes that run: {paths}. Read each of these files itself.
+"""
+
+# Inside <task>, when advreview_exclude left changed files out of the diff commands
+# (lockfiles, minified and generated files): the reviewer still learns that they changed.
+_LEFT_OUT = """\
+These changed files are left out of the diff commands above (advreview_exclude:
+lockfiles, minified and generated files), but they are part of this change: a minified
+file can carry a script, a lockfile entry can point at another package or source. Each
+with its lines added and removed and the git object id of its new content; read a file
+or its diff yourself (`git diff` with the file's path) where a change looks wrong:
+{files}
 """
 
 _CODE_ATTACK_SURFACE = """\
@@ -493,7 +505,8 @@ def code_prompt(
     commands.  Without diff commands the reviewer is told to run ``git diff``.  A change
     to ``.gitattributes`` (``change.attributes``) adds a warning to the task: attributes
     can hide a file's text from a plain ``git diff``, the given commands ignore them.
-    Files git rewrites from the working tree (``change.converted``) are named too.  The
+    Files git rewrites from the working tree (``change.converted``) are named too, and so
+    are the changed files advreview_exclude left out (``change.left_out``).  The
     repository's path instructions that apply (``change.rules``) follow the attack surface
     in a ``<repository_rules>`` block.
 
@@ -517,6 +530,8 @@ def code_prompt(
         warnings += _ATTRIBUTES_CHANGED.format(paths=", ".join(change.attributes))
     if change.converted:
         warnings += _CONVERTED_FILES.format(paths=", ".join(change.converted))
+    if change.left_out:
+        warnings += _LEFT_OUT.format(files=_left_out(change.left_out))
     task = task.replace("</task>\n", warnings + "</task>\n")
     items = _PLAN_ATTACK_ITEMS if against_plan is not None else ""
     rules = [_REPOSITORY_RULES.format(rules=_rules(change.rules))] if change.rules else []
@@ -530,6 +545,23 @@ def code_prompt(
         _language(language, output_format),
         _output("change", _LOCATION_CODE, output_format),
     )
+
+
+def _left_out(files: Sequence[LeftOutFile]) -> str:
+    lines = []
+    for file in files:
+        size = "binary" if file.added is None else f"+{file.added} -{file.removed or 0}"
+        blob = f", new content {file.blob[:12]}" if file.blob else ", deleted"
+        line = f"- {file.path} ({size}{blob})"
+        if file.unread is not None:
+            line += f"; not readable as a lockfile ({file.unread}): read its diff"
+        elif file.entries:
+            line += "; lockfile entries changed (package: version (source)):"
+        lines.append(line)
+        lines += [f"  - {entry}" for entry in file.entries]
+        if file.more_entries:
+            lines.append(f"  - and {file.more_entries} more: read its diff")
+    return "\n".join(lines)
 
 
 #: Most files a rule of ``<repository_rules>`` names; the rest are counted.

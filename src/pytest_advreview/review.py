@@ -17,7 +17,7 @@ import pytest
 from . import targets
 from .constants import BUILTIN_REVIEWERS
 from .lead.session import LeadTurns
-from .loop import LoopHooks, LoopResult, ReviewTarget, run_loop
+from .loop import LoopHooks, LoopResult, ReviewLimit, ReviewTarget, run_loop
 from .material import (
     ReviewMaterial,
     TargetSpec,
@@ -36,7 +36,7 @@ from .outcome import Outcome
 from .record import item_record
 from .runner import STREAM_FILE, DispatchRequest, DispatchResult, Reviewer
 from .trust import run as trust
-from .workspace import Layout, containment
+from .workspace import Adoptions, Layout, containment
 from .workspace.guard import ReviewGuard, unwatchable
 
 if TYPE_CHECKING:
@@ -135,6 +135,8 @@ class ReviewContext:
         :func:`has_fixer_hook`): it fixes, and the built-in lead never runs.
     :param layout: where the reviews run (:class:`~.workspace.Layout`); decided from the
         settings and the repository when not given.
+    :param adoptions: the run's record of the lead's edits copied into the checkout,
+        shared by its processes (:class:`~.workspace.Adoptions`); ``None``: none.
     """
 
     config: pytest.Config
@@ -147,6 +149,7 @@ class ReviewContext:
     progress: Progress | None = None
     fixer_hook: bool = False
     layout: Layout | None = None
+    adoptions: Adoptions | None = None
 
     def __post_init__(self) -> None:
         if self.layout is None:
@@ -195,6 +198,7 @@ class ReviewRun(LoopHooks):
             repo_root=context.repo_root,
             relative=self._relative,
             reviewer=self.reviewer,
+            adoptions=context.adoptions,
         )
         #: The target the loop reviews (in the private worktree, with isolation).
         self._loop_target: ReviewTarget | None = None
@@ -336,6 +340,7 @@ class ReviewRun(LoopHooks):
             hooks=self,
             history=history,
             decisions=decisions,
+            limit=ReviewLimit(self.settings.review_limit, self.settings.timeout),
         )
         return self.lead.into(result, in_ci=trust.of_run(self.context.config, self.settings).in_ci)
 

@@ -35,7 +35,7 @@ from .runner import Reviewer
 from .selection import TargetSelection
 from .statekey import STATE_KEY_ENV
 from .trust import run as trust
-from .workspace import Layout, containment
+from .workspace import Adoptions, Layout, containment
 
 if TYPE_CHECKING:
     from .settings import Settings
@@ -177,6 +177,9 @@ class ReviewSession:
             progress=self._progress,
             fixer_hook=has_fixer_hook(self.config),
             layout=self.layout,
+            # In the run directory, under the run's secret: every process of the run
+            # knows the lead's edits the others copied into the checkout.
+            adoptions=Adoptions(self.run_dir / "adopted", self.run_secret),
         )
         self.stash.context = context
         jobs = jobs_for(

@@ -25,7 +25,17 @@ import pytest
 from pydantic import model_validator
 
 from .models import OutputFormat, Severity, WireModel
-from .options import BY_FIELD, CHOICES, PREFIX, SPECS, Invalid, Spec, add_options, default
+from .options import (
+    BY_FIELD,
+    CHOICES,
+    PREFIX,
+    REVIEW_TIMEOUT_FACTOR,
+    SPECS,
+    Invalid,
+    Spec,
+    add_options,
+    default,
+)
 from .trust import run as trust
 
 __all__ = ["Settings", "add_options", "from_config", "header_lines", "resolve", "runtime_hints"]
@@ -58,6 +68,10 @@ class Settings(WireModel):
     codex: str = default("codex")
     codex_config: tuple[str, ...] = default("codex_config")
     timeout: float = default("timeout")
+    connect_timeout: float = default("connect_timeout")
+    #: ``None``: :data:`~.options.REVIEW_TIMEOUT_FACTOR` times ``timeout``
+    #: (:attr:`review_limit`).
+    review_timeout: float | None = None
     max_rounds: int = default("max_rounds")
     fail_on: Severity = Severity(default("fail_on"))
     output_format: OutputFormat = OutputFormat(default("output_format"))
@@ -99,6 +113,13 @@ class Settings(WireModel):
     strict_exit: bool = default("strict_exit")
     #: ``--advreview-shard=K/N``: this job reviews share K (1-based) of N.
     shard: tuple[int, int] | None = None
+
+    @property
+    def review_limit(self) -> float:
+        """Seconds one review may take as a whole (``review_timeout`` or its default)."""
+        if self.review_timeout is not None:
+            return self.review_timeout
+        return REVIEW_TIMEOUT_FACTOR * self.timeout
 
     @model_validator(mode="after")
     def _known_choices(self) -> Settings:
@@ -304,7 +325,7 @@ def resolve(config: pytest.Config, environ: Mapping[str, str] | None = None) -> 
 #: rootdir-relative defaults not worth the room (decisions, allow_untracked).
 _NOT_LISTED = {
     *("reviewer", "command", "model", "reasoning", "sandbox", "approvals", "approvals_why"),
-    "timeout",
+    *("timeout", "connect_timeout", "review_timeout"),
     *("max_rounds", "fail_on", "output_format", "head", "lead_code", "decisions"),
     "allow_untracked",
     # Their own header line names where they came from and what they left out.

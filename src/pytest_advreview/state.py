@@ -635,8 +635,7 @@ class StateStore:
                     StateWarning(
                         "pytest-advreview: the review state directory in the pytest cache "
                         f"could not be created ({_oserror(exc)}); reviews start afresh and "
-                        "nothing is stored. Fix: make the cache_dir writable or point the "
-                        "cache_dir ini option somewhere writable"
+                        f"nothing is stored. Fix: {_folder_fix(exc)}"
                     ),
                     stacklevel=4,
                 )
@@ -840,3 +839,17 @@ def decide_next(
         decisions=new,
         review=review,
     )
+
+
+def _folder_fix(exc: OSError) -> str:
+    """The fix of a folder that could not be made: a file in its way, or permissions."""
+    if isinstance(exc, (FileExistsError, NotADirectoryError)) and exc.filename:
+        path = Path(os.fsdecode(exc.filename))
+        for candidate in (path, *path.parents):
+            if candidate.exists() or candidate.is_symlink():
+                if not candidate.is_dir():
+                    return (
+                        f"a file stands where a folder should be ({candidate}); remove or rename it"
+                    )
+                break
+    return "make the cache_dir writable or point the cache_dir ini option somewhere writable"

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from . import leftout
 from .git import (
     SHOWN_DIFF_OPTIONS,
     STATUS_V2_ARGS,
@@ -35,7 +36,7 @@ from .git import (
     run_git,
     split_z,
 )
-from .models import ChangeSet, ChangeSetInfo
+from .models import ChangeSet, ChangeSetInfo, LeftOutFile
 
 __all__ = [
     "BaseRefError",
@@ -728,7 +729,26 @@ def _uncommitted(
         attributes=attribute_files([e.path for e in every]),
         converted=_converted(root, found["unstaged"]),
         filtered=tuple(sorted(filtered)),
+        left_out=_left_out(root, filtered, old="HEAD", new=None),
     )
+
+
+def _left_out(
+    root: Path, filtered: Collection[str], *, old: str, new: str | None
+) -> tuple[LeftOutFile, ...]:
+    """What the prompt says of the files ``advreview_exclude`` left out (:mod:`.leftout`).
+
+    :param old: ``HEAD`` (uncommitted: none where the branch is unborn) or ``BASE...HEAD``
+        (the merge base of a branch change).
+    """
+    if not filtered:
+        return ()
+    top = _toplevel(root)
+    start = _git(top, "rev-parse", "--verify", "--quiet", f"{old}^{{commit}}", check=False)
+    if "..." in old:
+        start = _git(top, "merge-base", *old.split("..."), check=False)
+    commit = _lines(start.stdout)[0] if start.returncode == 0 else None
+    return leftout.describe(top, filtered, old=commit or None, new=new)
 
 
 def _converted(root: Path, unstaged: Sequence[str]) -> tuple[str, ...]:
@@ -782,6 +802,7 @@ def _branch(
         base=base,
         attributes=attribute_files(names),
         filtered=tuple(sorted(filtered)),
+        left_out=_left_out(root, filtered, old=f"{base}...HEAD", new="HEAD"),
     )
 
 

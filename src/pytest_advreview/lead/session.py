@@ -103,6 +103,7 @@ class LeadTurns:
         for path in allowed:
             if path not in self.originals:
                 self.originals[path] = _read_text(guard.repo_root / path)
+        failed: LeadError | None = None
         try:
             turn = run_turn(
                 lead,
@@ -116,22 +117,24 @@ class LeadTurns:
                 workspace=workspace,
             )
         except LeadError as exc:
-            guard.mutations.extend(exc.mutations)
-            guard.rebaseline()
-            raise FixFailed(str(exc), mutations=exc.mutations) from None
-        # A lead no sandbox holds may have written the user's checkout itself: only the
-        # edits it made in its own folder are the user's to get.
+            failed = exc
+        # A lead no sandbox holds may have written the user's checkout itself (by an
+        # absolute path): only the edits it made in its own folder are the user's to get.
+        # Looked at after a failed turn too: a fix written to the checkout's plan instead
+        # of the worktree's fails the turn as "changed nothing", which would hide it.
         with unwatchable():
             strays = workspace.changes(checkout_only=True)
-        if strays:
-            found = [
-                f"{m.path} ({m.kind}, changed by the {settings.lead} lead after round "
-                f"{round_no} in the checkout; it may edit only its own copy)"
-                for m in strays
-            ]
-            guard.mutations.extend(found)
+        found = [
+            f"{m.path} ({m.kind}, changed by the {settings.lead} lead after round "
+            f"{round_no} in the checkout; it may edit only its own copy)"
+            for m in strays
+        ]
+        if failed is not None or found:
+            mutations = [*(failed.mutations if failed is not None else ()), *found]
+            guard.mutations.extend(mutations)
             guard.rebaseline()
-            raise FixFailed("the lead changed files it must not touch", mutations=found)
+            why = "the lead changed files it must not touch" if found else str(failed)
+            raise FixFailed(why, mutations=mutations) from None
         # The lead edited the private copy: the user's files get the same edits.
         workspace.adopt([edit.path for edit in turn.record.edits])
         guard.rebaseline()

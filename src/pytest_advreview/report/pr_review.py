@@ -19,7 +19,14 @@ the head commit and what the poster already wrote, it returns what to post; the 
 * only what the poster (``comment-author``) wrote counts, and only the markers that
   *lead* a body: the templates put every untrusted text after a visible title line, and
   every ``<!--`` in it is escaped, so a finding's text cannot forge a marker and make the
-  gate skip, resolve or answer anything.  Every text goes through the one redaction and
+  gate skip, resolve or answer anything;
+* no HTML and no image of the reviewer's is rendered: ``<`` is ``&lt;`` and ``![`` is
+  ``!\\[`` outside code spans (:func:`~pytest_advreview.outbound.inert_html`), and each
+  body is then parsed as GitHub parses it (:func:`~pytest_advreview.rendered.html_and_images`):
+  should any HTML but the markers and the mentions' ``<code>`` remain (a code span read
+  differently in its place), the body is built again with code spans escaped too.  A
+  ``<details>`` cannot hide a finding behind a summary of its own, a remote image never
+  loads.  Every text goes through the one redaction and
   neutralisation pass (:func:`~pytest_advreview.outbound.document_text`), and a mention
   outside code is made code (:func:`~pytest_advreview.outbound.quiet_mentions`): the
   reviewer's text notifies nobody.
@@ -32,11 +39,12 @@ run is not resolved.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Literal
 
-from .. import outbound
+from .. import outbound, rendered
 from ..models import Finding, ItemRecord, Waiver, WireModel
 from .files import Anchor
 
@@ -159,16 +167,27 @@ def leading_markers(body: str) -> set[tuple[str, str]]:
 # -- texts -------------------------------------------------------------------------------------
 
 
-def _text(value: str) -> str:
-    """Untrusted text for a comment: redacted, controls shown, no HTML comment opened
-    (one would hide what follows, or imitate a marker), no mention that notifies."""
-    return outbound.quiet_mentions(_name(value))
+def _text(value: str, strict: bool) -> str:
+    """Untrusted text for a comment: redacted, controls shown, no HTML (an HTML comment
+    would hide what follows, or imitate a marker) and no image rendered (``strict``: in
+    code spans too), no mention that notifies."""
+    clean = outbound.inert_html(outbound.document_text(value), strict=strict)
+    return outbound.quiet_mentions(clean)
 
 
 def _name(value: str) -> str:
     """A name the gate itself knows (who waived: a login GitHub's API gave, or the base
-    commit): redacted and controls shown, its mention kept."""
-    return outbound.document_text(value).replace("<!--", "&lt;!--")
+    commit): redacted and controls shown, no HTML, its mention kept."""
+    return outbound.inert_html(outbound.document_text(value), strict=True)
+
+
+#: The HTML the templates themselves write: the leading markers, and the ``<code>``
+#: elements :func:`~pytest_advreview.outbound.quiet_mentions` makes of a mention.
+_OWN_HTML = rf"(?:{_MARKER.pattern}\n?)+|{rendered.MENTION_CODE}"
+
+
+def _checked(build: Callable[[bool], str]) -> str:
+    return rendered.checked(build, _OWN_HTML)
 
 
 def _fence(content: str) -> str:
@@ -176,24 +195,26 @@ def _fence(content: str) -> str:
     return "`" * max(3, longest + 1)
 
 
-def _heading(finding: Finding) -> str:
-    return f"**[{finding.severity.value}] {_text(finding.title)}** · `{finding.id}`"
+def _heading(finding: Finding, strict: bool) -> str:
+    return f"**[{finding.severity.value}] {_text(finding.title, strict)}** · `{finding.id}`"
 
 
-def _waiver_line(waiver: Waiver) -> str:
-    at = f" ({_text(waiver.at)})" if waiver.at else ""
-    return f"**Waived** by {_name(waiver.by)}{at}: {_text(waiver.reason)}"
+def _waiver_line(waiver: Waiver, strict: bool) -> str:
+    at = f" ({_text(waiver.at, strict)})" if waiver.at else ""
+    return f"**Waived** by {_name(waiver.by)}{at}: {_text(waiver.reason, strict)}"
 
 
-def _comment_body(finding: Finding, waiver: Waiver | None, with_suggestion: bool) -> str:
+def _comment_body(
+    finding: Finding, waiver: Waiver | None, with_suggestion: bool, strict: bool
+) -> str:
     lead = [marker("finding", finding.id)]
     if waiver is not None:
         lead.append(marker("waived", finding.id))
-    parts = [_heading(finding)]
+    parts = [_heading(finding, strict)]
     if finding.what_can_go_wrong:
-        parts.append(f"**What can go wrong:** {_text(finding.what_can_go_wrong)}")
+        parts.append(f"**What can go wrong:** {_text(finding.what_can_go_wrong, strict)}")
     if finding.recommendation:
-        parts.append(f"**Recommendation:** {_text(finding.recommendation)}")
+        parts.append(f"**Recommendation:** {_text(finding.recommendation, strict)}")
     if with_suggestion and finding.suggestion is not None:
         # Redacted and controls shown, but otherwise verbatim: it is the replacement.
         text = outbound.document_text(finding.suggestion)
@@ -202,8 +223,12 @@ def _comment_body(finding: Finding, waiver: Waiver | None, with_suggestion: bool
             f"{fence}suggestion\n{text}\n{fence}" if text else f"{fence}suggestion\n{fence}"
         )
     if waiver is not None:
-        parts.append(_waiver_line(waiver))
+        parts.append(_waiver_line(waiver, strict))
     return _cut("\n".join(lead) + "\n" + "\n\n".join(parts))
+
+
+def _reply_body(lead: str, waiver: Waiver, strict: bool) -> str:
+    return f"{lead}\n{_waiver_line(waiver, strict)}"
 
 
 def _cut(body: str) -> str:
@@ -212,7 +237,7 @@ def _cut(body: str) -> str:
     return body[: BODY_LIMIT - 40] + "\n\n… (cut to GitHub's limit)"
 
 
-def _body_entry(finding: Finding, anchor: Anchor, waiver: Waiver | None) -> str:
+def _body_entry(finding: Finding, anchor: Anchor, waiver: Waiver | None, strict: bool) -> str:
     where = anchor.path or ""
     if anchor.path and anchor.line_start is not None:
         end = anchor.line_end if anchor.line_end is not None else anchor.line_start
@@ -220,13 +245,13 @@ def _body_entry(finding: Finding, anchor: Anchor, waiver: Waiver | None) -> str:
     named = str(finding.location) if finding.location is not None else ""
     if named and named not in where:  # the section of a plan, or a place not in the repo
         where = f"{where} ({named})" if where else named
-    lines = [f"- {_heading(finding)}" + (f" — {_text(where)}" if where else "")]
+    lines = [f"- {_heading(finding, strict)}" + (f" — {_text(where, strict)}" if where else "")]
     if finding.what_can_go_wrong:
-        lines.append(f"  - What can go wrong: {_text(finding.what_can_go_wrong)}")
+        lines.append(f"  - What can go wrong: {_text(finding.what_can_go_wrong, strict)}")
     if finding.recommendation:
-        lines.append(f"  - Recommendation: {_text(finding.recommendation)}")
+        lines.append(f"  - Recommendation: {_text(finding.recommendation, strict)}")
     if waiver is not None:
-        lines.append(f"  - {_waiver_line(waiver)}")
+        lines.append(f"  - {_waiver_line(waiver, strict)}")
     return "\n".join(lines)
 
 
@@ -274,7 +299,7 @@ def plan_review(
 
     comments: list[LineComment] = []
     on_lines: list[str] = []
-    body_entries: list[str] = []
+    body_entries: list[Callable[[bool], str]] = []
     in_body: list[str] = []
     replies: list[Reply] = []
     for ident, (record, finding) in current.items():
@@ -282,7 +307,7 @@ def plan_review(
         if ident in posted_ids:
             thread = threads.get(ident)
             if waiver is not None and thread is not None and ("waived", ident) not in seen:
-                body = f"{marker('waived', ident)}\n{_waiver_line(waiver)}"
+                body = _checked(functools.partial(_reply_body, marker("waived", ident), waiver))
                 replies.append(Reply(comment_id=thread, body=body))
             continue
         anchor = anchor_of(record, finding)
@@ -298,12 +323,12 @@ def plan_review(
                     path=anchor.path,
                     line=end,
                     start_line=anchor.line_start if end != anchor.line_start else None,
-                    body=_comment_body(finding, waiver, cited),
+                    body=_checked(functools.partial(_comment_body, finding, waiver, cited)),
                 )
             )
             on_lines.append(ident)
         else:
-            body_entries.append(_body_entry(finding, anchor, waiver))
+            body_entries.append(functools.partial(_body_entry, finding, anchor, waiver))
             in_body.append(ident)
 
     # A finding is resolved only by a run that reviewed everything: no errored item, and
@@ -322,9 +347,13 @@ def plan_review(
             f"**pytest-advreview** reviewed {head[:12]}: {len(comments)} new finding(s) on "
             f"the changed lines, {len(body_entries)} elsewhere."
         ]
-        if body_entries:
-            text += ["", "Findings outside the diff:", "", *body_entries]
-        body = _cut("\n".join(lead) + "\n" + "\n".join(text))
+
+        def review_body(strict: bool) -> str:
+            entries = [entry(strict) for entry in body_entries]
+            found = ["", "Findings outside the diff:", "", *entries] if entries else []
+            return _cut("\n".join(lead) + "\n" + "\n".join(text + found))
+
+        body = _checked(review_body)
     elif head in reviewed_heads:
         comments, on_lines, in_body = [], [], []
     return ReviewPlan(

@@ -34,8 +34,9 @@ import re
 from collections.abc import Sequence
 from typing import Literal
 
+from .. import rendered
 from ..models import WireModel
-from ..outbound import quiet_mentions, redact_model
+from ..outbound import inert_html, quiet_mentions, redact_model
 from .collect import ItemResult
 from .files import Anchor, Anchors
 from .sarif import finding_text
@@ -103,10 +104,16 @@ _COMMAND = re.compile(r"^(\s*)/")
 
 def _inert(text: str) -> str:
     """``text`` with every line break a ``\\n``, a line that would start with ``/`` (a
-    GitLab quick action) escaped as ``\\/`` (markdown shows it as ``/``), and every
-    mention outside code made code (reviewdog posts it as a comment that would notify)."""
-    lines = quiet_mentions("\n".join(text.splitlines())).split("\n")
-    return "\n".join(_COMMAND.sub(r"\1\\/", line) for line in lines)
+    GitLab quick action) escaped as ``\\/`` (markdown shows it as ``/``), every mention
+    outside code made code, and no HTML or image rendered (reviewdog posts it as a
+    comment: one would notify, a ``<details>`` hide the finding, an image load)."""
+
+    def build(strict: bool) -> str:
+        clean = inert_html("\n".join(text.splitlines()), strict=strict)
+        lines = quiet_mentions(clean).split("\n")
+        return "\n".join(_COMMAND.sub(r"\1\\/", line) for line in lines)
+
+    return rendered.checked(build)
 
 
 def _location(anchor: Anchor) -> RdLocation | None:

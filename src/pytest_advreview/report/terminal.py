@@ -20,8 +20,8 @@ MEANING = {
     "max rounds": "the round limit was reached with findings open; a person with authority "
     "may waive them or grant more rounds (docs/deciding.md), or use --advreview-fresh to "
     "start over",
-    "not verified": "a re-review could not run and the open findings are medium only; "
-    "they were not verified",
+    "not verified": "a re-review could not run (the line below says why), so the findings "
+    "of the last round were not verified as fixed",
     "aborted": "the reviewer could not run; nothing was verified",
     "cached": "unchanged since the last review; no reviewer call was made",
     "budget exhausted": "the run's token budget was spent before this review started",
@@ -74,9 +74,12 @@ def write_summary(terminal: pytest.TerminalReporter, results: list[ItemResult]) 
         total += record.tokens.total
         decisions = Counter(d.action.value for d in record.decisions)
         decided = ", ".join(f"{n} {a}" for a, n in sorted(decisions.items()))
+        # A review that ended before any round was counted ran none: "round 0" read as
+        # if a round had run and found nothing.
+        ran = f"round {result.rounds}" if result.rounds else "no round finished"
         line(
             f"{record.nodeid}: {record.status.value} ({result.pytest_outcome}) — "
-            f"round {result.rounds}, {result.severity_counts()}, {record.tokens.total} tokens, "
+            f"{ran}, {result.severity_counts()}, {record.tokens.total} tokens, "
             f"{result.seconds:.1f}s"
         )
         if decided:

@@ -7,6 +7,7 @@ The loop (``loop.py``) decides what to dispatch; a backend only runs it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol, TypeVar, runtime_checkable
@@ -29,8 +30,10 @@ __all__ = [
     "DispatchRequest",
     "DispatchResult",
     "Reviewer",
+    "attempt_seconds",
     "dispatch_usage",
     "retry_once",
+    "review_limit_reached",
 ]
 
 #: The file in a request's ``work_dir`` that a backend streams its events to while it
@@ -71,6 +74,11 @@ class DispatchRequest(WireModel):
     #: The run's fail-on threshold: ``APPROVED`` with a finding at or above it is format
     #: drift (one retry), never a review to judge.
     fail_on: Severity = Severity.MEDIUM
+    #: Seconds the review as a whole has left (``advreview_review_timeout``): no launch of
+    #: this dispatch may run past them.  ``None``: no bound beyond each attempt's.
+    time_left_s: float | None = None
+    #: The review's whole limit, for the message when it is reached.
+    review_timeout_s: float | None = None
 
 
 class DispatchResult(WireModel):
@@ -118,6 +126,26 @@ def retry_once(attempt: Callable[[], _A], retry: Callable[[_A], bool]) -> tuple[
     """
     first = attempt()
     return (attempt(), 2) if retry(first) else (first, 1)
+
+
+def attempt_seconds(timeout: float, deadline: float | None) -> float:
+    """The seconds an attempt may run: its own ``timeout``, or what is left before the
+    review's ``deadline`` (``time.monotonic()``) when that is less (maybe ``<= 0``)."""
+    return timeout if deadline is None else min(timeout, deadline - time.monotonic())
+
+
+def review_limit_reached(review_timeout: float, attempt_timeout: float | None) -> str:
+    """The error of a review stopped by its whole limit, naming both figures."""
+    each = (
+        f"; each attempt may take {attempt_timeout:g}s (advreview_timeout)"
+        if attempt_timeout is not None
+        else ""
+    )
+    return (
+        f"the review reached its limit of {review_timeout:g}s (advreview_review_timeout), "
+        f"retries and fallback included{each}; find out why the model hangs, or raise "
+        "advreview_review_timeout"
+    )
 
 
 def dispatch_usage(

@@ -12,14 +12,22 @@ import os
 import select
 import signal
 import subprocess
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Protocol
 
 from ..constants import MAX_ERROR_CHARS
 from . import environment, lifetime
 from .lifetime import descendants
+
+
+class Cancel(Protocol):
+    """What a launch looks at to stop early: a ``threading.Event``, or a watch of the
+    reviewer's stream (``reachability.ConnectWatch``)."""
+
+    def is_set(self) -> bool: ...
+
 
 #: Seconds between SIGTERM to the process group and SIGKILL.
 KILL_GRACE_S = 3.0
@@ -34,7 +42,7 @@ def launch(
     stderr_file: Path,
     env: Mapping[str, str],
     timeout: float,
-    cancel: threading.Event | None = None,
+    cancel: Cancel | None = None,
     remove: Sequence[Path] = (),
 ) -> int | None:
     """Run ``argv`` with ``stdin_file`` on stdin; return the exit code, ``None`` on timeout.
@@ -87,7 +95,7 @@ def run_piped(
     cwd: Path,
     timeout: float,
     env: Mapping[str, str] | None = None,
-    cancel: threading.Event | None = None,
+    cancel: Cancel | None = None,
     remove: Sequence[Path] = (),
 ) -> int | None:
     """:func:`launch` a CLI that reads ``prompt`` on stdin, its files ``names`` in ``work``.
@@ -113,9 +121,7 @@ def run_piped(
     )
 
 
-def _wait(
-    proc: subprocess.Popen[bytes], timeout: float, cancel: threading.Event | None
-) -> int | None:
+def _wait(proc: subprocess.Popen[bytes], timeout: float, cancel: Cancel | None) -> int | None:
     """The exit code, or ``None`` when ``timeout`` passed or ``cancel`` was set first.
 
     ``Popen.wait(timeout=…)`` polls with sleeps that grow to 50 ms, so an exit is noticed

@@ -26,6 +26,7 @@ import os
 import re
 import secrets
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -56,11 +57,14 @@ from . import (
     STREAM_FILE,
     DispatchRequest,
     DispatchResult,
+    attempt_seconds,
     dispatch_usage,
     environment,
     lifetime,
     native,
+    reachability,
     retry_once,
+    review_limit_reached,
 )
 from ._process import clip, launch, read_text, tail
 
@@ -152,6 +156,8 @@ class CodexOptions:
     config: tuple[str, ...] = ()
     #: Wall-clock seconds per attempt.
     timeout: float = default("timeout")
+    #: Seconds an attempt may go on failing to connect to its model (``ConnectWatch``).
+    connect_timeout: float = default("connect_timeout")
     #: Extra environment for the Codex process (on top of ``os.environ``).
     env: Mapping[str, str] = field(default_factory=dict)
     #: Globs of variable names the reviewer's tool shell may see although they look like
@@ -296,6 +302,7 @@ class CodexReviewer:
         self._cancel = threading.Event()
         self._native: native.NativeCodex | Literal[False] | None = False  # False = not yet
         self._native_lock = threading.Lock()
+        self._provider: reachability.Provider | None = None
 
     # -- public ------------------------------------------------------------------------
 
@@ -304,6 +311,13 @@ class CodexReviewer:
         """``$CODEX_HOME`` as the Codex process sees it (``~/.codex`` when unset)."""
         home = self.options.env.get("CODEX_HOME") or os.environ.get("CODEX_HOME")
         return Path(home) if home else Path.home() / ".codex"
+
+    @property
+    def provider(self) -> reachability.Provider:
+        """The model provider Codex will use (its ``-c`` pairs over its ``config.toml``)."""
+        if self._provider is None:
+            self._provider = reachability.find_provider(self.options.config, self.codex_home)
+        return self._provider
 
     @property
     def native(self) -> native.NativeCodex | None:
@@ -377,6 +391,28 @@ class CodexReviewer:
                 f"the Codex CLI {given!r} is version {match.group(1)}, older than "
                 f"{PINNED_CODEX_VERSION}, which this plugin needs; {INSTALL_HINT}"
             )
+        return self.home_problem() or reachability.not_configured(
+            self.provider, self.codex_home, env
+        )
+
+    def home_problem(self) -> str | None:
+        """Why Codex cannot keep its state in ``$CODEX_HOME`` (``None``: it can).
+
+        Codex 0.171.0 fails late and obscurely there: a missing folder is a Rust
+        backtrace, a file or a read-only folder an app-server error that a sandbox
+        preflight reads as a broken sandbox.  Unset, Codex makes ``~/.codex`` itself.
+        """
+        home = self.codex_home
+        explicit = bool(self.options.env.get("CODEX_HOME") or os.environ.get("CODEX_HOME"))
+        fix = "point CODEX_HOME at a writable folder (or unset it to use ~/.codex)"
+        if not home.exists():
+            if not explicit:
+                return None
+            return f"CODEX_HOME={home} does not exist; create it (mkdir -p) or {fix}"
+        if not home.is_dir():
+            return f"CODEX_HOME={home} is not a folder; {fix}"
+        if not os.access(home, os.W_OK | os.X_OK):
+            return f"CODEX_HOME={home} is not writable by this user; {fix}"
         return None
 
     def can_resume(self, session_id: str) -> bool:
@@ -417,9 +453,10 @@ class CodexReviewer:
             why = f"cannot create the reviewer's private temporary folder: {exc}"
             attempt = _Attempt(attempt_id="000000", status=RunnerStatus.INFRA_ERROR, errors=why)
             return self._result(request, attempt, 0, started)
+        deadline = None if request.time_left_s is None else started + request.time_left_s
         try:
             attempt, attempts = retry_once(
-                lambda: self._attempt(request, tool_tmp),
+                lambda: self._attempt(request, tool_tmp, deadline),
                 lambda failed: failed.status is not RunnerStatus.SUCCESS and not failed.terminal,
             )
         finally:
@@ -610,7 +647,9 @@ class CodexReviewer:
             return "resume needs the session id of the thread to continue"
         return None
 
-    def _attempt(self, request: DispatchRequest, tool_tmp: Path | None = None) -> _Attempt:
+    def _attempt(
+        self, request: DispatchRequest, tool_tmp: Path | None = None, deadline: float | None = None
+    ) -> _Attempt:
         attempt_id = f"{secrets.randbelow(1_000_000):06d}"
         work = request.work_dir
         kind = "resume-prompt" if request.operation is Operation.RESUME else "prompt"
@@ -640,6 +679,12 @@ class CodexReviewer:
         argv, env = self.launch_command(self.argv(request, output_file, schema_file, tool_tmp))
         if self._cancel.is_set():
             return fail(RunnerStatus.INFRA_ERROR, CANCELLED, terminal=True)
+        # The review's whole limit comes first: this attempt gets what is left of it.
+        timeout = attempt_seconds(self.options.timeout, deadline)
+        if timeout <= 0:
+            why = review_limit_reached(request.review_timeout_s or 0, self.options.timeout)
+            return fail(RunnerStatus.TIMEOUT, why, terminal=True)
+        watch = reachability.ConnectWatch(stdout_file, self._cancel, self.options.connect_timeout)
         try:
             rc = launch(
                 argv,
@@ -648,8 +693,8 @@ class CodexReviewer:
                 stdout_file=stdout_file,
                 stderr_file=stderr_file,
                 env=env,
-                timeout=self.options.timeout,
-                cancel=self._cancel,
+                timeout=timeout,
+                cancel=watch,
                 remove=() if tool_tmp is None else (tool_tmp,),
             )
         except FileNotFoundError:
@@ -660,6 +705,10 @@ class CodexReviewer:
 
         if rc is None and self._cancel.is_set():
             return fail(RunnerStatus.INFRA_ERROR, CANCELLED, terminal=True)
+        if rc is None and watch.gave_up_after is not None:
+            # Never retried, here or by the loop's fallback: the same network gives the
+            # same answer, and each try would cost another budget.
+            return fail(RunnerStatus.INFRA_ERROR, self._unreachable(watch), terminal=True)
         stream = _read_stream(stdout_file)
         stderr = read_text(stderr_file)
         # fail() copies this one from here on: the usage and writes are known.
@@ -667,12 +716,18 @@ class CodexReviewer:
 
         # Check 1 of 4, exit code.  124 is what `timeout` returns: a wrapper script around codex
         # (--advreview-codex=my-wrapper) that enforces its own limit is a timeout too.
+        if rc is None and timeout < self.options.timeout:
+            why = review_limit_reached(request.review_timeout_s or 0, self.options.timeout)
+            return fail(RunnerStatus.TIMEOUT, why, terminal=True)
         if rc is None or rc == 124:
             return fail(
                 RunnerStatus.TIMEOUT,
                 f"Codex did not finish within {self.options.timeout:g}s; "
                 "the process group was killed",
             )
+        if rc < 0:
+            detail = stream.turn_failed or _error_line(stderr) or "no output on stderr"
+            return fail(RunnerStatus.LAUNCH_FAILURE, f"codex was {_signal_name(-rc)}: {detail}")
         if rc != 0:
             detail = stream.turn_failed or _error_line(stderr) or "no output on stderr"
             return fail(RunnerStatus.LAUNCH_FAILURE, f"codex exited {rc}: {detail}")
@@ -708,6 +763,18 @@ class CodexReviewer:
             review=analysis.review,
             quality=analysis.quality,
             triage=analysis.triage,
+        )
+
+    def _unreachable(self, watch: reachability.ConnectWatch) -> str:
+        """The message of an attempt ended by its connect budget: endpoint and cause."""
+        provider = self.provider
+        cause = None
+        if provider.base_url is not None:
+            # Codex says only "Connection failed"; one connection of our own names why.
+            cause = reachability.reach(provider.base_url, timeout=5.0)
+        cause = cause or watch.cause or "no connection"
+        return reachability.unreachable_message(
+            provider.endpoint, cause, watch.tries, watch.gave_up_after or 0.0
         )
 
     def _env(self) -> dict[str, str]:
@@ -876,6 +943,26 @@ def _read_stream(path: Path) -> _Stream:
                     if isinstance(change, dict) and isinstance(change.get("path"), str):
                         writes.append(change["path"])
     return _Stream(first_thread_id=first, usage=usage, turn_failed=failed, writes=tuple(writes))
+
+
+#: What a signal that ends Codex means, for the ones a user's limits send.
+_SIGNAL_CAUSES = {
+    "SIGXFSZ": "the file-size limit (`ulimit -f`); raise it or run without it",
+    "SIGXCPU": "the CPU-time limit (`ulimit -t`); raise it or run without it",
+    "SIGKILL": "an outside kill, often the kernel's out-of-memory killer; check `dmesg`",
+    "SIGSEGV": "a crash of Codex itself; reinstall it",
+    "SIGTERM": "an outside request to stop",
+}
+
+
+def _signal_name(number: int) -> str:
+    """``killed by SIGXFSZ: the file-size limit (`ulimit -f`) …`` for signal ``number``."""
+    try:
+        name = signal.Signals(number).name
+    except ValueError:
+        return f"killed by signal {number}"
+    cause = _SIGNAL_CAUSES.get(name)
+    return f"killed by {name}: {cause}" if cause else f"killed by {name}"
 
 
 def _error_line(stderr: str | None) -> str:

@@ -17,7 +17,14 @@ import time
 from .. import parse
 from ..models import Review, ReviewQuality, RunnerResult, RunnerStatus, Triage
 from ..prompts import with_marker
-from . import CANCELLED, DispatchRequest, DispatchResult, retry_once
+from . import (
+    CANCELLED,
+    DispatchRequest,
+    DispatchResult,
+    attempt_seconds,
+    retry_once,
+    review_limit_reached,
+)
 from ._process import clip, read_text, run_piped, tail
 
 __all__ = ["CommandReviewer"]
@@ -46,10 +53,13 @@ class CommandReviewer:
         """Run the command (one retry on failure) and check the review it printed."""
         started = time.monotonic()
         request.work_dir.mkdir(parents=True, exist_ok=True)
+        deadline = None if request.time_left_s is None else started + request.time_left_s
         (result, review), attempts = retry_once(
-            lambda: self._attempt(request),
+            lambda: self._attempt(request, deadline),
             lambda failed: (
-                failed[0].result is not RunnerStatus.SUCCESS and not self._cancel.is_set()
+                failed[0].result is not RunnerStatus.SUCCESS
+                and not self._cancel.is_set()
+                and attempt_seconds(self.timeout, deadline) > 0
             ),
         )
         return DispatchResult(
@@ -60,7 +70,9 @@ class CommandReviewer:
             duration_s=time.monotonic() - started,
         )
 
-    def _attempt(self, request: DispatchRequest) -> tuple[RunnerResult, Review | None]:
+    def _attempt(
+        self, request: DispatchRequest, deadline: float | None = None
+    ) -> tuple[RunnerResult, Review | None]:
         attempt_id = f"{secrets.randbelow(1_000_000):06d}"
         out = request.work_dir / "review.md"
 
@@ -72,6 +84,10 @@ class CommandReviewer:
 
         if self._cancel.is_set():
             return failed(RunnerStatus.INFRA_ERROR, CANCELLED)
+        timeout = attempt_seconds(self.timeout, deadline)
+        limit = review_limit_reached(request.review_timeout_s or 0, self.timeout)
+        if timeout <= 0:
+            return failed(RunnerStatus.TIMEOUT, limit)
         # The command authenticates itself (e.g. ANTHROPIC_API_KEY for `claude -p`), so its
         # environment stays whole, except what no reviewer needs: the state-signing key.
         try:
@@ -81,7 +97,7 @@ class CommandReviewer:
                 work=request.work_dir,
                 names=("prompt.md", out.name, "stderr.txt"),
                 cwd=request.repo_root,
-                timeout=self.timeout,
+                timeout=timeout,
                 cancel=self._cancel,
             )
         except OSError as exc:
@@ -90,6 +106,8 @@ class CommandReviewer:
             )
         if rc is None and self._cancel.is_set():
             return failed(RunnerStatus.INFRA_ERROR, CANCELLED)
+        if rc is None and timeout < self.timeout:
+            return failed(RunnerStatus.TIMEOUT, limit)
         if rc is None:
             return failed(
                 RunnerStatus.TIMEOUT, f"review command did not finish within {self.timeout:g}s"

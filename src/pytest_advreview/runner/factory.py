@@ -56,6 +56,7 @@ def codex_options(
         ),
         env_allow=tuple(settings.env_allow),
         timeout=settings.timeout,
+        connect_timeout=settings.connect_timeout,
         preflight_file=preflight_file,
     )
 

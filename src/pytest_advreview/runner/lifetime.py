@@ -22,7 +22,11 @@ outlived even a run that ended normally.  Three parts close that:
   (SIGTERM, then SIGKILL after :data:`GRACE_S`, again until ``/proc`` shows none).  It
   also holds the read end of a pipe whose write end only pytest holds: end of file means
   pytest is gone, however it ended, and the supervisor ends everything and removes the
-  launch's temporary folders.
+  launch's temporary folders.  In an xdist worker the process that dies is the
+  controller, not the worker (xdist lets a worker whose controller is gone run on for
+  5 s or more): the worker watches its controller (:func:`watch_controller`, a pidfd)
+  and every supervisor it starts polls that too, so a SIGKILL of the controller ends
+  every worker's reviewers within the same bound as without xdist.
 * **Launching** (:class:`Supervised`): the argv, the pipes and the report of a failed
   start (an executable that is missing raises the same ``OSError`` as before).
 
@@ -35,7 +39,9 @@ the one signal of pytest's end that no exit path skips.
 Limits: without ``/proc`` and subreapers (macOS) the supervisor still notices pytest's end
 and kills the process group of ``ARGV``; a descendant that left that group (``setsid``)
 is not reached there.  A supervisor that is SIGKILLed itself ends nothing (pytest's group
-kill still does while pytest runs).  The supervisor imports this module alone, from its
+kill still does while pytest runs).  Without pidfds (macOS, Linux before 5.3) a worker's
+supervisors see only the worker's end: xdist's own SIGINT to a worker whose controller
+is gone, 5 s later.  The supervisor imports this module alone, from its
 folder, without ``site``: it imports only the standard library.
 """
 
@@ -64,6 +70,7 @@ __all__ = [
     "interrupt_on_signals",
     "main",
     "remove_tree",
+    "watch_controller",
 ]
 
 #: Seconds between SIGTERM and SIGKILL for what a launch leaves; shorter than the group
@@ -84,6 +91,9 @@ _BOOT = (
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 #: ``prctl`` option: orphaned descendants are re-parented to the caller (Linux 3.4+).
 _PR_SET_CHILD_SUBREAPER = 36
+#: A pidfd of this xdist worker's controller (:func:`watch_controller`): readable once
+#: the controller has ended; every supervisor this process starts polls it.
+_controller_fd: int | None = None
 #: Variables Python itself sets at start (PEP 538 locale coercion): the supervisor puts
 #: them back as the launch gave them before it starts ``ARGV``.
 _PYTHON_SETS = ("LC_CTYPE",)
@@ -136,6 +146,37 @@ def interrupt_on_signals(*, workers: bool = False) -> Callable[[], None]:
     return restore
 
 
+def watch_controller() -> Callable[[], None]:
+    """In an xdist worker: every launch from now on also ends when the controller ends.
+
+    xdist starts its workers as the controller's children (its ``popen`` gateway), so
+    the controller is this process's parent.  The pidfd is opened, then the parent is
+    asked again: one that ended in between (this process re-parented) is not watched
+    under a pid another process may reuse.  Returns what closes the pidfd.
+    """
+    global _controller_fd
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None or _controller_fd is not None:
+        return lambda: None
+    parent = os.getppid()
+    try:
+        fd = opener(parent)
+    except OSError:  # a kernel without pidfds (before 5.3), or a sandbox that denies them
+        return lambda: None
+    if os.getppid() != parent:
+        os.close(fd)
+        return lambda: None
+    _controller_fd = fd
+
+    def close() -> None:
+        global _controller_fd
+        if _controller_fd == fd:
+            _controller_fd = None
+            os.close(fd)
+
+    return close
+
+
 def python_children() -> list[int]:
     """This process's children that run this Python (an xdist controller's workers)."""
     me = os.path.realpath(sys.executable)
@@ -169,6 +210,8 @@ class Supervised:
     ) -> None:
         self._watch_r, self._watch_w = os.pipe()
         self._report_r, self._report_w = os.pipe()
+        controller = _controller_fd
+        watched = [] if controller is None else ["--controller", str(controller)]
         restore = []
         for name in _PYTHON_SETS:
             restore += ["--env", f"{name}={env[name]}"] if name in env else ["--unset", name]
@@ -179,13 +222,16 @@ class Supervised:
             str(self._watch_r),
             "--report",
             str(self._report_w),
+            *watched,
             *restore,
             *[arg for folder in remove for arg in ("--remove", os.fspath(folder))],
             "--",
             *argv,
         ]
         self.env = dict(env)
-        self.pass_fds = (self._watch_r, self._report_w)
+        self.pass_fds = (self._watch_r, self._report_w) + (
+            () if controller is None else (controller,)
+        )
 
     def __enter__(self) -> Supervised:
         return self
@@ -279,8 +325,10 @@ def remove_tree(folder: str | Path) -> None:
 class _Supervisor:
     """One launch's supervisor: starts the child, waits, ends everything left."""
 
-    def __init__(self, watch: int) -> None:
+    def __init__(self, watch: int, controller: int = -1) -> None:
         self.watch = watch
+        #: A pidfd of the xdist controller (``-1``: none): readable once it has ended.
+        self.controller = controller
         self.me = os.getpid()
         #: The launched process, also the id of its process group.
         self.child: int | None = None
@@ -318,6 +366,8 @@ class _Supervisor:
         """Until the child exits (``"exited"``), a signal stops it, or pytest is gone."""
         poller = select.poll()
         poller.register(self.watch, select.POLLIN | select.POLLHUP)
+        if self.controller >= 0:
+            poller.register(self.controller, select.POLLIN)
         poller.register(self._wake_r, select.POLLIN)
         while True:
             self._reap()
@@ -326,8 +376,8 @@ class _Supervisor:
             if self.stopped_by is not None:
                 return "stopped"
             for fd, _event in poller.poll():
-                if fd == self.watch:
-                    return "orphaned"  # the write end closed: pytest is gone
+                if fd in (self.watch, self.controller):
+                    return "orphaned"  # the write end closed, or the controller ended
                 _drain(self._wake_r)
 
     def _reap(self) -> None:
@@ -426,17 +476,19 @@ def _exit_as(status: int | None, fallback: int) -> None:
 
 
 def main(args: Sequence[str]) -> None:
-    """The supervisor; ``args``: ``--watch FD --report FD [--env N=V] [--unset N]
-    [--remove DIR] -- ARGV`` (:class:`Supervised` writes them)."""
+    """The supervisor; ``args``: ``--watch FD --report FD [--controller FD] [--env N=V]
+    [--unset N] [--remove DIR] -- ARGV`` (:class:`Supervised` writes them)."""
     split = list(args).index("--")
     options, argv = list(args)[:split], list(args)[split + 1 :]
-    watch = report = -1
+    watch = report = controller = -1
     remove: list[str] = []
     for flag, value in zip(options[::2], options[1::2], strict=True):
         if flag == "--watch":
             watch = int(value)
         elif flag == "--report":
             report = int(value)
+        elif flag == "--controller":
+            controller = int(value)
         elif flag == "--env":
             name, _, set_to = value.partition("=")
             os.environ[name] = set_to
@@ -446,10 +498,11 @@ def main(args: Sequence[str]) -> None:
             remove.append(value)
     # Passed to this process only: the child and what it starts never hold them (a
     # reviewer holding the report pipe would keep pytest waiting for its end).
-    for fd in (watch, report):
-        os.set_inheritable(fd, False)
+    for fd in (watch, report, controller):
+        if fd >= 0:
+            os.set_inheritable(fd, False)
     _subreaper()
-    supervisor = _Supervisor(watch)
+    supervisor = _Supervisor(watch, controller)
     try:
         supervisor.start(argv)
     except OSError as exc:

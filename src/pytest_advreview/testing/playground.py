@@ -170,13 +170,16 @@ def serve(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.
         return 1
     try:
         lines = environment(server.url, home)
+        # The same names as the page's clean-up (docs/try-it.md), taken from the lines.
+        names = " ".join(line.split()[1].split("=", 1)[0] for line in lines)
         out.write(
             f"advreview playground: a scripted reviewer on {server.url} answers every review "
             f"with {answer}. Nothing leaves this machine.\n\n"
             "In another terminal, in your repository, point pytest-advreview's Codex at it:\n\n"
             + "".join(f"    {line}\n" for line in lines)
-            + "\nthen run `pytest --adversarial-review`. Ctrl-C stops the server; "
-            "`unset PYTEST_ADDOPTS CODEX_HOME` ends the playground.\n"
+            + "\nthen run `pytest --adversarial-review --advreview-only`. Ctrl-C stops the "
+            f"server; `unset {names}` ends the playground (docs/try-it.md step 5 removes "
+            "what it made).\n"
         )
         out.flush()
         _report_until_interrupted(server, out)

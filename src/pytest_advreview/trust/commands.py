@@ -1,7 +1,7 @@
 """Pull-request commands: a person with authority decides findings from a comment.
 
-The grammar (docs/deciding.md, "Commands"), one command per line, at the start of the
-line::
+The grammar (docs/deciding.md, "Commands"), one command per line, at the start of a
+line of a visible, unquoted, top-level paragraph as GitHub renders the comment::
 
     /advreview waive AR-1a2b3c: why it may pass
     /advreview decide AR-1a2b3c accept: what was applied     (a finding left to a person)
@@ -16,8 +16,12 @@ an :class:`~.models.IgnoredCommand` with the reason, so the reports say what did
 count and why:
 
 - a commenter without write permission, or a bot (``[bot]`` logins, type ``Bot``);
-- a command in quoted text (``> ``), in a fenced code block, or not at the start of its
-  line (inline code, a sentence that mentions one);
+- a command GitHub does not show as a paragraph's line of its own: the comment is parsed
+  as CommonMark (markdown-it, GitHub's grammar), not by rules of our own, so a command
+  in a quote (a lazy ``>`` continuation too), a code block (fenced, indented, a fence
+  in a list item), a list, an HTML comment or element (``<details>``, ``<pre>``), or
+  not at the start of its line (inline code, a sentence that mentions one) is none;
+- a number in another script's digits (``+٢``): ASCII digits alone are a number;
 - a command that does not parse (the reason names the grammar).
 
 - a command in a comment edited after it was posted (``updated_at`` later than
@@ -34,8 +38,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from markdown_it.token import Token
 from pydantic import ValidationError
 
+from .. import rendered
 from ..models import CommandsFile, IgnoredCommand, PullRequestCommand
 
 __all__ = [
@@ -50,10 +56,12 @@ __all__ = [
 #: Repository permissions whose commands count.
 ALLOWED = frozenset({"write", "maintain", "admin"})
 _PREFIX = "/advreview"
-_WAIVE = re.compile(r"waive\s+(AR-[0-9a-fA-F]{6})\s*:\s*(.*)", re.IGNORECASE)
-_DECIDE = re.compile(r"decide\s+(AR-[0-9a-fA-F]{6})\s+(accept|reject)\s*:\s*(.*)", re.IGNORECASE)
-_ROUNDS = re.compile(r"rounds\s+\+(\d{1,2})\s*:\s*(.*)", re.IGNORECASE)
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+# ASCII alone (re.ASCII): another script's digits are no number, its spaces no separator.
+_WAIVE = re.compile(r"waive\s+(AR-[0-9a-fA-F]{6})\s*:\s*(.*)", re.IGNORECASE | re.ASCII)
+_DECIDE = re.compile(
+    r"decide\s+(AR-[0-9a-fA-F]{6})\s+(accept|reject)\s*:\s*(.*)", re.IGNORECASE | re.ASCII
+)
+_ROUNDS = re.compile(r"rounds\s+\+([0-9]{1,2})\s*:\s*(.*)", re.IGNORECASE | re.ASCII)
 _GRAMMAR = (
     "write /advreview waive AR-1a2b3c: reason, /advreview decide AR-1a2b3c accept|reject: "
     "reason, or /advreview rounds +N: reason"
@@ -83,51 +91,145 @@ class Parsed:
     why: str = ""
 
 
-def _lines(body: str) -> Iterator[tuple[str, str | None]]:
-    """Each line of a comment with why it cannot hold a command (``None``: it can)."""
-    fence: str | None = None
-    for line in body.splitlines():
-        opened = _FENCE.match(line)
-        if fence is not None:
-            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
-                fence = None
-            yield line, "it is inside a code block"
+#: Why a line in a block of each kind holds no command (the innermost kind that decides).
+_BLOCKED = {
+    "blockquote": "it is quoted text (a reply quoting someone decides nothing)",
+    "fence": "it is inside a code block",
+    "code_block": "it is an indented code block",
+    "html_block": (
+        "it is inside HTML, which GitHub does not show as text (a comment, <pre>, <details>)"
+    ),
+    "list_item": "it is inside a list; a command is a paragraph of its own, at the top level",
+}
+_NOT_OWN = "a command is a paragraph of its own, at the top level"
+_NOT_START = "a command starts its own line of plain text"
+_NOT_SHOWN = "it is not shown as text (a link reference definition)"
+_IN_HTML = "it is inside HTML that GitHub does not show (a comment or a tag)"
+#: Marks the start of a source line for the parser (``\ue000`` N ``\ue001``); private-use
+#: characters, taken out of the comment first, so a comment cannot forge one.
+_MARK = re.compile("\ue000([0-9]+)\ue001")
+_TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9-]*)(?:\s[^>]*)?>")
+_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.DOTALL)
+#: The elements that, left open, put the text after them in something other than a
+#: visible top-level paragraph: those GitHub's sanitiser keeps (a ``<details>`` collapses,
+#: a ``<blockquote>`` quotes, a ``<pre>`` or ``<code>`` is code, a table cell ...) and
+#: those whose content it drops (``<script>``, ``<style>`` ...).  A tag GitHub does not
+#: know (``List<T>``) is dropped with its content shown: it opens nothing.
+_CONTAINERS = frozenset(
+    re.findall(
+        r"\w+",
+        """a abbr b bdo blockquote caption center cite code dd del details dfn div dl dt em
+        figcaption figure font h1 h2 h3 h4 h5 h6 i iframe ins kbd li mark math noembed
+        noframes noscript object ol p picture plaintext pre q rp rt ruby s samp script small
+        span strike strong style sub summary sup svg table tbody td template textarea tfoot
+        th thead time title tr tt u ul var video audio xmp""",
+    )
+)
+
+
+def _track_html(html: str, open_elements: list[str]) -> None:
+    """Update the HTML elements open at this point of the comment with ``html``."""
+    for match in _TAG.finditer(_HTML_COMMENT.sub("", html)):
+        name = match[2].lower()
+        if match[1]:
+            if name in open_elements:
+                del open_elements[len(open_elements) - 1 - open_elements[::-1].index(name) :]
+        elif name in _CONTAINERS and not match[0].endswith("/>"):
+            open_elements.append(name)
+
+
+def _visible_lines(
+    inline: Token, open_elements: list[str], why: dict[int, str]
+) -> Iterator[tuple[int, str]]:
+    """The marked source lines that start a visible line of a top-level paragraph, each
+    with its visible text; one inside HTML gets its reason in ``why`` instead."""
+    line: list[Token] = []
+    for child in [*(inline.children or ()), None]:
+        if child is not None and child.type not in ("softbreak", "hardbreak"):
+            line.append(child)
             continue
-        if opened:
-            fence = opened.group(1)
-            yield line, "it is inside a code block"
-            continue
-        stripped = line.lstrip(" ")
-        if stripped.startswith(">"):
-            yield line, "it is quoted text (a reply quoting someone decides nothing)"
-        elif line.startswith("    ") or line.startswith("\t"):
-            yield line, "it is an indented code block"
+        first = line[0] if line else None
+        mark = _MARK.match(first.content) if first is not None and first.type == "text" else None
+        if mark is None:
+            pass
+        elif open_elements:
+            why[int(mark[1])] = f"it is inside an HTML element (<{open_elements[-1]}>); {_NOT_OWN}"
+        elif any(token.type == "html_inline" for token in line):
+            why[int(mark[1])] = _IN_HTML
         else:
-            yield line, None
+            yield int(mark[1]), _MARK.sub("", "".join(_shown(token) for token in line))
+        for token in line:
+            if token.type == "html_inline":
+                _track_html(token.content, open_elements)
+        line = []
+
+
+def _shown(token: Token) -> str:
+    if token.type == "code_inline":
+        return f"{token.markup}{token.content}{token.markup}"
+    return token.content if token.type == "text" else token.markup
+
+
+def _structure(body: str) -> tuple[list[str], dict[int, str], dict[int, str]]:
+    """The comment as GitHub renders it (CommonMark): its source lines, why a line holds
+    no command (by the block it is in), and the lines that start a visible line of a
+    top-level paragraph outside any HTML element, with their visible text."""
+    lines = re.split(r"\r\n|\r|\n", body.replace("\ue000", "\ufffd").replace("\ue001", "\ufffd"))
+    marked = []
+    for n, line in enumerate(lines):
+        rest = line.lstrip(" \t")
+        if rest.lower().startswith(_PREFIX):
+            line = f"{line[: len(line) - len(rest)]}\ue000{n}\ue001{rest}"
+        marked.append(line)
+    why: dict[int, str] = {}
+    visible: dict[int, str] = {}
+    containers: list[str] = []
+    open_elements: list[str] = []
+    for token in rendered.parser().parse("\n".join(marked)):
+        if token.nesting == 1 and token.type != "paragraph_open":
+            containers.append(token.type.removesuffix("_open"))
+        elif token.nesting == -1 and token.type != "paragraph_close":
+            containers.pop()
+        if token.map is not None and token.nesting != -1:
+            kinds = [*containers, token.type]
+            reason = next((_BLOCKED[k] for k in _BLOCKED if k in kinds), None)
+            if reason is None and open_elements:
+                reason = f"it is inside an HTML element (<{open_elements[-1]}>); {_NOT_OWN}"
+            for n in range(*token.map):
+                why[n] = reason or (_NOT_START if kinds == ["inline"] else _NOT_OWN)
+        if token.type == "html_block":
+            _track_html(token.content, open_elements)
+        elif token.type == "inline":
+            if not containers:  # a top-level paragraph's text
+                visible.update(_visible_lines(token, open_elements, why))
+            for child in token.children or ():
+                if child.type == "html_inline":
+                    for mark in _MARK.finditer(child.content):
+                        why[int(mark[1])] = _IN_HTML
+    return lines, why, visible
 
 
 def parse(body: str) -> list[Parsed]:
     """Every line of comment ``body`` that mentions ``/advreview``, parsed.
 
-    A command counts only at the start of a line of plain text; a mention elsewhere
-    (quoted, in code, mid-sentence) is returned with why it is not a command, so the
-    report can say so.  Lines that do not mention ``/advreview`` are not returned.
+    A command counts only where GitHub shows it as a line of its own in a visible,
+    unquoted, top-level paragraph (the comment is parsed as CommonMark, as GitHub renders
+    it): not in a code block, a quote (lazy continuation lines included), a list, an
+    HTML comment or element (``<details>``, ``<pre>``), nor mid-sentence.  A mention
+    elsewhere is returned with why it is not a command, so the report can say so.  Lines
+    that do not mention ``/advreview`` are not returned.
     """
+    lines, why, visible = _structure(body)
     found: list[Parsed] = []
-    for line, blocked in _lines(body):
+    for n, line in enumerate(lines):
         if _PREFIX not in line.lower():
             continue
         text = line.strip()[:_SHOWN]
-        if blocked is not None:
-            found.append(Parsed(text, None, f"not a command: {blocked}"))
-            continue
-        stripped = line.strip()
-        if not stripped.lower().startswith(_PREFIX):
-            found.append(
-                Parsed(text, None, "not a command: a command starts its own line of plain text")
-            )
-            continue
-        found.append(_command(text, stripped[len(_PREFIX) :].strip()))
+        shown = visible.get(n)
+        if shown is not None:
+            found.append(_command(text, shown.strip()[len(_PREFIX) :].strip()))
+        else:
+            found.append(Parsed(text, None, f"not a command: {why.get(n, _NOT_SHOWN)}"))
     return found
 
 

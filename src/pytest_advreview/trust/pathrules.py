@@ -6,9 +6,10 @@ Two ini keys (``linelist``), both globs relative to the repository's top level:
     Files left out of the code change (lockfiles, generated files).  The lines are added
     to :data:`DEFAULT_EXCLUDE`; ``!GLOB`` keeps what an earlier line left out, and the
     last line that matches a path decides (as in ``.gitignore``).  A dropped file is no
-    part of the change set: not listed in the prompt, excluded from the reviewer's diff
-    commands by pathspec, not hashed into the cache key; the header and the reports name
-    it.
+    part of the change set's files: excluded from the reviewer's diff commands by
+    pathspec, its bytes not hashed into the cache key; the header and the reports name
+    it, and the prompt names it with its size of change and, for a lockfile, the entries
+    that changed (:mod:`.leftout`).
 ``advreview_path_instructions``
     ``GLOB: instruction`` lines; the ones whose glob matches a changed file are sent in
     the prompt's ``<repository_rules>`` block (``prompts.py``).

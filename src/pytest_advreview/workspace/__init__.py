@@ -24,11 +24,17 @@ copy outside the checkout) the reviewer runs in place as with ``none``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import fcntl
+import hashlib
+import hmac
+import os
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..cachekey import plan_hash
 from ..git import commit, redirected
 from . import mutation
 from .isolation import IsolationError, Worktree
@@ -37,6 +43,7 @@ if TYPE_CHECKING:
     from ..settings import Settings
 
 __all__ = [
+    "Adoptions",
     "Layout",
     "Workspace",
     "WorkspaceError",
@@ -126,6 +133,53 @@ class Layout:
         )
 
 
+class Adoptions:
+    """The lead's edits the run copied into the user's checkout, known to all its processes.
+
+    Where the checkout is watched besides each review's worktree (a writer no sandbox
+    holds), one review's lead edit lands in the checkout while other reviews watch it:
+    under xdist, or side by side with ``--advreview-jobs``.  For them it is no change
+    of theirs.  Each copy is recorded here (the path and the content it wrote), and a
+    watch does not count a change of the checkout whose content the run adopted for that
+    path.  A record is named by an HMAC under the run's secret, which only the run's
+    processes hold: a writer without it cannot vouch for a change of its own.  One lock,
+    taken by every copy and every snapshot of the checkout, keeps a snapshot from seeing
+    a copy half written or written before its record.
+
+    :param folder: in the run's directory (shared with the xdist workers).
+    :param secret: the run's secret.
+    """
+
+    def __init__(self, folder: Path, secret: bytes) -> None:
+        self.folder = folder
+        self._secret = secret
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """The run's processes and threads one at a time (``flock``: per open file)."""
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with (self.folder / "lock").open("a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def _record(self, path: Path, digest: str) -> Path:
+        text = f"{os.path.realpath(path)}\0{digest}".encode("utf-8", "surrogateescape")
+        return self.folder / hmac.new(self._secret, text, hashlib.sha256).hexdigest()
+
+    def copy(self, source: Path, target: Path) -> None:
+        """Write ``source``'s bytes to ``target`` and record it (under the lock)."""
+        with self.locked():
+            target.write_bytes(source.read_bytes())
+            self._record(target, plan_hash(target)).touch()
+
+    def vouch(self, path: Path, digest: str | None) -> bool:
+        """Whether the run copied a lead's edit with content ``digest`` to ``path``."""
+        return digest is not None and self._record(path, digest).exists()
+
+
 @dataclass
 class _Baseline:
     """What the watch compares against, and what it reported already."""
@@ -147,6 +201,8 @@ class Workspace:
     :param toplevels: review root -> its git top level, shared by the run's reviews so
         later snapshots skip ``git rev-parse --show-toplevel``.
     :param allow_untracked: globs of untracked files that may come and go.
+    :param adoptions: the run's record of the lead's edits copied into the checkout
+        (``None``: this review is alone in watching it).
     """
 
     def __init__(
@@ -157,8 +213,10 @@ class Workspace:
         fixed_inputs: Sequence[Path] = (),
         toplevels: dict[Path, Path] | None = None,
         allow_untracked: Sequence[str] = (),
+        adoptions: Adoptions | None = None,
     ) -> None:
         self.layout = layout
+        self._adoptions = adoptions
         #: Where the reviewer runs: the repository, or the private worktree once opened.
         self.root = layout.repo_root
         self._inputs = tuple(inputs)
@@ -211,7 +269,10 @@ class Workspace:
         """The user's checkout as it is now, when it is watched besides the worktree."""
         if not (self.layout.watch_checkout and self._tree is not None):
             return None
-        return self._take(self.repo_root, self._inputs)
+        if self._adoptions is None:
+            return self._take(self.repo_root, self._inputs)
+        with self._adoptions.locked():  # never a lead's edit half copied
+            return self._take(self.repo_root, self._inputs)
 
     def _take(self, where: Path, inputs: Sequence[Path]) -> mutation.Snapshot:
         root = where if self.layout.in_git else None
@@ -252,8 +313,18 @@ class Workspace:
             found += [
                 mutation.Mutation(c.path, c.kind, f"in the checkout, not the worktree: {c.detail}")
                 for c in self.compare(watch.checkout, after)
+                if not self._adopted(c, after)
             ]
         return [change for change in found if not self.seen(change.path)]
+
+    def _adopted(self, change: mutation.Mutation, after: mutation.Snapshot) -> bool:
+        """Whether ``change`` of the checkout is a lead's edit the run copied there (this
+        review's or another's, in any process of the run): its content is one the run
+        adopted for that path."""
+        if self._adoptions is None or change.kind != "modified" or after.root is None:
+            return False
+        digest = after.status_hashes.get(change.path)
+        return self._adoptions.vouch(Path(after.root) / change.path, digest)
 
     def seen(self, path: str) -> bool:
         """Whether ``path`` was reported already; marks it reported."""
@@ -285,7 +356,11 @@ class Workspace:
         if self._tree is None:
             return
         for path in paths:
-            (self.repo_root / path).write_bytes((self.root / path).read_bytes())
+            source, target = self.root / path, self.repo_root / path
+            if self._adoptions is None:
+                target.write_bytes(source.read_bytes())
+            else:
+                self._adoptions.copy(source, target)
 
     # -- removal ---------------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ import pytest
 
 from ..material import ReviewInputError
 from ..outcome import Outcome, OutcomeKind, ReviewerUnavailable, WorkspaceMutated
-from . import Layout, Workspace, WorkspaceError
+from . import Adoptions, Layout, Workspace, WorkspaceError
 
 if TYPE_CHECKING:
     from ..loop import LoopResult
@@ -76,6 +76,8 @@ class ReviewGuard:
         against), watched by hash.
     :param relative: names a path as the messages do (repository-relative).
     :param reviewer: the review's reviewer (dispatch count, the writes it reported).
+    :param adoptions: the run's record of the lead's edits copied into the checkout
+        (:class:`~.workspace.Adoptions`); ``None``: none.
     """
 
     def __init__(
@@ -92,6 +94,7 @@ class ReviewGuard:
         repo_root: Path,
         relative: Callable[[Path], str],
         reviewer: Dispatches,
+        adoptions: Adoptions | None = None,
     ) -> None:
         self.config = config
         self.key = key
@@ -112,6 +115,7 @@ class ReviewGuard:
             fixed_inputs=[decisions],
             toplevels=toplevels,
             allow_untracked=allow_untracked,
+            adoptions=adoptions,
         )
         self.watch = _Watch()
 
