@@ -57,7 +57,7 @@ from pydantic import ValidationError
 
 from . import outbound
 from .constants import ENV_PREFIX, EXIT_REVIEW_ERRORS
-from .git import commit
+from .git import commit, run_git
 from .options import SPECS
 from .report.files import Anchors
 from .report.json_report import ResultsReport
@@ -1011,14 +1011,14 @@ def fetch_head(env: Mapping[str, str]) -> int:
     """Fetch the approved head commit by its SHA (``pull_request_target`` mode), as data."""
     head = _sha(_input("head-sha", env), "the approved head")
     workspace = Path(env.get("GITHUB_WORKSPACE") or os.getcwd())
-    argv = ["git"]
+    argv: list[str] = []
     token = env.get("GH_TOKEN", "")
     server = env.get("GITHUB_SERVER_URL", "https://github.com")
     if token:
         basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
         argv += ["-c", f"http.{server}/.extraheader=AUTHORIZATION: basic {basic}"]
     argv += ["fetch", "--no-tags", "--no-recurse-submodules", "origin", head]
-    proc = subprocess.run(argv, cwd=workspace, capture_output=True, check=False)
+    proc = run_git(workspace, *argv, check=False)
     if proc.returncode != 0:
         raise ActionError(
             f"cannot fetch the approved head {head}: {proc.stderr.decode(errors='replace').strip()}"
