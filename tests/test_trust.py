@@ -78,3 +78,25 @@ def test_a_head_as_data_outside_ci_refuses_a_writable_gate(
         plain, layout, environ, trust.decide(environ, strict_exit=False, head=None)
     )
     assert warning.startswith("WARNING: ")
+
+
+def test_the_action_fetches_the_approved_head_as_data_through_git(tmp_path: Path) -> None:
+    # fetch-head runs git through git.py: the approved commit arrives, a missing one fails.
+    from conftest import commit, git, init_repo, write
+    from pytest_advreview import action
+
+    origin = init_repo(tmp_path / "origin")
+    write(origin, "a.txt", "base\n")
+    commit(origin, "base")
+    git(origin, "checkout", "-q", "-b", "pr")
+    write(origin, "a.txt", "head\n")
+    commit(origin, "head")
+    head = git(origin, "rev-parse", "HEAD").strip()
+    git(origin, "checkout", "-q", "main")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--single-branch", "--branch", "main", str(origin), str(clone))
+    env = {"GITHUB_WORKSPACE": str(clone), "ADVREVIEW_ACTION_HEAD_SHA": head}
+    assert action.main(["fetch-head"], env) == 0
+    assert git(clone, "cat-file", "-t", head).strip() == "commit"
+    missing = {**env, "ADVREVIEW_ACTION_HEAD_SHA": "0" * 40}
+    assert action.main(["fetch-head"], missing) != 0
