@@ -28,6 +28,7 @@ import json
 import os
 import platform
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -996,6 +997,87 @@ def bench_unreachable(ws: Workspace, sizes: Sizes) -> Row:
     )
 
 
+# -- 11. the eval ------------------------------------------------------------------------
+
+
+def bench_eval(ws: Workspace, sizes: Sizes) -> list[Row]:
+    """The bundled eval corpus: re-scoring from kept transcripts; the eval against an
+    instant server with default options vs as many plain plan reviews."""
+    from pytest_advreview.eval import BUILTIN_CORPUS
+    from pytest_advreview.eval.case import load_corpus
+
+    cpu = CpuLog()
+    cases = len(load_corpus(BUILTIN_CORPUS).cases)
+    plain = ws.root / "eval-plain"
+    make_repo(plain, cases)
+    evals = ws.root / "eval-runs"
+    make_repo(evals, 0)
+    transcripts = ws.root / "eval-transcripts"
+    script = {"rules": [], "default": {"message": approved_review()}}
+    with ScriptedServer(script) as server:
+        env = ws.env()
+        base = review_args(ws.codex, server.url)
+
+        def eval_run(label: str, *extra: str) -> float:
+            ws.clear_sessions()
+            shutil.rmtree(transcripts, ignore_errors=True)
+            argv = pytest_cmd(*base, "--advreview-eval=builtin", *extra)
+            # The approving reviewer misses every seeded defect: those items fail (1).
+            t = expect(run_timed(argv, cwd=evals, env=env), [1], f"eval: {label}")
+            if f"{cases} items" not in t.stdout and f"collected {cases}" not in t.stdout:
+                raise BenchError(f"eval: expected {cases} items\n{t.stdout[-2000:]}")
+            return cpu(label, t)
+
+        run = _review_runs(ws, plain, server.url, cases, cpu, "eval-plain")
+        a, b = side_by_side(
+            sizes.heavy_reps,
+            lambda: eval_run("eval", f"--advreview-eval-transcripts={transcripts}"),
+            lambda: run("plain"),
+            warmup=False,
+        )
+        # Kept transcripts: one run fills them, the timed ones only re-score.
+        argv = pytest_cmd(
+            *base, "--advreview-eval=builtin", f"--advreview-eval-transcripts={transcripts}"
+        )
+        expect(run_timed(argv, cwd=evals, env=env), [1], "eval: fill transcripts")
+
+        def rescore() -> float:
+            t = run_timed([*argv, "--advreview-eval-rescore"], cwd=evals, env=env)
+            expect(t, [1], "eval: re-score")
+            if "re-scored from kept transcripts: " + str(cases) not in t.stdout:
+                raise BenchError(f"eval: not every case re-scored\n{t.stdout[-2000:]}")
+            return cpu("rescore", t)
+
+        r = [rescore() for _ in range(sizes.reps)]
+    ratio = median(a) / median(b)
+    return [
+        Row(
+            id="11",
+            name=f"Eval of the bundled corpus ({cases} cases), instant server, default "
+            f"options, vs {cases} plain plan reviews",
+            result=f"{median(a):.1f} s; {ratio:.2f}x",
+            target="—",
+            met=None,
+            medians={"eval_s": median(a), "plain_s": median(b)},
+            reps=sizes.heavy_reps,
+            bound="Per case the eval builds a scratch repository (git init, a commit or two, "
+            "git apply) and a review worktree; the plain reviews share one repository.",
+            details={"eval_s": a, "plain_s": b, "cpu_s": cpu.medians()},
+        ),
+        Row(
+            id="11b",
+            name=f"Re-scoring the bundled corpus ({cases} cases) from kept transcripts",
+            result=f"{median(r):.2f} s",
+            target="—",
+            met=None,
+            medians={"rescore_s": median(r)},
+            reps=sizes.reps,
+            bound="No reviewer starts: pytest's start, reading the corpus and the transcripts.",
+            details={"rescore_s": r},
+        ),
+    ]
+
+
 def warm_up(ws: Workspace) -> None:
     """Run each kind of command once, untimed: bytecode, page cache, Codex's first start."""
     repo = ws.root / "warm-up"
@@ -1021,6 +1103,7 @@ BENCHES: dict[str, Callable[[Workspace, Sizes], Row | list[Row]]] = {
     "8": bench_tokens,
     "9": bench_interdiff,
     "10": bench_unreachable,
+    "11": bench_eval,  # rows 11 and 11b
 }
 
 

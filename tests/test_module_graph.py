@@ -28,8 +28,16 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+#: The bundled eval corpus: other projects' code, reviewed as data (no module of the product).
+CORPUS = SRC / "eval" / "corpus"
+
+
+def _product_files() -> list[Path]:
+    return [p for p in sorted(SRC.rglob("*.py")) if CORPUS not in p.parents]
+
+
 def _modules() -> dict[str, Path]:
-    return {_module_name(path): path for path in sorted(SRC.rglob("*.py"))}
+    return {_module_name(path): path for path in _product_files()}
 
 
 def _imports(name: str, path: Path, known: set[str]) -> set[str]:
@@ -243,7 +251,7 @@ def test_the_lookup_finder_finds_a_lookup() -> None:
 def test_no_part_looks_another_up_by_its_registered_plugin_name() -> None:
     lookups = [
         f"{path.relative_to(SRC)}:{line}"
-        for path in sorted(SRC.rglob("*.py"))
+        for path in _product_files()
         for line in _own_plugin_lookups(path.read_text(encoding="utf-8"))
     ]
     assert lookups == []
@@ -446,7 +454,7 @@ def _prose(text: str, *, python: bool = True) -> str:
 
 def _sources() -> list[tuple[Path, bool]]:
     python = [
-        *sorted(SRC.rglob("*.py")),
+        *_product_files(),
         *sorted((ROOT / "tests").rglob("*.py")),
         *sorted((ROOT / "benchmarks").rglob("*.py")),
         ROOT / "noxfile.py",

@@ -157,3 +157,19 @@ def test_links_work_on_a_package_index_page(name: str) -> None:
     text = (ROOT / name).read_text(encoding="utf-8")
     relative = [t for t in _LINK.findall(text) if not re.match(r"https?://|mailto:", t)]
     assert relative == [], f"{name}: use {REPO_URL}/blob/main/PATH or {REPO_URL}#anchor"
+
+
+def test_the_wheel_and_the_sdist_ship_the_bundled_eval_corpus(dist: Path) -> None:
+    corpus = ROOT / "src" / "pytest_advreview" / "eval" / "corpus"
+    listed = git(ROOT, "ls-files", "-z", "--", str(corpus))
+    files = {
+        Path(rel).relative_to("src").as_posix()
+        for rel in filter(None, listed.split("\0"))
+        if not rel.endswith(".pyc")
+    }
+    assert any(f.endswith("/case.toml") for f in files)
+    with zipfile.ZipFile(_one(dist, "*.whl")) as wheel:
+        assert files <= set(wheel.namelist())
+    with tarfile.open(_one(dist, "*.tar.gz")) as sdist:
+        shipped = {"/".join(n.split("/")[2:]) for n in sdist.getnames()}
+    assert files <= shipped

@@ -85,6 +85,8 @@ NOT_IDENTITY_SETTINGS: Final[Mapping[str, str]] = {
     "sandbox_explicit": "only decides whether the sandbox hint is printed",
     "approvals_why": "only explains the approvals in the header (approvals itself is keyed)",
     "timeout": "an attempt that runs out is an error, never a verdict",
+    "connect_timeout": "an attempt that cannot reach the model is an error, never a verdict",
+    "review_timeout": "a review that runs out is an error, never a verdict",
     "max_rounds": "applied to the stored rounds on every run",
     "fail_on": "the stored review is judged again under this run's threshold",
     "isolation": "the reviewer sees a mirror of the same content",
@@ -116,6 +118,15 @@ NOT_IDENTITY_SETTINGS: Final[Mapping[str, str]] = {
     "lead_patch": "a report file",
     "lead_code": "decides whether the lead may edit code; its edits are keyed as content",
     "head": "the head's content and the prompt's untrusted-data frame are keyed as content",
+    "eval": "chooses the eval corpus; an eval run stores no verdict",
+    "eval_epochs": "how often each eval case is reviewed",
+    "eval_report": "a report file",
+    "eval_baseline": "a report file to compare with",
+    "eval_transcripts": "where eval transcripts are kept",
+    "eval_rescore": "whether an eval run asks the reviewer at all",
+    "eval_min_recall": "an eval threshold, applied to the scores",
+    "eval_max_false_block": "an eval threshold, applied to the scores",
+    "eval_max_flip": "an eval threshold, applied to the scores",
 }
 
 #: Files under ``CODEX_HOME`` that select the provider or instruct the model.

@@ -144,6 +144,8 @@ class Spec:
     setting: bool = True
     #: Registered by the doctor's entry point (``doctorplugin.py``), not by ``plugin.py``.
     doctor: bool = False
+    #: Values of a ``path`` setting that are words, not paths (never made absolute).
+    words: tuple[str, ...] = ()
 
     @property
     def option(self) -> str:
@@ -582,6 +584,45 @@ def _doctor(
     )
 
 
+#: Most epochs of ``--advreview-eval-epochs``.
+MAX_EPOCHS = 20
+
+
+def _fraction(raw: object) -> object:
+    expected = "expected a fraction from 0 to 1, e.g. 0.8"
+    try:
+        value = float(_text(raw).strip())
+    except (Invalid, ValueError):
+        raise Invalid(expected) from None
+    if not 0 <= value <= 1:  # also rejects nan
+        raise Invalid(expected)
+    return value
+
+
+_EVAL_DESC = (
+    "Measure the reviewer instead of gating: review each case of the corpus PATH (a "
+    "folder with one folder per case), or of the bundled corpus with builtin, as test "
+    "items, and report recall, precision and false blocks (docs/eval.md)"
+)
+_EVAL_EPOCHS_DESC = "Reviews of each eval case (default 1); two or more measure the flip rate"
+_EVAL_REPORT_DESC = "Write the eval's aggregate report as JSON to PATH"
+_EVAL_BASELINE_DESC = (
+    "Compare the eval with an earlier --advreview-eval-report file, side by side with deltas"
+)
+_EVAL_TRANSCRIPTS_DESC = (
+    "Folder of the eval's kept transcripts (default: advreview-eval in pytest's cache)"
+)
+_EVAL_RESCORE_DESC = (
+    "Score the eval from kept transcripts only; a case without one is an error, no reviewer "
+    "is asked"
+)
+_EVAL_MIN_RECALL_DESC = "Fail an eval run whose recall is below this fraction (0-1)"
+_EVAL_MAX_FALSE_BLOCK_DESC = (
+    "Fail an eval run whose false-block rate on clean cases is above this fraction (0-1)"
+)
+_EVAL_MAX_FLIP_DESC = "Fail an eval run whose flip rate across epochs is above this fraction (0-1)"
+
+
 SPECS: tuple[Spec, ...] = (
     Spec("reviewer", _REVIEWER_DESC, _reviewer, "NAME", default="codex"),
     Spec("command", _COMMAND_DESC, _command, "CMD"),
@@ -640,6 +681,16 @@ SPECS: tuple[Spec, ...] = (
     _globs("exclude", _EXCLUDE_DESC, parse=_exclude_line),
     _globs("path_instructions", _PATH_INSTRUCTIONS_DESC, parse=_instruction_line),
     Spec("only", _ONLY_DESC, _bool, cli="flag", ini=None, env=False, setting=False),
+    # No ini key: a repository must not turn its gate runs into eval runs.
+    Spec("eval", _EVAL_DESC, _PATH, "PATH", ini=None, env=False, path=True, words=("builtin",)),
+    Spec("eval_epochs", _EVAL_EPOCHS_DESC, _whole(1, MAX_EPOCHS), "N", default=1),
+    Spec("eval_report", _EVAL_REPORT_DESC, _PATH, "PATH", ini=None, env=False, path=True),
+    Spec("eval_baseline", _EVAL_BASELINE_DESC, _PATH, "PATH", ini=None, env=False, path=True),
+    Spec("eval_transcripts", _EVAL_TRANSCRIPTS_DESC, _PATH, "PATH", path=True),
+    Spec("eval_rescore", _EVAL_RESCORE_DESC, _bool, cli="flag", ini=None, env=False, default=False),
+    Spec("eval_min_recall", _EVAL_MIN_RECALL_DESC, _fraction, cli=None),
+    Spec("eval_max_false_block", _EVAL_MAX_FALSE_BLOCK_DESC, _fraction, cli=None),
+    Spec("eval_max_flip", _EVAL_MAX_FLIP_DESC, _fraction, cli=None),
     _doctor("doctor", _DOCTOR_DESC, _bool, cli="flag"),
     _doctor("doctor_json", _DOCTOR_JSON_DESC, _PATH, "PATH"),
     _doctor("doctor_online", _DOCTOR_ONLINE_DESC, _bool, cli="flag"),

@@ -38,7 +38,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from .material import TargetSpec
     from .review import ReviewContext
 
-__all__ = ["ReviewPool", "jobs_for"]
+__all__ = ["ReviewPool", "jobs_for", "stop_all"]
 
 
 def jobs_for(setting: int | str, *, shared_writable: bool, xdist_worker: bool) -> int:
@@ -183,22 +183,7 @@ class ReviewPool:
         untaken = [*self._orphans, *self._ahead.values()]
         pending = [future for _run, future in untaken]
         pending += self._taken
-        for future in pending:
-            future.cancel()
-        if any(not future.done() for future in pending) and self._cancel is not None:
-            self._cancel()
-        # Waiting is short: a cancelled launch kills its process group at once.  A second
-        # Ctrl-C while waiting must not leave the threads' Codex processes behind.
-        while True:
-            try:
-                self._executor.shutdown(wait=True)
-                break
-            except KeyboardInterrupt:
-                continue
-        for future in pending:
-            if future.done() and not future.cancelled():
-                with contextlib.suppress(BaseException):
-                    future.exception()  # retrieved: no "exception never retrieved" noise
+        stop_all(pending, self._executor, self._cancel)
         self._orphans = self._drop(untaken)  # every thread has ended: all are removed
         self._ahead.clear()
         self._taken.clear()
@@ -234,3 +219,30 @@ class ReviewPool:
         """
         for message in self._unremoved:
             terminalreporter.write_line(terminal_text(f"WARNING: {message}"), yellow=True)
+
+
+def stop_all(
+    pending: Sequence[Future[Any]],
+    executor: ThreadPoolExecutor | None,
+    cancel: Callable[[], None] | None,
+) -> None:
+    """Drop the queued work of ``pending``, cancel the reviewer's running launches, wait.
+
+    (The review pool's stop, and the eval's: ``eval/plugin.py``.)
+    """
+    for future in pending:
+        future.cancel()
+    if any(not future.done() for future in pending) and cancel is not None:
+        cancel()
+    # Waiting is short: a cancelled launch kills its process group at once.  A second
+    # Ctrl-C while waiting must not leave the threads' Codex processes behind.
+    while executor is not None:
+        try:
+            executor.shutdown(wait=True)
+            break
+        except KeyboardInterrupt:
+            continue
+    for future in pending:
+        if future.done() and not future.cancelled():
+            with contextlib.suppress(BaseException):
+                future.exception()  # retrieved: no "exception never retrieved" noise

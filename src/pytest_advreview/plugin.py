@@ -84,12 +84,18 @@ def pytest_configure(config: pytest.Config) -> None:
         # A SIGKILL of the controller leaves its workers running (xdist interrupts one
         # 5 s later): their reviewers end with the controller, not with the worker.
         config.add_cleanup(lifetime.watch_controller())
+    builtin = BuiltinReviewers(resolved, run_dir=lambda: runstash.run_dir(config))
+    config.pluginmanager.register(builtin, "advreview-builtin-reviewers")
+    if resolved.eval is not None:
+        # Measuring the reviewer (docs/eval.md): the corpus's items only, no gate.
+        from .eval.plugin import register
+
+        register(config, resolved, redactor)
+        return
     # Before any review item is made: each one notes itself with the recorder.
     recorder = exitstatus.GateRecorder()
     config.stash[exitstatus.GATE_KEY] = recorder
     config.pluginmanager.register(recorder, "advreview-gate-recorder")
-    builtin = BuiltinReviewers(resolved, run_dir=lambda: runstash.run_dir(config))
-    config.pluginmanager.register(builtin, "advreview-builtin-reviewers")
     session = ReviewSession(config, resolved)
     config.pluginmanager.register(session, "advreview-session")
     if not hasattr(config, "workerinput"):  # an xdist worker only reviews and reports

@@ -113,6 +113,16 @@ class Settings(WireModel):
     strict_exit: bool = default("strict_exit")
     #: ``--advreview-shard=K/N``: this job reviews share K (1-based) of N.
     shard: tuple[int, int] | None = None
+    #: ``--advreview-eval``: the corpus folder (absolute) or ``builtin`` (docs/eval.md).
+    eval: str | None = None
+    eval_epochs: int = default("eval_epochs")
+    eval_report: str | None = None
+    eval_baseline: str | None = None
+    eval_transcripts: str | None = None
+    eval_rescore: bool = default("eval_rescore")
+    eval_min_recall: float | None = None
+    eval_max_false_block: float | None = None
+    eval_max_flip: float | None = None
 
     @property
     def review_limit(self) -> float:
@@ -249,8 +259,11 @@ def resolve(config: pytest.Config, environ: Mapping[str, str] | None = None) -> 
     found: dict[str, _Found | None] = {}
     for spec in (spec for spec in SPECS if spec.setting):
         value, found[spec.field] = resolver.value(spec)
-        if spec.path and isinstance(value, str):
-            value = _absolute(invocation_dir, value)
+        if spec.path and isinstance(value, str) and value not in spec.words:
+            # An ini line names a path of the project (rootdir), as ``decisions`` does.
+            source = found[spec.field]
+            from_ini = source is not None and source.origin == "ini"
+            value = _absolute(config.rootpath if from_ini else invocation_dir, value)
         if value is not None:
             values["json_report" if spec.field == "json" else spec.field] = value
 
@@ -308,6 +321,7 @@ def resolve(config: pytest.Config, environ: Mapping[str, str] | None = None) -> 
             f"{PREFIX}: --advreview-against-plan={against.raw}: no such file "
             f"(looked for {values['against_plan']}); pass the path of an existing plan"
         )
+    _check_eval(values)
     for choice, needed, example in (
         ("reviewer", "command", "my-reviewer"),
         ("lead", "lead_command", "my-agent"),
@@ -319,6 +333,38 @@ def resolve(config: pytest.Config, environ: Mapping[str, str] | None = None) -> 
                 f"{spec.option}='{example} --flag', set {spec.env_var}, or set ini {spec.ini_key}"
             )
     return Settings.model_validate(values)
+
+
+#: Options of a review run that an eval run has no use for, and what it offers instead.
+_NOT_IN_EVAL = {
+    "head": "an eval reviews its corpus, not a pull request; drop --advreview-head",
+    "shard": "drop --advreview-shard (use -n or --advreview-jobs to run cases side by side)",
+    "against_plan": "a code-vs-plan case names its plan in case.toml; drop the option",
+    "sarif": "use --advreview-eval-report (JSON) or --advreview-report (markdown)",
+    "rdjson": "use --advreview-eval-report (JSON) or --advreview-report (markdown)",
+    "json_report": "use --advreview-eval-report (JSON) or --advreview-report (markdown)",
+}
+#: Options of an eval run only.
+_EVAL_ONLY = ("eval_report", "eval_baseline", "eval_rescore")
+
+
+def _check_eval(values: dict[str, object]) -> None:
+    """Refuse an option the run would silently ignore: a review option in an eval run,
+    or an eval option without ``--advreview-eval``."""
+    if values.get("eval") is not None:
+        for field, fix in _NOT_IN_EVAL.items():
+            if values.get(field) not in (None, False):
+                option = BY_FIELD["json" if field == "json_report" else field].option
+                raise pytest.UsageError(
+                    f"{PREFIX}: {option} does nothing in an eval run (--advreview-eval); {fix}"
+                )
+        return
+    for field in _EVAL_ONLY:
+        if values.get(field) not in (None, False):
+            raise pytest.UsageError(
+                f"{PREFIX}: {BY_FIELD[field].option} belongs to an eval run; add "
+                "--advreview-eval=PATH (or builtin), or drop it"
+            )
 
 
 #: Not on the header's second line: on the first one, on a line of their own (head), or

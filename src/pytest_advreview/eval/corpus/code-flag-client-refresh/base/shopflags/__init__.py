@@ -1,0 +1,3 @@
+from shopflags.client import FlagClient
+
+__all__ = ["FlagClient"]

@@ -1,0 +1,3 @@
+module example.com/portal
+
+go 1.22
