@@ -294,6 +294,9 @@ def test_other_ci_systems_run_the_same_gate_without_github(git_repo: Path) -> No
     env.update(
         ADVREVIEW_ACTION_BASE_SHA=base, ADVREVIEW_ACTION_WORK_DIR=str(git_repo.parent / "work")
     )
+    # The recipe's masked CI/CD variable: without a key (or a login, or a provider) the run
+    # stops before any review, since Codex would retry for ever. Nothing is launched here.
+    env["CODEX_API_KEY"] = "not-used-nothing-is-reviewed"
     proc = subprocess.run(
         [sys.executable, "-I", "-m", "pytest_advreview.action", "review"],
         cwd=git_repo,

@@ -189,8 +189,10 @@ def test_github_base_ref_wins_over_fallbacks(repo: Path) -> None:
     assert resolve_base(repo, None, {"GITHUB_BASE_REF": "release"}) == "origin/release"
 
 
-def test_missing_github_base_ref_falls_back(repo: Path) -> None:
-    assert resolve_base(repo, None, {"GITHUB_BASE_REF": "gone"}) == "main"
+def test_missing_github_base_ref_is_an_error_not_a_fallback(repo: Path) -> None:
+    # The pull request names its base: main (which exists) is not that base.
+    with pytest.raises(BaseRefError, match=r"GITHUB_BASE_REF names the base 'gone'"):
+        resolve_base(repo, None, {"GITHUB_BASE_REF": "gone"})
 
 
 def test_origin_head_comes_before_main(repo: Path) -> None:

@@ -685,8 +685,9 @@ def review(env: Mapping[str, str]) -> int:
         raise ActionError("no base commit: the prepare step did not run or decided not to review")
     if commit(workspace, base) is None:
         raise ActionError(
-            f"the base commit {base} is not in the checkout at {workspace}; check out with "
-            "actions/checkout and fetch-depth: 0"
+            f"the base commit {base} is not in the checkout at {workspace}; fetch it with "
+            f"`git fetch --no-tags origin {base}` in a step before this one, or check out "
+            "with actions/checkout and fetch-depth: 0"
         )
     origin, keys = base_ini(workspace, base)
     plans = linelist(_input("plans", env))

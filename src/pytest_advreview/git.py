@@ -26,9 +26,11 @@ __all__ = [
     "literal_pathspec",
     "parse_status_v2_z",
     "plain_diff_globals",
+    "quote_path",
     "redirected",
     "run_git",
     "split_z",
+    "unpassable_path",
 ]
 
 
@@ -126,6 +128,67 @@ def redirected() -> str | None:
     if not names:
         return None
     return f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} set"
+
+
+_C_ESCAPES = {
+    0x07: "\\a",
+    0x08: "\\b",
+    0x09: "\\t",
+    0x0A: "\\n",
+    0x0B: "\\v",
+    0x0C: "\\f",
+    0x0D: "\\r",
+    0x22: '\\"',
+    0x5C: "\\\\",
+}
+
+
+def quote_path(name: str) -> str:
+    """``name`` (as :func:`os.fsdecode` read it from git) the way git prints it.
+
+    A name that is UTF-8 text without control characters is returned as it is; any other
+    is quoted as git's ``core.quotePath`` does: in double quotes, with C escapes
+    (``\\t``, ``\\"``, ``\\\\``) and three-digit octal for every other control byte and
+    every byte that is not UTF-8 (``caf\\351.py``).  The result is always UTF-8 text, so it
+    can go into a prompt, a report or a node id.
+    """
+    raw = os.fsencode(name)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is not None and not any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):
+        return name
+    out: list[str] = []
+    for char in raw.decode("utf-8", "surrogateescape"):
+        code = ord(char)
+        if 0xDC80 <= code <= 0xDCFF:  # a byte that is not UTF-8
+            out.append(f"\\{code - 0xDC00:03o}")
+        elif code in _C_ESCAPES:
+            out.append(_C_ESCAPES[code])
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\{code:03o}")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
+def unpassable_path(name: str, what: str) -> str | None:
+    """Why the file ``name`` cannot be handed to the reviewer, or ``None`` when it can.
+
+    A name that is not UTF-8 cannot be written into the prompt (UTF-8 text) as it is,
+    and the reviewer, whose commands are text too, could not open it by the escaped name:
+    the item errors with the name as git prints it, never passes without the file.
+    """
+    try:
+        os.fsencode(name).decode("utf-8")
+    except UnicodeDecodeError:
+        return (
+            f"pytest-advreview: {what} {quote_path(name)} is not UTF-8 (git stores file "
+            "names as bytes): the reviewer's prompt and commands are UTF-8 text, so it "
+            "cannot be shown or opened; rename it to a UTF-8 name (git mv)"
+        )
+    return None
 
 
 def _decode(data: bytes) -> str:

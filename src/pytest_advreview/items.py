@@ -7,6 +7,7 @@ in **teardown** (so a reviewer that changed files errors even when the review pa
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from collections.abc import Iterable, Iterator
@@ -28,6 +29,7 @@ from _pytest._io import TerminalWriter
 
 from . import engine, exitstatus, outbound, runstash
 from .constants import MARKER, PLAN_ITEM_NAME
+from .git import quote_path, unpassable_path
 from .material import ReviewInputError, TargetSpec
 from .models import FailureText, Finding
 from .outcome import (
@@ -97,6 +99,7 @@ class ReviewRepr(ExceptionRepr):
         # Whatever built the text (a review, an error of the reviewer, a worker's report),
         # it is redacted and neutralised here, where every failure text passes.
         self.text = outbound.terminal_text(text)
+        path = quote_path(path)  # reports and xdist carry text: a non-UTF-8 name escaped
         self.reprcrash: ReprFileLocation | None = ReprFileLocation(
             path, line, outbound.one_line(summary)
         )
@@ -173,7 +176,12 @@ class PlanFile(pytest.File):
         """One review item per plan, named ``adversarial-review``."""
         plans = _run(self.config).plans
         key = plans.relpath(self.path)
-        spec = TargetSpec(kind="plan", key=key, path=plans.plan_source(self.path))
+        spec = TargetSpec(
+            kind="plan",
+            key=key,
+            path=plans.plan_source(self.path),
+            error=unpassable_path(os.fspath(self.path), "the plan"),
+        )
         yield ReviewItem.from_parent(self, name=PLAN_ITEM_NAME, spec=spec)
 
 
@@ -225,6 +233,16 @@ class ReviewItem(pytest.Item):
             raise ReviewerUnavailable(
                 f"Adversarial review — {self.spec.key} — cannot review: {exc}\n"
             ) from None
+        except Exception as exc:
+            # A fault of the plugin (or of a conftest that patched it): the item errors
+            # with pytest's traceback, and the reports still list it as an error, from
+            # the gate's own account, never as "no review item ran".
+            if self.review is not None:
+                self._attach(
+                    error=f"pytest-advreview: the review stopped on an internal error "
+                    f"({type(exc).__name__}: {exc}); the traceback is in pytest's output"
+                )
+            raise
         self._take(reviewed, reviewed.record.model_dump_json())
         result, outcome = reviewed.result, reviewed.outcome
         if result.mutations:
@@ -536,6 +554,13 @@ class ReviewItem(pytest.Item):
         and ``None`` crashes pytest there.
         """
         return self.path, 0, f"[advreview] {self.spec.key}"
+
+    @functools.cached_property
+    def location(self) -> tuple[str, int | None, str]:
+        """pytest's location, with a file name that is not UTF-8 as git prints it: xdist
+        sends it between processes as text, and report writers write it."""
+        relpath, line, domain = super().location
+        return quote_path(relpath), line, domain
 
 
 def _run(config: pytest.Config) -> RunStash:

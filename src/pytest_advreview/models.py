@@ -338,6 +338,9 @@ class ChangeSet(WireModel):
     left_out: tuple[LeftOutFile, ...] = ()
     #: The repository's path instructions that apply to ``files``, sent in the prompt.
     rules: tuple[PathRule, ...] = ()
+    #: Submodule pointer changes: ``path: OLD -> NEW`` and the submodule's own log
+    #: between them (:func:`~.targets.submodule_changes`), named in the prompt.
+    submodules: tuple[str, ...] = ()
 
 
 class ReviewedChange(WireModel):

@@ -442,8 +442,9 @@ _SHARD_DESC = (
     "exactly one share whatever the others collect. Other tests are not sharded."
 )
 _BASE_DESC = (
-    "Base of branch diffs and of plan_scope = changed (default: origin/$GITHUB_BASE_REF, "
-    "else origin/HEAD, main, master)"
+    "Base of branch diffs and of plan_scope = changed (default: origin/$GITHUB_BASE_REF "
+    "when that is set, else origin/HEAD, main, master); a named base missing from the "
+    "clone is an error"
 )
 _AGAINST_PLAN_DESC = "Review the code change against this implementation plan"
 _HEAD_DESC = (

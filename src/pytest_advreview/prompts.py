@@ -164,6 +164,15 @@ filter or working-tree-encoding attributes), so their unstaged diff shows rewrit
 text, not the bytes that run: {paths}. Read each of these files itself.
 """
 
+# Inside <task>, when the change moves a submodule: a diff shows two commit ids only.
+_SUBMODULES_CHANGED = """\
+WARNING: this change moves submodule pointers (old -> new commit, then the submodule's
+own commits between them). The diff shows only the two commit ids; the code they stand
+for is part of this change. Review what the new commits bring in (in the submodule's
+folder where its files are present: `git -C <path> diff <old> <new>`):
+{changes}
+"""
+
 # Inside <task>, when advreview_exclude left changed files out of the diff commands
 # (lockfiles, minified and generated files): the reviewer still learns that they changed.
 _LEFT_OUT = """\
@@ -530,6 +539,8 @@ def code_prompt(
         warnings += _ATTRIBUTES_CHANGED.format(paths=", ".join(change.attributes))
     if change.converted:
         warnings += _CONVERTED_FILES.format(paths=", ".join(change.converted))
+    if change.submodules:
+        warnings += _SUBMODULES_CHANGED.format(changes="\n".join(change.submodules))
     if change.left_out:
         warnings += _LEFT_OUT.format(files=_left_out(change.left_out))
     task = task.replace("</task>\n", warnings + "</task>\n")

@@ -16,6 +16,7 @@ import pytest
 
 from . import targets
 from .constants import BUILTIN_REVIEWERS
+from .git import quote_path
 from .lead.session import LeadTurns
 from .loop import LoopHooks, LoopResult, ReviewLimit, ReviewTarget, run_loop
 from .material import (
@@ -358,7 +359,7 @@ class ReviewRun(LoopHooks):
         return item_record(
             nodeid,
             self.spec,
-            self._relative(path) if path else None,
+            quote_path(self._relative(path)) if path else None,  # reports are text
             self.settings.fail_on,
             result,
             outcome,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shlex
 from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,6 +20,7 @@ import pytest
 
 from . import outbound, targets
 from .constants import CODE_ITEM_NAME
+from .git import quote_path, unpassable_path
 from .material import TargetSpec, repo_relative
 from .models import ChangeSet, ChangeSetInfo
 from .review import SharedLookups
@@ -100,11 +102,33 @@ def not_the_change(config: pytest.Config, settings: Settings, top: Path) -> targ
             written.append(os.fspath(path))
             if name == "htmlpath":
                 written.append(os.path.join(path.parent, "assets", ""))
-    cache_dir = config.getini("cache_dir")
+    # ``cache_dir`` is the cacheprovider's ini key: unknown (a ValueError) when a user
+    # disables it with ``-p no:cacheprovider``, and then nothing is written there.
+    has_cache = config.pluginmanager.has_plugin("cacheprovider")
+    cache_dir = config.getini("cache_dir") if has_cache else None
     if isinstance(cache_dir, str) and cache_dir:
         folder = Path(config.rootpath) / os.path.expandvars(os.path.expanduser(cache_dir))
         written.append(os.path.join(folder, ""))
     return targets.NotTheChange.of(top, settings.decisions, written, rootdir=Path(config.rootpath))
+
+
+def _unpassable(change: ChangeSet) -> str | None:
+    """Why a name of ``change`` cannot go into the prompt (:func:`~.git.unpassable_path`):
+    a changed file, a file left out, or a path the diff commands exclude by name."""
+    named = [("the changed file", n) for n in change.files]
+    named += [("the file advreview_exclude leaves out", n) for n in change.filtered]
+    named += [("the file", n) for n in (*change.attributes, *change.converted)]
+    for command in change.diff_commands:
+        # A left-out path is named in the command (``:(exclude,literal)PATH``).
+        named += [
+            ("the path the diff commands leave out", word.rpartition(")")[2])
+            for word in shlex.split(command)
+        ]
+    for what, name in named:
+        why = unpassable_path(name, what)
+        if why is not None:
+            return why
+    return None
 
 
 class TargetSelection:
@@ -202,7 +226,12 @@ class TargetSelection:
         ):
             # No code item to carry the error, and the plan selection is incomplete.
             raise pytest.UsageError(self.base_error)
-        self.keys = dict(zip(self.selection.selected, self.selection.keys, strict=True))
+        # Keys are names in prompts, reports, state and node ids: UTF-8 text, so a file
+        # name git stores as other bytes is keyed as git prints it ("caf\\351.md").
+        self.keys = {
+            path: quote_path(key)
+            for path, key in zip(self.selection.selected, self.selection.keys, strict=True)
+        }
         # pytest hands pytest_collect_file the path it walked to: rootdir joined with the
         # folders below it. When that text is a selected plan's, it is that plan, and
         # resolving it (an lstat per file) can be skipped.
@@ -305,7 +334,7 @@ class TargetSelection:
     def relpath(self, path: Path) -> str:
         """A repo-relative posix path, the key of a plan in state and decisions."""
         key = self.keys.get(path) or self.keys.get(self.shared.resolve(path))
-        return key or repo_relative(path, self.repo_root, self.shared.resolve)
+        return key or quote_path(repo_relative(path, self.repo_root, self.shared.resolve))
 
     def explicit_plans(self) -> list[Path]:
         """``.md`` files named on the command line: always reviewed (looked up once)."""
@@ -375,6 +404,10 @@ class TargetSelection:
                 "character or '##[' in a file name would forge CI log and terminal lines "
                 "wherever it is printed; rename the file",
             )
+        why = _unpassable(change)
+        if why is not None:
+            # Fail closed: a name the prompt cannot carry; the item says which, escaped.
+            return TargetSpec(kind="code", key=CODE_ITEM_NAME, error=why)
         return TargetSpec(
             kind="code",
             key=CODE_ITEM_NAME,

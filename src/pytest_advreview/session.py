@@ -23,6 +23,7 @@ import pytest
 from . import outbound, runlock, runstash
 from .constants import BUILTIN_REVIEWERS, CODE_ITEM_NAME, CODE_ITEM_NODEID, RECORD_ATTR
 from .coordinator import Coordinator
+from .git import quote_path
 from .items import PlanFile, ReviewItem, ReviewRepr, claim_ahead
 from .options import DEFAULT_DECISIONS
 from .outcome import ReviewWarning
@@ -263,7 +264,9 @@ class ReviewSession:
         if resolved in self._collected:
             return None  # each real file is one item
         self._collected.add(resolved)
-        plan: PlanFile = PlanFile.from_parent(parent, path=file_path)
+        plan: PlanFile = PlanFile.from_parent(
+            parent, path=file_path, nodeid=self._node_id(file_path)
+        )
         return plan
 
     @pytest.hookimpl(tryfirst=True)
@@ -316,16 +319,21 @@ class ReviewSession:
             config.hook.pytest_collectreport(report=report)
 
     def _node_id(self, path: Path) -> str | None:
-        """The node id of a plan outside rootdir (a run from a subdirectory without an ini).
+        """The node id of a plan outside rootdir (a run from a subdirectory without an ini),
+        or whose name is not UTF-8; ``None``: pytest's own.
 
         pytest would name it by its file name alone; relative to rootdir (which is then
         the invocation directory) the id also works as a command-line argument.
         """
+        relative = Path(os.path.relpath(path, self.config.rootpath)).as_posix()
         try:
             path.relative_to(self.config.rootpath)
         except ValueError:
-            return Path(os.path.relpath(path, self.config.rootpath)).as_posix()
-        return None
+            return quote_path(relative)
+        # A name that is not UTF-8 as git prints it: pytest's own writers (the cache's
+        # lastfailed, JUnit, the terminal) need text.
+        quoted = quote_path(relative)
+        return quoted if quoted != relative else None
 
     def required_targets(self) -> list[str]:
         """The keys of the targets a gate must see reviewed: every selected plan and the

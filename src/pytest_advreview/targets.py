@@ -33,6 +33,7 @@ from .git import (
     literal_pathspec,
     parse_status_v2_z,
     plain_diff_globals,
+    quote_path,
     run_git,
     split_z,
 )
@@ -154,11 +155,13 @@ def resolve_base(repo: Path, explicit: str | None, env: Mapping[str, str]) -> st
     """The base of branch diffs and of plan scope ``changed``.
 
     ``explicit`` (``--advreview-base`` / ini ``advreview_base``) when given; else
-    ``origin/$GITHUB_BASE_REF`` when that variable is set and the ref exists; else the
-    first of ``origin/HEAD``, ``main``, ``master`` that git knows.
+    ``origin/$GITHUB_BASE_REF`` when that variable is set; else the first of
+    ``origin/HEAD``, ``main``, ``master`` that git knows.  A base that is named (by
+    either) and not in the clone is an error, never "no base".
 
-    :returns: the ref as named (not its commit id), or ``None`` when none exists.
-    :raises BaseRefError: the explicit base is not a commit git knows.
+    :returns: the ref as named (not its commit id), or ``None`` when nothing named a base
+        and no fallback exists.
+    :raises BaseRefError: the named base is not a commit git knows.
     """
     if explicit is not None:
         if _commit(repo, explicit) is None:
@@ -168,11 +171,19 @@ def resolve_base(repo: Path, explicit: str | None, env: Mapping[str, str]) -> st
                 f"{_fetch_hint(repo, explicit)}pass another --advreview-base=REF"
             )
         return explicit
-    candidates = list(FALLBACK_BASES)
     github = env.get("GITHUB_BASE_REF", "").strip()
-    if github and not github.startswith("-"):
-        candidates.insert(0, f"origin/{github}")
-    for ref in candidates:
+    if github:
+        # A pull request names its base: a clone without it (a shallow CI checkout) must
+        # not fall back to another branch or to "no base", which reviews nothing.
+        ref = f"origin/{github}"
+        if github.startswith("-") or _commit(repo, ref) is None:
+            raise BaseRefError(
+                f"{_PREFIX}: GITHUB_BASE_REF names the base {github!r}, but {ref} is not in "
+                f"the clone at {repo}; {_fetch_hint(repo, ref)}check out with fetch-depth: 0, "
+                "or pass --advreview-base=REF"
+            )
+        return ref
+    for ref in FALLBACK_BASES:
         if _commit(repo, ref) is not None:
             return ref
     return None
@@ -729,6 +740,7 @@ def _uncommitted(
         attributes=attribute_files([e.path for e in every]),
         converted=_converted(root, found["unstaged"]),
         filtered=tuple(sorted(filtered)),
+        submodules=submodule_changes(root, files, None),
         left_out=_left_out(root, filtered, old="HEAD", new=None),
     )
 
@@ -763,6 +775,76 @@ def _converted(root: Path, unstaged: Sequence[str]) -> tuple[str, ...]:
         return converted_files(_toplevel(root), unstaged)
     except GitError as exc:
         raise TargetError(f"{_PREFIX}: {exc}") from None
+
+
+#: Most commits of a submodule's own log named in the prompt per pointer change.
+SUBMODULE_LOG_LINES = 50
+_NO_COMMIT = "0" * 40
+
+
+def submodule_changes(root: Path, files: Collection[str], since: str | None) -> tuple[str, ...]:
+    """Each submodule pointer change among ``files``, as the prompt names it.
+
+    ``path: OLD -> NEW``, then the submodule's own ``git log --oneline OLD..NEW`` where its
+    history is in the clone (at most :data:`SUBMODULE_LOG_LINES` lines), else a line that
+    says it is not.  ``since``: the branch's base (``BASE...HEAD``); ``None``: the work tree
+    against ``HEAD`` (staged and unstaged), where the new commit is the one checked out in
+    the submodule.  A diff shows only ``Subproject commit`` lines: without this the
+    reviewer sees two hashes and none of the code between them.
+    """
+    top = _toplevel(root)
+    diff = ["diff", "--raw", "-z", "--no-abbrev", "--no-renames", "--ignore-submodules=none"]
+    diff.append(f"{since}...HEAD" if since is not None else "HEAD")
+    wanted = set(files)
+    if not wanted:
+        return ()
+    # No pathspecs: a change set of many thousand files would not fit on a command line.
+    proc = run_git(top, *diff, check=False)
+    if proc.returncode != 0:
+        return ()
+    parts = proc.stdout.split(b"\0")
+    lines: list[str] = []
+    for meta, raw in zip(parts[::2], parts[1::2], strict=False):
+        fields = meta.decode("ascii", "replace").lstrip(":").split()
+        path = os.fsdecode(raw)
+        if len(fields) < 4 or "160000" not in fields[:2] or path not in wanted:
+            continue
+        old, new = fields[2], fields[3]
+        folder = top / path
+        # Only a folder with its own .git: elsewhere git would answer for this repository.
+        here = (folder / ".git").exists()
+        if here:
+            checked_out = run_git(folder, "rev-parse", "--verify", "-q", "HEAD", check=False)
+            here = checked_out.returncode == 0
+            if here and new == _NO_COMMIT:
+                new = checked_out.stdout.decode("ascii", "replace").strip()
+        status = fields[4] if len(fields) > 4 else "M"
+        shown_old = "(none: added)" if status.startswith("A") else old
+        shown_new = "(none: removed)" if status.startswith("D") else new
+        if new == _NO_COMMIT and not status.startswith("D"):
+            shown_new = "(not checked out here: the commit is unknown)"
+        lines.append(f"{quote_path(path)}: {shown_old} -> {shown_new}")
+        if _NO_COMMIT in (old, new):
+            continue
+        log = (
+            run_git(folder, "log", "--oneline", "--no-decorate", f"{old}..{new}", check=False)
+            if here
+            else None
+        )
+        if log is None or log.returncode != 0:
+            lines.append(
+                "  (the submodule's history between these commits is not in this clone: "
+                "review the pointer change as an unseen change of dependency)"
+            )
+            continue
+        commits = os.fsdecode(log.stdout).splitlines()
+        more = len(commits) - SUBMODULE_LOG_LINES
+        lines += [f"  {c}" for c in commits[:SUBMODULE_LOG_LINES]]
+        if more > 0:
+            lines.append(f"  ... and {more} more commits (git -C {shlex.quote(path)} log)")
+        if not commits:
+            lines.append("  (no commit of NEW is new: the pointer moved back or sideways)")
+    return tuple(lines)
 
 
 def _branch_names(root: Path, base: str, *options: str) -> list[str]:
@@ -802,6 +884,7 @@ def _branch(
         base=base,
         attributes=attribute_files(names),
         filtered=tuple(sorted(filtered)),
+        submodules=submodule_changes(root, files, base),
         left_out=_left_out(root, filtered, old=f"{base}...HEAD", new="HEAD"),
     )
 
@@ -861,6 +944,11 @@ def change_set(
     return _branch(root, base, excluded, outside, drop)
 
 
+def _quoted(paths: Iterable[str]) -> tuple[str, ...]:
+    # The header and the reports are text: names as git prints them ("caf\\351.py").
+    return tuple(quote_path(p) for p in paths)
+
+
 def change_set_info(
     root: Path,
     change: ChangeSet | None,
@@ -910,9 +998,9 @@ def change_set_info(
             head_commit=None,
             files=len(change.files),
             description=change.description,
-            attributes=change.attributes,
-            converted=change.converted,
-            filtered=change.filtered,
+            attributes=_quoted(change.attributes),
+            converted=_quoted(change.converted),
+            filtered=_quoted(change.filtered),
         )
     merge = _git(root, "merge-base", change.base, "HEAD", check=False)
     return ChangeSetInfo(
@@ -925,6 +1013,6 @@ def change_set_info(
         head_commit=head,
         files=len(change.files),
         description=change.description,
-        attributes=change.attributes,
-        filtered=change.filtered,
+        attributes=_quoted(change.attributes),
+        filtered=_quoted(change.filtered),
     )

@@ -18,9 +18,13 @@ How the mirror is built, and why:
    a copy is exact whatever the user's filters, eol conversion, textconv or binary
    content, where a patch could be refused.
 
-Not mirrored: ignored files (by design: ``.env``, build output, databases), submodule
-contents and submodule pointer changes (submodules are not checked out in a new
-worktree), empty directories (git does not track them).
+Submodules: the user's index entry (a staged pointer change) and, where the user has the
+submodule checked out, its files at the commit checked out there (a ``--shared`` clone):
+the reviewer's ``git diff`` then shows the same ``Subproject commit`` lines as the
+user's.  Not mirrored: ignored files (by design: ``.env``, build output, databases), a
+submodule's own uncommitted edits, the content of a submodule the user has not checked
+out (an empty folder, as in the user's tree), empty directories (git does not track
+them).
 
 The user's work tree and index are only read; git records the worktree under
 ``.git/worktrees/`` until :meth:`Worktree.remove`, which also runs on errors and Ctrl-C.
@@ -182,6 +186,53 @@ class Worktree:
             self._git_in_tree_stdin(staged, "apply", "--index", "--whitespace=nowarn", "-")
         for name in _changed(user):
             self._sync(name)
+        self._submodules()
+
+    def _submodules(self) -> None:
+        """Each submodule as the user has it: its index entry (a staged pointer change) and,
+        where the user's checkout of it has the commit, its files at that commit.
+
+        ``git worktree add`` checks out no submodule, so its folder is empty and the
+        reviewer's ``git diff`` would compare against nothing.  The checkout is a
+        ``--shared`` clone of the user's submodule (its objects are borrowed, not copied)
+        at the commit checked out there; the submodule's own uncommitted edits are not
+        copied.  A submodule the user has not checked out stays an empty folder (the
+        prompt says its content is not present).
+        """
+        user = self.repo_root
+        for meta, name in _gitlinks(user):
+            if _gitlinks(self.path, name) != [(meta, name)]:
+                mode, oid = meta.split()[:2]
+                run_git(self.path, "update-index", "--cacheinfo", f"{mode},{oid},{name}")
+            source = user / name
+            if not (source / ".git").exists():
+                continue
+            head = run_git(source, "rev-parse", "--verify", "-q", "HEAD", check=False)
+            if head.returncode != 0:
+                continue
+            target = self.path / name
+            _remove_path(target)
+            hooks = f"core.hooksPath={os.devnull}"
+            run_git(
+                self.path,
+                "-c",
+                hooks,
+                "clone",
+                "--quiet",
+                "--no-checkout",
+                "--shared",
+                str(source),
+                str(target),
+            )
+            run_git(
+                target,
+                "-c",
+                hooks,
+                "checkout",
+                "--quiet",
+                "--detach",
+                os.fsdecode(head.stdout.strip()),
+            )
 
     def resync(self) -> None:
         """Make the worktree's files the user's again, after the user's changed (a fixer
@@ -289,6 +340,18 @@ def _changed(top: Path) -> list[str]:
         for name in split_z(run_git(top, *args).stdout):
             changed.setdefault(name, None)
     return list(changed)
+
+
+def _gitlinks(top: Path, *names: str) -> list[tuple[str, str]]:
+    """``(mode oid stage, path)`` of each submodule entry of ``top``'s index (of ``names``)."""
+    specs = [f":(literal){n}" for n in names]
+    out = run_git(top, "ls-files", "-s", "-z", "--", *specs).stdout
+    found = []
+    for record in out.split(b"\0"):
+        meta, _, path = record.partition(b"\t")
+        if meta.startswith(b"160000 "):
+            found.append((meta.decode("ascii"), os.fsdecode(path)))
+    return found
 
 
 def _remove_path(path: Path) -> None:
