@@ -163,15 +163,17 @@ def test_a_link_in_the_base_commit_or_a_file_outside_the_repository_is_refused(
         ["*decisions file main (*):.advreview/decisions.toml: is a symbolic link in the base*"]
     )
 
-    branch.write("pytest.ini", "[pytest]\nadvreview_decisions = ../elsewhere.toml\n")
-    outside = branch.run(NO_CODE)
+    # Under a gate the checkout's own ini key is not used (test_gate_config_e2e.py): the
+    # workflow's command line names the file outside the repository.
+    elsewhere = ("-o", "advreview_decisions=../elsewhere.toml")
+    outside = branch.run(NO_CODE, *elsewhere)
     assert outside.ret == pytest.ExitCode.USAGE_ERROR
     outside.stderr.fnmatch_lines(
         ["*elsewhere.toml: lies outside the repository *, but under a gate*"]
     )
     # Locally the same settings are the user's own choice.
     monkeypatch.delenv("CI")
-    assert branch.run(NO_CODE).ret != pytest.ExitCode.USAGE_ERROR
+    assert branch.run(NO_CODE, *elsewhere).ret != pytest.ExitCode.USAGE_ERROR
 
 
 def test_head_mode_reads_the_operators_decisions_from_the_base_commit(

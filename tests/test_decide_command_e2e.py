@@ -11,6 +11,7 @@ turns green without a push) counts them.  The action's steps run as the runner w
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,13 @@ def record(result: ActionResult) -> dict[str, Any]:
     return dict(item)
 
 
+def bound(result: ActionResult) -> str:
+    """The content id the failure prints for ``FID``: what a waiver of it names."""
+    found = re.search(rf"/advreview waive {FID}@([0-9a-f]{{16}}): reason", result.log)
+    assert found, result.log
+    return found[1]
+
+
 def reviewed(repo: Scratch, *steps: str) -> None:
     repo.write(KEY, PLAN)
     repo.commit("the plan")
@@ -83,13 +91,17 @@ def test_a_maintainers_waive_command_passes_a_critical_finding_without_a_push(
     first = scratch.run(env=api)
     assert not first.ok
     assert first.outputs["outcome"] == "failed", first.log
+    # The failure names the code a waiver is for: the finding's content id.
+    content = bound(first)
 
     # A user with read permission, a bot, and a quote try first; then a maintainer.
     github_api.comments[7] = [
         comment(1, f"/advreview waive {FID}: looks fine to me", "triager"),
         comment(2, f"/advreview waive {FID}: automated", "helper[bot]", kind="Bot"),
         comment(3, f"> /advreview waive {FID}: quoted\n\nI agree", "maintainer"),
-        comment(4, f"Checked with the DBA.\n/advreview waive {FID}: {REASON}", "maintainer"),
+        comment(
+            4, f"Checked with the DBA.\n/advreview waive {FID}@{content}: {REASON}", "maintainer"
+        ),
         # GitHub does not say who edited a comment: its commands never count.
         comment(5, "/advreview rounds +3: added in an edit", "maintainer", edited=True),
     ]
@@ -170,7 +182,7 @@ def test_at_the_round_limit_a_command_grants_two_more_rounds(
     assert not first.ok
     assert record(first)["status"] == "max rounds"
     assert "the round limit (1) is reached with blocking findings open" in first.log
-    assert f"/advreview waive {FID}: reason" in first.log
+    assert f"/advreview waive {FID}@{bound(first)}: reason" in first.log
     assert "/advreview rounds +2: reason" in first.log
 
     # The author fixes it, but the limit is spent: the push is not reviewed.

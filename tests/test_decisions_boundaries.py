@@ -162,7 +162,8 @@ def test_an_unknown_key_names_the_allowed_ones(tmp_path: Path) -> None:
     path = write(tmp_path, entry(note="x"))
     assert error(path) == (
         f"pytest-advreview: decisions file {path}: decision entry 1: unknown key 'note'; "
-        "allowed keys: target, finding, action, reason, rounds"
+        "allowed keys: target, finding, action, reason, rounds, content, commit, "
+        "pull, scope"
     )
 
 
@@ -190,8 +191,9 @@ def test_every_problem_of_an_entry_is_named_once(tmp_path: Path) -> None:
         "target = ... (the plan path or \"code-review\"); also missing 'finding'; add "
         "finding = ... (the finding id, e.g. \"AR-1a2b3c\"); also missing 'action'; add "
         "action = ... (accept, re-scope, reject, waive, more-rounds); also unknown key "
-        "'note'; allowed keys: target, finding, action, reason, rounds; also unknown key "
-        "'other'; allowed keys: target, finding, action, reason, rounds"
+        "'note'; allowed keys: target, finding, action, reason, rounds, content, commit, pull, "
+        "scope; also unknown key 'other'; allowed keys: target, finding, action, reason, "
+        "rounds, content, commit, pull, scope"
     )
 
 

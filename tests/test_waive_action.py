@@ -27,7 +27,7 @@ from test_action import (  # noqa: F401  (the fixtures)
     github_api,
     scratch,
 )
-from test_decide_command_e2e import CRITICAL, FID, KEY, REASON
+from test_decide_command_e2e import CRITICAL, FID, KEY, REASON, bound
 
 pytestmark = pytest.mark.real_codex
 
@@ -112,11 +112,13 @@ def test_a_maintainers_comment_re_runs_the_gate_which_then_passes(
         ]
     )
     gate = {"GITHUB_API_URL": github_api.url}
-    assert not scratch.run(env=gate).ok  # the gate's run 501 fails
+    failed = scratch.run(env=gate)
+    assert not failed.ok  # the gate's run 501 fails
 
     github_api.pulls[7] = {"number": 7, "head": {"sha": head}}
     github_api.runs = runs(head)
-    body = f"/advreview waive {FID}: {REASON}"
+    # The waiver names the code it was decided on (the content id the failure prints).
+    body = f"/advreview waive {FID}@{bound(failed)}: {REASON}"
     github_api.comments[7] = [
         {"id": 31, "body": body, "user": {"login": "maintainer", "type": "User"}}
     ]

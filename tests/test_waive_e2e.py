@@ -17,8 +17,16 @@ from pathlib import Path
 import pytest
 
 from conftest import ReviewRepo, git
-from pytest_advreview.models import CommandsFile, IgnoredCommand, Location, finding_id
+from pytest_advreview.models import (
+    CommandsFile,
+    Finding,
+    IgnoredCommand,
+    Location,
+    Severity,
+    finding_id,
+)
 from pytest_advreview.testing import FindingSpec, revise_review
+from pytest_advreview.trust.decisions import content_ids
 from test_authority_e2e import on_main
 
 KEY = "docs/plans/x.md"
@@ -31,6 +39,13 @@ CRITICAL = FindingSpec(
     recommendation="Take a backup first.",
 )
 FID = finding_id(CRITICAL.title, Location(section=CRITICAL.section))
+#: The content id of the finding's section: the code (here, plan text) a waiver is for.
+CONTENT = content_ids(
+    [Finding(id=FID, severity=Severity.CRITICAL, title="", location=Location(section="Data"))],
+    plan=PLAN,
+    root=None,
+    whole=PLAN,
+)[FID]
 REASON = "The table was emptied in release 4; nothing is lost."
 NO_CODE = "--advreview-diff=none"
 
@@ -38,7 +53,7 @@ NO_CODE = "--advreview-diff=none"
 def waiver(reason: str = REASON) -> str:
     return (
         f'[[decision]]\ntarget = "{KEY}"\nfinding = "{FID}"\naction = "waive"\n'
-        f'reason = "{reason}"\n'
+        f'content = "{CONTENT}"\nscope = "repository"\nreason = "{reason}"\n'
     )
 
 

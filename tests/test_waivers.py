@@ -47,17 +47,23 @@ HIGH = Finding(id="AR-b00002", severity=Severity.HIGH, title="No rollback")
 MED = Finding(id="AR-d00003", severity=Severity.MEDIUM, title="Vague metric")
 
 
+#: The content id the waivers below were decided on (any 16 hex digits: these tests
+#: judge who may waive; what a waiver binds to is test_binding.py's).
+CONTENT = "0123456789abcdef"
+BOUND = {"content": CONTENT, "scope": "the repository"}
+
+
 def waive(finding: str, reason: str = "the table is empty", target: str = "code-review") -> str:
     return (
         f'[[decision]]\ntarget = "{target}"\nfinding = "{finding}"\naction = "waive"\n'
-        f'reason = "{reason}"\n\n'
+        f'content = "{CONTENT}"\nscope = "repository"\nreason = "{reason}"\n\n'
     )
 
 
 def more(rounds: int = 2, target: str = "code-review", reason: str = "close to done") -> str:
     return (
         f'[[decision]]\ntarget = "{target}"\naction = "more-rounds"\nrounds = {rounds}\n'
-        f'reason = "{reason}"\n\n'
+        f'scope = "repository"\nreason = "{reason}"\n\n'
     )
 
 
@@ -285,12 +291,14 @@ def test_a_waiver_closes_a_finding_left_to_the_operator() -> None:
 
 def test_at_the_round_limit_the_failure_names_the_ways_forward_without_a_ci_edit() -> None:
     result = revise(HIGH, status=ReviewStatus.MAX_ROUNDS)
-    outcome = decide(result, Severity.HIGH)
+    outcome = decide(result, Severity.HIGH, content={HIGH.id: CONTENT})
     assert outcome.kind is OutcomeKind.FAILED
     for text in (failure_report("x.md", result, outcome), failure_summary("x.md", outcome)):
         assert "the round limit (3) is reached with blocking findings open" in text
-        assert "`/advreview waive AR-b00002: reason`" in text
+        # The waiver names the code it is for: the content id of the finding's place.
+        assert f"`/advreview waive AR-b00002@{CONTENT}: reason`" in text
         assert 'target = "x.md", finding = "AR-b00002", action = "waive"' in text
+        assert f'content = "{CONTENT}", pull = <its number>' in text
         assert "`/advreview rounds +2: reason`" in text
         assert 'action = "more-rounds", rounds = 2' in text
     # Not at the limit: no such lines.

@@ -610,6 +610,11 @@ def pytest_argv(
     vetted = _input("commands", env)
     if vetted:
         argv.append(f"--advreview-commands={vetted}")
+    pull = _input("pr", env)
+    if pull.isascii() and pull.isdigit():
+        # A waiver or grant of the base's decisions file holds only for the pull request
+        # it names (or the whole repository): the run says which one it reviews.
+        argv.append(f"--advreview-pull-request={pull}")
     extra = _input("pytest-args", env)
     if extra:
         argv.extend(shlex.split(extra))

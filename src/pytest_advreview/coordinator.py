@@ -15,7 +15,7 @@ import json
 import os
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -55,6 +55,7 @@ from .trust.decisions import (
     GateBase,
     check_known,
     check_targets,
+    content_ids,
 )
 
 if TYPE_CHECKING:
@@ -128,6 +129,8 @@ class Coordinator:
         #: Why a stored entry was not used, warned once, by the item that reviews it (so
         #: xdist workers, which all collect every item, do not each warn).
         self._problems: dict[str, str] = {}
+        #: Target -> finding id -> its content id in this run (:meth:`bind`).
+        self._content: dict[str, dict[str, str]] = {}
         self.decisions_path = Path(settings.decisions)
         gate = self.trust.gated
         if gate and base is None:
@@ -139,6 +142,7 @@ class Coordinator:
                 gated=gate,
                 head=settings.head is not None,
                 base=base,
+                pull=settings.pull_request,
             )
             if settings.commands is not None:
                 # The pull request's commands the Action vetted (write permission).
@@ -270,8 +274,33 @@ class Coordinator:
         return frozenset(decided | self.waived(key))
 
     def waived(self, key: str) -> frozenset[str]:
-        """Ids of the findings of ``key`` a person with authority waived."""
-        return frozenset(w.finding for w in self.authority.waivers_for(key))
+        """Ids of the findings of ``key`` a person with authority waived, on the code each
+        cites now (:meth:`bind`): a waiver for earlier code does not hold."""
+        held, _stale = self.authority.bound(key, self._content.get(key, {}))
+        return frozenset(w.finding for w in held)
+
+    def bind(
+        self,
+        spec: TargetSpec,
+        material: ReviewMaterial,
+        findings: Iterable[Finding],
+        root: Path | None,
+    ) -> None:
+        """Learn the content ids of ``findings`` of ``spec``'s target (the content a waiver
+        of each is bound to: :func:`~.decisions.content_ids`), from ``material`` and, for
+        the code change, the reviewed tree ``root``."""
+        plan = material.content if spec.kind == "plan" else None
+        ids = content_ids(
+            findings,
+            plan=plan,
+            root=None if plan is not None else root,
+            whole=plan if plan is not None else material.content_hash,
+        )
+        self._content.setdefault(spec.key, {}).update(ids)
+
+    def content(self, key: str) -> dict[str, str]:
+        """The content ids of ``key``'s findings learnt so far (:meth:`bind`)."""
+        return dict(self._content.get(key, {}))
 
     def max_rounds(self, key: str) -> int:
         """The round limit of ``key``: ``max-rounds`` plus the rounds a person granted."""
@@ -302,13 +331,14 @@ class Coordinator:
             o.finding.id for o in (state.operator_open if state is not None else ())
         }
         ids |= {f.id for f in outcome.waived}
-        waived = tuple(w for w in self.authority.waivers_for(key) if w.finding in ids)
+        content = {k: v for k, v in self._content.get(key, {}).items() if k in ids}
+        held, stale = self.authority.bound(key, content)
         granted = sum(g.rounds for g in self.authority.granted(key))
         return record.model_copy(
             update={
-                "waived": waived,
+                "waived": held,
                 "rounds_granted": granted,
-                "ignored": self.authority.ignored_for(key, ids),
+                "ignored": (*self.authority.ignored_for(key, ids), *stale),
             }
         )
 
@@ -367,6 +397,10 @@ class Coordinator:
                 )
             )
         state = self.stored(key)
+        opened = self._read(key)
+        if opened is not None and opened.operator_open:
+            # What the findings left to a person cite now: a waiver of one is bound to it.
+            self.bind(spec, material, (o.finding for o in opened.operator_open), root)
         problem = self._problems.pop(key, None)
         if problem is not None:
             # Attributed to the entry file: that is what the user inspects or deletes.

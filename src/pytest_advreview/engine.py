@@ -89,8 +89,16 @@ def review_target(
             result = rounds.result if rounds is not None else due.stands
             if result is None:  # not an assert: python -O must not turn this into a pass
                 raise RuntimeError("no rounds were due and no stored verdict stands")
-            # 4. The outcome, against fail-on: judged here and nowhere else.
-            outcome = decide(result, run.settings.fail_on, coordinator.waived(run.spec.key))
+            # 4. The outcome, against fail-on: judged here and nowhere else.  A waiver holds
+            # only on the code it was decided on: what each finding cites now.
+            findings = result.review.findings if result.review is not None else ()
+            coordinator.bind(run.spec, material, findings, run.context.repo_root)
+            outcome = decide(
+                result,
+                run.settings.fail_on,
+                coordinator.waived(run.spec.key),
+                content=coordinator.content(run.spec.key),
+            )
             # 5. The save: what the rounds reviewed, and the findings left open.
             if rounds is not None:
                 coordinator.save(run.spec.key, rounds)

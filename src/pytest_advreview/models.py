@@ -249,6 +249,9 @@ class RunnerResult(WireModel):
     verdict: Verdict | None = None
     review_file: str | None = None
     codex_session_id: str | None = None
+    #: The digest of the thread's session files after this dispatch (the Codex backend's
+    #: ``session_digest``): stored in the signed state, checked before a resume.
+    codex_session_digest: str | None = None
     attempt_id: str
     errors: str | None = None
     archived_stdout: str | None = None
@@ -514,6 +517,13 @@ class Waiver(WireModel):
     source: Literal["base", "command", "local"]
     #: Where the decision was made: the command's comment URL, or the file and commit.
     at: str | None = None
+    #: The content id of the code (or plan text) the waiver was decided on
+    #: (:func:`~.decisions.content_id`); it holds only while the cited place still has it.
+    content: str | None = None
+    #: The commit the waiver was decided on, as its entry names it (shown in messages).
+    commit: str | None = None
+    #: What it is for: ``pull request #7`` or ``the repository`` (every pull request).
+    scope: str | None = None
 
 
 class RoundsGrant(WireModel):
@@ -531,6 +541,8 @@ class RoundsGrant(WireModel):
     reason: str
     source: Literal["base", "command", "local"]
     at: str | None = None
+    #: What it is for: ``pull request #7`` or ``the repository`` (every pull request).
+    scope: str | None = None
 
 
 class PullRequestCommand(WireModel):
@@ -543,6 +555,9 @@ class PullRequestCommand(WireModel):
 
     verb: Literal["waive", "decide", "rounds"]
     finding: str | None = None
+    #: ``waive`` only: the content id the waiver names (``AR-1a2b3c@<content id>``), the
+    #: code it was decided on; ``None``: the command names none, and counts for nothing.
+    content: str | None = None
     #: ``decide`` only: the operator's decision.
     action: Literal["accept", "reject"] | None = None
     #: ``rounds`` only: how many more.

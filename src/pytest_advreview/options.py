@@ -471,6 +471,12 @@ _COMMANDS_DESC = (
     "(docs/deciding.md). Command line only: no ini key or variable, refused from addopts, "
     "so a repository cannot point it at a file of its own"
 )
+_PULL_REQUEST_DESC = (
+    "The number of the pull request this run reviews (the Action passes it): a waiver or "
+    "grant of rounds in the decisions file holds only for the pull request it names, or "
+    'with scope = "repository" for every run (docs/deciding.md). Command line or '
+    "environment only"
+)
 _ENV_ALLOW_DESC = (
     "Globs of environment variable names (case-insensitive) that the reviewer's tool shell "
     "may see besides HOME, LOGNAME, PATH, SHELL, USER, TMPDIR, TEMP and TMP, one per line "
@@ -529,6 +535,7 @@ _PATH = _non_empty("a path")
 _GLOB = _non_empty("a glob")
 _budget = _whole(1, MAX_BUDGET_TOKENS, "tokens", ({"off", "none"}, None))
 _progress = _whole(0, MAX_PROGRESS_S, "seconds", ({"off"}, 0))
+_pull_request = _whole(1, 10**12, off=({"none"}, None))
 
 
 def _globs(field: str, desc: str, default: tuple[str, ...] = (), parse: _Parser = _GLOB) -> Spec:
@@ -677,6 +684,7 @@ SPECS: tuple[Spec, ...] = (
     _pick("plan_scope", "Which matching plans are reviewed.", cli=None, env=False),
     Spec("decisions", _DECISIONS_DESC, _PATH, cli=None, env=False, default=DEFAULT_DECISIONS),
     Spec("commands", _COMMANDS_DESC, _PATH, "PATH", ini=None, env=False, path=True),
+    Spec("pull_request", _PULL_REQUEST_DESC, _pull_request, "N", ini=None),
     _globs("allow_untracked", _ALLOW_UNTRACKED_DESC, DEFAULT_ALLOW_UNTRACKED),
     _globs("env_allow", _ENV_ALLOW_DESC, parse=_env_glob),
     _globs("exclude", _EXCLUDE_DESC, parse=_exclude_line),

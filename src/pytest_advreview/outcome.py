@@ -31,8 +31,8 @@ teardown from ``LoopResult.mutations``.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import Enum
 
 import pytest
@@ -86,6 +86,9 @@ class Outcome:
     verdict: Verdict | None = None
     #: Findings at or above fail-on that a person with authority waived: they pass.
     waived: tuple[Finding, ...] = ()
+    #: Finding id -> the content id a waiver of it must name (docs/deciding.md): the
+    #: failure prints it with the command that waives the finding.
+    content: Mapping[str, str] = field(default_factory=dict)
 
 
 class ReviewWarning(pytest.PytestWarning):
@@ -131,10 +134,17 @@ def counted(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def decide(result: LoopResult, fail_on: Severity, waived: Collection[str] = ()) -> Outcome:
+def decide(
+    result: LoopResult,
+    fail_on: Severity,
+    waived: Collection[str] = (),
+    *,
+    content: Mapping[str, str] | None = None,
+) -> Outcome:
     """Map ``result`` and the ``fail_on`` threshold to an :class:`Outcome` (see the table).
 
     :param waived: ids of findings a person with authority waived: they never fail it.
+    :param content: finding id -> its content id (what a waiver of it must name).
     """
     rounds = _rounds(result)
     if result.status in _ERROR_STATUSES:
@@ -168,6 +178,7 @@ def decide(result: LoopResult, fail_on: Severity, waived: Collection[str] = ()) 
             rounds=rounds,
             verdict=verdict,
             waived=passed,
+            content=dict(content or {}),
         )
 
     after = f"after {counted(rounds, 'round')}"
@@ -271,11 +282,22 @@ def _with_warnings(parts: list[str], result: LoopResult) -> str:
 
 
 def _finding_lines(outcome: Outcome) -> list[str]:
-    """One line per finding: failing ones first, then those below fail-on marked so."""
+    """One line per finding: failing ones first, then those below fail-on marked so; then
+    how a person with authority waives each failing one (its content id: the code the
+    waiver is bound to)."""
+    waivable = [f.id for f in outcome.failing if f.id in outcome.content]
+    how = [
+        f"to waive {fid} (a person with authority, for this code only): comment "
+        f"`/advreview waive {fid}@{outcome.content[fid]}: reason`, or add "
+        f'content = "{outcome.content[fid]}" to its waive entry in the base branch\'s '
+        "decisions file"
+        for fid in waivable
+    ]
     return [
         *(f.line() for f in outcome.failing),
         *(f"{f.line()} — waived by a person with authority" for f in outcome.waived),
         *(f"{f.line()} — below the fail-on threshold" for f in outcome.below),
+        *how,
     ]
 
 
@@ -285,17 +307,19 @@ def ways_forward(item_name: str, outcome: Outcome) -> list[str]:
     if outcome.status is not ReviewStatus.MAX_ROUNDS or not outcome.failing:
         return []
     first = outcome.failing[0].id
+    bound = outcome.content.get(first, "<content id>")
     return [
         "",
         f"the round limit ({outcome.rounds}) is reached with blocking findings open; "
         "ways forward without editing the CI configuration:",
-        f"  - a person with authority waives a finding: comment `/advreview waive {first}: "
-        "reason` on the pull request (write permission), or add to the base branch's "
-        f'decisions file [[decision]] target = "{item_name}", finding = "{first}", '
-        'action = "waive", reason = "..."',
+        f"  - a person with authority waives a finding: comment `/advreview waive "
+        f"{first}@{bound}: reason` on the pull request (write permission), or add to the "
+        f'base branch\'s decisions file [[decision]] target = "{item_name}", finding = '
+        f'"{first}", action = "waive", content = "{bound}", pull = <its number> (or '
+        'scope = "repository"), reason = "..."',
         "  - a person grants more rounds: comment `/advreview rounds +2: reason`, or add "
         f'[[decision]] target = "{item_name}", action = "more-rounds", rounds = 2, '
-        'reason = "..." on the base branch',
+        'pull = <its number>, reason = "..." on the base branch',
         "  - locally: run with --advreview-fresh to start the rounds over",
     ]
 

@@ -105,16 +105,69 @@ class _WatchedReviewer:
         #: Dispatches started so far (a round may take several: a retry, a fallback).
         self.dispatches = 0
         self._on_dispatch = on_dispatch
+        #: Thread id -> the digest of its session files when the plugin last saw them.
+        self._sessions: dict[str, str] = {}
+        #: Why a stored thread was not resumed, told with the next dispatch.
+        self._notice: str | None = None
+
+    def trust(self, history: Sequence[RoundRecord]) -> None:
+        """Learn the session digests of the stored rounds (the signed state's)."""
+        for record in history:
+            thread = record.runner.codex_session_id
+            if thread:
+                self._seen(thread, record.runner.codex_session_digest)
+
+    def _seen(self, thread: str, digest: str | None) -> None:
+        if digest:
+            self._sessions[thread] = digest
+        else:
+            self._sessions.pop(thread, None)
 
     def can_resume(self, session_id: str) -> bool:
-        return self.inner.can_resume(session_id)
+        """Whether the thread is on this machine and, with a backend that can tell, its
+        session files are the bytes the plugin last saw (the signed state's digest, or
+        this run's last round's): a session file restored from a cache the pull request
+        could write, rewritten or foreign, is never resumed."""
+        if not self.inner.can_resume(session_id):
+            return False
+        digest_of = getattr(self.inner, "session_digest", None)
+        if not callable(digest_of):
+            return True
+        expected = self._sessions.get(session_id)
+        if expected is not None and digest_of(session_id) == expected:
+            return True
+        self._notice = (
+            f"the stored thread {session_id} was not resumed: its session files are not "
+            + (
+                "the ones the plugin recorded (rewritten or foreign)"
+                if expected is not None
+                else "recorded in the signed state (an entry of an older version)"
+            )
+            + "; the review starts a fresh thread from the signed state's findings"
+        )
+        return False
 
     def dispatch(self, request: DispatchRequest) -> DispatchResult:
         self.last = None
         self.dispatches += 1
         self._on_dispatch(request)
-        self.last = self.inner.dispatch(request)
-        return self.last
+        result = self.inner.dispatch(request)
+        runner = result.runner
+        digest_of = getattr(self.inner, "session_digest", None)
+        if runner.codex_session_id and callable(digest_of):
+            digest = digest_of(runner.codex_session_id)
+            self._seen(runner.codex_session_id, digest)
+            runner = runner.model_copy(update={"codex_session_digest": digest})
+        if self._notice is not None:
+            # The loop reports a runner's warning with the round: the notice goes with the
+            # fresh thread's first dispatch.
+            said = "; ".join(w for w in (self._notice, runner.user_warning) if w)
+            runner = runner.model_copy(update={"user_warning": said})
+            self._notice = None
+        if runner is not result.runner:
+            result = result.model_copy(update={"runner": runner})
+        self.last = result
+        return result
 
 
 @dataclass(frozen=True)
@@ -315,6 +368,7 @@ class ReviewRun(LoopHooks):
         :raises ReviewInputError: unusable material, or no review worktree could be built.
         """
         self._history = tuple(history)
+        self.reviewer.trust(history)
         if applied is not None:
             self.lead.applied = applied
         material = self.material()

@@ -37,6 +37,7 @@ from .options import (
     default,
 )
 from .trust import run as trust
+from .trust.baseconfig import BaseConfigError, GateConfig, gate_config, linelist
 
 __all__ = ["Settings", "add_options", "from_config", "header_lines", "resolve", "runtime_hints"]
 
@@ -97,6 +98,8 @@ class Settings(WireModel):
     decisions: str = default("decisions")
     #: ``--advreview-commands``: the Action's file of vetted pull-request commands.
     commands: str | None = None
+    #: ``--advreview-pull-request``: the pull request the run reviews (``None``: none).
+    pull_request: int | None = None
     allow_untracked: tuple[str, ...] = default("allow_untracked")
     env_allow: tuple[str, ...] = default("env_allow")
     #: ``advreview_exclude`` lines, added to :data:`~.trust.pathrules.DEFAULT_EXCLUDE`; under a
@@ -113,6 +116,12 @@ class Settings(WireModel):
     strict_exit: bool = default("strict_exit")
     #: ``--advreview-shard=K/N``: this job reviews share K (1-based) of N.
     shard: tuple[int, int] | None = None
+    #: Under a gate: the base's configuration the settings were read from (with the
+    #: command line and the environment); ``None``: the run's own (docs/safety.md).
+    gate_where: str | None = None
+    #: Under a gate: what the checkout's own configuration gives and the base's does not,
+    #: not used (a header line each).
+    gate_ignored: tuple[str, ...] = ()
     #: ``--advreview-eval``: the corpus folder (absolute) or ``builtin`` (docs/eval.md).
     eval: str | None = None
     eval_epochs: int = default("eval_epochs")
@@ -155,11 +164,19 @@ class _Found:
 
 
 class _Resolver:
-    """Reads raw values in CLI > env > ini order and validates them in place."""
+    """Reads raw values in CLI > env > ini order and validates them in place.
 
-    def __init__(self, config: pytest.Config, environ: Mapping[str, str]) -> None:
+    Under a gate (:func:`~.baseconfig.gate_config`) "CLI" is the command line and
+    ``PYTEST_ADDOPTS`` only, and "ini" the base commit's configuration: nothing of the
+    checkout's own pytest configuration (keys, ``addopts``, ``-o`` in ``addopts``) counts.
+    """
+
+    def __init__(
+        self, config: pytest.Config, environ: Mapping[str, str], gate: GateConfig | None = None
+    ) -> None:
         self.config = config
         self.environ = environ
+        self.gate = gate
         self.overrides = {
             item.partition("=")[0].strip(): item
             for item in (getattr(config.option, "override_ini", None) or ())
@@ -176,6 +193,8 @@ class _Resolver:
         return f"ini {spec.ini_key}{joiner}{shown}{place}"
 
     def find(self, spec: Spec) -> _Found | None:
+        if self.gate is not None:
+            return self._find_under_gate(spec, self.gate)
         if spec.cli is not None:
             raw = self.config.getoption(spec.dest)
             if spec.cli == "flag" and raw:
@@ -194,13 +213,49 @@ class _Resolver:
                 return _Found(ini_raw, self.ini_where(spec, ini_raw), "ini")
         return None
 
+    def _find_under_gate(self, spec: Spec, gate: GateConfig) -> _Found | None:
+        """:meth:`find` under a gate: the command line, the environment, the base's file."""
+        if spec.cli is not None:
+            given = gate.option(spec.option)
+            if given:
+                raw, ours = given[-1]
+                origin: Literal["cli", "ini"] = "cli" if ours else "ini"
+                if spec.cli == "flag":
+                    where = spec.option if ours else f"{spec.option} in addopts of {gate.where}"
+                    return _Found(True, where, origin)
+                shown = f"{spec.option}={raw}"
+                return _Found(raw, shown if ours else f"{shown} in addopts of {gate.where}", origin)
+        if spec.env:
+            env_raw = self.environ.get(spec.env_var)
+            if env_raw is not None and env_raw.strip():
+                return _Found(env_raw, f"environment {spec.env_var}={env_raw}", "env")
+        if spec.ini is not None:
+            in_base = gate.ini(spec.ini_key)
+            if in_base is not None:
+                value, where = in_base
+                given_raw: object = linelist(value) if spec.ini == "linelist" else value
+                return _Found(given_raw, where, "ini")
+        return None
+
+    def _ini_lines(self, spec: Spec) -> tuple[object, ...]:
+        """An ``append`` setting's ini lines (under a gate the base's)."""
+        if self.gate is None:
+            return self.lines(spec, self.config.getini(spec.ini_key) or ())
+        found = self.gate.ini(spec.ini_key)
+        if found is None:
+            return ()
+        return self.lines(spec, linelist(found[0]), found[1])
+
     def value(self, spec: Spec) -> tuple[object, _Found | None]:
         """The validated value of ``spec`` and where it came from; ``None`` when unset."""
         if spec.cli == "append":
             # Merges instead of overriding: a project keeps its model-provider lines in the
             # ini file, and a -c given for one run must not silently drop them.
-            cli = self.config.getoption(spec.dest) or ()
-            given = self.lines(spec, self.config.getini(spec.ini_key) or ())
+            if self.gate is None:
+                cli = self.config.getoption(spec.dest) or ()
+            else:
+                cli = tuple(v or "" for v, _ours in self.gate.option(spec.option))
+            given = self._ini_lines(spec)
             return given + tuple(
                 _parse_one(spec, item, f"{spec.option}={item}") for item in cli
             ), None
@@ -208,13 +263,22 @@ class _Resolver:
         if found is None:
             return None, None
         if isinstance(found.raw, list):  # a linelist ini key: validate line by line
-            return self.lines(spec, found.raw), found
+            return self.lines(spec, found.raw, found.where), found
         return _parse_one(spec, found.raw, found.where), found
 
-    def lines(self, spec: Spec, items: Iterable[object]) -> tuple[object, ...]:
-        return tuple(
-            _parse_one(spec, item, self.ini_where(spec, item, line=True)) for item in items
-        )
+    def lines(
+        self, spec: Spec, items: Iterable[object], where: str | None = None
+    ) -> tuple[object, ...]:
+        """Each line of a linelist value, validated; ``where``: the gate's words for the
+        value (:meth:`~.baseconfig.GateConfig.ini`), else the run's ini file."""
+        return tuple(_parse_one(spec, item, self._line_where(spec, item, where)) for item in items)
+
+    def _line_where(self, spec: Spec, item: object, where: str | None) -> str:
+        if where is None or self.gate is None:
+            return self.ini_where(spec, item, line=True)
+        if where.startswith("ini "):  # the base's file
+            return f"ini {spec.ini_key} line {item!r} in {self.gate.where}"
+        return f"{where} line {item!r}"
 
 
 def _parse_one(spec: Spec, raw: object, where: str) -> object:
@@ -253,7 +317,12 @@ def resolve(config: pytest.Config, environ: Mapping[str, str] | None = None) -> 
         settings contradict each other (``--advreview-reviewer=command`` without a
         command, a missing ``--advreview-against-plan`` file).
     """
-    resolver = _Resolver(config, os.environ if environ is None else environ)
+    environ = os.environ if environ is None else environ
+    try:
+        gate = gate_config(config, environ)
+    except BaseConfigError as exc:
+        raise pytest.UsageError(f"{PREFIX}: {exc}") from None
+    resolver = _Resolver(config, environ, gate)
     invocation_dir = config.invocation_params.dir
     values: dict[str, object] = {"enabled": bool(config.getoption("advreview_enabled", False))}
     found: dict[str, _Found | None] = {}
@@ -268,6 +337,9 @@ def resolve(config: pytest.Config, environ: Mapping[str, str] | None = None) -> 
             values["json_report" if spec.field == "json" else spec.field] = value
 
     values["sandbox_explicit"] = found["sandbox"] is not None
+    if gate is not None:
+        values["gate_ignored"] = gate.ignored
+        values["gate_where"] = gate.where
     head_var = BY_FIELD["head"].env_var
     if found["head"] is None and resolver.environ.get(head_var) is not None:
         # Elsewhere an empty variable counts as unset; here it would silently review the
@@ -432,7 +504,13 @@ def header_lines(settings: Settings, *, verbose: bool = False) -> list[str]:
             "code-review: one round per run, the lead does not edit code (pass "
             "--advreview-isolation=worktree or set ini advreview_lead_code = true)"
         )
-    return lines + _wrapped(extra)
+    # What the checkout's own configuration said and the gate did not use, one per line.
+    ignored = [
+        f"advreview: not used under a gate (the settings come from the command line, the "
+        f"environment and {settings.gate_where}): the checkout's {item}"
+        for item in settings.gate_ignored
+    ]
+    return lines + _wrapped(extra) + ignored
 
 
 #: The widest header line the settings make (a line of a terminal of normal width).

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -421,6 +422,27 @@ class CodexReviewer:
             return False
         pattern = self.options.capabilities.rollout_glob.format(thread_id=session_id)
         return any(self.codex_home.glob(pattern))
+
+    def session_digest(self, session_id: str) -> str | None:
+        """The SHA-256 of the thread's rollout files (each name and its bytes, in name
+        order); ``None`` when none is on this machine.  Kept with each round in the signed
+        state: a thread resumes only while its files are the bytes the plugin last saw
+        (docs/safety.md, "What restored state is trusted")."""
+        if not _UUID.match(session_id):
+            return None
+        pattern = self.options.capabilities.rollout_glob.format(thread_id=session_id)
+        paths = sorted(self.codex_home.glob(pattern), key=lambda p: p.name)
+        if not paths:
+            return None
+        digest = hashlib.sha256()
+        for path in paths:
+            try:
+                data = path.read_bytes()
+            except OSError:
+                return None
+            digest.update(f"{path.name}\0{len(data)}\0".encode())
+            digest.update(data)
+        return digest.hexdigest()
 
     def dispatch(self, request: DispatchRequest) -> DispatchResult:
         """Run one dispatch: an attempt, one retry on failure, then the runner result."""

@@ -3,7 +3,7 @@
 The grammar (docs/deciding.md, "Commands"), one command per line, at the start of a
 line of a visible, unquoted, top-level paragraph as GitHub renders the comment::
 
-    /advreview waive AR-1a2b3c: why it may pass
+    /advreview waive AR-1a2b3c@0123456789abcdef: why it may pass   (the code it was decided on)
     /advreview decide AR-1a2b3c accept: what was applied     (a finding left to a person)
     /advreview decide AR-1a2b3c reject: why it does not apply
     /advreview rounds +2: why more rounds are worth it
@@ -57,7 +57,10 @@ __all__ = [
 ALLOWED = frozenset({"write", "maintain", "admin"})
 _PREFIX = "/advreview"
 # ASCII alone (re.ASCII): another script's digits are no number, its spaces no separator.
-_WAIVE = re.compile(r"waive\s+(AR-[0-9a-fA-F]{6})\s*:\s*(.*)", re.IGNORECASE | re.ASCII)
+# A waiver may name the content id of the code it was decided on (AR-1a2b3c@<16 hex>).
+_WAIVE = re.compile(
+    r"waive\s+(AR-[0-9a-fA-F]{6})(?:@([0-9a-fA-F]{16}))?\s*:\s*(.*)", re.IGNORECASE | re.ASCII
+)
 _DECIDE = re.compile(
     r"decide\s+(AR-[0-9a-fA-F]{6})\s+(accept|reject)\s*:\s*(.*)", re.IGNORECASE | re.ASCII
 )
@@ -239,7 +242,9 @@ def _command(text: str, rest: str) -> Parsed:
     decide = _DECIDE.fullmatch(rest)
     rounds = _ROUNDS.fullmatch(rest)
     if waive:
-        fields: dict[str, Any] = {"verb": "waive", "finding": waive[1], "reason": waive[2]}
+        fields: dict[str, Any] = {"verb": "waive", "finding": waive[1], "reason": waive[3]}
+        if waive[2]:  # AR-1a2b3c@<content id>: the code the waiver was decided on
+            fields["content"] = waive[2].lower()
     elif decide:
         fields = {
             "verb": "decide",

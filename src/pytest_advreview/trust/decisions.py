@@ -15,7 +15,7 @@ the problem and the fix, so a typo never silently drops a decision.
 Who decides what (docs/safety.md, "Authority over findings"): the file's entries are the
 author's answers, sent to the reviewer as data (the reviewer still decides).  A finding the
 lead left to a person is decided only by the operator: in a local run the file is the
-operator's voice; under a gate (:func:`gated`) only the file as the **base** commit holds
+operator's voice; under a gate (:attr:`.run.Trust.gated`) only the file as the **base** commit holds
 it, read from git objects (:func:`load_at_commit`), never the branch's working tree.
 
 Reasons: ``reject`` and ``re-scope`` need one (the reviewer is asked to weigh it; a
@@ -31,8 +31,9 @@ are ignored, and the reports say so.
 
 from __future__ import annotations
 
+import hashlib
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -46,6 +47,7 @@ from ..models import (
     CommandsFile,
     Decision,
     DecisionAction,
+    Finding,
     IgnoredCommand,
     RoundsGrant,
     Waiver,
@@ -62,6 +64,7 @@ __all__ = [
     "GateBase",
     "check_known",
     "check_targets",
+    "content_ids",
     "load_at_commit",
     "load_decisions",
 ]
@@ -71,7 +74,10 @@ CODE_TARGET = "code-review"
 #: A person's decisions (docs/deciding.md): never sent to the reviewer as an answer.
 PersonAction = Literal["waive", "more-rounds"]
 _ACTIONS = ", ".join((*(a.value for a in DecisionAction), "waive", "more-rounds"))
-_FIELDS = ("target", "finding", "action", "reason", "rounds")
+_FIELDS = ("target", "finding", "action", "reason", "rounds", "content", "commit", "pull", "scope")
+_CONTENT = re.compile(r"[0-9a-f]{16}")
+#: Where the entry format of a person's decision is told.
+_FORMAT = 'docs/deciding.md, "What a waiver binds to"'
 _ID = re.compile(r"AR-([0-9a-f]{6})", re.IGNORECASE)
 _EXAMPLE = (
     '[[decision]]\ntarget = "docs/plans/x.md"\nfinding = "AR-1a2b3c"\n'
@@ -108,6 +114,14 @@ class DecisionEntry(WireModel):
     reason: str | None = None
     #: ``more-rounds`` only: how many rounds it adds to the target's limit.
     rounds: int | None = None
+    #: ``waive`` only: the content id of the code it was decided on (:func:`content_id`).
+    content: str | None = None
+    #: ``waive`` only, optional: the commit it was decided on (shown in messages).
+    commit: str | None = None
+    #: ``waive`` and ``more-rounds``: the pull request it is for...
+    pull: int | None = None
+    #: ...or ``"repository"``: every pull request and every run.
+    scope: Literal["repository"] | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -117,7 +131,7 @@ class DecisionEntry(WireModel):
             return {"finding": "", **data}
         return data
 
-    @field_validator("target", "finding", "reason", mode="before")
+    @field_validator("target", "finding", "reason", "content", "commit", mode="before")
     @classmethod
     def _strip(cls, value: Any) -> Any:
         return value.strip() if isinstance(value, str) else value
@@ -135,6 +149,11 @@ class DecisionEntry(WireModel):
                 f'(target = "docs/plans/x.md") or target = "{CODE_TARGET}"'
             )
         return value
+
+    @field_validator("content")
+    @classmethod
+    def _content(cls, value: str | None) -> str | None:
+        return value.lower() if isinstance(value, str) else value
 
     @field_validator("finding")
     @classmethod
@@ -162,6 +181,14 @@ class DecisionEntry(WireModel):
 
     def _person(self) -> None:
         """The checks of a person's decision (waive, more-rounds) and of ``rounds``."""
+        verb = getattr(self.action, "value", self.action)
+        if self.answer:
+            given = [k for k in ("content", "commit", "pull", "scope") if getattr(self, k)]
+            if given:
+                raise _EntryProblem(
+                    f"{', '.join(repr(k) for k in given)} belong only to a person's decision "
+                    f"(waive, more-rounds); delete them from the {verb} entry"
+                )
         if self.action == "more-rounds":
             if self.finding:
                 raise _EntryProblem(
@@ -177,6 +204,7 @@ class DecisionEntry(WireModel):
                     "action 'more-rounds' has no reason; add reason = \"why more rounds "
                     'are worth it"'
                 )
+            self._bound(str(verb))
             return
         if not self.finding:
             raise _EntryProblem(
@@ -192,6 +220,40 @@ class DecisionEntry(WireModel):
                 f"action 'waive' on {self.finding} has no reason: a waiver is a record of "
                 'why the finding passes; add reason = "why it may pass"'
             )
+        if self.action == "waive":
+            self._bound(str(verb))
+
+    def _bound(self, verb: str) -> None:
+        """A waiver names the code it was decided on; a waiver or grant names what it is
+        for: one pull request, or the whole repository (docs/deciding.md)."""
+        what = f"action '{verb}'" + (f" on {self.finding}" if self.finding else "")
+        if (self.pull is None) == (self.scope is None):
+            raise _EntryProblem(
+                f"{what} must name what it is for: add pull = 123 (the pull request it "
+                'was decided for) or scope = "repository" (every pull request), not both; '
+                f"an entry of the old format has neither ({_FORMAT})"
+            )
+        if self.pull is not None and self.pull < 1:
+            raise _EntryProblem(f"{what}: pull = {self.pull} is no pull request number")
+        if verb == "more-rounds":
+            if self.content or self.commit:
+                raise _EntryProblem(
+                    "'content' and 'commit' belong to a waiver; delete them from the "
+                    "more-rounds entry"
+                )
+            return
+        if not self.content or not _CONTENT.fullmatch(self.content):
+            raise _EntryProblem(
+                f"{what} must name the code it was decided on: add content = "
+                '"0123456789abcdef" (the content id the failure prints with the finding: '
+                "copy its entry); a waiver holds only while the cited code is unchanged, and "
+                f"an entry of the old format has no content ({_FORMAT})"
+            )
+
+    @property
+    def scoped(self) -> str:
+        """What a person's decision is for, in words."""
+        return "the repository" if self.scope else f"pull request #{self.pull}"
 
     @property
     def answer(self) -> bool:
@@ -272,7 +334,7 @@ _BRANCH_IGNORED = (
 class Authority:
     """Who decides what in one run (docs/safety.md, "Authority over findings"; docs/deciding.md).
 
-    :param gated: a verdict of the run gates something (:func:`gated`).
+    :param gated: a verdict of the run gates something (:attr:`.run.Trust.gated`).
     :param author: the author's answers, sent to the reviewer as data (the reviewer still
         decides); under a gate only the entries the checkout's file adds to the base's.
     :param operator: the decisions that close findings the lead left to a person: the
@@ -293,10 +355,19 @@ class Authority:
     grants: tuple[RoundsGrant, ...] = ()
     decided: tuple[Decision, ...] = ()
     ignored: tuple[tuple[str | None, IgnoredCommand], ...] = ()
+    #: The pull request the run is for (``None``: none).
+    pull: int | None = None
 
     @classmethod
     def of(
-        cls, path: Path, *, rootdir: Path, gated: bool, head: bool, base: GateBase | None
+        cls,
+        path: Path,
+        *,
+        rootdir: Path,
+        gated: bool,
+        head: bool,
+        base: GateBase | None,
+        pull: int | None = None,
     ) -> Authority:
         """Read the decisions of a run whose decisions file is ``path``.
 
@@ -304,14 +375,17 @@ class Authority:
             REF's file is never read (the author has no entries).
         :param base: the run's base (``None`` or no ``ref``: none was found; under a gate
             no operator decision then counts, and the finding stays open).
+        :param pull: the pull request the run is for (``--advreview-pull-request``, which
+            the Action passes); ``None``: none, and only repository-wide waivers and
+            grants hold.
         :raises DecisionsError: a file is invalid, the path lies outside the repository
             under a gate, the base's entry is a link, or git cannot read the base.
         """
         if not gated:
-            return cls._local(load_decisions(path))
+            return cls._local(load_decisions(path), pull)
         operator, where, shown = _at_base(path, rootdir, base)
         author = _added(None if head else load_decisions(path), operator)
-        waivers, grants = _persons(operator, "base", f"the base branch ({shown})")
+        waivers, grants, elsewhere = _persons(operator, "base", f"the base branch ({shown})", pull)
         return cls(
             gated=True,
             author=author,
@@ -319,13 +393,14 @@ class Authority:
             where=where,
             waivers=waivers,
             grants=grants,
-            ignored=_branch_ignored(author),
+            ignored=(*_branch_ignored(author), *elsewhere),
+            pull=pull,
         )
 
     @classmethod
-    def _local(cls, own: DecisionsFile) -> Authority:
+    def _local(cls, own: DecisionsFile, pull: int | None) -> Authority:
         """A local run: the person running it decides, with their own file."""
-        waivers, grants = _persons(own, "local", "local")
+        waivers, grants, elsewhere = _persons(own, "local", "local", pull)
         return cls(
             gated=False,
             author=own,
@@ -333,6 +408,8 @@ class Authority:
             where=str(own.path),
             waivers=waivers,
             grants=grants,
+            ignored=elsewhere,
+            pull=pull,
         )
 
     def with_author(self, path: Path) -> Authority:
@@ -340,13 +417,13 @@ class Authority:
         a gate the operator's file stays the base's: no override moves it."""
         own = load_decisions(path)
         if not self.gated:
-            local = Authority._local(own)
+            local = Authority._local(own, self.pull)
             return replace(
                 local,
                 waivers=(*local.waivers, *((k, w) for k, w in self.waivers if k is None)),
                 grants=(*local.grants, *(g for g in self.grants if g.target is None)),
                 decided=self.decided,
-                ignored=self.ignored,
+                ignored=(*local.ignored, *((k, i) for k, i in self.ignored if k is None)),
             )
         author = _added(own, self.operator)
         kept = tuple((k, i) for k, i in self.ignored if k is None)
@@ -369,6 +446,8 @@ class Authority:
                     reason=command.reason,
                     source="command",
                     at=command.url,
+                    content=command.content,
+                    scope=self._pull_scope,
                 )
                 waivers.append((None, waiver))
             elif command.verb == "decide" and command.finding and command.action:
@@ -386,6 +465,7 @@ class Authority:
                     reason=command.reason,
                     source="command",
                     at=command.url,
+                    scope=self._pull_scope,
                 )
                 grants.append(grant)
         return replace(
@@ -396,13 +476,41 @@ class Authority:
             ignored=(*self.ignored, *((None, i) for i in commands.ignored)),
         )
 
+    @property
+    def _pull_scope(self) -> str | None:
+        # A command is the pull request's: the Action read it from that pull request.
+        return f"pull request #{self.pull}" if self.pull is not None else None
+
     def waivers_for(self, key: str) -> tuple[Waiver, ...]:
-        """The waivers that count on target ``key`` (the first per finding)."""
-        found: dict[str, Waiver] = {}
-        for target, waiver in self.waivers:
-            if target in (None, key):
-                found.setdefault(waiver.finding, waiver)
-        return tuple(found.values())
+        """The waivers on target ``key`` that count for this run (any content)."""
+        return tuple(w for target, w in self.waivers if target in (None, key))
+
+    def bound(
+        self, key: str, content: Mapping[str, str]
+    ) -> tuple[tuple[Waiver, ...], tuple[IgnoredCommand, ...]]:
+        """The waivers of ``key`` that hold, and those that were for other code.
+
+        A waiver holds while the finding's cited place has the content it was decided on
+        (:func:`content_id`); the first that holds per finding counts.  A finding that
+        has a waiver but none that holds is open again, and the waivers say why.
+
+        :param content: finding id -> its content id now (the findings this run has).
+        :returns: ``(held, stale)``.
+        """
+        held: dict[str, Waiver] = {}
+        stale: dict[str, list[Waiver]] = {}
+        for waiver in self.waivers_for(key):
+            now = content.get(waiver.finding)
+            if now is None or waiver.finding in held:
+                continue
+            if waiver.content == now:
+                held[waiver.finding] = waiver
+                stale.pop(waiver.finding, None)
+            else:
+                stale.setdefault(waiver.finding, []).append(waiver)
+        return tuple(held.values()), tuple(
+            _stale(waiver, content[finding]) for finding, found in stale.items() for waiver in found
+        )
 
     def granted(self, key: str) -> tuple[RoundsGrant, ...]:
         """The grants of more rounds that count on target ``key``."""
@@ -425,32 +533,101 @@ class Authority:
         )
 
 
+def _stale(waiver: Waiver, now: str) -> IgnoredCommand:
+    """Why ``waiver`` does not hold: it was for other code than the finding cites now."""
+    fix = f"/advreview waive {waiver.finding}@{now}: reason"
+    if waiver.content is None:
+        why = (
+            "a waiver holds only for the code it was decided on, and this one names none; "
+            f"a person with authority comments `{fix}` (the content id is printed with the "
+            "finding)"
+        )
+    else:
+        at = f" at commit {waiver.commit[:12]}" if waiver.commit else ""
+        why = (
+            f"the waiver was for earlier code: it was decided on content {waiver.content}"
+            f"{at}, and the finding's place now has content {now}; the finding is open "
+            f'again: waive it anew (`{fix}`, or content = "{now}" in the base branch\'s '
+            "entry) if the new code may pass"
+        )
+    return IgnoredCommand(
+        text=f"waive {waiver.finding}"
+        + (f"@{waiver.content}" if waiver.content else "")
+        + f": {waiver.reason}",
+        by=waiver.by,
+        why=why,
+        finding=waiver.finding,
+        url=waiver.at if waiver.source == "command" else None,
+    )
+
+
 def _persons(
-    decisions: DecisionsFile, source: Literal["base", "local"], by: str
-) -> tuple[tuple[tuple[str | None, Waiver], ...], tuple[RoundsGrant, ...]]:
-    """The waivers and grants of a decisions file that speaks for a person."""
+    decisions: DecisionsFile, source: Literal["base", "local"], by: str, pull: int | None
+) -> tuple[
+    tuple[tuple[str | None, Waiver], ...],
+    tuple[RoundsGrant, ...],
+    tuple[tuple[str | None, IgnoredCommand], ...],
+]:
+    """The waivers and grants of a decisions file that speaks for a person, for the pull
+    request ``pull``; those for another pull request (or, with no pull request, for any)
+    are kept as ignored, with why."""
     at = str(decisions.path)
-    waivers = tuple(
-        (
-            e.target,
-            Waiver(finding=e.finding, by=by, reason=e.reason or "", source=source, at=at),
-        )
-        for e in decisions.entries
-        if e.action == "waive"
-    )
-    grants = tuple(
-        RoundsGrant(
-            target=e.target,
-            rounds=e.rounds or 1,
-            by=by,
-            reason=e.reason or "",
-            source=source,
-            at=at,
-        )
-        for e in decisions.entries
-        if e.action == "more-rounds"
-    )
-    return waivers, grants
+    waivers: list[tuple[str | None, Waiver]] = []
+    grants: list[RoundsGrant] = []
+    elsewhere: list[tuple[str | None, IgnoredCommand]] = []
+    for e in decisions.entries:
+        if e.answer:
+            continue
+        if e.scope is None and e.pull != pull:
+            now = (
+                f"this run is for pull request #{pull}"
+                if pull is not None
+                else (
+                    "this run names no pull request (the Action passes it as "
+                    "--advreview-pull-request; a plain CI run has none)"
+                )
+            )
+            what = f"waive {e.finding}" if e.finding else f"more-rounds +{e.rounds}"
+            elsewhere.append(
+                (
+                    e.target,
+                    IgnoredCommand(
+                        text=f"{what}: {e.reason or ''}".strip(),
+                        by=by,
+                        why=(
+                            f"the entry is for pull request #{e.pull}, and {now}; only an "
+                            'entry with scope = "repository" holds for every run'
+                        ),
+                        finding=e.finding or None,
+                    ),
+                )
+            )
+            continue
+        if e.action == "waive":
+            waiver = Waiver(
+                finding=e.finding,
+                by=by,
+                reason=e.reason or "",
+                source=source,
+                at=at,
+                content=e.content,
+                commit=e.commit,
+                scope=e.scoped,
+            )
+            waivers.append((e.target, waiver))
+        else:
+            grants.append(
+                RoundsGrant(
+                    target=e.target,
+                    rounds=e.rounds or 1,
+                    by=by,
+                    reason=e.reason or "",
+                    source=source,
+                    at=at,
+                    scope=e.scoped,
+                )
+            )
+    return tuple(waivers), tuple(grants), tuple(elsewhere)
 
 
 def _branch_ignored(author: DecisionsFile | None) -> tuple[tuple[str | None, IgnoredCommand], ...]:
@@ -604,7 +781,7 @@ def _entries(path: Path, data: dict[str, Any]) -> tuple[DecisionEntry, ...]:
             path, "'decision' must be an array of tables; write each entry as [[decision]]"
         )
     entries: list[DecisionEntry] = []
-    seen: dict[tuple[str, str], int] = {}
+    seen: dict[tuple[str, str, int | None], int] = {}
     for number, table in enumerate(tables, start=1):
         if not isinstance(table, dict):
             raise DecisionsError(
@@ -616,7 +793,7 @@ def _entries(path: Path, data: dict[str, Any]) -> tuple[DecisionEntry, ...]:
             # Every validation error of the entry, worded for a person editing the file.
             problems = dict.fromkeys(_describe(e, table) for e in exc.errors())
             raise DecisionsError(path, "; also ".join(problems), entry=number) from None
-        first = seen.setdefault((entry.target, entry.finding), number)
+        first = seen.setdefault((entry.target, entry.finding, entry.pull), number)
         if first != number:
             what = f"the decision on {entry.finding}" if entry.finding else "'more-rounds'"
             raise DecisionsError(
@@ -701,3 +878,87 @@ def check_targets(decisions: DecisionsFile, exists: Callable[[str], bool]) -> No
                 f'(target = "docs/plans/x.md"), or delete the entry if the plan is gone',
                 entry=number,
             )
+
+
+# -- what a waiver binds to ------------------------------------------------------------------
+
+_HEADING = re.compile(r" {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+
+
+def _section(plan: str, name: str) -> str | None:
+    """The text of the plan's section headed ``name`` (to the next heading of its level or
+    above), ``None`` when no heading is ``name``."""
+    wanted = " ".join(name.lstrip("#").split()).lower()
+    lines = plan.splitlines(keepends=True)
+    for start, line in enumerate(lines):
+        heading = _HEADING.fullmatch(line.rstrip("\n"))
+        if heading is None or " ".join(heading[2].split()).lower() != wanted:
+            continue
+        level = len(heading[1])
+        end = start + 1
+        while end < len(lines):
+            other = _HEADING.fullmatch(lines[end].rstrip("\n"))
+            if other is not None and len(other[1]) <= level:
+                break
+            end += 1
+        return "".join(lines[start:end])
+    return None
+
+
+def _lines(text: str, start: int, end: int | None) -> str:
+    return "".join(text.splitlines(keepends=True)[start - 1 : end if end is not None else start])
+
+
+def _file(root: Path, name: str) -> str:
+    """The text of the reviewed file ``name`` under ``root``; a path that leaves the tree
+    or names no file reads as a marker (the id still changes when that changes)."""
+    top = root.resolve()
+    path = (top / name).resolve()
+    if not path.is_relative_to(top) or not path.is_file():
+        return f"\0no file {name}\0"
+    return path.read_bytes().decode("utf-8", errors="surrogateescape")
+
+
+def _cited(finding: Finding, *, plan: str | None, root: Path | None, whole: str) -> str:
+    """What ``finding`` cites, as the text a waiver of it is bound to: the cited lines of
+    the plan or file, else the plan's section, else the whole file, else the whole
+    target (``whole``: the plan, or the code change's content hash)."""
+    where = finding.location
+    if plan is not None:
+        if where is not None and where.has_line and where.line_start is not None:
+            return _lines(plan, where.line_start, where.line_end)
+        if where is not None and where.section:
+            found = _section(plan, where.section)
+            if found is not None:
+                return found
+        return plan
+    if where is None or not where.file or root is None:
+        return whole
+    text = _file(root, where.file)
+    if where.has_line and where.line_start is not None:
+        return _lines(text, where.line_start, where.line_end)
+    return text
+
+
+def content_ids(
+    findings: Iterable[Finding], *, plan: str | None, root: Path | None, whole: str
+) -> dict[str, str]:
+    """Each finding's content id: what a waiver of it is bound to (docs/deciding.md).
+
+    The SHA-256 (first 16 hex digits) of the finding's place and the text there now
+    (:func:`_cited`).  A waiver holds only while its finding's content id is the one it
+    names: when the author changes the cited lines, the section or the file, the
+    finding is open again.
+
+    :param plan: a plan target's text (``None``: the code change).
+    :param root: the code change's reviewed tree (its files are read there).
+    :param whole: what a finding without a place is bound to.
+    """
+    found: dict[str, str] = {}
+    for finding in findings:
+        text = _cited(finding, plan=plan, root=root, whole=whole)
+        digest = hashlib.sha256(
+            f"{finding.location or ''}\0{text}".encode(errors="surrogateescape")
+        )
+        found[finding.id] = digest.hexdigest()[:16]
+    return found
