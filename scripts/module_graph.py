@@ -118,6 +118,7 @@ def main() -> None:
     reach = [(v, w) for v in seen for w in graph[v]]
     up = sum(1 for v, w in reach if v.count(".") > 1 and w.count(".") == 1)
     back = sum(1 for v, w in reach if v in in_cycle and in_cycle.get(w) == in_cycle[v])
+
     # Folders as units: an import cycle between a folder and the top level is a climb
     # back up (a folder that needs a module which needs the folder).
     def unit(m: str) -> str:
@@ -131,10 +132,12 @@ def main() -> None:
     print(f"modules: {len(modules)} ({len(top)} at the top level), lines: {lines}")
     print(f"import edges: {sum(len(v) for v in graph.values())}")
     print(f"import cycles: {len(cycles)} {[len(c) for c in cycles]}")
-    print(f"one review (from engine.py): {len(seen)} modules, {len(reach)} edges, "
-          f"{up} back up a folder, {back} back into a cycle")
-    print(f"folder-level cycles (a folder and the modules it climbs back to): "
-          f"{[len(c) for c in unit_cycles]} {[sorted(u.split('.')[-1] for u in c) for c in unit_cycles]}")
+    print(
+        f"one review (from engine.py): {len(seen)} modules, {len(reach)} edges, "
+        f"{up} back up a folder, {back} back into a cycle"
+    )
+    names = [sorted(u.split(".")[-1] for u in c) for c in unit_cycles]
+    print(f"folder-level cycles (a folder and the modules it climbs back to): {names}")
 
 
 if __name__ == "__main__":
