@@ -168,7 +168,7 @@ def resolve_base(repo: Path, explicit: str | None, env: Mapping[str, str]) -> st
             raise BaseRefError(
                 f"{_PREFIX}: the base {explicit!r} (--advreview-base / ini advreview_base) "
                 f"is not a commit, branch or tag of the repository at {repo}; "
-                f"{_fetch_hint(repo, explicit)}pass another --advreview-base=REF"
+                f"{fetch_hint(repo, explicit)}pass another --advreview-base=REF"
             )
         return explicit
     github = env.get("GITHUB_BASE_REF", "").strip()
@@ -179,7 +179,7 @@ def resolve_base(repo: Path, explicit: str | None, env: Mapping[str, str]) -> st
         if github.startswith("-") or _commit(repo, ref) is None:
             raise BaseRefError(
                 f"{_PREFIX}: GITHUB_BASE_REF names the base {github!r}, but {ref} is not in "
-                f"the clone at {repo}; {_fetch_hint(repo, ref)}check out with fetch-depth: 0, "
+                f"the clone at {repo}; {fetch_hint(repo, ref)}check out with fetch-depth: 0, "
                 "or pass --advreview-base=REF"
             )
         return ref
@@ -194,7 +194,7 @@ def _remotes(repo: Path) -> list[str]:
     return [line for line in _lines(proc.stdout) if line] if proc.returncode == 0 else []
 
 
-def _fetch_hint(repo: Path, ref: str) -> str:
+def fetch_hint(repo: Path, ref: str) -> str:
     """The "fetch it with `git fetch …`, or " that makes ``ref`` exist; "" if no remote can.
 
     ``git fetch origin origin/main`` asks the remote for a ref *it* calls

@@ -20,7 +20,7 @@ import pytest
 from .._toml import tomllib
 from ..git import GitError, commit, run_git
 from ..options import SPECS
-from ..targets import TargetError, lexical_key, repo_info, resolve_base
+from ..targets import TargetError, fetch_hint, lexical_key, repo_info, resolve_base
 from .run import decide
 
 __all__ = [
@@ -286,6 +286,23 @@ class GateConfig:
         return None
 
 
+def _unprefixed(message: str) -> str:
+    """``message`` without the plugin's prefix: the usage error adds it once."""
+    return message.removeprefix("pytest-advreview: ")
+
+
+def _branch_base_only(root: Path, named: str) -> str:
+    """Why a gated run stops when only the checkout's own configuration names a base."""
+    fetch = fetch_hint(root, named).removesuffix(", or ") if commit(root, named) is None else ""
+    return (
+        f"the checkout's ini names advreview_base = {named}, which is not used under a "
+        "gate (a branch must not choose what it is compared with), and neither the "
+        "command line, the environment nor GITHUB_BASE_REF names a base, and the clone "
+        f"has no origin/HEAD, main or master: pass --advreview-base={named} on the "
+        "command line" + (f" and {fetch}" if fetch else "")
+    )
+
+
 def gate_config(config: pytest.Config, environ: Mapping[str, str]) -> GateConfig | None:
     """The sources of a gated run's settings (:class:`GateConfig`); ``None`` when the run
     gates nothing or its configuration is not the checkout's to write.
@@ -339,8 +356,12 @@ def gate_config(config: pytest.Config, environ: Mapping[str, str]) -> GateConfig
         ref = resolve_base(repo.root, chosen("base"), environ)
         sha = commit(repo.root, ref) if ref is not None else None
     except (TargetError, GitError) as exc:
-        raise BaseConfigError(str(exc)) from None
+        raise BaseConfigError(_unprefixed(str(exc))) from None
     base: dict[str, object] = {}
+    if ref is None and isinstance(branch.get("advreview_base"), str):
+        # The checkout names a base the gate may not take from it, and no other names
+        # one: comparing with nothing would review nothing and pass, so say what to pass.
+        raise BaseConfigError(_branch_base_only(repo.root, str(branch["advreview_base"])))
     if ref is None or sha is None:
         where = "the defaults (no base was found: pass --advreview-base=REF)"
     else:
