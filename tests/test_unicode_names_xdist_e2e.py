@@ -76,9 +76,13 @@ def test_a_review_run_whose_worker_breaks_never_exits_0(review_repo: ReviewRepo,
     nothing passed.  Any internal error in a review run is now pytest's exit status 3."""
     review_repo.write(
         "conftest.py",
-        "import os\n\n\n"
+        # A worker is told by its config (the environment is inherited from this test's
+        # own worker when the suite runs under xdist).
+        "import os\n\nWORKER = []\n\n\n"
+        "def pytest_configure(config):\n"
+        "    WORKER.append(hasattr(config, 'workerinput'))\n\n\n"
         "def pytest_runtest_logreport(report):\n"
-        "    if os.environ.get('PYTEST_XDIST_WORKER') and report.when == 'setup':\n"
+        "    if WORKER[0] and report.when == 'setup':\n"
         f"        {BREAKS[how]}\n",
     )
     review_repo.commit("a conftest that breaks the worker")
@@ -112,3 +116,15 @@ def test_every_string_of_a_report_leaves_the_worker_as_text() -> None:
         "duration": 0.5,
     }
     json.dumps(sent).encode("utf-8")  # text all through
+
+
+def test_an_internal_error_raises_the_least_exit_status_to_3() -> None:
+    """ "Passed" or "nothing collected" becomes pytest's internal error; a failure the
+    records already call for is kept (it says more)."""
+    from pytest_advreview.gate import final_status, internal_error_status
+
+    for calm in (None, pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        assert internal_error_status(calm) == pytest.ExitCode.INTERNAL_ERROR
+    assert internal_error_status(pytest.ExitCode.TESTS_FAILED) == pytest.ExitCode.TESTS_FAILED
+    assert final_status(0, internal_error_status(None)) == pytest.ExitCode.INTERNAL_ERROR
+    assert final_status(5, internal_error_status(None)) == pytest.ExitCode.INTERNAL_ERROR

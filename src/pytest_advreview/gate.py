@@ -60,6 +60,7 @@ __all__ = [
     "enforced_by",
     "final_status",
     "gate_status",
+    "internal_error_status",
     "note_collected",
     "note_own_deselection",
     "recorded",
