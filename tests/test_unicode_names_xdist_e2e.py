@@ -35,25 +35,37 @@ def _run(review_repo: ReviewRepo, *extra: str) -> tuple[int, str]:
     return proc.returncode, out
 
 
+#: A plan's name, and the same name as git prints it: the file's own name is not UTF-8, or
+#: a folder's (a node pytest makes itself when it walks there, its name a keyword too).
+PLANS = {
+    "file": (RESUME, "docs/plans/r\\351sum\\351.md"),
+    "folder": (b"docs/plans/caf\xe9/plan.md", "docs/plans/caf\\351/plan.md"),
+}
+
+
 @pytest.mark.real_codex
-def test_a_plan_not_utf8_under_xdist_errors_its_item(review_repo: ReviewRepo) -> None:
+@pytest.mark.parametrize("which", sorted(PLANS))
+def test_a_plan_not_utf8_under_xdist_errors_its_item(review_repo: ReviewRepo, which: str) -> None:
     """Under ``-n 2`` the plan's item errors naming it as git prints it, as it does in
     one process; the plan beside it is reviewed and every report lists both (no CI
     variable: the run's own exit status, not the gate's account, must say it failed)."""
     assert "CI" not in os.environ
+    raw, shown = PLANS[which]
     review_repo.plan("rollout.md")
-    (review_repo.path / os.fsdecode(RESUME)).write_bytes(b"# Plan\n\n1. Do it.\n")
+    plan = review_repo.path / os.fsdecode(raw)
+    plan.parent.mkdir(parents=True, exist_ok=True)
+    plan.write_bytes(b"# Plan\n\n1. Do it.\n")
     review_repo.answer("docs/plans/", {"message": approved_review()})
     status, out = _run(review_repo, "-n", "2", "--advreview-json=out.json")
     assert status == 1, out
     assert "INTERNALERROR" not in out and "Traceback" not in out, out
-    assert 'ERROR "docs/plans/r\\351sum\\351.md"::adversarial-review' in out, out
-    assert 'docs/plans/r\\351sum\\351.md" is not UTF-8 (git stores' in out, out
+    assert f'ERROR "{shown}"::adversarial-review' in out, out
+    assert f'{shown}" is not UTF-8 (git stores' in out, out
     report = json.loads((review_repo.path / "out.json").read_text(encoding="utf-8"))
     outcomes = {i["record"]["key"]: i["record"]["outcome"] for i in report["items"]}
     assert outcomes == {
         "docs/plans/rollout.md": "passed",
-        '"docs/plans/r\\351sum\\351.md"': "error",
+        f'"{shown}"': "error",
     }, outcomes
     assert report["totals"]["gate"] == "error"
     prompts = [r.last_user_text for r in review_repo.server.response_requests]
@@ -128,3 +140,27 @@ def test_an_internal_error_raises_the_least_exit_status_to_3() -> None:
     assert internal_error_status(pytest.ExitCode.TESTS_FAILED) == pytest.ExitCode.TESTS_FAILED
     assert final_status(0, internal_error_status(None)) == pytest.ExitCode.INTERNAL_ERROR
     assert final_status(5, internal_error_status(None)) == pytest.ExitCode.INTERNAL_ERROR
+
+
+@pytest.mark.real_codex
+def test_an_error_that_names_a_raw_path_reaches_the_controller(review_repo: ReviewRepo) -> None:
+    """Whatever field still holds such a name leaves the worker as text: here a review
+    that stops on an exception whose message holds it (pytest's traceback text)."""
+    review_repo.write(
+        "conftest.py",
+        "import os\n\nimport pytest_advreview.prompts as prompts\n\n\n"
+        "def boom(*args, **kwargs):\n"
+        "    raise RuntimeError('BOOM ' + os.fsdecode(b'caf\\xe9.py'))\n\n\n"
+        "prompts.with_marker = boom\n",
+    )
+    review_repo.commit("a conftest that breaks the plugin with a raw name")
+    review_repo.plan("rollout.md")
+    status, out = _run(review_repo, "-n", "2", "--advreview-json=out.json")
+    assert status == 1, out
+    assert "INTERNALERROR" not in out, out
+    assert "RuntimeError: BOOM caf\\351.py" in out, out
+    report = json.loads((review_repo.path / "out.json").read_text(encoding="utf-8"))
+    assert len(report["items"]) == 1, out
+    [item] = report["items"]
+    assert item["record"]["outcome"] == "error"
+    assert "BOOM caf\\351.py" in item["record"]["error"], item
