@@ -452,7 +452,7 @@ def test_a_case_only_rename_names_both_paths(plain_repo: Path) -> None:
 
 
 def test_the_worktree_mirrors_a_staged_submodule_pointer(review_repo: ReviewRepo) -> None:
-    from pytest_advreview.isolation import Worktree
+    from pytest_advreview.workspace.isolation import Worktree
 
     inside, old, new = _submodule_repo(review_repo)
     repo = review_repo.path

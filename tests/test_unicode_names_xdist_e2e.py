@@ -133,7 +133,7 @@ def test_every_string_of_a_report_leaves_the_worker_as_text() -> None:
 def test_an_internal_error_raises_the_least_exit_status_to_3() -> None:
     """ "Passed" or "nothing collected" becomes pytest's internal error; a failure the
     records already call for is kept (it says more)."""
-    from pytest_advreview.gate import final_status, internal_error_status
+    from pytest_advreview.exitstatus import final_status, internal_error_status
 
     for calm in (None, pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
         assert internal_error_status(calm) == pytest.ExitCode.INTERNAL_ERROR

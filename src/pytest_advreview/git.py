@@ -54,8 +54,10 @@ class GitError(Exception):
             super().__init__(f"`{command}` failed in {cwd} (exit code {returncode}){said}")
 
 
-def _git_env() -> dict[str, str]:
+def _git_env(nosystem: bool = False) -> dict[str, str]:
     env = dict(os.environ)
+    if nosystem:
+        env["GIT_CONFIG_NOSYSTEM"] = "1"
     # A snapshot must not take index.lock: the reviewer (or another xdist worker) may run
     # git at the same moment, and a refreshed index would look like a mutation.
     env["GIT_OPTIONAL_LOCKS"] = "0"
@@ -67,7 +69,9 @@ def _git_env() -> dict[str, str]:
     return env
 
 
-def run_git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+def run_git(
+    cwd: Path, *args: str, check: bool = True, nosystem: bool = False
+) -> subprocess.CompletedProcess[bytes]:
     """Run ``git <args>`` in ``cwd`` and return the completed process (bytes output).
 
     Arguments are passed as an argv list, never through a shell, so paths with spaces,
@@ -79,6 +83,8 @@ def run_git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedPr
     :param args: git's arguments, without the leading ``git``.
     :param check: raise :class:`GitError` on a non-zero exit code; with ``False`` the
         caller inspects ``returncode`` itself (``rev-parse --verify --quiet``).
+    :param nosystem: without the machine's system git configuration (the base's
+        configuration files are read as the commit holds them, whatever the runner set).
     :raises GitError: git is not installed, ``cwd`` does not exist, or git failed.
     """
     argv = ["git", *args]
@@ -88,7 +94,7 @@ def run_git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedPr
             cwd=cwd,
             stdin=subprocess.DEVNULL,
             capture_output=True,
-            env=_git_env(),
+            env=_git_env(nosystem),
             check=False,
         )
     except OSError as exc:  # git missing from PATH, cwd gone

@@ -27,9 +27,10 @@ from _pytest._code.code import (
 )
 from _pytest._io import TerminalWriter
 
-from . import engine, gate, outbound, runstash
+from . import engine, exitstatus, outbound, runstash
 from .constants import MARKER, PLAN_ITEM_NAME
 from .git import escaped_text, quote_path, unpassable_path
+from .material import ReviewInputError, TargetSpec
 from .models import FailureText, Finding
 from .outcome import (
     Outcome,
@@ -45,7 +46,7 @@ from .outcome import (
     warning_message,
 )
 from .report.files import Anchors, find_repo_root
-from .review import ReviewInputError, ReviewRun, TargetSpec
+from .review import ReviewRun
 from .runstash import RunStash
 
 __all__ = ["FirstReview", "PlanFile", "ReviewItem", "claim_ahead"]
@@ -197,11 +198,11 @@ class ReviewItem(pytest.Item):
         #: The item's ItemRecord as JSON; copied onto each phase report as
         #: ``report.advreview_record`` (plain attributes travel through xdist).
         self.record_json: str | None = None
-        #: What each phase did (``gate.recorded``): the gate's record, not pytest's.
+        #: What each phase did (``exitstatus.recorded``): the gate's record, not pytest's.
         self.gate_phases: dict[str, str] = {}
         #: A later pass's target's first pass (set in setup; ``None``: this is the first).
         self.first: FirstReview | None = None
-        gate.note_collected(self, spec.key)
+        exitstatus.note_collected(self, spec.key)
         severity = _run(self.config).coordinator.stored_severity(spec.key)
         if severity is not None:
             # Re-run exactly the items whose last review had open findings of this level:
@@ -210,7 +211,7 @@ class ReviewItem(pytest.Item):
 
     # -- phases ------------------------------------------------------------------------
 
-    @gate.recorded("setup")
+    @exitstatus.recorded("setup")
     def setup(self) -> None:
         """Run the reviewer loop; "could not run" becomes an error of this phase.
 
@@ -252,7 +253,7 @@ class ReviewItem(pytest.Item):
             text = error_report(self.spec.key, result, outcome)
             # Kept, not removed: the teardown compares the workspace first, then cleans up
             # (removing the reviewer's worktree here left nothing to compare).
-            kept = reviewed.run.kept_folder()
+            kept = reviewed.run.guard.kept_folder()
             raise ReviewerUnavailable(text + (f"reviewer files kept in {kept}\n" if kept else ""))
 
     def _take(self, reviewed: engine.Reviewed, record_json: str | None) -> None:
@@ -344,7 +345,7 @@ class ReviewItem(pytest.Item):
             self.review, stash.coordinator, nodeid=self.nodeid, compare_workspace="later"
         )
 
-    @gate.recorded("call")
+    @exitstatus.recorded("call")
     def runtest(self) -> None:
         """Judge the verdict: fail at or above fail-on, warn below it."""
         assert self.reviewed is not None
@@ -356,7 +357,7 @@ class ReviewItem(pytest.Item):
         if outcome.kind is OutcomeKind.WARNED:
             self._warn(outcome)
 
-    @gate.recorded("teardown")
+    @exitstatus.recorded("teardown")
     def teardown(self) -> None:
         """Compare the workspace with the snapshot taken before the first dispatch."""
         if self.first is not None:
@@ -369,7 +370,7 @@ class ReviewItem(pytest.Item):
             # and after an unreadable plan.
             got = self.reviewed
             try:
-                self.review.finish(got.result if got else None, got.outcome if got else None)
+                self.review.guard.finish(got.result if got else None, got.outcome if got else None)
             except WorkspaceMutated:
                 self._attach()
                 raise
@@ -403,7 +404,7 @@ class ReviewItem(pytest.Item):
         copied.reviewed = None
         copied.record_json = None
         copied.first = None
-        gate.note_collected(copied, self.spec.key)
+        exitstatus.note_collected(copied, self.spec.key)
         return copied
 
     # -- reporting ---------------------------------------------------------------------

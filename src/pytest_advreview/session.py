@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import containment, outbound, runlock, runstash
+from . import outbound, runlock, runstash
 from .constants import BUILTIN_REVIEWERS, CODE_ITEM_NAME, CODE_ITEM_NODEID, RECORD_ATTR
 from .coordinator import Coordinator
 from .git import escaped_text, quote_path
@@ -35,7 +35,8 @@ from .review import ReviewContext, SharedLookups, has_fixer_hook, make_reviewer
 from .runner import Reviewer
 from .selection import TargetSelection
 from .statekey import STATE_KEY_ENV
-from .workspace import Adoptions, Layout
+from .trust import run as trust
+from .workspace import Adoptions, Layout, containment
 
 if TYPE_CHECKING:
     from .settings import Settings
@@ -203,8 +204,9 @@ class ReviewSession:
 
     def _check_containment(self) -> None:
         """Refuse (where the verdict gates) or warn when the gate's own code lies where
-        the reviewer may write (:mod:`.containment`); once, on the controller."""
-        self.containment_warnings = containment.check(self.settings, self.layout, os.environ)
+        the reviewer may write (:mod:`.workspace.containment`); once, on the controller."""
+        found = trust.of_run(self.config, self.settings)
+        self.containment_warnings = containment.check(self.settings, self.layout, os.environ, found)
 
     # -- --advreview-only: review items and nothing else ---------------------------------
 
@@ -510,7 +512,7 @@ class Controller:
         ``filterwarnings`` of the run to warnings of collection.  (An xdist controller
         does not collect, but this hook still runs on it.)
         """
-        from .decisions import DecisionsError
+        from .trust.decisions import DecisionsError
 
         try:
             self.session.coordinator.check_decisions(self.session.targets.repo_root)

@@ -33,9 +33,9 @@ from pathlib import Path
 
 import pytest
 
-from .git import GitError, commit, redirected, run_git
+from ..git import GitError, commit, redirected, run_git
+from ..models import WireModel
 from .isolation import _rmtree
-from .models import WireModel
 
 __all__ = [
     "HEAD_CODEX_CONFIG",

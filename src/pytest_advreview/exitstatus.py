@@ -47,7 +47,6 @@ import pytest
 
 from .constants import EXIT_REVIEW_ERRORS
 from .outbound import one_line
-from .targets import CI_VARIABLES, in_ci
 
 __all__ = [
     "GATE_ATTR",
@@ -57,7 +56,6 @@ __all__ = [
     "Logged",
     "Problem",
     "check",
-    "enforced_by",
     "final_status",
     "gate_status",
     "internal_error_status",
@@ -201,18 +199,6 @@ class GateRecorder:
         if isinstance(output, dict):
             output[WORKEROUTPUT_KEY] = self.collected()
             output[WORKEROUTPUT_TARGETS] = self.targets()
-
-
-def enforced_by(environ: Mapping[str, str], *, strict_exit: bool) -> str | None:
-    """Why the exit status follows the plugin's records: ``CI=true``, the strict option.
-
-    ``None`` outside CI without ``--advreview-strict-exit``: a laptop run that picks one
-    review with ``-k`` stays as it was.
-    """
-    for name in CI_VARIABLES:
-        if in_ci({name: environ.get(name, "")}):
-            return f"{name}={environ[name]}"
-    return "--advreview-strict-exit" if strict_exit else None
 
 
 # -- the check -------------------------------------------------------------------------------

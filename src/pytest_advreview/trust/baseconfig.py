@@ -2,16 +2,14 @@
 
 Under a gate the branch under review must not choose how it is reviewed: the Action
 writes its gate file from these keys (``action.py``), and a gated run of the plugin reads
-the path rules from them (``pathrules.py``).  The work tree is never read: under a gate
+the path rules from them (``trust/pathrules.py``).  The work tree is never read: under a gate
 it holds the pull request's files (or whatever an earlier step of the job wrote).
 """
 
 from __future__ import annotations
 
 import configparser
-import os
 import shlex
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,10 +17,11 @@ from typing import Any
 
 import pytest
 
-from ._toml import tomllib
-from .git import GitError, commit
-from .options import SPECS
-from .targets import TargetError, in_ci, lexical_key, repo_info, resolve_base
+from .._toml import tomllib
+from ..git import GitError, commit, run_git
+from ..options import SPECS
+from ..targets import TargetError, lexical_key, repo_info, resolve_base
+from .run import decide
 
 __all__ = [
     "CONFIG_FILES",
@@ -48,14 +47,11 @@ class BaseConfigError(Exception):
 
 
 def show_file(repo: Path, commit: str, name: str) -> str | None:
-    """The text of ``name`` in ``commit`` (``git show``), ``None`` when git cannot show it."""
-    proc = subprocess.run(
-        ["git", "show", f"{commit}:{name}"],
-        cwd=repo,
-        capture_output=True,
-        check=False,
-        env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C"},
-    )
+    """The text of ``name`` in ``commit`` (``git show``), ``None`` when git cannot show it.
+
+    :raises ~.git.GitError: git could not be started.
+    """
+    proc = run_git(repo, "show", f"{commit}:{name}", check=False, nosystem=True)
     if proc.returncode != 0:
         return None
     return proc.stdout.decode("utf-8", errors="replace")
@@ -322,7 +318,8 @@ def gate_config(config: pytest.Config, environ: Mapping[str, str]) -> GateConfig
 
     strict = (chosen("strict_exit") or "0").lower() not in ("0", "false", "no", "off")
     inipath = config.inipath
-    if chosen("head") is not None or not (in_ci(environ) or strict) or inipath is None:
+    gate = decide(environ, strict_exit=strict, head=chosen("head"))
+    if gate.head is not None or gate.enforced_by is None or inipath is None:
         return None
     rootpath = Path(config.rootpath)
     try:
