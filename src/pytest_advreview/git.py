@@ -23,6 +23,7 @@ __all__ = [
     "attribute_files",
     "commit",
     "converted_files",
+    "escaped_text",
     "literal_pathspec",
     "parse_status_v2_z",
     "plain_diff_globals",
@@ -171,6 +172,27 @@ def quote_path(name: str) -> str:
         else:
             out.append(char)
     return '"' + "".join(out) + '"'
+
+
+def escaped_text(value: str) -> str:
+    """``value`` with every byte that is not UTF-8 (a surrogate escape of
+    :func:`os.fsdecode`) written as git writes it, three-digit octal: ``caf\\351.py``.
+
+    For text that names a path inside a longer message (an exception's, a report's),
+    where :func:`quote_path`'s quotes would not fit; text that is UTF-8 is returned as it is.
+    """
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return (
+            "".join(
+                f"\\{ord(char) - 0xDC00:03o}" if 0xDC80 <= ord(char) <= 0xDCFF else char
+                for char in value
+            )
+            .encode("utf-8", "backslashreplace")
+            .decode("utf-8")
+        )
+    return value
 
 
 def unpassable_path(name: str, what: str) -> str | None:

@@ -29,7 +29,7 @@ from _pytest._io import TerminalWriter
 
 from . import engine, exitstatus, outbound, runstash
 from .constants import MARKER, PLAN_ITEM_NAME
-from .git import quote_path, unpassable_path
+from .git import escaped_text, quote_path, unpassable_path
 from .material import ReviewInputError, TargetSpec
 from .models import FailureText, Finding
 from .outcome import (
@@ -418,7 +418,9 @@ class ReviewItem(pytest.Item):
             got.result if got else None,
             got.outcome if got else None,
             history=got.history if got else (),
-            error=error,
+            # An exception's text may hold a file name that is not UTF-8: the record is
+            # JSON, so such a name is written as git prints it.
+            error=None if error is None else escaped_text(error),
         )
         # Redacted at the source: every report is built from this record, and report
         # plugins (a report log) write the attribute out as it is.

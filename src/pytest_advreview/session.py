@@ -23,7 +23,7 @@ import pytest
 from . import outbound, runlock, runstash
 from .constants import BUILTIN_REVIEWERS, CODE_ITEM_NAME, CODE_ITEM_NODEID, RECORD_ATTR
 from .coordinator import Coordinator
-from .git import quote_path
+from .git import escaped_text, quote_path
 from .items import PlanFile, ReviewItem, ReviewRepr, claim_ahead
 from .options import DEFAULT_DECISIONS
 from .outcome import ReviewWarning
@@ -264,10 +264,7 @@ class ReviewSession:
         if resolved in self._collected:
             return None  # each real file is one item
         self._collected.add(resolved)
-        plan: PlanFile = PlanFile.from_parent(
-            parent, path=file_path, nodeid=self._node_id(file_path)
-        )
-        return plan
+        return self._plan_file(parent, file_path)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(
@@ -300,7 +297,7 @@ class ReviewSession:
         for path, key in self.targets.keys.items():
             if key in made:
                 continue
-            plan = PlanFile.from_parent(session, path=path, nodeid=self._node_id(path))
+            plan = self._plan_file(session, path)
             added.extend(plan.collect())
         spec = self.targets.code_spec()
         if spec is not None:
@@ -317,6 +314,18 @@ class ReviewSession:
             result: list[pytest.Item | pytest.Collector] = [*added]
             report = pytest.CollectReport(session.nodeid, "passed", None, result)
             config.hook.pytest_collectreport(report=report)
+
+    def _plan_file(self, parent: pytest.Collector, path: Path) -> PlanFile:
+        """The collector of the plan at ``path``, named (its item's keyword, what ``-k``
+        matches) and identified as text: a name that is not UTF-8 as git prints it."""
+        try:
+            name = path.relative_to(parent.path).as_posix()  # pytest's own choice
+        except ValueError:
+            name = path.name
+        plan: PlanFile = PlanFile.from_parent(
+            parent, path=path, name=quote_path(name), nodeid=self._node_id(path)
+        )
+        return plan
 
     def _node_id(self, path: Path) -> str | None:
         """The node id of a plan outside rootdir (a run from a subdirectory without an ini),
@@ -448,11 +457,18 @@ class ReviewSession:
     def pytest_report_to_serializable(
         self, report: pytest.TestReport | pytest.CollectReport
     ) -> Generator[None, dict[str, Any] | None, dict[str, Any] | None]:
-        """Send a review's failure text whole (pytest would flatten it to one string)."""
+        """Send a review's failure text whole (pytest would flatten it to one string),
+        and every report as text.
+
+        xdist carries UTF-8 text only: one string that holds a file name that is not UTF-8
+        (a node's keyword, an exception's message, captured output) and the worker could not
+        send the report at all, an internal error that loses the item's outcome.  Such
+        names go out as git prints them, whichever field of whichever report holds them.
+        """
         data = yield
         if data is not None and isinstance(report.longrepr, ReviewRepr):
             data["longrepr"] = report.longrepr.to_wire()
-        return data
+        return None if data is None else _as_text(data)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_report_from_serializable(
@@ -465,6 +481,18 @@ class ReviewSession:
             if rebuilt is not None:
                 report.longrepr = rebuilt
         return report
+
+
+def _as_text(value: Any) -> Any:
+    """``value`` (a serialized report) with :func:`~.git.escaped_text` applied to every
+    string in it, dict keys too."""
+    if isinstance(value, str):
+        return escaped_text(value)
+    if isinstance(value, dict):
+        return {_as_text(key): _as_text(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_as_text(item) for item in value)
+    return value
 
 
 class Controller:
