@@ -57,6 +57,23 @@ def decided_lines(record: ItemRecord) -> list[str]:
     return lines
 
 
+def rounds_text(result: ItemResult) -> str:
+    """Which round ran and what it found.  An aborted review names the round that was
+    running (the one after the last counted) and what the last counted one decided: "round
+    0", or "round 1, no findings" after a round-1 REVISE, read as if that round had found
+    nothing."""
+    if result.record.status.value != "aborted":
+        return f"round {result.rounds}, {result.severity_counts()}"
+    running = f"round {result.rounds + 1} did not finish"
+    last = result.record.rounds[-1] if result.record.rounds else None
+    if last is None or last.review is None:
+        return running
+    verdict = last.review.verdict.value if last.review.verdict else "no verdict"
+    counts = Counter(f.severity.value for f in last.review.findings)
+    found = ", ".join(f"{n} {s}" for s, n in counts.items()) or "no findings"
+    return f"{running}; round {last.number} was {verdict} with {found}"
+
+
 def write_summary(terminal: pytest.TerminalReporter, results: list[ItemResult]) -> None:
     """One concise block per item (no diffs), then the totals."""
     if not results:
@@ -74,13 +91,9 @@ def write_summary(terminal: pytest.TerminalReporter, results: list[ItemResult]) 
         total += record.tokens.total
         decisions = Counter(d.action.value for d in record.decisions)
         decided = ", ".join(f"{n} {a}" for a, n in sorted(decisions.items()))
-        # A review that ended before any round was counted ran none: "round 0" read as
-        # if a round had run and found nothing.
-        ran = f"round {result.rounds}" if result.rounds else "no round finished"
         line(
             f"{record.nodeid}: {record.status.value} ({result.pytest_outcome}) — "
-            f"{ran}, {result.severity_counts()}, {record.tokens.total} tokens, "
-            f"{result.seconds:.1f}s"
+            f"{rounds_text(result)}, {record.tokens.total} tokens, {result.seconds:.1f}s"
         )
         if decided:
             line(f"    decisions: {decided}")
