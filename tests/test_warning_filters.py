@@ -11,10 +11,12 @@ never as a dump of the plugin's source or an INTERNALERROR.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NoReturn
 
 import pytest
 
 from conftest import ReviewRepo, git
+from pytest_advreview import warnfilter
 from pytest_advreview.testing import FindingSpec, approved_review, revise_review
 
 PLAN = "# Plan\n\n1. Migrate.\n\n## Rollback\nRestore the backup.\n"
@@ -98,3 +100,11 @@ def test_each_warning_class_under_filterwarnings_error_gives_its_text_and_filter
     assert "Traceback" not in out, out
     assert "warnings.warn(" not in out, out
     assert "    def " not in out, out
+
+
+def test_a_warning_of_another_package_made_an_error_is_left_to_pytest() -> None:
+    def never(text: str) -> NoReturn:
+        raise AssertionError(f"a foreign warning was reported as the plugin's: {text}")
+
+    with pytest.raises(DeprecationWarning, match="not ours"), warnfilter.reported(never):
+        raise DeprecationWarning("not ours")

@@ -58,20 +58,12 @@ def decided_lines(record: ItemRecord) -> list[str]:
 
 
 def rounds_text(result: ItemResult) -> str:
-    """Which round ran and what it found.  An aborted review names the round that was
-    running (the one after the last counted) and what the last counted one decided: "round
-    0", or "round 1, no findings" after a round-1 REVISE, read as if that round had found
-    nothing."""
-    if result.record.status.value != "aborted":
-        return f"round {result.rounds}, {result.severity_counts()}"
-    running = f"round {result.rounds + 1} did not finish"
-    last = result.record.rounds[-1] if result.record.rounds else None
-    if last is None or last.review is None:
-        return running
-    verdict = last.review.verdict.value if last.review.verdict else "no verdict"
-    counts = Counter(f.severity.value for f in last.review.findings)
-    found = ", ".join(f"{n} {s}" for s, n in counts.items()) or "no findings"
-    return f"{running}; round {last.number} was {verdict} with {found}"
+    """The summary line's rounds part: the round that ran and its findings; for a review
+    that did not finish, :attr:`ItemResult.ran` alone (it says what the last counted round
+    found: "no findings" after it would contradict a round-1 REVISE)."""
+    if result.aborted:
+        return result.ran
+    return f"{result.ran}, {result.severity_counts()}"
 
 
 def write_summary(terminal: pytest.TerminalReporter, results: list[ItemResult]) -> None:
