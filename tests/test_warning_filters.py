@@ -10,7 +10,10 @@ never as a dump of the plugin's source or an INTERNALERROR.
 
 from __future__ import annotations
 
+import tempfile
+import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import NoReturn
 
 import pytest
@@ -108,3 +111,32 @@ def test_a_warning_of_another_package_made_an_error_is_left_to_pytest() -> None:
 
     with pytest.raises(DeprecationWarning, match="not ours"), warnfilter.reported(never):
         raise DeprecationWarning("not ours")
+
+
+def test_a_head_checkout_that_failed_and_stays_names_both_under_an_error_filter(
+    git_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checkout's failure is said first; the removal that the filter made an error is
+    added with its filter line, not raised instead of it."""
+    from pytest_advreview.workspace import head
+
+    git(git_repo, "branch", "pr")
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+
+    def fail(repo: Path, checkout: head.HeadCheckout) -> None:
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(head, "_check_out", fail)
+    monkeypatch.setattr(head, "_rmtree", lambda path: None)  # the checkout stays
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(head.HeadError) as raised:
+            head.materialise(git_repo, "pr", None, rootdir=git_repo)
+    text = str(raised.value)
+    assert text.index("could not check out --advreview-head=pr") < text.index(
+        "could not be removed completely"
+    ), text
+    assert "No space left on device" in text
+    assert "add default::pytest_advreview.workspace.head.HeadWarning to filterwarnings" in text

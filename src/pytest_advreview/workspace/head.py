@@ -185,11 +185,17 @@ def materialise(repo: Path, ref: str, base: str | None, *, rootdir: Path) -> Hea
     try:
         _check_out(repo, checkout)
     except BaseException as exc:
-        # Ctrl-C included: a half-built checkout must not outlive this call.
-        remove(checkout)
+        # Ctrl-C included: a half-built checkout must not outlive this call.  Its removal
+        # failing under a warnings filter that makes that an error is said after the
+        # reason the checkout failed, not instead of it (Ctrl-C stays Ctrl-C).
+        left = ""
+        try:
+            remove(checkout)
+        except HeadError as not_removed:
+            left = f"\n{not_removed}"
         if isinstance(exc, (GitError, OSError)):
             raise HeadError(
-                f"{_PREFIX}: could not check out --advreview-head={ref} ({sha[:12]}): {exc}"
+                f"{_PREFIX}: could not check out --advreview-head={ref} ({sha[:12]}): {exc}{left}"
             ) from None
         raise
     return checkout
