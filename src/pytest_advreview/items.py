@@ -27,7 +27,7 @@ from _pytest._code.code import (
 )
 from _pytest._io import TerminalWriter
 
-from . import engine, exitstatus, outbound, runstash
+from . import engine, exitstatus, outbound, runstash, warnfilter
 from .constants import MARKER, PLAN_ITEM_NAME
 from .git import escaped_text, quote_path, unpassable_path
 from .material import ReviewInputError, TargetSpec
@@ -52,33 +52,6 @@ from .runstash import RunStash
 __all__ = ["FirstReview", "PlanFile", "ReviewItem", "claim_ahead"]
 
 _OWN_ERRORS = (ReviewFailed, ReviewerUnavailable, WorkspaceMutated)
-#: The failure text's last line when a warnings filter (``filterwarnings = error``) made a
-#: review that passed with a warning fail.
-_WARNING_AS_ERROR = (
-    "A warnings filter (filterwarnings = error, -W error) made this ReviewWarning an error; "
-    "add default::pytest_advreview.outcome.ReviewWarning to filterwarnings to keep a review "
-    "whose findings are all below fail-on a pass"
-)
-
-
-def _own_warning(exc: BaseException) -> bool:
-    """Whether ``exc`` is a warning class of this plugin that a warnings filter
-    (``filterwarnings = error``) turned into an exception: shown as text with the hint."""
-    return isinstance(exc, Warning) and type(exc).__module__.startswith(f"{__package__}.")
-
-
-def _warning_hint(exc: BaseException) -> str:
-    """The fix of a warning made an error: the filter line that keeps it a warning."""
-    if isinstance(exc, ReviewWarning):
-        return _WARNING_AS_ERROR
-    kind = type(exc)
-    return (
-        f"A warnings filter (filterwarnings = error, -W error) made this {kind.__name__} an "
-        f"error; add default::{kind.__module__}.{kind.__qualname__} to filterwarnings to "
-        "keep it a warning (the review itself is not affected by it)"
-    )
-
-
 #: Built once: looking a marker up by name per item costs more than the item at 5,000 plans.
 _REVIEW_MARK = getattr(pytest.mark, MARKER)
 
@@ -483,7 +456,7 @@ class ReviewItem(pytest.Item):
     def own_error(exc: BaseException) -> bool:
         """Whether ``exc`` is shown as text (see below): a review failure or error, or a
         review stopped from outside (:meth:`stopped`)."""
-        return isinstance(exc, _OWN_ERRORS) or _own_warning(exc) or ReviewItem.stopped(exc)
+        return isinstance(exc, _OWN_ERRORS) or warnfilter.is_own(exc) or ReviewItem.stopped(exc)
 
     @staticmethod
     def stopped(exc: BaseException) -> bool:
@@ -528,8 +501,8 @@ class ReviewItem(pytest.Item):
             text = failure_summary(self.spec.key, exc.outcome)
         elif self.stopped(exc):
             text = f"Adversarial review — {self.spec.key} — {summary}"
-        elif _own_warning(exc):
-            text = f"{exc}\n\n{_warning_hint(exc)}\n"
+        elif warnfilter.is_own(exc):
+            text = warnfilter.message(exc)
         else:
             text = str(exc)
         return ReviewRepr(text, summary, path, line)
@@ -540,7 +513,7 @@ class ReviewItem(pytest.Item):
             worst = exc.outcome.failing[0].line() if exc.outcome.failing else ""
             return f"{exc.outcome.summary}; {worst}".rstrip("; ")
         first = str(exc).strip().splitlines()
-        if _own_warning(exc):
+        if warnfilter.is_own(exc):
             kind = type(exc).__name__
             return f"{kind} made an error by a warnings filter: {first[0] if first else ''}"
         if self.stopped(exc):

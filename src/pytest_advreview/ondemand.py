@@ -16,11 +16,11 @@ import tempfile
 import warnings
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
-from . import engine, runlock, runstash, targets
+from . import engine, runlock, runstash, targets, warnfilter
 from . import settings as settings_mod
 from .coordinator import Coordinator
 from .loop import LoopResult
@@ -92,6 +92,11 @@ class ReviewOutcome:
             return
         __tracebackhide__ = True
         raise AssertionError(failure_report(self.key, self.result, self.outcome))
+
+
+def _fail_test(text: str) -> NoReturn:
+    """The test that asked for the review fails with ``text`` alone (no traceback)."""
+    pytest.fail(text, pytrace=False)
 
 
 def _checked_override(name: str, value: Any) -> Any:
@@ -167,7 +172,7 @@ class AdversarialReview:
                 # (runlock.py).  An xdist worker cannot tell its siblings from another run.
                 problem = runlock.hold_for_run(self.config)
                 if problem is not None:
-                    warnings.warn(StateWarning(f"pytest-advreview: {problem}"), stacklevel=3)
+                    warnings.warn(StateWarning(f"pytest-advreview: {problem}"), stacklevel=4)
             run_dir = Path(tempfile.mkdtemp(prefix="advreview-run-"))
             self.config.add_cleanup(lambda: shutil.rmtree(run_dir, ignore_errors=True))
             own = Coordinator(self.config, settings_mod.from_config(self.config), run_dir)
@@ -175,6 +180,14 @@ class AdversarialReview:
         return own
 
     def _run(self, spec: TargetSpec, settings: settings_mod.Settings) -> ReviewOutcome:
+        """The review of ``spec``; a warning of the plugin that a warnings filter made an
+        error (the run lock's, the containment check's, the stored state's) fails the
+        test with its text and the filter line to add, not with the plugin's source."""
+        __tracebackhide__ = True
+        with warnfilter.reported(_fail_test):
+            return self._review(spec, settings)
+
+    def _review(self, spec: TargetSpec, settings: settings_mod.Settings) -> ReviewOutcome:
         from .runner.factory import BuiltinReviewers
 
         __tracebackhide__ = True
@@ -188,7 +201,7 @@ class AdversarialReview:
             raise pytest.UsageError(str(exc)) from None  # the message, not check's source
         for warning in exposed:
             found = containment.ContainmentWarning(warning.removeprefix("WARNING: "))
-            warnings.warn(found, stacklevel=3)
+            warnings.warn(found, stacklevel=4)
         coordinator = self._coordinator().for_settings(settings)
         stash = runstash.get(self.config)
         context = ReviewContext(

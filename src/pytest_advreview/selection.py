@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shlex
+import sys
 from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -277,7 +278,7 @@ class TargetSelection:
                 self.repo.root, ref, self.settings.base, rootdir=self.rootdir
             )
             # Removed however the run ends (Ctrl-C and usage errors after this included).
-            self.config.add_cleanup(lambda: head.remove(checkout))
+            self.config.add_cleanup(lambda: _remove_at_end(checkout))
         self.head = checkout
         self.base = checkout.base_sha
         top = Path(checkout.path)
@@ -510,3 +511,13 @@ def _refuse_unsafe_plans(names: Iterable[str]) -> None:
                 "workflow command) or rewrite terminal lines wherever its node id is "
                 "printed; it is not collected: rename the file"
             )
+
+
+def _remove_at_end(checkout: head.HeadCheckout) -> None:
+    """The head checkout removed at the session's end.  A failure to remove it that a
+    warnings filter made an error (a HeadError then) is written as its message: anything
+    raised from a clean-up reaches the user as a Python traceback."""
+    try:
+        head.remove(checkout)
+    except head.HeadError as exc:
+        sys.stderr.write(f"{exc}\n")

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import outbound, runlock, runstash
+from . import outbound, runlock, runstash, warnfilter
 from .constants import BUILTIN_REVIEWERS, CODE_ITEM_NAME, CODE_ITEM_NODEID, RECORD_ATTR
 from .coordinator import Coordinator
 from .git import escaped_text, quote_path
@@ -374,7 +374,13 @@ class ReviewSession:
     # -- reporting ---------------------------------------------------------------------
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
-        """Effective settings, the plan selection, and the runtime hints."""
+        """Effective settings, the plan selection, and the runtime hints.  A warning of
+        the plugin (the stored state's) that a warnings filter made an error stops the run
+        with its text and the filter line, not an INTERNALERROR."""
+        with warnfilter.reported(warnfilter.usage_error):
+            return self._header(config)
+
+    def _header(self, config: pytest.Config) -> list[str]:
         from .settings import header_lines, runtime_hints
 
         verbose = int(config.getoption("verbose", 0) or 0) > 0
