@@ -1,5 +1,5 @@
 """A plan whose name is not UTF-8, reviewed under pytest-xdist, and internal errors of a
-review run (issue 38, class 1).
+review run (docs/safety.md, "Repository shapes and inputs").
 
 xdist carries UTF-8 text only: a report that held the raw name anywhere (there: the plan
 collector's name, a keyword of its item) could not leave the worker, an INTERNALERROR that
