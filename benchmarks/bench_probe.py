@@ -114,8 +114,9 @@ def pytest_configure(config: pytest.Config) -> None:
     _mark("configure")
     if not _OUT:
         return
-    from pytest_advreview import cachekey, git, mutation, targets
+    from pytest_advreview import cachekey, git, targets
     from pytest_advreview.runner import codex
+    from pytest_advreview.workspace import mutation
 
     _count(cachekey, "plan_hash", "plan_hash")
     _count(mutation, "_hash_path", "snapshot_hash")

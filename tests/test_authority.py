@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import commit, git, init_repo, write
-from pytest_advreview.decisions import (
+from pytest_advreview.trust.decisions import (
     Authority,
     DecisionsError,
     DecisionsFile,

@@ -17,6 +17,7 @@ import pytest
 from conftest import ReviewRepo, git, ran_prompts
 from pytest_advreview import targets
 from pytest_advreview.testing import approved_review
+from pytest_advreview.trust import run as trust_run
 
 PROMPT = "Review the code changes"
 
@@ -170,7 +171,7 @@ def test_explicit_uncommitted_under_ci_is_honoured(review_repo: ReviewRepo) -> N
     ],
 )
 def test_in_ci_reads_ci_and_github_actions(env: dict[str, str], expected: bool) -> None:
-    assert targets.in_ci(env) is expected
+    assert trust_run.in_ci(env) is expected
 
 
 @pytest.mark.parametrize(

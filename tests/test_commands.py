@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pytest_advreview.commands import EDITED, CommandsError, load_commands, parse, vet
+from pytest_advreview.trust.commands import EDITED, CommandsError, load_commands, parse, vet
 
 PERMISSIONS = {"maint": "write", "boss": "admin", "reader": "read", "renovate[bot]": "write"}
 

@@ -14,8 +14,8 @@ import pytest
 
 from action_kit import GitHubAPI
 from pytest_advreview import action
-from pytest_advreview.commands import parse, vet
 from pytest_advreview.models import CommandsFile
+from pytest_advreview.trust.commands import parse, vet
 from test_action import REPO
 
 WAIVE = "/advreview waive AR-1a2b3c: hidden from the reader"

@@ -13,7 +13,6 @@ import pytest
 
 import pytest_advreview
 from conftest import commit, init_repo, write
-from pytest_advreview import containment
 from pytest_advreview.runner.codex import (
     TOOL_TMP_PREFIX,
     containment_args,
@@ -22,7 +21,7 @@ from pytest_advreview.runner.codex import (
 )
 from pytest_advreview.settings import Settings
 from pytest_advreview.testing import approved_review
-from pytest_advreview.workspace import Layout
+from pytest_advreview.workspace import Layout, containment
 
 
 def test_the_python_environment_and_the_package_are_found_inside_a_workspace(

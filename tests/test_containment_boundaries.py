@@ -20,10 +20,9 @@ import pytest
 
 import pytest_advreview
 from conftest import commit, init_repo, write
-from pytest_advreview import containment
-from pytest_advreview.containment import Exposure
 from pytest_advreview.settings import Settings
-from pytest_advreview.workspace import Layout
+from pytest_advreview.workspace import Layout, containment
+from pytest_advreview.workspace.containment import Exposure
 
 PACKAGE = Path(pytest_advreview.__file__).parent
 FIX = (
@@ -294,7 +293,7 @@ def test_the_first_preload_of_a_process_imports_every_module_it_lists(
     assert names == containment._preloaded
     assert names is not containment._preloaded  # a copy: the caller cannot change it
     assert all(isinstance(n, str) and n.startswith("pytest_advreview.") for n in names)
-    assert {"pytest_advreview.gate", "pytest_advreview.report.sarif"} <= set(names)
+    assert {"pytest_advreview.exitstatus", "pytest_advreview.report.sarif"} <= set(names)
     assert not any(
         n.startswith(("pytest_advreview.testing", "pytest_advreview.doctor.")) for n in names
     )

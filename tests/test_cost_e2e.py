@@ -11,8 +11,8 @@ import pytest
 
 from conftest import ReviewRepo, git
 from pytest_advreview.action import comment_body
-from pytest_advreview.commands import parse
 from pytest_advreview.testing import approved_review
+from pytest_advreview.trust.commands import parse
 
 PLAN = "# Plan\n\n1. Migrate.\n\n## Rollback\nRestore the backup.\n"
 NO_CODE = "--advreview-diff=none"

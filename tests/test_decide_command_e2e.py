@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from action_kit import ActionResult, GitHubAPI
-from pytest_advreview.commands import EDITED
 from pytest_advreview.models import Location, finding_id
 from pytest_advreview.testing import FindingSpec, approved_review, revise_review
+from pytest_advreview.trust.commands import EDITED
 from test_action import (  # noqa: F401  (the fixtures)
     PLAN,
     PLAN_PROMPT,

@@ -1,4 +1,4 @@
-"""Tests of ``pytest_advreview.decisions``: the decisions file and every error it can raise."""
+"""Tests of ``pytest_advreview.trust.decisions``: the decisions file and each error it raises."""
 
 from __future__ import annotations
 
@@ -8,16 +8,16 @@ from pathlib import Path
 import pytest
 
 from conftest import commit, git, init_repo
-from pytest_advreview.decisions import (
+from pytest_advreview.models import Decision, DecisionAction
+from pytest_advreview.trust.decisions import (
     DecisionsError,
     DecisionsFile,
     check_known,
     check_targets,
-    gated,
     load_at_commit,
     load_decisions,
 )
-from pytest_advreview.models import Decision, DecisionAction
+from pytest_advreview.trust.run import gated
 
 GOOD = """\
 # Decisions on the last review round.

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_advreview.decisions import (
+from pytest_advreview.models import Decision, DecisionAction
+from pytest_advreview.trust.decisions import (
     CODE_TARGET,
     DecisionsError,
     check_known,
     check_targets,
     load_decisions,
 )
-from pytest_advreview.models import Decision, DecisionAction
 
 EXAMPLE = (
     '[[decision]]\ntarget = "docs/plans/x.md"\nfinding = "AR-1a2b3c"\n'

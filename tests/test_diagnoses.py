@@ -124,7 +124,9 @@ def test_an_item_that_ran_no_round_says_so(review_repo: ReviewRepo) -> None:
     review_repo.answer("x.md", {"http_status": 400, "body": {"error": {"message": "bad"}}})
     result = review_repo.run(NO_CODE)
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*x.md::adversarial-review: aborted (error) — no round finished*"])
+    result.stdout.fnmatch_lines(
+        ["*x.md::adversarial-review: aborted (error) — round 1 did not finish, 0 tokens*"]
+    )
     assert "round 0" not in result.stdout.str()
 
 

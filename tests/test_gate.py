@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_advreview import gate
+from pytest_advreview import exitstatus as gate
 from pytest_advreview.constants import EXIT_REVIEW_ERRORS
-from pytest_advreview.gate import FAILED, NOT_RUN, OTHER, PASSED, SHARD, Logged
+from pytest_advreview.exitstatus import FAILED, NOT_RUN, OTHER, PASSED, SHARD, Logged
+from pytest_advreview.trust import run as trust_run
 
 NODE = "docs/plans/x.md::adversarial-review"
 OK, FAIL, SKIP = "passed", "failed", "skipped"
@@ -145,7 +146,7 @@ def test_the_final_status_is_only_ever_raised() -> None:
 def test_what_enforces_the_check(
     environ: dict[str, str], strict: bool, expected: str | None
 ) -> None:
-    assert gate.enforced_by(environ, strict_exit=strict) == expected
+    assert trust_run.enforced_by(environ, strict_exit=strict) == expected
 
 
 # -- one verdict per target per run ------------------------------------------------------------

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from pytest_advreview import gate
+from pytest_advreview import exitstatus as gate
 from pytest_advreview.constants import EXIT_REVIEW_ERRORS
-from pytest_advreview.gate import FAILED, NOT_RUN, OTHER, PASSED, SHARD, Logged, Problem
+from pytest_advreview.exitstatus import FAILED, NOT_RUN, OTHER, PASSED, SHARD, Logged, Problem
+from pytest_advreview.trust import run as trust_run
 
 NODE = "plan.md::adversarial-review"
 CHANGED = (
@@ -203,19 +204,19 @@ def test_the_final_status_is_only_ever_raised(
 @pytest.mark.parametrize("name", ["CI", "GITHUB_ACTIONS"])
 @pytest.mark.parametrize("value", ["1", "true", "True", " yes ", "ON"])
 def test_every_ci_variable_and_truthy_value_enforces_the_check(name: str, value: str) -> None:
-    assert gate.enforced_by({name: value}, strict_exit=False) == f"{name}={value}"
+    assert trust_run.enforced_by({name: value}, strict_exit=False) == f"{name}={value}"
 
 
 @pytest.mark.parametrize("value", ["", "0", "false", "no", "off", "truthy"])
 def test_other_values_do_not_enforce_it_unless_strict(value: str) -> None:
     environ = {"CI": value, "GITHUB_ACTIONS": value}
-    assert gate.enforced_by(environ, strict_exit=False) is None
-    assert gate.enforced_by(environ, strict_exit=True) == "--advreview-strict-exit"
+    assert trust_run.enforced_by(environ, strict_exit=False) is None
+    assert trust_run.enforced_by(environ, strict_exit=True) == "--advreview-strict-exit"
 
 
 def test_ci_is_named_before_github_actions() -> None:
     both = {"CI": "true", "GITHUB_ACTIONS": "true"}
-    assert gate.enforced_by(both, strict_exit=True) == "CI=true"
+    assert trust_run.enforced_by(both, strict_exit=True) == "CI=true"
 
 
 def test_what_pytest_logged_reads_the_reason_of_a_skip_and_of_an_xfail() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_advreview.baseconfig import GateConfig, advreview_args, branch_overrides
+from pytest_advreview.trust.baseconfig import GateConfig, advreview_args, branch_overrides
 
 
 @pytest.mark.parametrize(

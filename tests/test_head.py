@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import git
-from pytest_advreview import head
+from pytest_advreview.workspace import head
 
 
 @pytest.fixture

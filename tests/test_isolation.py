@@ -1,4 +1,4 @@
-"""Tests of ``pytest_advreview.isolation``: worktrees of real temporary git repositories.
+"""Tests of ``pytest_advreview.workspace.isolation``: worktrees of real temporary git repositories.
 
 The mirror is compared file by file (bytes, symlink targets, executable bits) and through
 git's own eyes (``status``, ``diff``, ``diff --cached``), and the user's tree is checked
@@ -19,7 +19,7 @@ import pytest
 
 from conftest import git
 from pytest_advreview.git import GitError
-from pytest_advreview.isolation import (
+from pytest_advreview.workspace.isolation import (
     WORKTREE_PREFIX,
     IsolationError,
     Worktree,

@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 
 from conftest import INTERRUPTED_HANG_S, ReviewRepo, git, interrupt_when, start_interruptible
-from pytest_advreview.review import ReviewRun
 from pytest_advreview.testing import approved_review, revise_review
 from pytest_advreview.workspace import WorkspaceError
+from pytest_advreview.workspace.guard import ReviewGuard
 from test_parallel_stub import _run
 from test_parallel_stub import plans as plans  # the fixture
 
@@ -158,15 +158,15 @@ def test_a_dropped_review_that_cannot_be_removed_is_named_in_the_summary(
 ) -> None:
     # The removal of the review started for a (skipped in its setup) fails: the summary
     # says so, with the message that names what is left, instead of leaving it unsaid.
-    removed = ReviewRun.cleanup
+    removed = ReviewGuard.cleanup
 
-    def cleanup(run: ReviewRun, *, keep: bool) -> str | None:
-        kept = removed(run, keep=keep)  # removed all the same: nothing left in the test
-        if run.spec.key.endswith("a.md"):
+    def cleanup(guard: ReviewGuard, *, keep: bool) -> str | None:
+        kept = removed(guard, keep=keep)  # removed all the same: nothing left in the test
+        if guard.key.endswith("a.md"):
             raise WorkspaceError("the review worktree /x could not be removed completely")
         return kept
 
-    monkeypatch.setattr(ReviewRun, "cleanup", cleanup)
+    monkeypatch.setattr(ReviewGuard, "cleanup", cleanup)
     # A run in this process: tempfile's cached choice is its temporary directory.
     temp = plans.path.parent / f"{plans.path.name}-tmp"
     temp.mkdir()

@@ -1,4 +1,4 @@
-"""Tests of ``pytest_advreview.mutation``: snapshots of real temporary git repositories.
+"""Tests of ``pytest_advreview.workspace.mutation``: snapshots of real temporary git repositories.
 
 Each test plays the reviewer between two snapshots and checks what :func:`compare`
 reports.  git runs without global or system config, below a ceiling at ``tmp_path``.
@@ -14,13 +14,13 @@ import pytest
 
 from conftest import commit, git, init_repo, write
 from pytest_advreview.git import STATUS_V2_ARGS, StatusEntry, parse_status_v2_z
-from pytest_advreview.mutation import (
+from pytest_advreview.options import DEFAULT_ALLOW_UNTRACKED
+from pytest_advreview.workspace.mutation import (
     Mutation,
     MutationError,
     compare,
     take_snapshot,
 )
-from pytest_advreview.options import DEFAULT_ALLOW_UNTRACKED
 
 WEIRD = 'sp ace "q" $HOME.txt'
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import commit, git, init_repo, write
-from pytest_advreview.mutation import (
+from pytest_advreview.workspace.mutation import (
     MISSING,
     Mutation,
     MutationError,

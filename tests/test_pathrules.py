@@ -15,12 +15,12 @@ import pytest
 
 from conftest import ReviewRepo, commit, feature_branch, git, init_repo, write
 from pytest_advreview import targets
-from pytest_advreview.baseconfig import ini_at, linelist
-from pytest_advreview.decisions import GateBase
 from pytest_advreview.models import ChangeSet, PathRule
-from pytest_advreview.pathrules import DEFAULT_EXCLUDE, PathRules, RulesError, for_run
 from pytest_advreview.prompts import code_prompt
 from pytest_advreview.testing import approved_review
+from pytest_advreview.trust.baseconfig import ini_at, linelist
+from pytest_advreview.trust.decisions import GateBase
+from pytest_advreview.trust.pathrules import DEFAULT_EXCLUDE, PathRules, RulesError, for_run
 
 RULE = "migrations/**: check that every step is reversible"
 

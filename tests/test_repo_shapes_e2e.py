@@ -76,7 +76,10 @@ def test_a_named_base_missing_from_a_shallow_clone_is_an_error(
 
     On main 1803125 GITHUB_BASE_REF fell back to "no base": no code item, the gate
     passed on the plan alone (exit 0; exit 5 and gate "empty" under the default plan
-    scope).  Now the code item errors with the fetch command, and the plan still runs.
+    scope).  Under a gate the base's configuration decides the gate's settings, so a
+    base that is not in the clone stops the run before any review, with the fetch
+    command; the checkout's own ``advreview_base`` is not used under a gate, and with
+    no other base it says what to pass instead of comparing with nothing.
     """
     clone = _shallow_feature_clone(review_repo)
     monkeypatch.setenv("CI", "true")
@@ -89,14 +92,42 @@ def test_a_named_base_missing_from_a_shallow_clone_is_an_error(
         (clone / "pytest.ini").write_text(INI + "advreview_base = origin/main\n")
     monkeypatch.chdir(clone)
     review_repo.answer(PLAN_PROMPT, {"message": approved_review()})
-    result = review_repo.pytester.runpytest(
+    result = review_repo.pytester.runpytest_subprocess(
         *review_repo.args("--advreview-json=out.json", "--advreview-github=off", *extra)
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str() + result.stderr.str()
+    err = result.stderr.str()
+    assert FETCH in err, err
+    assert "pytest-advreview: pytest-advreview:" not in err, err
+    if named_by == "ini":
+        assert "not used under a gate" in err and "--advreview-base=origin/main" in err, err
+    else:
+        assert "is not in the clone" in err or "is not a commit" in err, err
+    assert review_repo.server.requests == [], "no review may run without the gate's base"
+
+
+@pytest.mark.real_codex
+def test_outside_a_gate_a_named_base_missing_from_the_clone_errors_the_code_item(
+    review_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a gate the settings are the checkout's: the code item errors with the
+    fetch command, and the plan is still reviewed."""
+    clone = _shallow_feature_clone(review_repo)
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.chdir(clone)
+    review_repo.answer(PLAN_PROMPT, {"message": approved_review()})
+    result = review_repo.pytester.runpytest(
+        *review_repo.args(
+            "--advreview-json=out.json",
+            "--advreview-github=off",
+            "--advreview-base=origin/main",
+            "--advreview-diff=branch",
+        )
     )
     assert result.ret == 1, result.stdout.str()
     result.assert_outcomes(passed=1, errors=1)
     out = result.stdout.str()
     assert FETCH in out, out
-    assert "is not in the clone" in out or "is not a commit" in out, out
     report = json.loads((clone / "out.json").read_text())
     assert report["totals"]["gate"] == "error"
     outcomes = {i["record"]["key"]: i["record"]["outcome"] for i in report["items"]}
@@ -452,7 +483,7 @@ def test_a_case_only_rename_names_both_paths(plain_repo: Path) -> None:
 
 
 def test_the_worktree_mirrors_a_staged_submodule_pointer(review_repo: ReviewRepo) -> None:
-    from pytest_advreview.isolation import Worktree
+    from pytest_advreview.workspace.isolation import Worktree
 
     inside, old, new = _submodule_repo(review_repo)
     repo = review_repo.path

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import git
+from pytest_advreview.material import TargetSpec
 from pytest_advreview.models import (
     Operation,
     ReviewStatus,
@@ -21,7 +22,7 @@ from pytest_advreview.models import (
     Verdict,
 )
 from pytest_advreview.parse import parse_markdown
-from pytest_advreview.review import ReviewContext, ReviewRun, TargetSpec
+from pytest_advreview.review import ReviewContext, ReviewRun
 from pytest_advreview.runner import DispatchRequest, DispatchResult
 from pytest_advreview.settings import Settings
 from pytest_advreview.testing import revise_review
@@ -70,6 +71,6 @@ def test_a_change_after_an_uncounted_round_is_reported_in_that_round(
         assert result.last_round == 1  # round 2 failed, so it was not counted
         # Something the reviewer started lands after the loop's last check.
         (run.review_root / "late.txt").write_text("written after the dispatch returned\n")
-        assert run.final_mutations(result) == ["late.txt (untracked, round 2)"]
+        assert run.guard.final_mutations(result) == ["late.txt (untracked, round 2)"]
     finally:
-        run.cleanup(keep=False)
+        run.guard.cleanup(keep=False)

@@ -27,8 +27,8 @@ from conftest import (
     ran_prompts,
     start_interruptible,
 )
-from pytest_advreview.review import KEPT_FOLDER
 from pytest_advreview.testing import FindingSpec, approved_review, revise_review, shell_step
+from pytest_advreview.workspace.guard import KEPT_FOLDER
 
 NO_CODE = "--advreview-diff=none"
 PLAN = "# Plan\n\n1. Migrate.\n\n## Rollback\nRestore the backup.\n"

@@ -36,13 +36,15 @@ import pytest
 
 import pytest_advreview
 from conftest import commit, git, init_repo
-from pytest_advreview import action, commands, containment, outbound
+from pytest_advreview import action, outbound
 from pytest_advreview.constants import EXIT_REVIEW_ERRORS
 from pytest_advreview.models import Operation
 from pytest_advreview.runner import DispatchRequest
 from pytest_advreview.runner.codex import CodexReviewer
 from pytest_advreview.runner.factory import codex_options
 from pytest_advreview.settings import Settings
+from pytest_advreview.trust import commands
+from pytest_advreview.workspace import containment
 from test_containment_boundaries import in_place
 
 # -- 1. a command in an indented fenced code block is code -----------------------------------

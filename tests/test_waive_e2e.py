@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 from conftest import ReviewRepo, git
-from pytest_advreview.decisions import content_ids
 from pytest_advreview.models import (
     CommandsFile,
     Finding,
@@ -27,6 +26,7 @@ from pytest_advreview.models import (
     finding_id,
 )
 from pytest_advreview.testing import FindingSpec, revise_review
+from pytest_advreview.trust.decisions import content_ids
 from test_authority_e2e import on_main
 
 KEY = "docs/plans/x.md"

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from conftest import commit, init_repo, write
-from pytest_advreview.decisions import Authority, DecisionsError, GateBase, load_decisions
 from pytest_advreview.loop import LoopResult
 from pytest_advreview.models import (
     CommandsFile,
@@ -40,6 +39,7 @@ from pytest_advreview.report.collect import ItemResult
 from pytest_advreview.report.markdown import render_markdown
 from pytest_advreview.report.terminal import decided_lines
 from pytest_advreview.settings import Settings
+from pytest_advreview.trust.decisions import Authority, DecisionsError, GateBase, load_decisions
 
 KEY = ".advreview/decisions.toml"
 CRIT = Finding(id="AR-c00001", severity=Severity.CRITICAL, title="Data loss")

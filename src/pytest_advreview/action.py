@@ -56,14 +56,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from . import outbound
-from .baseconfig import BaseConfigError, ini_at, linelist, show_file
-from .commands import vet
 from .constants import ENV_PREFIX, EXIT_REVIEW_ERRORS
-from .git import commit
+from .git import commit, run_git
 from .options import SPECS
 from .report.files import Anchors
 from .report.json_report import ResultsReport
 from .report.pr_review import Posted, hunks_from_patch, plan_review
+from .trust.baseconfig import BaseConfigError, ini_at, linelist, show_file
+from .trust.commands import vet
 
 __all__ = [
     "APIError",
@@ -444,7 +444,7 @@ def prepare(env: Mapping[str, str]) -> int:
 
 def base_ini(repo: Path, base: str) -> tuple[str | None, dict[str, object]]:
     """The pytest configuration file of commit ``base`` at the repository root, and its keys
-    (:func:`~.baseconfig.ini_at`), read from the commit's objects, never the work tree.
+    (:func:`~.trust.baseconfig.ini_at`), read from the commit's objects, never the work tree.
 
     :returns: ``(file name, keys)``; ``(None, {})`` when the commit has none.
     """
@@ -1017,14 +1017,14 @@ def fetch_head(env: Mapping[str, str]) -> int:
     """Fetch the approved head commit by its SHA (``pull_request_target`` mode), as data."""
     head = _sha(_input("head-sha", env), "the approved head")
     workspace = Path(env.get("GITHUB_WORKSPACE") or os.getcwd())
-    argv = ["git"]
+    argv: list[str] = []
     token = env.get("GH_TOKEN", "")
     server = env.get("GITHUB_SERVER_URL", "https://github.com")
     if token:
         basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
         argv += ["-c", f"http.{server}/.extraheader=AUTHORIZATION: basic {basic}"]
     argv += ["fetch", "--no-tags", "--no-recurse-submodules", "origin", head]
-    proc = subprocess.run(argv, cwd=workspace, capture_output=True, check=False)
+    proc = run_git(workspace, *argv, check=False)
     if proc.returncode != 0:
         raise ActionError(
             f"cannot fetch the approved head {head}: {proc.stderr.decode(errors='replace').strip()}"

@@ -32,7 +32,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from .decisions import gated
 from .git import (
     STATUS_V2_ARGS,
     GitError,
@@ -44,6 +43,7 @@ from .git import (
 )
 from .models import ChangeSet, Decision
 from .prompts import PROMPT_VERSION
+from .trust import run as trust
 
 if TYPE_CHECKING:
     from .settings import Settings
@@ -162,7 +162,9 @@ def _file_digest(path: Path) -> str:
 
 
 def reviewer_identity(
-    settings: Settings, environ: Mapping[str, str] | None = None
+    settings: Settings,
+    environ: Mapping[str, str] | None = None,
+    run_trust: trust.Trust | None = None,
 ) -> dict[str, str]:
     """Component name -> digest of everything that identifies the reviewer of this run.
 
@@ -170,6 +172,7 @@ def reviewer_identity(
     gets every setting of both, because the plugin may use any of them.
 
     :param environ: where ``CODEX_HOME`` and ``OPENAI_BASE_URL`` are read (``os.environ``).
+    :param run_trust: the run's trust (:func:`.trust.run.of_run`): whether it gates.
     """
     env = os.environ if environ is None else environ
     backend = settings.reviewer
@@ -183,7 +186,9 @@ def reviewer_identity(
         from .runner.codex import GATE_CODEX_CONFIG
 
         # Under a gate the reviewer gets no project instructions from the checkout.
-        gate = gated(env, strict_exit=settings.strict_exit, head=settings.head)
+        if run_trust is None:  # a direct call: the environment given decides
+            run_trust = trust.decide(env, strict_exit=settings.strict_exit, head=settings.head)
+        gate = run_trust.gated
         identity["codex_gate"] = _digest(GATE_CODEX_CONFIG if gate else [])
         home_text = env.get("CODEX_HOME", "").strip()
         home = Path(home_text) if home_text else Path.home() / ".codex"

@@ -25,19 +25,9 @@ import pytest
 from . import cachekey, interdiff, targets
 from .atomic import write_atomic
 from .cachekey import cache_key, reviewer_identity
-from .commands import CommandsError, load_commands
-from .decisions import (
-    CODE_TARGET,
-    Authority,
-    DecisionsError,
-    DecisionsFile,
-    GateBase,
-    check_known,
-    check_targets,
-    content_ids,
-    gated,
-)
+from .lead.session import LeadTurns
 from .loop import FixFailed, LoopResult
+from .material import ReviewInputError, ReviewMaterial, TargetSpec
 from .models import (
     Changed,
     ChangeSet,
@@ -55,8 +45,20 @@ from .models import (
 from .options import BY_FIELD
 from .pricing import money
 from .prompts import applied_text, operator_open_decision
-from .review import LeadTurns, ReviewInputError, ReviewMaterial, ReviewRun, TargetSpec
+from .review import ReviewRun
 from .state import ReviewState, Spend, StateStore, StateWarning, decide_next
+from .trust import run as trust
+from .trust.commands import CommandsError, load_commands
+from .trust.decisions import (
+    CODE_TARGET,
+    Authority,
+    DecisionsError,
+    DecisionsFile,
+    GateBase,
+    check_known,
+    check_targets,
+    content_ids,
+)
 
 if TYPE_CHECKING:
     from .models import ItemRecord
@@ -131,7 +133,9 @@ class Coordinator:
         #: What every earlier run of the pull request spent (read on the first check).
         self._prior: tuple[int, float] | None = None
         #: Who reviews in this run; a stored verdict of another reviewer never counts.
-        self.identity = reviewer_identity(settings)
+        #: Whether the run gates (decided once, at configure).
+        self.trust = trust.of_run(config, settings)
+        self.identity = reviewer_identity(settings, run_trust=self.trust)
         # Each state is read once per run (collection reads it for the severity markers).
         self._loaded: dict[str, ReviewState | None] = {}
         #: Why a stored entry was not used, warned once, by the item that reviews it (so
@@ -140,7 +144,7 @@ class Coordinator:
         #: Target -> finding id -> its content id in this run (:meth:`bind`).
         self._content: dict[str, dict[str, str]] = {}
         self.decisions_path = Path(settings.decisions)
-        gate = gated(os.environ, strict_exit=settings.strict_exit, head=settings.head)
+        gate = self.trust.gated
         if gate and base is None:
             base = _find_base(config, settings)
         try:
@@ -189,7 +193,8 @@ class Coordinator:
             return self
         other = copy.copy(self)
         other.settings = settings
-        other.identity = reviewer_identity(settings)
+        other.trust = self.trust.for_settings(settings)
+        other.identity = reviewer_identity(settings, run_trust=other.trust)
         if Path(settings.decisions) != self.decisions_path:
             other.decisions_path = Path(settings.decisions)
             try:
@@ -860,6 +865,6 @@ def _find_base(config: pytest.Config, settings: Settings) -> GateBase | None:
             return None
         if settings.head is not None:
             return GateBase(repo.root, settings.base or "HEAD")
-        return GateBase(repo.root, targets.resolve_base(repo.root, settings.base, os.environ))
+        return GateBase(repo.root, trust.of_run(config, settings).base(repo.root, settings.base))
     except targets.TargetError:
         return None

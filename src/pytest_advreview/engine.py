@@ -39,7 +39,7 @@ __all__ = ["CompareWorkspace", "Reviewed", "review_target"]
 
 #: When the workspace guard's last comparison runs. ``"now"``: right after the rounds,
 #: before the record (the fixture: a changed workspace fails the test that asked).
-#: ``"later"``: the caller calls :meth:`~.review.ReviewRun.finish` itself (an item's
+#: ``"later"``: the caller calls :meth:`~.workspace.guard.ReviewGuard.finish` itself (an item's
 #: teardown, so a reviewer that changed files is that phase's error even after a pass).
 CompareWorkspace = Literal["now", "later"]
 
@@ -81,7 +81,7 @@ def review_target(
             material = run.material()
             # 2. The stored verdict: it stands, or says which rounds are due.
             due = coordinator.stored_verdict(
-                run.spec, material, fixer_hook=run.context.fixer_hook, root=run.repo_root
+                run.spec, material, fixer_hook=run.context.fixer_hook, root=run.context.repo_root
             )
             # 3. The rounds due, inside the workspace guard: ReviewRun.run snapshots the
             # workspace before the first dispatch and checks it after each round.
@@ -92,7 +92,7 @@ def review_target(
             # 4. The outcome, against fail-on: judged here and nowhere else.  A waiver holds
             # only on the code it was decided on: what each finding cites now.
             findings = result.review.findings if result.review is not None else ()
-            coordinator.bind(run.spec, material, findings, run.repo_root)
+            coordinator.bind(run.spec, material, findings, run.context.repo_root)
             outcome = decide(
                 result,
                 run.settings.fail_on,
@@ -104,12 +104,12 @@ def review_target(
                 coordinator.save(run.spec.key, rounds)
     except BaseException:
         if compare_workspace == "now":
-            run.cleanup(keep=False)  # an unreadable plan, Ctrl-C: nothing worth keeping
+            run.guard.cleanup(keep=False)  # an unreadable plan, Ctrl-C: nothing worth keeping
         raise
     kept: str | None = None
     if compare_workspace == "now":
         # The guard's last comparison (raises WorkspaceMutated), then the cleanup.
-        kept = run.finish(result, outcome)
+        kept = run.guard.finish(result, outcome)
     # 6. The record, redacted at the source: every report is built from it, and report
     # plugins (a report log) write it out as it is.
     record = run.record(nodeid, result, outcome, history=due.history)

@@ -23,6 +23,7 @@ __all__ = [
     "attribute_files",
     "commit",
     "converted_files",
+    "escaped_text",
     "literal_pathspec",
     "parse_status_v2_z",
     "plain_diff_globals",
@@ -53,8 +54,10 @@ class GitError(Exception):
             super().__init__(f"`{command}` failed in {cwd} (exit code {returncode}){said}")
 
 
-def _git_env() -> dict[str, str]:
+def _git_env(nosystem: bool = False) -> dict[str, str]:
     env = dict(os.environ)
+    if nosystem:
+        env["GIT_CONFIG_NOSYSTEM"] = "1"
     # A snapshot must not take index.lock: the reviewer (or another xdist worker) may run
     # git at the same moment, and a refreshed index would look like a mutation.
     env["GIT_OPTIONAL_LOCKS"] = "0"
@@ -66,7 +69,9 @@ def _git_env() -> dict[str, str]:
     return env
 
 
-def run_git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+def run_git(
+    cwd: Path, *args: str, check: bool = True, nosystem: bool = False
+) -> subprocess.CompletedProcess[bytes]:
     """Run ``git <args>`` in ``cwd`` and return the completed process (bytes output).
 
     Arguments are passed as an argv list, never through a shell, so paths with spaces,
@@ -78,6 +83,8 @@ def run_git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedPr
     :param args: git's arguments, without the leading ``git``.
     :param check: raise :class:`GitError` on a non-zero exit code; with ``False`` the
         caller inspects ``returncode`` itself (``rev-parse --verify --quiet``).
+    :param nosystem: without the machine's system git configuration (the base's
+        configuration files are read as the commit holds them, whatever the runner set).
     :raises GitError: git is not installed, ``cwd`` does not exist, or git failed.
     """
     argv = ["git", *args]
@@ -87,7 +94,7 @@ def run_git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedPr
             cwd=cwd,
             stdin=subprocess.DEVNULL,
             capture_output=True,
-            env=_git_env(),
+            env=_git_env(nosystem),
             check=False,
         )
     except OSError as exc:  # git missing from PATH, cwd gone
@@ -165,6 +172,27 @@ def quote_path(name: str) -> str:
         else:
             out.append(char)
     return '"' + "".join(out) + '"'
+
+
+def escaped_text(value: str) -> str:
+    """``value`` with every byte that is not UTF-8 (a surrogate escape of
+    :func:`os.fsdecode`) written as git writes it, three-digit octal: ``caf\\351.py``.
+
+    For text that names a path inside a longer message (an exception's, a report's),
+    where :func:`quote_path`'s quotes would not fit; text that is UTF-8 is returned as it is.
+    """
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return (
+            "".join(
+                f"\\{ord(char) - 0xDC00:03o}" if 0xDC80 <= ord(char) <= 0xDCFF else char
+                for char in value
+            )
+            .encode("utf-8", "backslashreplace")
+            .decode("utf-8")
+        )
+    return value
 
 
 def unpassable_path(name: str, what: str) -> str | None:

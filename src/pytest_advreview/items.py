@@ -27,9 +27,10 @@ from _pytest._code.code import (
 )
 from _pytest._io import TerminalWriter
 
-from . import engine, gate, outbound, runstash
+from . import engine, exitstatus, outbound, runstash, warnfilter
 from .constants import MARKER, PLAN_ITEM_NAME
-from .git import quote_path, unpassable_path
+from .git import escaped_text, quote_path, unpassable_path
+from .material import ReviewInputError, TargetSpec
 from .models import FailureText, Finding
 from .outcome import (
     Outcome,
@@ -45,39 +46,12 @@ from .outcome import (
     warning_message,
 )
 from .report.files import Anchors, find_repo_root
-from .review import ReviewInputError, ReviewRun, TargetSpec
+from .review import ReviewRun
 from .runstash import RunStash
 
 __all__ = ["FirstReview", "PlanFile", "ReviewItem", "claim_ahead"]
 
 _OWN_ERRORS = (ReviewFailed, ReviewerUnavailable, WorkspaceMutated)
-#: The failure text's last line when a warnings filter (``filterwarnings = error``) made a
-#: review that passed with a warning fail.
-_WARNING_AS_ERROR = (
-    "A warnings filter (filterwarnings = error, -W error) made this ReviewWarning an error; "
-    "add default::pytest_advreview.outcome.ReviewWarning to filterwarnings to keep a review "
-    "whose findings are all below fail-on a pass"
-)
-
-
-def _own_warning(exc: BaseException) -> bool:
-    """Whether ``exc`` is a warning class of this plugin that a warnings filter
-    (``filterwarnings = error``) turned into an exception: shown as text with the hint."""
-    return isinstance(exc, Warning) and type(exc).__module__.startswith(f"{__package__}.")
-
-
-def _warning_hint(exc: BaseException) -> str:
-    """The fix of a warning made an error: the filter line that keeps it a warning."""
-    if isinstance(exc, ReviewWarning):
-        return _WARNING_AS_ERROR
-    kind = type(exc)
-    return (
-        f"A warnings filter (filterwarnings = error, -W error) made this {kind.__name__} an "
-        f"error; add default::{kind.__module__}.{kind.__qualname__} to filterwarnings to "
-        "keep it a warning (the review itself is not affected by it)"
-    )
-
-
 #: Built once: looking a marker up by name per item costs more than the item at 5,000 plans.
 _REVIEW_MARK = getattr(pytest.mark, MARKER)
 
@@ -197,11 +171,11 @@ class ReviewItem(pytest.Item):
         #: The item's ItemRecord as JSON; copied onto each phase report as
         #: ``report.advreview_record`` (plain attributes travel through xdist).
         self.record_json: str | None = None
-        #: What each phase did (``gate.recorded``): the gate's record, not pytest's.
+        #: What each phase did (``exitstatus.recorded``): the gate's record, not pytest's.
         self.gate_phases: dict[str, str] = {}
         #: A later pass's target's first pass (set in setup; ``None``: this is the first).
         self.first: FirstReview | None = None
-        gate.note_collected(self, spec.key)
+        exitstatus.note_collected(self, spec.key)
         severity = _run(self.config).coordinator.stored_severity(spec.key)
         if severity is not None:
             # Re-run exactly the items whose last review had open findings of this level:
@@ -210,7 +184,7 @@ class ReviewItem(pytest.Item):
 
     # -- phases ------------------------------------------------------------------------
 
-    @gate.recorded("setup")
+    @exitstatus.recorded("setup")
     def setup(self) -> None:
         """Run the reviewer loop; "could not run" becomes an error of this phase.
 
@@ -252,7 +226,7 @@ class ReviewItem(pytest.Item):
             text = error_report(self.spec.key, result, outcome)
             # Kept, not removed: the teardown compares the workspace first, then cleans up
             # (removing the reviewer's worktree here left nothing to compare).
-            kept = reviewed.run.kept_folder()
+            kept = reviewed.run.guard.kept_folder()
             raise ReviewerUnavailable(text + (f"reviewer files kept in {kept}\n" if kept else ""))
 
     def _take(self, reviewed: engine.Reviewed, record_json: str | None) -> None:
@@ -344,7 +318,7 @@ class ReviewItem(pytest.Item):
             self.review, stash.coordinator, nodeid=self.nodeid, compare_workspace="later"
         )
 
-    @gate.recorded("call")
+    @exitstatus.recorded("call")
     def runtest(self) -> None:
         """Judge the verdict: fail at or above fail-on, warn below it."""
         assert self.reviewed is not None
@@ -356,7 +330,7 @@ class ReviewItem(pytest.Item):
         if outcome.kind is OutcomeKind.WARNED:
             self._warn(outcome)
 
-    @gate.recorded("teardown")
+    @exitstatus.recorded("teardown")
     def teardown(self) -> None:
         """Compare the workspace with the snapshot taken before the first dispatch."""
         if self.first is not None:
@@ -369,7 +343,7 @@ class ReviewItem(pytest.Item):
             # and after an unreadable plan.
             got = self.reviewed
             try:
-                self.review.finish(got.result if got else None, got.outcome if got else None)
+                self.review.guard.finish(got.result if got else None, got.outcome if got else None)
             except WorkspaceMutated:
                 self._attach()
                 raise
@@ -403,7 +377,7 @@ class ReviewItem(pytest.Item):
         copied.reviewed = None
         copied.record_json = None
         copied.first = None
-        gate.note_collected(copied, self.spec.key)
+        exitstatus.note_collected(copied, self.spec.key)
         return copied
 
     # -- reporting ---------------------------------------------------------------------
@@ -417,7 +391,9 @@ class ReviewItem(pytest.Item):
             got.result if got else None,
             got.outcome if got else None,
             history=got.history if got else (),
-            error=error,
+            # An exception's text may hold a file name that is not UTF-8: the record is
+            # JSON, so such a name is written as git prints it.
+            error=None if error is None else escaped_text(error),
         )
         # Redacted at the source: every report is built from this record, and report
         # plugins (a report log) write the attribute out as it is.
@@ -480,7 +456,7 @@ class ReviewItem(pytest.Item):
     def own_error(exc: BaseException) -> bool:
         """Whether ``exc`` is shown as text (see below): a review failure or error, or a
         review stopped from outside (:meth:`stopped`)."""
-        return isinstance(exc, _OWN_ERRORS) or _own_warning(exc) or ReviewItem.stopped(exc)
+        return isinstance(exc, _OWN_ERRORS) or warnfilter.is_own(exc) or ReviewItem.stopped(exc)
 
     @staticmethod
     def stopped(exc: BaseException) -> bool:
@@ -525,8 +501,8 @@ class ReviewItem(pytest.Item):
             text = failure_summary(self.spec.key, exc.outcome)
         elif self.stopped(exc):
             text = f"Adversarial review — {self.spec.key} — {summary}"
-        elif _own_warning(exc):
-            text = f"{exc}\n\n{_warning_hint(exc)}\n"
+        elif warnfilter.is_own(exc):
+            text = warnfilter.message(exc)
         else:
             text = str(exc)
         return ReviewRepr(text, summary, path, line)
@@ -537,7 +513,7 @@ class ReviewItem(pytest.Item):
             worst = exc.outcome.failing[0].line() if exc.outcome.failing else ""
             return f"{exc.outcome.summary}; {worst}".rstrip("; ")
         first = str(exc).strip().splitlines()
-        if _own_warning(exc):
+        if warnfilter.is_own(exc):
             kind = type(exc).__name__
             return f"{kind} made an error by a warnings filter: {first[0] if first else ''}"
         if self.stopped(exc):

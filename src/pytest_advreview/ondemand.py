@@ -16,15 +16,15 @@ import tempfile
 import warnings
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
-from . import containment, engine, pathrules, runlock, runstash, targets
+from . import engine, runlock, runstash, targets, warnfilter
 from . import settings as settings_mod
 from .coordinator import Coordinator
-from .decisions import GateBase
 from .loop import LoopResult
+from .material import TargetSpec, repo_relative
 from .models import Finding, ReviewStatus, Severity, Verdict
 from .options import BY_FIELD, Invalid
 from .outcome import (
@@ -34,17 +34,13 @@ from .outcome import (
     error_report,
     failure_report,
 )
-from .review import (
-    ReviewContext,
-    ReviewRun,
-    TargetSpec,
-    has_fixer_hook,
-    make_reviewer,
-    repo_relative,
-)
-from .selection import not_the_change
+from .review import ReviewContext, ReviewRun, has_fixer_hook, make_reviewer
+from .selection import code_change
 from .state import StateWarning
-from .workspace import Layout
+from .trust import pathrules
+from .trust import run as trust
+from .trust.decisions import GateBase
+from .workspace import Layout, containment
 
 __all__ = ["AdversarialReview", "ReviewOutcome"]
 
@@ -96,6 +92,11 @@ class ReviewOutcome:
             return
         __tracebackhide__ = True
         raise AssertionError(failure_report(self.key, self.result, self.outcome))
+
+
+def _fail_test(text: str) -> NoReturn:
+    """The test that asked for the review fails with ``text`` alone (no traceback)."""
+    pytest.fail(text, pytrace=False)
 
 
 def _checked_override(name: str, value: Any) -> Any:
@@ -171,7 +172,7 @@ class AdversarialReview:
                 # (runlock.py).  An xdist worker cannot tell its siblings from another run.
                 problem = runlock.hold_for_run(self.config)
                 if problem is not None:
-                    warnings.warn(StateWarning(f"pytest-advreview: {problem}"), stacklevel=3)
+                    warnings.warn(StateWarning(f"pytest-advreview: {problem}"), stacklevel=4)
             run_dir = Path(tempfile.mkdtemp(prefix="advreview-run-"))
             self.config.add_cleanup(lambda: shutil.rmtree(run_dir, ignore_errors=True))
             own = Coordinator(self.config, settings_mod.from_config(self.config), run_dir)
@@ -179,6 +180,14 @@ class AdversarialReview:
         return own
 
     def _run(self, spec: TargetSpec, settings: settings_mod.Settings) -> ReviewOutcome:
+        """The review of ``spec``; a warning of the plugin that a warnings filter made an
+        error (the run lock's, the containment check's, the stored state's) fails the
+        test with its text and the filter line to add, not with the plugin's source."""
+        __tracebackhide__ = True
+        with warnfilter.reported(_fail_test):
+            return self._review(spec, settings)
+
+    def _review(self, spec: TargetSpec, settings: settings_mod.Settings) -> ReviewOutcome:
         from .runner.factory import BuiltinReviewers
 
         __tracebackhide__ = True
@@ -186,19 +195,24 @@ class AdversarialReview:
         # has settings of its own (a sandbox override) and may run with no review run.
         try:
             layout = Layout.decide(settings, self.root, in_git=self.repo is not None)
-            exposed = containment.check(settings, layout, os.environ)
+            run_trust = trust.of_run(self.config, settings)
+            exposed = containment.check(settings, layout, os.environ, run_trust)
         except pytest.UsageError as exc:
             raise pytest.UsageError(str(exc)) from None  # the message, not check's source
         for warning in exposed:
             found = containment.ContainmentWarning(warning.removeprefix("WARNING: "))
-            warnings.warn(found, stacklevel=3)
+            warnings.warn(found, stacklevel=4)
         coordinator = self._coordinator().for_settings(settings)
         stash = runstash.get(self.config)
         context = ReviewContext(
             self.config,
             settings,
             make_reviewer(
-                self.config, settings, BuiltinReviewers(settings).pytest_advreview_make_reviewer
+                self.config,
+                settings,
+                BuiltinReviewers(
+                    settings, run_dir=lambda: runstash.run_dir(self.config)
+                ).pytest_advreview_make_reviewer,
             ),
             self.root,
             in_git=self.repo is not None,
@@ -238,21 +252,11 @@ class AdversarialReview:
         """Review the change set (vs ``base``), optionally against a plan."""
         settings = self._settings(overrides)
         root = self.root
-        resolved = targets.resolve_base(root, base or settings.base, os.environ)
+        resolved = trust.of_run(self.config, settings).base(root, base or settings.base)
         mode = settings.diff if settings.diff != "none" else "auto"
         # The run's path rules (under a gate the base's), as the code item applies them.
         rules = pathrules.for_settings(self.config, settings, GateBase(root, resolved))
-        change = targets.change_set(
-            root,
-            mode,
-            resolved,
-            set(),
-            ci=targets.in_ci(os.environ),
-            outside=not_the_change(self.config, settings, root),
-            drop=rules.left_out,
-        )
-        if change is not None:
-            change = rules.with_rules(change)
+        change, _dropped = code_change(self.config, settings, root, mode, resolved, rules)
         if change is None:
             raise pytest.UsageError(
                 f"pytest-advreview: there is no code change to review in {root} "

@@ -51,7 +51,8 @@ from .workspace import WorkspaceError
 if TYPE_CHECKING:
     from .coordinator import Coordinator
     from .engine import Reviewed
-    from .review import ReviewContext, TargetSpec
+    from .material import TargetSpec
+    from .review import ReviewContext
 
 __all__ = ["ReviewPool", "jobs_for", "stop_all"]
 
@@ -200,7 +201,7 @@ class ReviewPool:
                 running.append((run, future))
                 continue
             try:
-                run.cleanup(keep=False)
+                run.guard.cleanup(keep=False)
             except WorkspaceError as exc:
                 # The message names the worktree and the commands that remove it.
                 self._unremoved.append(

@@ -21,7 +21,7 @@ from . import hookspecs, options
 from .constants import MARKER
 
 if TYPE_CHECKING:
-    from .gate import GateCheck
+    from .exitstatus import GateCheck
 
 _SEVERITY_MARKERS = ("critical", "high", "medium")
 
@@ -61,12 +61,16 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(fixtures, "advreview-fixtures")
     if not config.getoption("advreview_enabled", default=False):
         return
-    from . import gate, outbound, settings
+    from . import exitstatus, outbound, runstash, settings
     from .runner import lifetime
     from .runner.factory import BuiltinReviewers
     from .session import Controller, ReviewSession
+    from .trust import run as trust
 
     resolved = settings.from_config(config)
+    # Whether the run gates, decided once for every part of it (trust/run.py).
+    run_trust = trust.decide(os.environ, strict_exit=resolved.strict_exit, head=resolved.head)
+    config.stash[trust.TRUST_KEY] = run_trust
     # What is secret is decided once, before anything is printed: every output of the run
     # (and the workers', through workerinput) is redacted the same way.
     redactor = outbound.Redactor.for_run(config, resolved.env_allow)
@@ -80,7 +84,8 @@ def pytest_configure(config: pytest.Config) -> None:
         # A SIGKILL of the controller leaves its workers running (xdist interrupts one
         # 5 s later): their reviewers end with the controller, not with the worker.
         config.add_cleanup(lifetime.watch_controller())
-    config.pluginmanager.register(BuiltinReviewers(resolved), "advreview-builtin-reviewers")
+    builtin = BuiltinReviewers(resolved, run_dir=lambda: runstash.run_dir(config))
+    config.pluginmanager.register(builtin, "advreview-builtin-reviewers")
     if resolved.eval is not None:
         # Measuring the reviewer (docs/eval.md): the corpus's items only, no gate.
         from .eval.plugin import register
@@ -88,18 +93,17 @@ def pytest_configure(config: pytest.Config) -> None:
         register(config, resolved, redactor)
         return
     # Before any review item is made: each one notes itself with the recorder.
-    recorder = gate.GateRecorder()
-    config.stash[gate.GATE_KEY] = recorder
+    recorder = exitstatus.GateRecorder()
+    config.stash[exitstatus.GATE_KEY] = recorder
     config.pluginmanager.register(recorder, "advreview-gate-recorder")
     session = ReviewSession(config, resolved)
     config.pluginmanager.register(session, "advreview-session")
     if not hasattr(config, "workerinput"):  # an xdist worker only reviews and reports
         config.pluginmanager.register(Controller(config, session), "advreview-controller")
-        enforced = gate.enforced_by(os.environ, strict_exit=resolved.strict_exit)
-        check = gate.GateCheck(
+        check = exitstatus.GateCheck(
             config,
             recorder,
-            enforced=enforced,
+            enforced=run_trust.enforced_by,
             strict=resolved.strict_exit,
             required=session.required_targets,
         )
@@ -117,7 +121,7 @@ _GATE_CHECK: pytest.StashKey[GateCheck] = pytest.StashKey()
 def pytest_gate_exit_status(
     config: pytest.Config,
 ) -> Generator[None, int | pytest.ExitCode | None, int | pytest.ExitCode | None]:
-    """Hold the run's exit status to the gate's records (``gate.py``) to the very end.
+    """Hold the run's exit status to the gate's records (``exitstatus.py``) to the very end.
 
     (A second ``pytest_cmdline_main`` of this module, by ``specname``: pytest reads hook
     implementations only from names that start with ``pytest_``.)
@@ -129,6 +133,6 @@ def pytest_gate_exit_status(
     check = config.stash.get(_GATE_CHECK, None)
     if status is None or check is None or check.required is None:
         return status
-    from .gate import final_status
+    from .exitstatus import final_status
 
     return final_status(int(status), check.required)

@@ -7,107 +7,54 @@ builds the item's record.  It decides no outcome: the engine judges the result o
 
 from __future__ import annotations
 
-import contextlib
-import difflib
-import os
-import secrets
-import shutil
-import tempfile
-import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import pytest
 
-from . import cachekey, containment, interdiff, prompts, targets
+from . import targets
 from .constants import BUILTIN_REVIEWERS
 from .git import quote_path
-from .lead import LeadError
-from .lead.factory import make_lead
-from .lead.turn import run_turn
-from .loop import FixFailed, LoopHooks, LoopResult, ReviewLimit, ReviewTarget, run_loop
+from .lead.session import LeadTurns
+from .loop import LoopHooks, LoopResult, ReviewLimit, ReviewTarget, run_loop
+from .material import (
+    ReviewMaterial,
+    TargetSpec,
+    build_material,
+    current_text,
+    repo_relative,
+)
 from .models import (
-    ChangeSet,
     Decision,
     ItemRecord,
     LeadRecord,
     Operation,
     Review,
-    ReviewedChange,
-    ReviewStatus,
     RoundRecord,
     TokenUsage,
 )
-from .outcome import Outcome, OutcomeKind, ReviewerUnavailable, WorkspaceMutated
+from .outcome import Outcome
 from .pricing import PriceTable
+from .record import item_record
 from .runner import STREAM_FILE, DispatchRequest, DispatchResult, Reviewer
-from .workspace import Adoptions, Layout, Workspace, WorkspaceError
+from .trust import run as trust
+from .workspace import Adoptions, Layout, containment
+from .workspace.guard import ReviewGuard, unwatchable
 
 if TYPE_CHECKING:
-    from . import mutation
     from .progress import Progress
     from .settings import Settings
     from .state import StateStore
 
 __all__ = [
-    "LeadTurns",
     "ReviewContext",
-    "ReviewInputError",
-    "ReviewMaterial",
     "ReviewRun",
     "SharedLookups",
-    "TargetSpec",
     "has_fixer_hook",
     "make_reviewer",
-    "repo_relative",
 ]
-
-
-class ReviewInputError(Exception):
-    """The material to review is unusable (not UTF-8, empty, missing): the user must fix it."""
-
-
-@dataclass(frozen=True)
-class TargetSpec:
-    """What one item reviews (never leaves the process: each worker collects its own)."""
-
-    kind: Literal["plan", "code"]
-    #: ``docs/plans/x.md`` (repo-relative) or ``code-review``.
-    key: str
-    #: The plan file (plan items).
-    path: Path | None = None
-    #: The change set (code items).
-    change: ChangeSet | None = None
-    #: The plan a code change is reviewed against (code-vs-plan).
-    against_plan: Path | None = None
-    #: Why the target cannot be reviewed (the code item of a run whose base cannot be
-    #: diffed): the item errors with it, never passes.
-    error: str | None = None
-
-
-def read_plan(path: Path) -> str:
-    """The plan's text, or a :class:`ReviewInputError` that names the file and the fix."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise ReviewInputError(f"plan file {path} does not exist") from None
-    except OSError as exc:
-        raise ReviewInputError(f"cannot read plan file {path}: {exc.strerror}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ReviewInputError(
-            f"plan file {path} is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
-            f"{exc.start}); save it as UTF-8 to have it reviewed"
-        ) from None
-    if not text.strip():
-        raise ReviewInputError(
-            f"plan file {path} is empty; write the plan or remove it from advreview_plans"
-        )
-    return text
 
 
 def make_reviewer(
@@ -135,38 +82,6 @@ def make_reviewer(
             "codex, command, or install the plugin that provides it"
         )
     return made
-
-
-def _read_text(path: Path) -> str | None:
-    try:
-        return path.read_bytes().decode("utf-8", "replace")
-    except FileNotFoundError:
-        return None
-
-
-def repo_relative(path: Path, root: Path, resolve: Callable[[Path], Path] = Path.resolve) -> str:
-    """``path`` relative to ``root`` (posix), or as given when it is outside ``root``."""
-    try:
-        return resolve(path).relative_to(resolve(root)).as_posix()
-    except ValueError:
-        return str(path)
-
-
-@dataclass(frozen=True)
-class ReviewMaterial:
-    """What one review is about, read once per review.
-
-    :param prompt_body: the round-1 prompt body, without the session marker.
-    :param content: the artifact's current text (the plan; the changed files and plan).
-    :param content_hash: the content part of its cache key (:mod:`.cachekey`).
-    :param reviewed: the code change as reviewed: its head commit or file digests
-        (:func:`.interdiff.reviewed`); ``None`` for a plan.
-    """
-
-    prompt_body: str
-    content: str
-    content_hash: str
-    reviewed: ReviewedChange | None = None
 
 
 @dataclass
@@ -305,61 +220,19 @@ class ReviewContext:
         return self.layout
 
 
-@contextlib.contextmanager
-def _unwatchable() -> Iterator[None]:
-    """A workspace that cannot be watched stops the review with its message: a review
-    whose writes nobody can see is not judged."""
-    try:
-        yield
-    except WorkspaceError as exc:
-        raise ReviewInputError(str(exc)) from None
-
-
 def has_fixer_hook(config: pytest.Config) -> bool:
     """Whether a plugin implements ``pytest_advreview_fix``; asked once the run's plugins
     and conftests have registered (collection finished, or a fixture call)."""
     return bool(config.hook.pytest_advreview_fix.get_hookimpls())
 
 
-@dataclass
-class _Watch:
-    """The mutation watch's bookkeeping for one review (the workspace's own changes are
-    the :class:`~.workspace.Workspace`'s; the stored state is the review's).
-
-    :param state_before: the stored state at the baseline.
-    :param mutations: every mutation found, as messages naming path and round.
-    :param counted: the last round counted, and how many dispatches had started then.
-    """
-
-    state_before: dict[str, str] | None = None
-    mutations: list[str] = field(default_factory=list)
-    counted: tuple[int, int] | None = None
-
-
-@dataclass
-class LeadTurns:
-    """What the built-in lead did in one review.
-
-    :param records: every turn of the lead.
-    :param originals: each file the lead may edit, as it was before its first turn.
-    :param needs_operator: the findings it left for the operator (structural fixes).
-    :param applied: the "Applied" text of the next re-review (what changed since the last
-        round): the diff of the stored text, or the lead's last turn.
-    """
-
-    records: list[LeadRecord] = field(default_factory=list)
-    originals: dict[str, str | None] = field(default_factory=dict)
-    needs_operator: list[str] = field(default_factory=list)
-    applied: str | None = None
-
-
 class ReviewRun(LoopHooks):
     """One target's rounds, the workspace guard around them and the item's record.
 
     Its input is fixed when it is made (the context, the target, the item); the loop's
-    result and the outcome go back to the caller, which passes them to :meth:`finish`
-    and :meth:`record`.  It is the loop's hooks too: they forward to the pluggy hooks,
-    the built-in lead and the mutation watch.
+    result and the outcome go back to the caller, which ends the workspace guard
+    (:meth:`.ReviewGuard.finish`) and asks for the :meth:`record`.  It is the loop's hooks
+    too: they forward to the pluggy hooks, the built-in lead and the workspace guard.
     """
 
     def __init__(
@@ -369,19 +242,19 @@ class ReviewRun(LoopHooks):
         self.spec = spec
         self.item = item
         self.reviewer = _WatchedReviewer(context.reviewer, self._dispatching)
-        #: ``{unix_ts}-{8 digits}``: sorts by start time, and the random digits keep two
-        #: reviews started in the same second apart.
-        self.review_id = f"{int(time.time())}-{secrets.randbelow(100_000_000):08d}"
-        self._work_dir: Path | None = None
-        #: Where the reviewer runs, what it may write and what it changed.
-        self.workspace = Workspace(
+        #: The workspace guard: the review's folder, baseline, comparisons and cleanup.
+        self.guard = ReviewGuard(
+            context.config,
             context.where,
+            key=spec.key,
             inputs=[p for p in (spec.path, spec.against_plan) if p is not None],
-            # The decisions file the plugin reads (never a worktree's copy of it): what a
-            # reviewer writes there would be sent as the user's decisions next run.
-            fixed_inputs=[Path(context.settings.decisions)],
+            decisions=Path(context.settings.decisions),
             toplevels=context.shared.toplevels,
             allow_untracked=context.settings.allow_untracked,
+            store=context.store,
+            repo_root=context.repo_root,
+            relative=self._relative,
+            reviewer=self.reviewer,
             adoptions=context.adoptions,
         )
         #: The target the loop reviews (in the private worktree, with isolation).
@@ -389,7 +262,6 @@ class ReviewRun(LoopHooks):
         self._material: ReviewMaterial | None = None
         #: Counted rounds of earlier runs the rounds continue (given to :meth:`run`).
         self._history: tuple[RoundRecord, ...] = ()
-        self.watch = _Watch()
         self.lead = LeadTurns()
 
     @property
@@ -398,33 +270,18 @@ class ReviewRun(LoopHooks):
         return self.context.settings
 
     @property
-    def repo_root(self) -> Path:
-        """The repository the review is about (the user's, never a private worktree)."""
-        return self.context.repo_root
-
-    @property
     def review_root(self) -> Path:
         """Where the reviewer runs: the repository, or its private worktree."""
-        return self.workspace.root
+        return self.guard.workspace.root
 
-    @property
-    def mutations(self) -> list[str]:
-        """Every mutation found so far, as messages naming path and round."""
-        return self.watch.mutations
-
-    # -- the loop's hooks --------------------------------------------------------------
+    def check_mutation(self, round_no: int) -> list[str]:
+        return self.guard.check_mutation(round_no)
 
     def applied_summary(self) -> str | None:
         return self.lead.applied
 
     def current_content(self) -> str | None:
-        # A fixer edits the plan between rounds: a fresh exec must see the edited text.
-        if self.spec.kind == "plan" and self.spec.path is not None:
-            try:
-                return read_plan(self.spec.path)
-            except ReviewInputError:
-                return None
-        return None
+        return current_text(self.spec)
 
     def modify_prompt(self, operation: Operation, prompt: str) -> str:
         replaced = self.context.config.hook.pytest_advreview_modify_prompt(
@@ -443,9 +300,9 @@ class ReviewRun(LoopHooks):
         if decisions is not None:
             # The fixer changed the user's files on purpose: the reviewer's copy gets
             # them, and that is the new baseline.
-            with _unwatchable():
-                self.workspace.refresh()
-            self.rebaseline()
+            with unwatchable():
+                self.guard.workspace.refresh()
+            self.guard.rebaseline()
         return decisions
 
     def current_hash(self) -> str | None:
@@ -453,237 +310,46 @@ class ReviewRun(LoopHooks):
         return self.material().content_hash if self.lead.records else None
 
     def round_done(self, record: RoundRecord) -> None:
-        self.watch.counted = (record.number, self.reviewer.dispatches)
+        self.guard.watch.counted = (record.number, self.reviewer.dispatches)
         if self.item is not None:
             self.context.config.hook.pytest_advreview_round_done(item=self.item, record=record)
 
-    # -- the built-in lead -------------------------------------------------------------
-
-    def lead_files(self) -> tuple[str, ...] | None:
-        """What the lead may edit (repository-relative), ``None`` when it may not run.
-
-        A plan item: only that plan.  The code item: the change set's files, and only in a
-        private worktree or with ini ``advreview_lead_code = true`` (the lead would
-        otherwise edit the user's working tree while other reviews run in it).
-        """
-        if self.spec.kind == "plan" and self.spec.path is not None:
-            return (self._relative(self.spec.path),)
-        if (
-            self.spec.change is not None
-            # Only an uncommitted change set contains the lead's working-tree edits; a
-            # branch diff (BASE...HEAD) would be re-reviewed without them.
-            and self.spec.change.base is None
-            and (self.workspace.isolated or self.settings.lead_code)
-        ):
-            return self.spec.change.files
-        return None
-
     def lead_turn(self, review: Review, round_no: int) -> tuple[Decision, ...] | None:
-        """Run the built-in lead on ``review``; its decisions, ``None``: no lead here.
-
-        Sets :attr:`applied` to the lead's diff (the next re-review's "Applied").  The
-        lead's own edits are the new baseline of the mutation watch; anything else it
-        changed is a mutation of this item.
-
-        :raises FixFailed: the lead could not run, timed out, answered invalid decisions
-            or changed a file it must not touch.
-        """
-        lead = make_lead(self.settings)
-        allowed = self.lead_files()
-        if lead is None or allowed is None:
-            return None
-        for path in allowed:
-            if path not in self.lead.originals:
-                self.lead.originals[path] = _read_text(self.repo_root / path)
-        failed: LeadError | None = None
-        try:
-            turn = run_turn(
-                lead,
-                review,
-                round_no=round_no,
-                key=self.spec.key,
-                kind=self.spec.kind,
-                cwd=self.review_root,
-                allowed=allowed,
-                work_dir=self.work_dir,
-                workspace=self.workspace,
-            )
-        except LeadError as exc:
-            failed = exc
-        # A lead no sandbox holds may have written the user's checkout itself (by an
-        # absolute path): only the edits it made in its own folder are the user's to get.
-        # Looked at after a failed turn too: a fix written to the checkout's plan instead
-        # of the worktree's fails the turn as "changed nothing", which would hide it.
-        with _unwatchable():
-            strays = self.workspace.changes(checkout_only=True)
-        found = [
-            f"{m.path} ({m.kind}, changed by the {self.settings.lead} lead after round "
-            f"{round_no} in the checkout; it may edit only its own copy)"
-            for m in strays
-        ]
-        if failed is not None or found:
-            mutations = [*(failed.mutations if failed is not None else ()), *found]
-            self.mutations.extend(mutations)
-            self.rebaseline()
-            why = "the lead changed files it must not touch" if found else str(failed)
-            raise FixFailed(why, mutations=mutations) from None
-        # The lead edited the private copy: the user's files get the same edits.
-        self.workspace.adopt([edit.path for edit in turn.record.edits])
-        self.rebaseline()
-        self._material = None  # the next fresh exec and the stored state see the new text
-        self.lead.records.append(turn.record)
-        self.lead.applied = turn.applied
-        left = self.lead.needs_operator
-        left.extend(f for f in turn.needs_operator if f not in left)
-        return turn.decisions
+        """The built-in lead's turn (:meth:`.LeadTurns.turn`); ``None``: no lead here."""
+        decisions = self.lead.turn(
+            review,
+            round_no,
+            settings=self.settings,
+            spec=self.spec,
+            guard=self.guard,
+            relative=self._relative,
+        )
+        if decisions is not None:
+            self._material = None  # the next fresh exec and the stored state see the new text
+        return decisions
 
     def _dispatching(self, request: DispatchRequest) -> None:
         """Tell the progress display which round is launched and where its events go."""
         progress = self.context.progress
         if progress is None or self.item is None:
             return
-        counted, history = self.watch.counted, self._history
+        counted, history = self.guard.watch.counted, self._history
         last = counted[0] if counted else (history[-1].number if history else 0)
         progress.dispatch(self.item.nodeid, last + 1, request.work_dir / STREAM_FILE)
 
-    # -- inputs ------------------------------------------------------------------------
-
     def _relative(self, path: Path) -> str:
-        return repo_relative(path, self.repo_root, self.context.shared.resolve)
-
-    @property
-    def work_dir(self) -> Path:
-        """The review's private temporary folder, created on first use.
-
-        A verdict taken from stored state launches nothing and needs no folder, so a
-        cached run of hundreds of plans creates (and removes) none.
-        """
-        if self._work_dir is None:
-            self._work_dir = Path(tempfile.mkdtemp(prefix=f"advreview-{self.review_id}-"))
-        return self._work_dir
-
-    def _framed(self, body: str) -> str:
-        """The prompt body as sent: a head reviewed as data is framed as untrusted text.
-
-        Before the cache key is taken from it, so a verdict given without the frame is
-        never reused for a head.
-        """
-        return prompts.untrusted_head(body) if self.settings.head is not None else body
+        return repo_relative(path, self.context.repo_root, self.context.shared.resolve)
 
     def material(self) -> ReviewMaterial:
         """What is reviewed (read once): prompt body, current text and content hash.
 
         :raises ReviewInputError: the plan is missing, not UTF-8 or empty.
         """
-        if self._material is not None:
-            return self._material
-        if self.spec.error is not None:
-            raise ReviewInputError(self.spec.error)
-        settings = self.settings
-        fmt = settings.output_format
-        reviewed: ReviewedChange | None = None
-        if self.spec.kind == "plan":
-            assert self.spec.path is not None
-            text = read_plan(self.spec.path)
-            body = self._framed(
-                prompts.plan_prompt(
-                    self._relative(self.spec.path),
-                    language=settings.language,
-                    output_format=fmt,
-                )
+        if self._material is None:
+            self._material = build_material(
+                self.spec, self.settings, self.context.repo_root, self.context.shared.resolve
             )
-            content = text
-            digest = cachekey.plan_digest(self.spec.path, body)
-        else:
-            assert self.spec.change is not None
-            plan_rel = None
-            plan_text = ""
-            if self.spec.against_plan is not None:
-                plan_text = read_plan(self.spec.against_plan)
-                plan_rel = self._relative(self.spec.against_plan)
-            body = self._framed(
-                prompts.code_prompt(
-                    self.spec.change,
-                    against_plan=plan_rel,
-                    language=settings.language,
-                    output_format=fmt,
-                )
-            )
-            content = (
-                "Changed files:\n"
-                + "\n".join(f"- {f}" for f in self.spec.change.files)
-                + ("\n\nPlan:\n" + plan_text if plan_text else "")
-            )
-            # Every changed byte (not just the names) decides whether a code review is stale.
-            try:
-                digest = cachekey.code_digest(self.repo_root, self.spec.change, body, plan_text)
-            except cachekey.CacheKeyError as exc:
-                raise ReviewInputError(str(exc)) from None
-            reviewed = interdiff.reviewed(self.repo_root, self.spec.change)
-        self._material = ReviewMaterial(
-            prompt_body=body, content=content, content_hash=digest, reviewed=reviewed
-        )
         return self._material
-
-    # -- mutation watch ----------------------------------------------------------------
-
-    def snapshot(self) -> mutation.Snapshot:
-        """The workspace as it is now (git status + hashes of the review inputs).
-
-        :raises ReviewInputError: git could not tell (the message says why).
-        """
-        with _unwatchable():
-            return self.workspace.snapshot()
-
-    def rebaseline(self) -> None:
-        """Take a new "before" snapshot (after a fixer changed files on purpose)."""
-        with _unwatchable():
-            self.workspace.rebaseline()
-        if self.context.store is not None:
-            self.watch.state_before = self.context.store.snapshot()
-
-    def check_mutation(self, round_no: int) -> list[str]:
-        """New mutations since the baseline, as messages naming path and round."""
-        with _unwatchable():
-            changes = self.workspace.changes()
-        found = [f"{change.path} ({change.kind}, round {round_no})" for change in changes]
-        found.extend(self._state_mutations(round_no))
-        last = self.reviewer.last
-        if last is not None:
-            for path in last.reported_writes:
-                if not self.workspace.seen(path):
-                    found.append(f"{path} (reported by the reviewer, round {round_no})")
-        self.mutations.extend(found)
-        return found
-
-    def _state_mutations(self, round_no: int) -> list[str]:
-        """Stored state that someone other than this run's plugin changed; discarded."""
-        store, before = self.context.store, self.watch.state_before
-        if store is None or before is None:
-            return []
-        after = store.snapshot()
-        foreign = store.foreign_changes(before, after)
-        targets_of = {path: store.target_of(path) for path in foreign}
-        if foreign:
-            store.discard(foreign)
-            after = store.snapshot()
-        # Entries other workers wrote meanwhile are the new baseline.
-        self.watch.state_before = after
-        found: list[str] = []
-        for path in foreign:
-            shown = self._relative(Path(path))
-            if not self.workspace.seen(shown):
-                target = targets_of[path]
-                whose = f" of {target}" if target is not None else ""
-                # The folder or the key file itself is reported, never deleted.
-                tail = "; the entry is discarded" if path.endswith(".json") else ""
-                found.append(
-                    f"{shown} (review state{whose} changed outside pytest-advreview, round "
-                    f"{round_no}{tail})"
-                )
-        return found
-
-    # -- run ---------------------------------------------------------------------------
 
     def run(
         self,
@@ -709,16 +375,13 @@ class ReviewRun(LoopHooks):
         if applied is not None:
             self.lead.applied = applied
         material = self.material()
-        try:
-            self.workspace.open(self.work_dir)
-        except WorkspaceError as exc:
-            raise ReviewInputError(str(exc)) from None
+        self.guard.open()
         self._loop_target = target = ReviewTarget(
             key=self.spec.key,
             kind=self.spec.kind,
-            review_id=self.review_id,
+            review_id=self.guard.review_id,
             repo_root=self.review_root,
-            work_dir=self.work_dir,
+            work_dir=self.guard.work_dir,
             initial_prompt=material.prompt_body,
             content=material.content,
             content_hash=material.content_hash,
@@ -727,7 +390,7 @@ class ReviewRun(LoopHooks):
             in_git=self.context.in_git,
             fail_on=self.settings.fail_on,
         )
-        self.rebaseline()
+        self.guard.rebaseline()
         result = run_loop(
             target,
             self.reviewer,
@@ -737,14 +400,9 @@ class ReviewRun(LoopHooks):
             decisions=decisions,
             limit=ReviewLimit(self.settings.review_limit, self.settings.timeout),
         )
-        lead = self.lead
-        if lead.needs_operator:
-            result = replace(result, needs_operator=tuple(lead.needs_operator))
-        edited = sorted({e.path for t in lead.records for e in t.edits})
-        if edited and targets.in_ci(os.environ):
-            # Under CI the gate judges the commit; the lead's edits live only in this
-            # checkout, so an approval of the edited text is not an approval of the commit.
-            result = replace(result, uncommitted_edits=tuple(edited))
+        result = self.lead.into(
+            result, in_ci=trust.of_run(self.context.config, self.settings).in_ci
+        )
         prices = PriceTable.of(self.settings.prices)
         if prices:
             # Each round's money is stored with it: a later run's report shows it too.
@@ -753,10 +411,6 @@ class ReviewRun(LoopHooks):
                 for r in result.rounds
             )
             result = replace(result, rounds=rounds)
-        if lead.records:
-            # The lead's tokens count like the reviewer's: in the summary and the budget.
-            lead_usage = sum((t.tokens for t in lead.records), TokenUsage())
-            result = replace(result, usage=result.usage + lead_usage)
         return result
 
     def cost(self, usage: TokenUsage) -> float | None:
@@ -785,74 +439,9 @@ class ReviewRun(LoopHooks):
         return (
             turns,
             None,
-            (
-                f"money unknown: ini advreview_prices has no line for {names}; add one to see "
-                "what this review cost"
-            ),
+            f"money unknown: ini advreview_prices has no line for {names}; add one to see "
+            "what this review cost",
         )
-
-    def final_mutations(self, result: LoopResult | None) -> list[str]:
-        """All mutations, including any that appeared after the last dispatch.
-
-        One that appears only now may have been made during the last dispatch, so the
-        verdict stored for this target after it is not trusted either: it is removed.
-
-        :param result: the review's result (``None``: it stopped before it had one).
-        """
-        if result is None:
-            return list(self.mutations)
-        # Named by the round the reviewer last ran in (history included): the last
-        # *counted* round, unless a dispatch started after it (a round that ended in an
-        # error or a mutation is not counted, yet it is where the reviewer was).
-        number, at = self.watch.counted or (result.last_round, 0)
-        late = self.check_mutation(number + 1 if self.reviewer.dispatches > at else number or 1)
-        store = self.context.store
-        if late and store is not None:
-            store.clear(self.spec.key)
-        return list(self.mutations)
-
-    def finish(self, result: LoopResult | None, outcome: Outcome | None) -> str | None:
-        """The last workspace comparison, then the cleanup (items' teardown, the fixture).
-
-        The folder is kept only when a message names it: after an error, or here.
-
-        :param result: the review's result, ``outcome`` its outcome (``None``: the review
-            stopped before it had them).
-        :returns: the kept folder (the caller's error message names it).
-        :raises WorkspaceMutated: the reviewer changed files, with the fix.
-        :raises ReviewerUnavailable: the workspace could not be compared or removed (one
-            message, never a traceback: the review is not trusted then).
-        """
-        failed: str | None = None
-        try:
-            changed = self.final_mutations(result)
-        except ReviewInputError as exc:
-            changed, failed = [], str(exc)
-        finally:
-            announced = outcome is not None and outcome.kind is OutcomeKind.ERROR
-            try:
-                kept = self.cleanup(keep=announced or bool(self.mutations) or failed is not None)
-            except WorkspaceError as exc:
-                kept, failed = None, failed or str(exc)
-        if failed is not None:
-            raise ReviewerUnavailable(
-                f"Adversarial review — {self.spec.key} — the workspace could not be checked "
-                f"after the review, so its verdict is not trusted: {failed}\n"
-                + (f"reviewer files kept in {kept}\n" if kept else "")
-            )
-        if not changed:
-            return kept
-        if self.workspace.isolated:
-            # The reviewer wrote in its private worktree (which is gone now): isolation is
-            # on already, so only a sandbox that refuses writes keeps it from writing.
-            hint = "pass --advreview-sandbox=read-only to keep the reviewer from writing"
-        else:
-            hint = (
-                "pass --advreview-sandbox=read-only, or --advreview-isolation=worktree to "
-                "review in a private copy of the working tree"
-            )
-        hint += f"; reviewer files kept in {kept}" if kept else ""
-        raise WorkspaceMutated([*changed, f"(fix: {hint})"])
 
     def record(
         self,
@@ -863,146 +452,28 @@ class ReviewRun(LoopHooks):
         history: Sequence[RoundRecord] = (),
         error: str | None = None,
     ) -> ItemRecord:
-        """The item's results in the one model every report is built from.
-
-        :param result: the review's result and ``outcome`` its outcome (``None``: the
-            review stopped before it had them; the record says ``error``).
-        :param history: the counted rounds of earlier runs the review continued.
-        """
+        """The item's record (:func:`.record.item_record`)."""
         path = self.spec.path or self.spec.against_plan
-        base = ItemRecord(
-            nodeid=nodeid,
-            key=self.spec.key,
-            kind=self.spec.kind,
-            path=quote_path(self._relative(path)) if path else None,  # reports are text
-            status=ReviewStatus.ABORTED,
-            outcome="error",
-            fail_on=self.settings.fail_on,
+        record = item_record(
+            nodeid,
+            self.spec,
+            quote_path(self._relative(path)) if path else None,  # reports are text
+            self.settings.fail_on,
+            result,
+            outcome,
+            mutations=self.guard.mutations,
+            lead=self.lead,
+            repo_root=self.context.repo_root,
+            history=history,
             error=error,
-            mutations=tuple(self.mutations),
         )
         if result is None or outcome is None:
-            return base
-        findings = (*outcome.failing, *outcome.waived, *outcome.below)
-        rounds = (*history, *result.rounds)
+            return record
         turns, cost, unknown = self._priced(result.usage)
-        return base.model_copy(
-            update=dict(
-                status=outcome.status,
-                outcome=outcome.kind.value,
-                verdict=outcome.verdict,
-                max_severity=outcome.max_severity,
-                findings=findings,
-                failing_ids=tuple(f.id for f in outcome.failing),
-                rounds=rounds,
-                late=tuple(
-                    f for f in interdiff.late_findings(rounds) if f in {g.id for g in findings}
-                ),
-                decisions=rounds[-1].decisions if rounds else (),
-                tokens=result.usage,
-                cost=cost,
-                duration_s=sum(r.duration_s for r in result.rounds),
-                error=error
-                or result.error
-                or (outcome.summary if outcome.kind is OutcomeKind.ERROR else None),
-                warnings=(*result.warnings, *([unknown] if unknown else [])),
-                review_text=result.review.raw if result.review is not None else None,
-                lead=turns,
-                # This run's and those still open from earlier runs (the coordinator's).
-                needs_operator=result.needs_operator,
-                lead_patch=self.lead_patch(),
-            )
+        return record.model_copy(
+            update={
+                "cost": cost,
+                "lead": turns,
+                "warnings": (*record.warnings, *([unknown] if unknown else [])),
+            }
         )
-
-    def lead_patch(self) -> str:
-        """The combined diff of the lead's edits in this run (``""`` when it made none)."""
-        if not self.lead.records:
-            return ""
-        parts = []
-        for path, old in sorted(self.lead.originals.items()):
-            new = _read_text(self.repo_root / path)
-            if new == old:
-                continue
-            lines = difflib.unified_diff(
-                (old or "").splitlines(keepends=True),
-                (new or "").splitlines(keepends=True),
-                fromfile=f"a/{path}",
-                tofile=f"b/{path}",
-            )
-            parts.append(
-                "".join(
-                    x if x.endswith("\n") else x + "\n\\ No newline at end of file\n" for x in lines
-                )
-            )
-        return "".join(parts)
-
-    def cleanup(self, *, keep: bool) -> str | None:
-        """Remove the temp files after success; keep them after an error (diagnostics).
-
-        A review worktree is always removed: it is a copy, and a leftover one would show
-        in the user's ``git worktree list``.  Nothing compares the workspace afterwards:
-        the last comparison (:meth:`finish`) comes first.  A kept folder is moved under
-        pytest's temporary folder (:func:`kept_root`), which pytest prunes as it prunes
-        ``tmp_path``: an error per review once left a ``/tmp/advreview-*`` folder each.
-
-        :param keep: keep the review's folder; the caller must print the returned path
-            (a kept folder nobody is told about is litter).
-        :returns: the kept folder, ``None`` when nothing was kept (or none was made).
-        :raises WorkspaceError: the review worktree could not be removed completely.
-        """
-        try:
-            self.workspace.close()
-        finally:
-            # Never create the folder here: a review that stopped before it needed one
-            # (an unreadable plan, a cached verdict) has nothing to keep.
-            if self._work_dir is not None and not keep:
-                shutil.rmtree(self._work_dir, ignore_errors=True)
-        if not keep or self._work_dir is None:
-            return None
-        kept = self.kept_folder()
-        if kept is not None and Path(kept) != self._work_dir:
-            # The workspace is closed: the folder (a worktree may have lived in it) moves.
-            # On failure it stays where it was, and the message names that place.
-            with contextlib.suppress(OSError):
-                self._work_dir = Path(shutil.move(self._work_dir, kept))
-        return str(self._work_dir)
-
-    def kept_folder(self) -> str | None:
-        """Where the review's folder is kept by the cleanup of :meth:`finish` after an
-        error (``None``: none was made): under :func:`kept_root` where there is one."""
-        if self._work_dir is None:
-            return None
-        root = kept_root(self.context.config, (self.context.repo_root, self.review_root))
-        if root is None or self._work_dir.parent == root:
-            return str(self._work_dir)
-        return str(root / self._work_dir.name)
-
-
-#: The folder under pytest's base temporary folder that kept review folders move to.
-KEPT_FOLDER = "advreview-kept"
-#: pytest's ``getbasetemp`` creates the folder on first use; reviews run in threads.
-_BASETEMP_LOCK = threading.Lock()
-
-
-def kept_root(config: pytest.Config, workspace: Sequence[Path]) -> Path | None:
-    """Where a review's kept folder goes: ``advreview-kept`` in pytest's base temporary
-    folder (``--basetemp``, else ``pytest-of-USER/pytest-N``, of which pytest keeps the
-    last ``tmp_path_retention_count`` runs').
-
-    ``None`` (the folder stays in the process's temporary folder) without pytest's
-    ``tmpdir`` plugin, or when the base folder lies in the ``workspace`` folders, where
-    the reviewers of other reviews would see it appear as a change of theirs.
-    """
-    factory = getattr(config, "_tmp_path_factory", None)
-    if factory is None:
-        return None
-    try:
-        with _BASETEMP_LOCK:
-            base = Path(factory.getbasetemp()).resolve()
-        if any(base == w or w in base.parents for w in (p.resolve() for p in workspace)):
-            return None
-        root = base / KEPT_FOLDER
-        root.mkdir(mode=0o700, exist_ok=True)
-    except OSError:
-        return None
-    return root

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Protocol
 import pytest
 
 from .constants import RUN_DIR_KEY, RUN_SECRET_KEY
-from .head import HEAD_KEY, HeadCheckout
 from .settings import WORKERINPUT_KEY, from_config
+from .workspace.head import HEAD_KEY, HeadCheckout
 
 if TYPE_CHECKING:
     from .coordinator import Coordinator
@@ -92,3 +92,9 @@ RUN_STASH: pytest.StashKey[RunStash] = pytest.StashKey()
 def get(config: pytest.Config) -> RunStash | None:
     """The running ``--adversarial-review`` run, ``None`` without one."""
     return config.stash.get(RUN_STASH, None)
+
+
+def run_dir(config: pytest.Config) -> Path | None:
+    """The run directory of the ``--adversarial-review`` session, if one is running."""
+    stash = get(config)
+    return stash.run_dir if stash is not None and stash.run_dir.is_dir() else None

@@ -12,24 +12,69 @@ from __future__ import annotations
 import dataclasses
 import os
 import shlex
-from collections.abc import Iterable
+import sys
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
-from . import head, outbound, pathrules, targets
+from . import outbound, targets
 from .constants import CODE_ITEM_NAME
-from .decisions import GateBase
-from .gate import enforced_by
 from .git import quote_path, unpassable_path
+from .material import TargetSpec, repo_relative
 from .models import ChangeSet, ChangeSetInfo
-from .review import SharedLookups, TargetSpec, repo_relative
+from .review import SharedLookups
+from .trust import pathrules
+from .trust import run as trust
+from .trust.decisions import GateBase
+from .workspace import head
 
 if TYPE_CHECKING:
     from .settings import Settings
 
-__all__ = ["TargetSelection", "not_the_change"]
+__all__ = ["TargetSelection", "code_change", "not_the_change"]
+
+
+def code_change(
+    config: pytest.Config,
+    settings: Settings,
+    root: Path,
+    mode: str,
+    base: str | None,
+    rules: pathrules.PathRules,
+    *,
+    excluded: Collection[str] = (),
+    resolver: targets.PathResolver | None = None,
+    top: Path | None = None,
+) -> tuple[ChangeSet | None, set[str]]:
+    """The change set a code review reviews, and the changed files the path filters
+    dropped: the one builder the code item and the fixture call.
+
+    :param excluded: plans reviewed as plan items (never reviewed again as code).
+    :param top: the top level the decisions file and the run's own files are named from
+        (with ``--advreview-head``, the base's); ``root`` when not given.
+    :raises targets.TargetError: git failed, or the base cannot be used.
+    """
+    dropped: set[str] = set()
+
+    def drop(path: str) -> bool:
+        if rules.left_out(path):
+            dropped.add(path)
+            return True
+        return False
+
+    change = targets.change_set(
+        root,
+        mode,
+        base,
+        excluded,
+        resolver=resolver,
+        ci=trust.of_run(config, settings).in_ci,
+        outside=not_the_change(config, settings, top or root),
+        drop=drop,
+    )
+    return (None if change is None else rules.with_rules(change)), dropped
 
 
 def not_the_change(config: pytest.Config, settings: Settings, top: Path) -> targets.NotTheChange:
@@ -160,7 +205,8 @@ class TargetSelection:
                 # Without an ini file pytest's rootdir is wherever it was started.
                 self.plan_root = self.repo.root
             try:
-                self.base = targets.resolve_base(self.repo.root, self.settings.base, os.environ)
+                run_trust = trust.of_run(self.config, self.settings)
+                self.base = run_trust.base(self.repo.root, self.settings.base)
             except targets.BaseRefError as exc:
                 self.base_error = str(exc)
         try:
@@ -232,7 +278,7 @@ class TargetSelection:
                 self.repo.root, ref, self.settings.base, rootdir=self.rootdir
             )
             # Removed however the run ends (Ctrl-C and usage errors after this included).
-            self.config.add_cleanup(lambda: head.remove(checkout))
+            self.config.add_cleanup(lambda: _remove_at_end(checkout))
         self.head = checkout
         self.base = checkout.base_sha
         top = Path(checkout.path)
@@ -310,10 +356,10 @@ class TargetSelection:
 
     def named_only(self) -> list[Path]:
         """The plans named on the command line when they narrow the run to themselves:
-        outside a gate only.  Under one (``gate.enforced_by``: CI, strict exit) they are
+        outside a gate only.  Under one (``Trust.enforced_by``: CI, strict exit) they are
         reviewed besides the plan selection and the change set, never instead of them:
         the gate requires every selected target."""
-        if enforced_by(os.environ, strict_exit=self.settings.strict_exit) is not None:
+        if trust.of_run(self.config, self.settings).enforced_by is not None:
             return []
         return self.explicit_plans()
 
@@ -386,8 +432,9 @@ class TargetSelection:
             self._change = (None, None)
             return self._change
         assert self.selection is not None
-        ci = targets.in_ci(os.environ)
+        ci = trust.of_run(self.config, self.settings).in_ci
         change: ChangeSet | None = None
+        dropped: set[str] = set()
         note: str | None = None
         try:
             if self.named_only():
@@ -396,28 +443,20 @@ class TargetSelection:
                 # Under --advreview-head: BASE...REF, REF being HEAD of the private checkout
                 # (repo_root), so the diff commands the prompt names work there as written.
                 mode = self.settings.diff if self.head is None else "branch"
-                rules = self.path_rules()
-                dropped: set[str] = set()
-
-                def drop(path: str) -> bool:
-                    if rules.left_out(path):
-                        dropped.add(path)
-                        return True
-                    return False
-
                 try:
-                    change = targets.change_set(
+                    change, dropped = code_change(
+                        self.config,
+                        self.settings,
                         self.repo_root,
                         mode,
                         self.base,
+                        self.path_rules(),
                         # A plan reviewed as a plan item is not reviewed again as code;
                         # repo-relative keys: no path arithmetic per plan.
-                        self.selection.keys,
+                        excluded=self.selection.keys,
                         resolver=self.shared.resolve,
-                        ci=ci,
                         # Keys from the base's top: with --advreview-head, REF's same paths.
-                        outside=not_the_change(self.config, self.settings, self.repo.root),
-                        drop=drop,
+                        top=self.repo.root,
                     )
                 except targets.BaseRefError as exc:
                     if self.head is not None:
@@ -425,9 +464,7 @@ class TargetSelection:
                     self.base_error = str(exc)
                 if change is not None and self.head is not None:
                     change = change.model_copy(update={"description": self.head.description})
-                if change is not None:
-                    change = rules.with_rules(change)
-                elif dropped and self.base_error is None:
+                if change is None and dropped and self.base_error is None:
                     note = "every changed file is left out by advreview_exclude"
             if self.base_error is not None and note is None:
                 note = "not reviewed: the base cannot be used (the code item says why)"
@@ -474,3 +511,13 @@ def _refuse_unsafe_plans(names: Iterable[str]) -> None:
                 "workflow command) or rewrite terminal lines wherever its node id is "
                 "printed; it is not collected: rename the file"
             )
+
+
+def _remove_at_end(checkout: head.HeadCheckout) -> None:
+    """The head checkout removed at the session's end.  A failure to remove it that a
+    warnings filter made an error (a HeadError then) is written as its message: anything
+    raised from a clean-up reaches the user as a Python traceback."""
+    try:
+        head.remove(checkout)
+    except head.HeadError as exc:
+        sys.stderr.write(f"{exc}\n")

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import containment, outbound, runlock, runstash
+from . import outbound, runlock, runstash, warnfilter
 from .constants import BUILTIN_REVIEWERS, CODE_ITEM_NAME, CODE_ITEM_NODEID, RECORD_ATTR
 from .coordinator import Coordinator
-from .git import quote_path
+from .git import escaped_text, quote_path
 from .items import PlanFile, ReviewItem, ReviewRepr, claim_ahead
 from .options import DEFAULT_DECISIONS
 from .outcome import ReviewWarning
@@ -35,7 +35,8 @@ from .review import ReviewContext, SharedLookups, has_fixer_hook, make_reviewer
 from .runner import Reviewer
 from .selection import TargetSelection
 from .statekey import STATE_KEY_ENV
-from .workspace import Adoptions, Layout
+from .trust import run as trust
+from .workspace import Adoptions, Layout, containment
 
 if TYPE_CHECKING:
     from .settings import Settings
@@ -203,8 +204,9 @@ class ReviewSession:
 
     def _check_containment(self) -> None:
         """Refuse (where the verdict gates) or warn when the gate's own code lies where
-        the reviewer may write (:mod:`.containment`); once, on the controller."""
-        self.containment_warnings = containment.check(self.settings, self.layout, os.environ)
+        the reviewer may write (:mod:`.workspace.containment`); once, on the controller."""
+        found = trust.of_run(self.config, self.settings)
+        self.containment_warnings = containment.check(self.settings, self.layout, os.environ, found)
 
     # -- --advreview-only: review items and nothing else ---------------------------------
 
@@ -262,10 +264,7 @@ class ReviewSession:
         if resolved in self._collected:
             return None  # each real file is one item
         self._collected.add(resolved)
-        plan: PlanFile = PlanFile.from_parent(
-            parent, path=file_path, nodeid=self._node_id(file_path)
-        )
-        return plan
+        return self._plan_file(parent, file_path)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(
@@ -298,7 +297,7 @@ class ReviewSession:
         for path, key in self.targets.keys.items():
             if key in made:
                 continue
-            plan = PlanFile.from_parent(session, path=path, nodeid=self._node_id(path))
+            plan = self._plan_file(session, path)
             added.extend(plan.collect())
         spec = self.targets.code_spec()
         if spec is not None:
@@ -315,6 +314,18 @@ class ReviewSession:
             result: list[pytest.Item | pytest.Collector] = [*added]
             report = pytest.CollectReport(session.nodeid, "passed", None, result)
             config.hook.pytest_collectreport(report=report)
+
+    def _plan_file(self, parent: pytest.Collector, path: Path) -> PlanFile:
+        """The collector of the plan at ``path``, named (its item's keyword, what ``-k``
+        matches) and identified as text: a name that is not UTF-8 as git prints it."""
+        try:
+            name = path.relative_to(parent.path).as_posix()  # pytest's own choice
+        except ValueError:
+            name = path.name
+        plan: PlanFile = PlanFile.from_parent(
+            parent, path=path, name=quote_path(name), nodeid=self._node_id(path)
+        )
+        return plan
 
     def _node_id(self, path: Path) -> str | None:
         """The node id of a plan outside rootdir (a run from a subdirectory without an ini),
@@ -363,7 +374,13 @@ class ReviewSession:
     # -- reporting ---------------------------------------------------------------------
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
-        """Effective settings, the plan selection, and the runtime hints."""
+        """Effective settings, the plan selection, and the runtime hints.  A warning of
+        the plugin (the stored state's) that a warnings filter made an error stops the run
+        with its text and the filter line, not an INTERNALERROR."""
+        with warnfilter.reported(warnfilter.usage_error):
+            return self._header(config)
+
+    def _header(self, config: pytest.Config) -> list[str]:
         from .settings import header_lines, runtime_hints
 
         verbose = int(config.getoption("verbose", 0) or 0) > 0
@@ -446,11 +463,18 @@ class ReviewSession:
     def pytest_report_to_serializable(
         self, report: pytest.TestReport | pytest.CollectReport
     ) -> Generator[None, dict[str, Any] | None, dict[str, Any] | None]:
-        """Send a review's failure text whole (pytest would flatten it to one string)."""
+        """Send a review's failure text whole (pytest would flatten it to one string),
+        and every report as text.
+
+        xdist carries UTF-8 text only: one string that holds a file name that is not UTF-8
+        (a node's keyword, an exception's message, captured output) and the worker could not
+        send the report at all, an internal error that loses the item's outcome.  Such
+        names go out as git prints them, whichever field of whichever report holds them.
+        """
         data = yield
         if data is not None and isinstance(report.longrepr, ReviewRepr):
             data["longrepr"] = report.longrepr.to_wire()
-        return data
+        return None if data is None else _as_text(data)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_report_from_serializable(
@@ -463,6 +487,18 @@ class ReviewSession:
             if rebuilt is not None:
                 report.longrepr = rebuilt
         return report
+
+
+def _as_text(value: Any) -> Any:
+    """``value`` (a serialized report) with :func:`~.git.escaped_text` applied to every
+    string in it, dict keys too."""
+    if isinstance(value, str):
+        return escaped_text(value)
+    if isinstance(value, dict):
+        return {_as_text(key): _as_text(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_as_text(item) for item in value)
+    return value
 
 
 class Controller:
@@ -482,7 +518,7 @@ class Controller:
         ``filterwarnings`` of the run to warnings of collection.  (An xdist controller
         does not collect, but this hook still runs on it.)
         """
-        from .decisions import DecisionsError
+        from .trust.decisions import DecisionsError
 
         try:
             self.session.coordinator.check_decisions(self.session.targets.repo_root)

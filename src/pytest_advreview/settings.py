@@ -24,7 +24,6 @@ from typing import Literal
 import pytest
 from pydantic import model_validator
 
-from .baseconfig import BaseConfigError, GateConfig, gate_config, linelist
 from .models import OutputFormat, Severity, WireModel
 from .options import (
     BY_FIELD,
@@ -38,7 +37,8 @@ from .options import (
     default,
 )
 from .pricing import PriceError, PriceTable
-from .targets import in_ci
+from .trust import run as trust
+from .trust.baseconfig import BaseConfigError, GateConfig, gate_config, linelist
 
 __all__ = ["Settings", "add_options", "from_config", "header_lines", "resolve", "runtime_hints"]
 
@@ -99,7 +99,7 @@ class Settings(WireModel):
     diff: str = default("diff")
     base: str | None = None
     against_plan: str | None = None
-    #: ``--advreview-head``: the pull request's head, reviewed as data (see ``head.py``).
+    #: ``--advreview-head``: the pull request's head, reviewed as data (see ``workspace/head.py``).
     head: str | None = None
     plans: tuple[str, ...] = default("plans")
     plan_scope: str = default("plan_scope")
@@ -110,8 +110,8 @@ class Settings(WireModel):
     pull_request: int | None = None
     allow_untracked: tuple[str, ...] = default("allow_untracked")
     env_allow: tuple[str, ...] = default("env_allow")
-    #: ``advreview_exclude`` lines, added to :data:`~.pathrules.DEFAULT_EXCLUDE`; under a
-    #: gate the base commit's lines count instead (:mod:`.pathrules`).
+    #: ``advreview_exclude`` lines, added to :data:`~.trust.pathrules.DEFAULT_EXCLUDE`; under a
+    #: gate the base commit's lines count instead (:mod:`.trust.pathrules`).
     exclude: tuple[str, ...] = default("exclude")
     #: ``advreview_path_instructions`` lines, ``GLOB: instruction`` each.
     path_instructions: tuple[str, ...] = default("path_instructions")
@@ -202,7 +202,7 @@ class _Resolver:
 
     def find(self, spec: Spec) -> _Found | None:
         if self.gate is not None:
-            return self._find_gated(spec, self.gate)
+            return self._find_under_gate(spec, self.gate)
         if spec.cli is not None:
             raw = self.config.getoption(spec.dest)
             if spec.cli == "flag" and raw:
@@ -221,7 +221,7 @@ class _Resolver:
                 return _Found(ini_raw, self.ini_where(spec, ini_raw), "ini")
         return None
 
-    def _find_gated(self, spec: Spec, gate: GateConfig) -> _Found | None:
+    def _find_under_gate(self, spec: Spec, gate: GateConfig) -> _Found | None:
         """:meth:`find` under a gate: the command line, the environment, the base's file."""
         if spec.cli is not None:
             given = gate.option(spec.option)
@@ -380,7 +380,12 @@ def resolve(config: pytest.Config, environ: Mapping[str, str] | None = None) -> 
                 "uncommitted changes, but with --advreview-head the change under review is "
                 "BASE...REF; pass --advreview-diff=branch (or auto), or drop --advreview-head"
             )
-    elif in_ci(resolver.environ) or values.get("strict_exit") is True:
+    elif (
+        trust.decide(
+            resolver.environ, strict_exit=values.get("strict_exit") is True, head=None
+        ).enforced_by
+        is not None
+    ):
         _approvals_never(values, found, "gate default")
     codex = values.get("codex")
     if isinstance(codex, str) and ("/" in codex or os.sep in codex):

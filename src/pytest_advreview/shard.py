@@ -16,7 +16,7 @@ import hashlib
 
 import pytest
 
-from .gate import note_own_deselection
+from .exitstatus import note_own_deselection
 
 __all__ = ["keep_share", "share_of"]
 

@@ -49,7 +49,6 @@ __all__ = [
     "change_set",
     "change_set_info",
     "compile_glob",
-    "in_ci",
     "lexical_key",
     "match_any",
     "plan_files",
@@ -169,7 +168,7 @@ def resolve_base(repo: Path, explicit: str | None, env: Mapping[str, str]) -> st
             raise BaseRefError(
                 f"{_PREFIX}: the base {explicit!r} (--advreview-base / ini advreview_base) "
                 f"is not a commit, branch or tag of the repository at {repo}; "
-                f"{_fetch_hint(repo, explicit)}pass another --advreview-base=REF"
+                f"{fetch_hint(repo, explicit)}pass another --advreview-base=REF"
             )
         return explicit
     github = env.get("GITHUB_BASE_REF", "").strip()
@@ -180,7 +179,7 @@ def resolve_base(repo: Path, explicit: str | None, env: Mapping[str, str]) -> st
         if github.startswith("-") or _commit(repo, ref) is None:
             raise BaseRefError(
                 f"{_PREFIX}: GITHUB_BASE_REF names the base {github!r}, but {ref} is not in "
-                f"the clone at {repo}; {_fetch_hint(repo, ref)}check out with fetch-depth: 0, "
+                f"the clone at {repo}; {fetch_hint(repo, ref)}check out with fetch-depth: 0, "
                 "or pass --advreview-base=REF"
             )
         return ref
@@ -195,7 +194,7 @@ def _remotes(repo: Path) -> list[str]:
     return [line for line in _lines(proc.stdout) if line] if proc.returncode == 0 else []
 
 
-def _fetch_hint(repo: Path, ref: str) -> str:
+def fetch_hint(repo: Path, ref: str) -> str:
     """The "fetch it with `git fetch …`, or " that makes ``ref`` exist; "" if no remote can.
 
     ``git fetch origin origin/main`` asks the remote for a ref *it* calls
@@ -918,7 +917,7 @@ def change_set(
         a branch that only edits plans has no change set.
     :param resolver: resolves the absolute ``exclude`` paths (pass the one that resolved
         them already, e.g. during collection, to reuse its answers).
-    :param ci: the run is a CI run (:func:`in_ci`): ``auto`` means ``branch``, and
+    :param ci: the run is a CI run (:attr:`.trust.run.Trust.in_ci`): ``auto`` means ``branch``, and
         without a base there is no change set (never the working tree's).
     :param outside: files that are no part of the change (:class:`NotTheChange`): left
         out like ``exclude``, so the decisions file or a coverage data file never turns
@@ -945,17 +944,6 @@ def change_set(
     return _branch(root, base, excluded, outside, drop)
 
 
-#: Variables that mark a CI run; GitHub Actions, GitLab CI, CircleCI, Travis, Buildkite
-#: and Azure Pipelines (TF_BUILD aside) all set ``CI`` to a true value.
-CI_VARIABLES = ("CI", "GITHUB_ACTIONS")
-_TRUTHY = frozenset({"1", "true", "yes", "on"})
-
-
-def in_ci(env: Mapping[str, str]) -> bool:
-    """True when ``CI`` or ``GITHUB_ACTIONS`` is set to a true value (any case)."""
-    return any(env.get(name, "").strip().lower() in _TRUTHY for name in CI_VARIABLES)
-
-
 def _quoted(paths: Iterable[str]) -> tuple[str, ...]:
     # The header and the reports are text: names as git prints them ("caf\\351.py").
     return tuple(quote_path(p) for p in paths)
@@ -978,7 +966,7 @@ def change_set_info(
     :param change: from :func:`change_set` (``None``: nothing to review).
     :param requested: the ``--advreview-diff`` setting.
     :param base: from :func:`resolve_base`.
-    :param ci: :func:`in_ci` of the run.
+    :param ci: :attr:`.trust.run.Trust.in_ci` of the run.
     :param note: why there is no change set, when the caller knows better than git.
     """
     head = _commit(root, "HEAD")

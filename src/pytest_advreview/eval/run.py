@@ -19,12 +19,14 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .. import containment, outbound
+from .. import outbound
 from ..git import GitError
 from ..loop import LoopResult
+from ..material import ReviewInputError
 from ..models import Finding
 from ..outcome import Outcome, OutcomeKind, ReviewerUnavailable, WorkspaceMutated, decide
-from ..review import ReviewContext, ReviewInputError, ReviewRun
+from ..review import ReviewContext, ReviewRun
+from ..workspace import containment
 from .case import Case, CaseError
 from .match import score
 from .metrics import CaseResult, DefectLabel
@@ -156,7 +158,7 @@ def _run_case(ctx: EvalContext, case: Case, epoch: int) -> CaseResult:
                 result = run.run(max_rounds=1)
                 outcome = decide(result, settings.fail_on)
             finally:
-                kept_folder = run.finish(result, outcome)
+                kept_folder = run.guard.finish(result, outcome)
         except (ReviewInputError, ReviewerUnavailable) as exc:
             return _result(case, epoch, settings=settings, error=str(exc))
         except WorkspaceMutated as exc:

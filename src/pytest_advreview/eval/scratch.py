@@ -26,7 +26,7 @@ from pathlib import Path
 
 from .. import targets
 from ..git import GitError
-from ..review import TargetSpec
+from ..material import TargetSpec
 from .case import Case, CaseError
 
 __all__ = ["PLAN_PATH", "Scratch", "build", "check_locations", "headings"]

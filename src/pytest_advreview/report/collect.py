@@ -57,6 +57,28 @@ class ItemResult:
         """Number of the last counted round (0 when none ran)."""
         return self.record.rounds[-1].number if self.record.rounds else 0
 
+    @property
+    def aborted(self) -> bool:
+        """Whether the review ended before a round of this run finished."""
+        return self.record.status.value == "aborted"
+
+    @property
+    def ran(self) -> str:
+        """Which round ran, as every report names it: ``round 2``.  For a review that did
+        not finish, the round that was running (the one after the last counted) and what
+        the last counted round decided: "round 0", or "round 1" alone after a round 2
+        that timed out, read as if no round, or round 1, had been the one that failed."""
+        if not self.aborted:
+            return f"round {self.rounds}"
+        running = f"round {self.rounds + 1} did not finish"
+        last = self.record.rounds[-1] if self.record.rounds else None
+        if last is None or last.review is None:
+            return running
+        verdict = last.review.verdict.value if last.review.verdict else "no verdict"
+        counts = Counter(f.severity.value for f in last.review.findings)
+        found = ", ".join(f"{n} {s}" for s, n in counts.items()) or "no findings"
+        return f"{running}; round {last.number} was {verdict} with {found}"
+
     def severity_counts(self) -> str:
         """``1 critical, 2 medium`` or ``no findings``."""
         counts = Counter(f.severity.value for f in self.record.findings)

@@ -314,7 +314,7 @@ def _item_section(result: ItemResult, settings: Settings, *, verbatim: bool) -> 
     lines = [
         f"## {_ICON[outcome]} {escape(record.key)} — {record.status.value} ({outcome})",
         "",
-        f"{_code(record.nodeid)} · {record.kind} review · round {result.rounds} · "
+        f"{_code(record.nodeid)} · {record.kind} review · {result.ran} · "
         f"{tokens_text(record.tokens.total, record.cost)} · fail-on {record.fail_on.value}",
         "",
     ]

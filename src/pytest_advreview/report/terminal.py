@@ -59,6 +59,15 @@ def decided_lines(record: ItemRecord) -> list[str]:
     return lines
 
 
+def rounds_text(result: ItemResult) -> str:
+    """The summary line's rounds part: the round that ran and its findings; for a review
+    that did not finish, :attr:`ItemResult.ran` alone (it says what the last counted round
+    found: "no findings" after it would contradict a round-1 REVISE)."""
+    if result.aborted:
+        return result.ran
+    return f"{result.ran}, {result.severity_counts()}"
+
+
 def write_summary(terminal: pytest.TerminalReporter, results: list[ItemResult]) -> None:
     """One concise block per item (no diffs), then the totals."""
     if not results:
@@ -76,13 +85,10 @@ def write_summary(terminal: pytest.TerminalReporter, results: list[ItemResult]) 
         rounds_money = per_round(record.rounds)
         decisions = Counter(d.action.value for d in record.decisions)
         decided = ", ".join(f"{n} {a}" for a, n in sorted(decisions.items()))
-        # A review that ended before any round was counted ran none: "round 0" read as
-        # if a round had run and found nothing.
-        ran = f"round {result.rounds}" if result.rounds else "no round finished"
         line(
             f"{record.nodeid}: {record.status.value} ({result.pytest_outcome}) — "
-            f"{ran}, {result.severity_counts()}, "
-            f"{tokens_text(record.tokens.total, record.cost)}, {result.seconds:.1f}s"
+            f"{rounds_text(result)}, {tokens_text(record.tokens.total, record.cost)}, "
+            f"{result.seconds:.1f}s"
         )
         if rounds_money:
             line(f"    money per round: {rounds_money}")

@@ -198,7 +198,7 @@ def approval_args(approvals: str) -> list[str]:
 #: ``--advreview-strict-exit``, ``--advreview-head``: :func:`~..decisions.gated`).  The
 #: checkout's ``AGENTS.md`` (``AGENTS.override.md``, fallback names) and its skills are the
 #: branch's, so they are material to review, never the reviewer's instructions; the
-#: repository's review rules reach the prompt from the base instead (``pathrules.py``).
+#: repository's review rules reach the prompt from the base instead (``trust/pathrules.py``).
 #: Measured on 0.171.0: without them a branch's ``AGENTS.md`` text and the skills block
 #: are instruction messages of every request; with them neither is sent.  Codex still
 #: loads the trusted project's ``.codex/config.toml`` (docs/safety.md says so).

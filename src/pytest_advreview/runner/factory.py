@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
-from .. import runstash
-from ..decisions import gated
-from ..head import HEAD_CODEX_CONFIG
+from ..trust import run as trust
+from ..workspace.head import HEAD_CODEX_CONFIG
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -21,15 +21,22 @@ if TYPE_CHECKING:
 __all__ = ["BuiltinReviewers", "codex_options"]
 
 
-def codex_options(settings: Settings, run_dir: Path | None = None) -> CodexOptions:
+def codex_options(
+    settings: Settings, run_dir: Path | None = None, run_trust: trust.Trust | None = None
+) -> CodexOptions:
     """The Codex launch options that the resolved settings ask for.
+
+    :param run_trust: the run's trust (:func:`.trust.run.of_run`): under a gate the
+        reviewer gets no project instructions from the checkout.
 
     :param run_dir: the run's directory (shared with the xdist workers); the sandbox
         preflight's answer is shared there, one file per Codex executable.
     """
     from .codex import GATE_CODEX_CONFIG, CodexOptions
 
-    gate = gated(os.environ, strict_exit=settings.strict_exit, head=settings.head)
+    if run_trust is None:  # a direct call: the process environment decides
+        run_trust = trust.decide(os.environ, strict_exit=settings.strict_exit, head=settings.head)
+    gate = run_trust.gated
     preflight_file = None
     if run_dir is not None:
         name = hashlib.sha256(settings.codex.encode("utf-8", "surrogateescape")).hexdigest()
@@ -54,17 +61,16 @@ def codex_options(settings: Settings, run_dir: Path | None = None) -> CodexOptio
     )
 
 
-def _run_dir(config: pytest.Config) -> Path | None:
-    """The run directory of the ``--adversarial-review`` session, if one is running."""
-    stash = runstash.get(config)
-    return stash.run_dir if stash is not None and stash.run_dir.is_dir() else None
-
-
 class BuiltinReviewers:
     """Provides the ``codex`` and ``command`` backends as ``trylast`` implementations."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(
+        self, settings: Settings, run_dir: Callable[[], Path | None] = lambda: None
+    ) -> None:
+        """:param run_dir: the run directory of the ``--adversarial-review`` session,
+        asked when a reviewer is built (``None``: no run is going)."""
         self.settings = settings
+        self.run_dir = run_dir
 
     @pytest.hookimpl(trylast=True)
     def pytest_advreview_make_reviewer(self, config: pytest.Config, name: str) -> Reviewer | None:
@@ -76,7 +82,8 @@ class BuiltinReviewers:
         if name == "codex":
             from .codex import CodexReviewer
 
-            return CodexReviewer(codex_options(self.settings, _run_dir(config)))
+            found = trust.of_run(config, self.settings)
+            return CodexReviewer(codex_options(self.settings, self.run_dir(), found))
         if name == "command":
             from .command import CommandReviewer
 

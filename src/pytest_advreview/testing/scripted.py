@@ -56,14 +56,12 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
 from .. import parse
 from ..models import (
     Operation,
-    Review,
     ReviewQuality,
     RunnerResult,
     RunnerStatus,
@@ -80,6 +78,7 @@ from ..runner import (
     retry_once,
 )
 from ..runner._process import kill_group
+from ..runner.codex import _Attempt  # one attempt type for both backends
 from .server import FAKE_MODEL, LoggedRequest, choose_step, validate_script
 
 __all__ = [
@@ -279,19 +278,6 @@ class ScriptedReviews:
             f"        return ScriptedReviewer({str(self.folder)!r}, timeout={timeout!r})\n"
             "    return None\n"
         )
-
-
-@dataclass(frozen=True)
-class _Attempt:
-    attempt_id: str
-    status: RunnerStatus = RunnerStatus.SUCCESS
-    terminal: bool = False
-    errors: str | None = None
-    session_id: str | None = None
-    review: Review | None = None
-    quality: ReviewQuality = ReviewQuality.UNKNOWN
-    triage: Triage = field(default_factory=Triage)
-    thread_usage: TokenUsage | None = None
 
 
 class ScriptedReviewer:

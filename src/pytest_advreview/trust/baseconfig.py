@@ -2,16 +2,14 @@
 
 Under a gate the branch under review must not choose how it is reviewed: the Action
 writes its gate file from these keys (``action.py``), and a gated run of the plugin reads
-the path rules from them (``pathrules.py``).  The work tree is never read: under a gate
+the path rules from them (``trust/pathrules.py``).  The work tree is never read: under a gate
 it holds the pull request's files (or whatever an earlier step of the job wrote).
 """
 
 from __future__ import annotations
 
 import configparser
-import os
 import shlex
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,10 +17,11 @@ from typing import Any
 
 import pytest
 
-from ._toml import tomllib
-from .git import GitError, commit
-from .options import SPECS
-from .targets import TargetError, in_ci, lexical_key, repo_info, resolve_base
+from .._toml import tomllib
+from ..git import GitError, commit, run_git
+from ..options import SPECS
+from ..targets import TargetError, fetch_hint, lexical_key, repo_info, resolve_base
+from .run import decide
 
 __all__ = [
     "CONFIG_FILES",
@@ -48,14 +47,11 @@ class BaseConfigError(Exception):
 
 
 def show_file(repo: Path, commit: str, name: str) -> str | None:
-    """The text of ``name`` in ``commit`` (``git show``), ``None`` when git cannot show it."""
-    proc = subprocess.run(
-        ["git", "show", f"{commit}:{name}"],
-        cwd=repo,
-        capture_output=True,
-        check=False,
-        env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C"},
-    )
+    """The text of ``name`` in ``commit`` (``git show``), ``None`` when git cannot show it.
+
+    :raises ~.git.GitError: git could not be started.
+    """
+    proc = run_git(repo, "show", f"{commit}:{name}", check=False, nosystem=True)
     if proc.returncode != 0:
         return None
     return proc.stdout.decode("utf-8", errors="replace")
@@ -290,6 +286,23 @@ class GateConfig:
         return None
 
 
+def _unprefixed(message: str) -> str:
+    """``message`` without the plugin's prefix: the usage error adds it once."""
+    return message.removeprefix("pytest-advreview: ")
+
+
+def _branch_base_only(root: Path, named: str) -> str:
+    """Why a gated run stops when only the checkout's own configuration names a base."""
+    fetch = fetch_hint(root, named).removesuffix(", or ") if commit(root, named) is None else ""
+    return (
+        f"the checkout's ini names advreview_base = {named}, which is not used under a "
+        "gate (a branch must not choose what it is compared with), and neither the "
+        "command line, the environment nor GITHUB_BASE_REF names a base, and the clone "
+        f"has no origin/HEAD, main or master: pass --advreview-base={named} on the "
+        "command line" + (f" and {fetch}" if fetch else "")
+    )
+
+
 def gate_config(config: pytest.Config, environ: Mapping[str, str]) -> GateConfig | None:
     """The sources of a gated run's settings (:class:`GateConfig`); ``None`` when the run
     gates nothing or its configuration is not the checkout's to write.
@@ -322,7 +335,8 @@ def gate_config(config: pytest.Config, environ: Mapping[str, str]) -> GateConfig
 
     strict = (chosen("strict_exit") or "0").lower() not in ("0", "false", "no", "off")
     inipath = config.inipath
-    if chosen("head") is not None or not (in_ci(environ) or strict) or inipath is None:
+    gate = decide(environ, strict_exit=strict, head=chosen("head"))
+    if gate.head is not None or gate.enforced_by is None or inipath is None:
         return None
     rootpath = Path(config.rootpath)
     try:
@@ -342,8 +356,12 @@ def gate_config(config: pytest.Config, environ: Mapping[str, str]) -> GateConfig
         ref = resolve_base(repo.root, chosen("base"), environ)
         sha = commit(repo.root, ref) if ref is not None else None
     except (TargetError, GitError) as exc:
-        raise BaseConfigError(str(exc)) from None
+        raise BaseConfigError(_unprefixed(str(exc))) from None
     base: dict[str, object] = {}
+    if ref is None and isinstance(branch.get("advreview_base"), str):
+        # The checkout names a base the gate may not take from it, and no other names
+        # one: comparing with nothing would review nothing and pass, so say what to pass.
+        raise BaseConfigError(_branch_base_only(repo.root, str(branch["advreview_base"])))
     if ref is None or sha is None:
         where = "the defaults (no base was found: pass --advreview-base=REF)"
     else:

@@ -4,10 +4,10 @@ One owner for all three, asked by the review (:class:`~.review.ReviewRun`), the
 containment check and the jobs pool:
 
 * :class:`Layout` (once per process): whether each review runs in a private worktree
-  (:mod:`.isolation` builds it) or in the repository itself, and so which folder of the
+  (:mod:`.workspace.isolation` builds it) or in the repository itself, and so which folder of the
   user's a reviewer may write, if any.
 * :class:`Workspace` (once per review): the folder the reviewer runs in, its baseline
-  snapshot and what changed since (:mod:`.mutation` takes and compares the snapshots),
+  snapshot and what changed since (:mod:`.workspace.mutation` takes and compares the snapshots),
   the one way anything of a worktree flows back into the checkout (the lead's edits),
   and the worktree's removal -- after the last comparison, never before it.
 
@@ -34,13 +34,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..cachekey import plan_hash
+from ..git import commit, redirected
 from . import mutation
-from .cachekey import plan_hash
-from .git import commit, redirected
 from .isolation import IsolationError, Worktree
 
 if TYPE_CHECKING:
-    from .settings import Settings
+    from ..settings import Settings
 
 __all__ = [
     "Adoptions",

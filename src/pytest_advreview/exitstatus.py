@@ -47,7 +47,6 @@ import pytest
 
 from .constants import EXIT_REVIEW_ERRORS
 from .outbound import one_line
-from .targets import CI_VARIABLES, in_ci
 
 __all__ = [
     "GATE_ATTR",
@@ -57,9 +56,9 @@ __all__ = [
     "Logged",
     "Problem",
     "check",
-    "enforced_by",
     "final_status",
     "gate_status",
+    "internal_error_status",
     "note_collected",
     "note_own_deselection",
     "recorded",
@@ -200,18 +199,6 @@ class GateRecorder:
         if isinstance(output, dict):
             output[WORKEROUTPUT_KEY] = self.collected()
             output[WORKEROUTPUT_TARGETS] = self.targets()
-
-
-def enforced_by(environ: Mapping[str, str], *, strict_exit: bool) -> str | None:
-    """Why the exit status follows the plugin's records: ``CI=true``, the strict option.
-
-    ``None`` outside CI without ``--advreview-strict-exit``: a laptop run that picks one
-    review with ``-k`` stays as it was.
-    """
-    for name in CI_VARIABLES:
-        if in_ci({name: environ.get(name, "")}):
-            return f"{name}={environ[name]}"
-    return "--advreview-strict-exit" if strict_exit else None
 
 
 # -- the check -------------------------------------------------------------------------------
@@ -512,6 +499,17 @@ def final_status(current: int, required: int | None) -> int:
     return current
 
 
+def internal_error_status(required: int | None) -> int:
+    """The least exit status of a review run in which pytest had an internal error.
+
+    pytest's own status for it (3) unless the records already call for a failure: a
+    review that did not run to its report is never a pass, whatever counted the rest.
+    """
+    if required is None or required in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        return int(pytest.ExitCode.INTERNAL_ERROR)
+    return required
+
+
 class GateCheck:
     """The controller (or the only process): the check, its exit status and summary.
 
@@ -547,6 +545,19 @@ class GateCheck:
         self.headline: str | None = None
         #: The least exit status the records call for (decided at session finish).
         self.required: int | None = None
+        #: Whether pytest reported an internal error (here, or an xdist worker's).
+        self.internal_error = False
+
+    @pytest.hookimpl
+    def pytest_internalerror(self) -> None:
+        """Note an internal error, wherever it happened.
+
+        An xdist worker's internal error (a report it could not send, a hook that raised)
+        reaches the controller only as this hook: xdist prints it and goes on, and the
+        run, whose items never reported, would end "no tests ran" (exit 0) outside CI.
+        """
+        self.internal_error = True
+        self.required = internal_error_status(self.required)
 
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -585,6 +596,9 @@ class GateCheck:
         finally:
             if self.enforced is not None:
                 self._decide(session)
+            if self.internal_error:
+                self.required = internal_error_status(self.required)
+                session.exitstatus = final_status(int(session.exitstatus), self.required)
 
     def _collected(self) -> tuple[dict[str, str | None], list[Problem]]:
         if self.config.pluginmanager.get_plugin("dsession") is None:

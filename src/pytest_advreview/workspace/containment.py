@@ -40,11 +40,11 @@ import pytest
 
 import pytest_advreview
 
-from .targets import in_ci
+from ..trust import run as trust
 
 if TYPE_CHECKING:
-    from .settings import Settings
-    from .workspace import Layout
+    from ..settings import Settings
+    from . import Layout
 
 __all__ = [
     "ContainmentWarning",
@@ -138,9 +138,17 @@ def exposed(workspace: Path, environ: Mapping[str, str]) -> list[Exposure]:
     return found
 
 
-def check(settings: Settings, layout: Layout, environ: Mapping[str, str]) -> list[str]:
+def check(
+    settings: Settings,
+    layout: Layout,
+    environ: Mapping[str, str],
+    run_trust: trust.Trust | None = None,
+) -> list[str]:
     """Warnings for the header; raises a usage error instead when the verdict gates
-    (under CI, or with ``--advreview-strict-exit``).
+    (:attr:`.trust.run.Trust.gated`: under CI, with ``--advreview-strict-exit``, or with
+    a head reviewed as data).
+
+    :param run_trust: the run's trust (:func:`.trust.run.of_run`).
 
     :param layout: where the reviews run: only the folder it says a reviewer or lead may
         write (:attr:`~.workspace.Layout.writable`) is searched.
@@ -148,7 +156,12 @@ def check(settings: Settings, layout: Layout, environ: Mapping[str, str]) -> lis
     :raises pytest.UsageError: the verdict gates and a part of the gate lies inside the
         folder the reviewer may write.
     """
-    gated = in_ci(environ) or settings.strict_exit
+    if run_trust is None:  # a direct call: the environment given decides
+        run_trust = trust.decide(environ, strict_exit=settings.strict_exit, head=settings.head)
+    gated = run_trust.gated
+    why = (
+        "under CI or --advreview-strict-exit" if run_trust.enforced_by else "with --advreview-head"
+    )
     workspace = layout.writable
     if workspace is None:
         return []
@@ -167,8 +180,5 @@ def check(settings: Settings, layout: Layout, environ: Mapping[str, str]) -> lis
         "(--advreview-isolation=auto or worktree; auto needs a git repository with a commit)"
     )
     if gated:
-        raise pytest.UsageError(
-            f"pytest-advreview: {problem}; under CI or --advreview-strict-exit this is "
-            f"refused: {fix}"
-        )
+        raise pytest.UsageError(f"pytest-advreview: {problem}; {why} this is refused: {fix}")
     return [f"WARNING: {problem}; {fix}"]

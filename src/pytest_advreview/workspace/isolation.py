@@ -42,7 +42,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from .git import GitError, commit, redirected, run_git, split_z
+from ..git import GitError, commit, redirected, run_git, split_z
 
 __all__ = [
     "WORKTREE_PREFIX",

@@ -41,8 +41,8 @@ from typing import Any
 from markdown_it.token import Token
 from pydantic import ValidationError
 
-from . import rendered
-from .models import CommandsFile, IgnoredCommand, PullRequestCommand
+from .. import rendered
+from ..models import CommandsFile, IgnoredCommand, PullRequestCommand
 
 __all__ = [
     "ALLOWED",

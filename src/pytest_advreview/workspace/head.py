@@ -30,12 +30,14 @@ import stat
 import tempfile
 import warnings
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
-from .git import GitError, commit, redirected, run_git
+from .. import warnfilter
+from ..git import GitError, commit, redirected, run_git
+from ..models import WireModel
 from .isolation import _rmtree
-from .models import WireModel
 
 __all__ = [
     "HEAD_CODEX_CONFIG",
@@ -183,11 +185,17 @@ def materialise(repo: Path, ref: str, base: str | None, *, rootdir: Path) -> Hea
     try:
         _check_out(repo, checkout)
     except BaseException as exc:
-        # Ctrl-C included: a half-built checkout must not outlive this call.
-        remove(checkout)
+        # Ctrl-C included: a half-built checkout must not outlive this call.  Its removal
+        # failing under a warnings filter that makes that an error is said after the
+        # reason the checkout failed, not instead of it (Ctrl-C stays Ctrl-C).
+        left = ""
+        try:
+            remove(checkout)
+        except HeadError as not_removed:
+            left = f"\n{not_removed}"
         if isinstance(exc, (GitError, OSError)):
             raise HeadError(
-                f"{_PREFIX}: could not check out --advreview-head={ref} ({sha[:12]}): {exc}"
+                f"{_PREFIX}: could not check out --advreview-head={ref} ({sha[:12]}): {exc}{left}"
             ) from None
         raise
     return checkout
@@ -257,11 +265,18 @@ def remove(checkout: HeadCheckout) -> None:
     holder = Path(checkout.holder)
     _rmtree(holder)
     if holder.exists():
-        warnings.warn(
-            HeadWarning(
-                f"{_PREFIX}: the head checkout {holder} could not be removed completely; "
-                f"remove it with `chmod -R u+w {shlex.quote(str(holder))} && rm -rf "
-                f"{shlex.quote(str(holder))}`"
-            ),
-            stacklevel=2,
-        )
+        # Under a warnings filter that makes it an error: a HeadError with the text and the
+        # filter line (shown as a message at collection and at the session's end).
+        with warnfilter.reported(_head_error):
+            warnings.warn(
+                HeadWarning(
+                    f"{_PREFIX}: the head checkout {holder} could not be removed completely;"
+                    f" remove it with `chmod -R u+w {shlex.quote(str(holder))} && rm -rf "
+                    f"{shlex.quote(str(holder))}`"
+                ),
+                stacklevel=2,
+            )
+
+
+def _head_error(text: str) -> NoReturn:
+    raise HeadError(text)

@@ -15,7 +15,7 @@ the problem and the fix, so a typo never silently drops a decision.
 Who decides what (docs/safety.md, "Authority over findings"): the file's entries are the
 author's answers, sent to the reviewer as data (the reviewer still decides).  A finding the
 lead left to a person is decided only by the operator: in a local run the file is the
-operator's voice; under a gate (:func:`gated`) only the file as the **base** commit holds
+operator's voice; under a gate (:attr:`.run.Trust.gated`) only the file as the **base** commit holds
 it, read from git objects (:func:`load_at_commit`), never the branch's working tree.
 
 Reasons: ``reject`` and ``re-scope`` need one (the reviewer is asked to weigh it; a
@@ -41,9 +41,9 @@ from typing import Any, Literal
 from pydantic import ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
-from ._toml import tomllib
-from .git import GitError, commit, literal_pathspec, run_git, split_z
-from .models import (
+from .._toml import tomllib
+from ..git import GitError, commit, literal_pathspec, run_git, split_z
+from ..models import (
     CommandsFile,
     Decision,
     DecisionAction,
@@ -53,7 +53,7 @@ from .models import (
     Waiver,
     WireModel,
 )
-from .targets import in_ci, lexical_key
+from ..targets import lexical_key
 
 __all__ = [
     "CODE_TARGET",
@@ -65,7 +65,6 @@ __all__ = [
     "check_known",
     "check_targets",
     "content_ids",
-    "gated",
     "load_at_commit",
     "load_decisions",
 ]
@@ -322,12 +321,6 @@ class GateBase:
     name: str | None = None
 
 
-def gated(environ: Mapping[str, str], *, strict_exit: bool, head: str | None) -> bool:
-    """Whether a verdict of this run gates something (CI, strict exit, head as data):
-    then only the base commit's decisions file decides needs-operator findings."""
-    return in_ci(environ) or strict_exit or head is not None
-
-
 #: Why the branch's own person decisions do not count under a gate.
 _BRANCH_IGNORED = (
     "under a gate a decision in the branch's own decisions file is the author's, and "
@@ -341,7 +334,7 @@ _BRANCH_IGNORED = (
 class Authority:
     """Who decides what in one run (docs/safety.md, "Authority over findings"; docs/deciding.md).
 
-    :param gated: a verdict of the run gates something (:func:`gated`).
+    :param gated: a verdict of the run gates something (:attr:`.run.Trust.gated`).
     :param author: the author's answers, sent to the reviewer as data (the reviewer still
         decides); under a gate only the entries the checkout's file adds to the base's.
     :param operator: the decisions that close findings the lead left to a person: the

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from .cachekey import plan_hash
-from .git import STATUS_V2_ARGS, GitError, parse_status_v2_z, run_git
-from .targets import compile_glob, match_any
+from ..cachekey import plan_hash
+from ..git import STATUS_V2_ARGS, GitError, parse_status_v2_z, run_git
+from ..targets import compile_glob, match_any
 
 __all__ = [
     "Mutation",

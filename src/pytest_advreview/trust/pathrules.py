@@ -17,34 +17,41 @@ Two ini keys (``linelist``), both globs relative to the repository's top level:
 A glob without ``/`` matches the file name in any folder (``*.min.js``); one with ``/``
 matches from the top (``migrations/**``), with :func:`~.targets.compile_glob`'s rules.
 
-**Owned by the base.**  Under a gate (:func:`~.decisions.gated`) the branch under review
+**Owned by the base.**  Under a gate (:attr:`~.trust.run.Trust.gated`) the branch under review
 must not choose what is reviewed nor how: both keys are read from the pytest
-configuration of the base commit (:func:`~.baseconfig.ini_at`), never from the checkout's
+configuration of the base commit (:func:`~.trust.baseconfig.ini_at`), never from the checkout's
 file, unless the run's configuration file lies outside the repository (the Action's gate
 file, a ``-c`` file: the operator's) or the key is given with ``-o`` on the command line.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import pytest
 
+from ..git import GitError, commit
+from ..models import ChangeSet, PathRule
+from ..options import BY_FIELD, PREFIX, Invalid
+from ..targets import compile_glob, lexical_key
+from . import run as trust
 from .baseconfig import BaseConfigError, ini_at, linelist
-from .decisions import GateBase, gated
-from .git import GitError, commit
-from .models import ChangeSet, PathRule
-from .options import BY_FIELD, PREFIX, Invalid
-from .targets import compile_glob, lexical_key
+from .decisions import GateBase
 
-if TYPE_CHECKING:
-    from .settings import Settings
+
+class Settings(trust.Settings, Protocol):
+    """What the path rules read of the settings (:class:`~.settings.Settings`)."""
+
+    @property
+    def exclude(self) -> tuple[str, ...]: ...
+    @property
+    def path_instructions(self) -> tuple[str, ...]: ...
+
 
 __all__ = ["DEFAULT_EXCLUDE", "PathRules", "RulesError", "for_run", "for_settings"]
 
@@ -158,7 +165,7 @@ def for_run(
 
     :param exclude: the run's ``advreview_exclude`` lines (from its settings).
     :param instructions: the run's ``advreview_path_instructions`` lines.
-    :param gated: a verdict of this run gates something (:func:`~.decisions.gated`).
+    :param gated: a verdict of this run gates something (:attr:`~.trust.run.Trust.gated`).
     :param base: the run's base (``None`` or no ``ref``: none was found; under a gate the
         defaults then apply and nothing of the branch's).
     :raises RulesError: under a gate, the base's configuration does not parse, has an
@@ -216,7 +223,7 @@ def for_settings(config: pytest.Config, settings: Settings, base: GateBase | Non
             config,
             settings.exclude,
             settings.path_instructions,
-            gated=gated(os.environ, strict_exit=settings.strict_exit, head=settings.head),
+            gated=trust.of_run(config, settings).gated,
             base=base,
         )
     except RulesError as exc:
