@@ -157,7 +157,12 @@ def test_fixture_reviews_stop_at_the_run_token_budget(repo: pytest.Pytester) -> 
         "--advreview-reviewer=stub", "--advreview-budget-tokens=100", "-k", "test_two"
     )
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*--advreview-budget-tokens=100 before this review started*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*spent 500 tokens, which reaches the budget advreview_budget_tokens = 100, before "
+            "this review started*"
+        ]
+    )
     assert len(saved_prompts(repo.path)) == 1, "the second review never reached the reviewer"
 
 

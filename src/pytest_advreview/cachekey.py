@@ -98,6 +98,11 @@ NOT_IDENTITY_SETTINGS: Final[Mapping[str, str]] = {
     "rdjson": "a report file",
     "json_report": "a report file",
     "budget_tokens": "decides whether a review starts, not what it says",
+    "budget_money": "decides whether a review starts, not what it says",
+    "budget_scope": "decides whether a review starts, not what it says",
+    "max_change_files": "decides whether a review starts, not what it says",
+    "max_change_lines": "decides whether a review starts, not what it says",
+    "prices": "turns the tokens into money in the reports, not what a review says",
     "fresh": "ignores the stored state altogether",
     "progress": "only what the terminal shows while reviews run",
     "jobs": "how many reviews run at once, not what any of them says",
@@ -363,6 +368,36 @@ def _uncommitted(repo: Path, feed: _Feed, files: Sequence[str] | None, depth: in
             # on a git without --attr-source, and a change inside them would not move it.
             feed(b"\0worktree\0" + os.fsencode(entry.path) + b"\0")
             _hash_entry(path, feed, depth)
+
+
+def changed_lines(root: Path, change: ChangeSet) -> int:
+    """Lines the change set adds and removes (``git diff --numstat`` of what the reviewer
+    is shown; an untracked file counts its lines, a binary file none).
+
+    :raises CacheKeyError: git failed.
+    """
+    specs = [literal_pathspec(p) for p in change.files]
+    if not specs:
+        return 0
+    if change.base is not None:
+        against = [f"{change.base}...HEAD"]
+    else:
+        head = _git(root, "rev-parse", "--verify", "--quiet", "HEAD", check=False).strip()
+        against = ["HEAD"] if head else ["--cached"]
+    out = _diff(root, "--numstat", "-z", *against, "--", *specs)
+    total, seen = 0, set()
+    for row in out.decode("utf-8", "surrogateescape").split("\0"):
+        added, removed, name = [*row.split("\t", 2), "", ""][:3]
+        seen.add(name)
+        total += sum(int(n) for n in (added, removed) if n.isdigit())
+    for name in change.files:
+        if name not in seen:
+            # Untracked: git diff does not show it, the reviewer reads it whole.
+            try:
+                total += (root / name).read_bytes().count(b"\n")
+            except OSError:
+                continue
+    return total
 
 
 def change_set_hash(root: Path, change: ChangeSet) -> str:

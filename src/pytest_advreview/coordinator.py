@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from . import interdiff, targets
+from . import cachekey, interdiff, targets
 from .atomic import write_atomic
 from .cachekey import cache_key, reviewer_identity
 from .lead.session import LeadTurns
@@ -42,9 +42,11 @@ from .models import (
     RoundRecord,
     Severity,
 )
+from .options import BY_FIELD
+from .pricing import money
 from .prompts import applied_text, operator_open_decision
 from .review import ReviewRun
-from .state import ReviewState, StateStore, StateWarning, decide_next
+from .state import ReviewState, Spend, StateStore, StateWarning, decide_next
 from .trust import run as trust
 from .trust.commands import CommandsError, load_commands
 from .trust.decisions import (
@@ -77,26 +79,34 @@ class TokenLedger:
         self.directory = directory
         self._mine = directory / f"tokens-{os.getpid()}.json"
         self._spent = 0
+        self._cost = 0.0
         # Reviews side by side (--advreview-jobs) add from several threads: an older
         # total must never replace a newer one.
         self._lock = threading.Lock()
 
-    def add(self, tokens: int) -> None:
-        """Record ``tokens`` used by this process."""
+    def add(self, tokens: int, cost: float | None = None) -> None:
+        """Record ``tokens`` (and the money they cost) used by this process."""
         with self._lock:
             self._spent += tokens
+            self._cost += cost or 0.0
             self.directory.mkdir(parents=True, exist_ok=True)
-            write_atomic(self._mine, json.dumps({"tokens": self._spent}))
+            write_atomic(self._mine, json.dumps({"tokens": self._spent, "cost": self._cost}))
 
     def total(self) -> int:
         """Tokens used so far by every process of the run."""
-        total = 0
+        return self.spent()[0]
+
+    def spent(self) -> tuple[int, float]:
+        """Tokens and money used so far by every process of the run."""
+        tokens, cost = 0, 0.0
         for path in self.directory.glob("tokens-*.json"):
             try:
-                total += int(json.loads(path.read_text())["tokens"])
-            except (OSError, ValueError, KeyError, TypeError):
+                data = json.loads(path.read_text())
+                tokens += int(data["tokens"])
+                cost += float(data.get("cost", 0.0))
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
                 continue  # a file being replaced right now; the next check sees it
-        return total
+        return tokens, cost
 
 
 class Coordinator:
@@ -120,6 +130,8 @@ class Coordinator:
         self.settings = settings
         self.store = StateStore(config, run_secret=run_secret)
         self.ledger = TokenLedger(run_dir)
+        #: What every earlier run of the pull request spent (read on the first check).
+        self._prior: tuple[int, float] | None = None
         #: Who reviews in this run; a stored verdict of another reviewer never counts.
         #: Whether the run gates (decided once, at configure).
         self.trust = trust.of_run(config, settings)
@@ -384,18 +396,12 @@ class Coordinator:
             # One verdict per target per run: a second sample of the reviewer never
             # replaces the first (docs/safety.md).
             return Due(stands=reviewed)
-        budget = self.settings.budget_tokens
-        if budget is not None and self.ledger.total() >= budget:
-            return Due(
-                stands=LoopResult(
-                    status=ReviewStatus.BUDGET_EXHAUSTED,
-                    error=(
-                        f"the run's reviewer tokens ({self.ledger.total()}) passed "
-                        f"--advreview-budget-tokens={budget} before this review started; "
-                        "raise the budget or review fewer targets per run"
-                    ),
-                )
-            )
+        too_large = self._too_large(spec, root)
+        if too_large is not None:
+            return Due(stands=LoopResult(status=ReviewStatus.TOO_LARGE, error=too_large))
+        spent = self._budget_spent()
+        if spent is not None:
+            return Due(stands=LoopResult(status=ReviewStatus.BUDGET_EXHAUSTED, error=spent))
         state = self.stored(key)
         opened = self._read(key)
         if opened is not None and opened.operator_open:
@@ -474,6 +480,73 @@ class Coordinator:
             changed=changed,
         )
 
+    def _budget_spent(self) -> str | None:
+        """Why no review may start: a budget is spent (``None``: none is).
+
+        With ``advreview_budget_scope = pull-request`` what every earlier run of the pull
+        request spent counts too (kept with the rounds' state, read once per process).
+        """
+        limits = self.settings
+        if limits.budget_tokens is None and limits.budget_money is None:
+            return None
+        tokens, cost = self.ledger.spent()
+        whose = "this run's reviews"
+        if limits.budget_scope == "pull-request":
+            if self._prior is None:
+                self._prior = self.store.spent()
+            tokens, cost = tokens + self._prior[0], cost + self._prior[1]
+            whose = "the pull request's reviews (this run and the earlier runs stored)"
+        granted = self.authority.budget_tokens
+        command = ""
+        if limits.budget_tokens is not None and tokens >= limits.budget_tokens + granted:
+            spec, used = BY_FIELD["budget_tokens"], f"{tokens} tokens"
+            budget = str(limits.budget_tokens)
+            if granted:
+                budget += f" + {granted} granted by /advreview budget"
+            command = "comments `/advreview budget +TOKENS: reason` on the pull request, "
+        elif limits.budget_money is not None and cost >= limits.budget_money:
+            spec, budget, used = BY_FIELD["budget_money"], f"{limits.budget_money:g}", money(cost)
+        else:
+            return None
+        return (
+            f"{whose} spent {used}, which reaches the budget {spec.ini_key} = {budget}, "
+            f"before this review started; nothing was reviewed. To raise it, a maintainer "
+            f"{command}sets a higher {spec.ini_key} in the base branch's pytest "
+            f"configuration (under a gate this branch's does not count) or passes "
+            f"{spec.option} in the workflow"
+        )
+
+    def _too_large(self, spec: TargetSpec, root: Path | None) -> str | None:
+        """Why the code change is too large to review (``None``: it is not, or no limit
+        is set): a review that cannot have read the change is no verdict on it."""
+        limits, change = self.settings, spec.change
+        if change is None or (limits.max_change_files is None and limits.max_change_lines is None):
+            return None
+        files = len(change.files)
+        if limits.max_change_files is not None and files > limits.max_change_files:
+            spec_, size = BY_FIELD["max_change_files"], f"{files} files"
+            limit = limits.max_change_files
+        else:
+            if limits.max_change_lines is None or root is None:
+                return None
+            try:
+                lines = cachekey.changed_lines(root, change)
+            except cachekey.CacheKeyError as exc:
+                raise ReviewInputError(str(exc)) from None
+            if lines <= limits.max_change_lines:
+                return None
+            spec_, size, limit = (
+                BY_FIELD["max_change_lines"],
+                f"{lines} changed lines",
+                limits.max_change_lines,
+            )
+        return (
+            f"the change ({change.description}) has {size}, more than {spec_.ini_key} = "
+            f"{limit}: too large to review, so it was not reviewed and this item fails. "
+            "Split the change into smaller pull requests, or raise the limit in the base "
+            "branch's pytest configuration"
+        )
+
     def _run_key(self, key: str, content_hash: str) -> str:
         """Target ``key`` and its cache key: this reviewer, this content, these decisions."""
         decisions = self.decisions.for_target(key) if self.decisions is not None else ()
@@ -535,7 +608,8 @@ class Coordinator:
             applied=applied,
             max_rounds=self.max_rounds(key),
         )
-        self.ledger.add(result.usage.total)
+        cost = run.cost(result.usage)
+        self.ledger.add(result.usage.total, cost)
         if changed is not None and result.rounds:
             # The first round of this run is the one that was shown what changed.
             first, *rest = result.rounds
@@ -553,6 +627,7 @@ class Coordinator:
             result=self._with_open(result, still_open),
             material=material,
             history=history,
+            cost=cost,
             still_open=still_open,
             closed=frozenset(renewed | settled),
             change=material.reviewed
@@ -599,8 +674,30 @@ class Coordinator:
                 if previous is not None
                 else ReviewState(key=key, reviewer=self.identity, operator_open=still_stored)
             )
+        if result.usage.total or rounds.cost:
+            # Every token counts against a pull request's budget, an aborted review's
+            # retries too: kept with the target's state whether or not a round counted.
+            state = state or previous or ReviewState(key=key, reviewer=self.identity)
+            state = state.model_copy(update={"spend": self._spend(state, previous, rounds)})
         if state is not None and self.store.save(state):
             self._loaded[key] = state
+
+    def _spend(
+        self, state: ReviewState, previous: ReviewState | None, rounds: Rounds
+    ) -> tuple[Spend, ...]:
+        """The spend records of ``state`` with this run's tokens on it added."""
+        known = {s.run: s for s in (*(previous.spend if previous else ()), *state.spend)}
+        run = self.store.run_id
+        mine = known.pop(run, Spend(run=run))
+        cost = (
+            None
+            if mine.cost is None and rounds.cost is None
+            else ((mine.cost or 0.0) + (rounds.cost or 0.0))
+        )
+        mine = mine.model_copy(
+            update={"tokens": mine.tokens + rounds.result.usage.total, "cost": cost}
+        )
+        return (*known.values(), mine)
 
     def _lead_on_stored(self, run: ReviewRun, state: ReviewState, review: Review) -> Rounds | None:
         """Let the built-in lead fix a stored REVISE review, then continue the rounds.
@@ -670,6 +767,8 @@ class Rounds:
     history: tuple[RoundRecord, ...]
     still_open: tuple[OpenFinding, ...] | None
     closed: frozenset[str] = frozenset()
+    #: What the rounds cost under ``advreview_prices`` (``None``: none set).
+    cost: float | None = None
     #: The code change the rounds reviewed (code targets), stored with them.
     change: ReviewedChange | None = None
 

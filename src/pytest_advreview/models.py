@@ -550,10 +550,11 @@ class PullRequestCommand(WireModel):
     repository permission is write or higher (checked by the Action through the REST API).
 
     ``waive``: ``finding`` passes; ``decide``: ``finding`` (left to the operator) is
-    decided ``accept`` or ``reject``; ``rounds``: ``rounds`` more rounds for every target.
+    decided ``accept`` or ``reject``; ``rounds``: ``rounds`` more rounds for every target;
+    ``budget``: ``tokens`` more for the pull request's token budget.
     """
 
-    verb: Literal["waive", "decide", "rounds"]
+    verb: Literal["waive", "decide", "rounds", "budget"]
     finding: str | None = None
     #: ``waive`` only: the content id the waiver names (``AR-1a2b3c@<content id>``), the
     #: code it was decided on; ``None``: the command names none, and counts for nothing.
@@ -562,6 +563,8 @@ class PullRequestCommand(WireModel):
     action: Literal["accept", "reject"] | None = None
     #: ``rounds`` only: how many more.
     rounds: int | None = Field(default=None, ge=1)
+    #: ``budget`` only: how many more tokens.
+    tokens: int | None = Field(default=None, ge=1)
     reason: str = Field(min_length=1)
     #: The commenter's login, without ``@``.
     login: str = Field(min_length=1)
@@ -573,7 +576,12 @@ class PullRequestCommand(WireModel):
     @model_validator(mode="after")
     def _complete(self) -> PullRequestCommand:
         # A command the Action could not have written is refused, never half applied.
-        needs = {"waive": ("finding",), "decide": ("finding", "action"), "rounds": ("rounds",)}
+        needs = {
+            "waive": ("finding",),
+            "decide": ("finding", "action"),
+            "rounds": ("rounds",),
+            "budget": ("tokens",),
+        }
         missing = [name for name in needs[self.verb] if getattr(self, name) is None]
         if missing:
             raise ValueError(f"a {self.verb} command needs {' and '.join(missing)}")
@@ -650,6 +658,11 @@ class LeadRecord(WireModel):
     duration_s: float = 0.0
     #: Tokens the lead's model used in this turn (none known for the ``command`` lead).
     tokens: TokenUsage = Field(default_factory=TokenUsage)
+    #: The lead's model, as given or as its CLI reported it (``None``: not known).
+    model: str | None = None
+    #: What ``tokens`` cost under ``advreview_prices`` (``None``: no prices set, or none
+    #: for ``model``).
+    cost: float | None = None
 
 
 class OpenFinding(WireModel):
@@ -682,6 +695,8 @@ class ReviewStatus(str, Enum):
     ABORTED = "aborted"
     CACHED = "cached"
     BUDGET_EXHAUSTED = "budget exhausted"
+    #: The code change is above ``advreview_max_change_files`` / ``_lines``: not reviewed.
+    TOO_LARGE = "too large"
 
 
 class ChangedLines(WireModel):
@@ -735,6 +750,8 @@ class RoundRecord(WireModel):
     review: Review | None = None
     decisions: tuple[Decision, ...] = ()
     usage: TokenUsage = Field(default_factory=TokenUsage)
+    #: What ``usage`` cost under ``advreview_prices`` (``None``: no prices set).
+    cost: float | None = None
     duration_s: float = 0.0
     #: Content hash of the artifact this round reviewed (plan bytes, or diff + plan).
     content_hash: str | None = None
@@ -783,8 +800,12 @@ class ItemRecord(WireModel):
     rounds_granted: int = 0
     #: Decisions and commands on this target that did not count, each with why.
     ignored: tuple[IgnoredCommand, ...] = ()
-    #: Tokens used in this run (zero for a cached result).
+    #: Tokens used in this run (zero for a cached result): every dispatch, retries and
+    #: the lead's turns included.
     tokens: TokenUsage = Field(default_factory=TokenUsage)
+    #: What ``tokens`` cost under ``advreview_prices`` (``None``: no prices set, or a
+    #: model without a price, which ``warnings`` names).
+    cost: float | None = None
     duration_s: float = 0.0
     #: Why the reviewer could not run (error outcomes).
     error: str | None = None

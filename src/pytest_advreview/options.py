@@ -35,6 +35,7 @@ __all__ = [
     "DEFAULT_PLANS",
     "DOCTOR_SPECS",
     "PREFIX",
+    "PRICE_KEYS",
     "SPECS",
     "Invalid",
     "Spec",
@@ -42,6 +43,7 @@ __all__ = [
     "add_specs",
     "check_spaced_values",
     "default",
+    "price_line",
 ]
 
 PREFIX = "pytest-advreview"
@@ -102,6 +104,12 @@ CHOICES: Mapping[str, Mapping[str, str]] = {
         "codex": "A second codex exec (workspace-write, its own thread) evaluates and fixes.",
         "claude": "Claude Code (claude -p) with only the read and edit tools.",
         "command": "--advreview-lead-command: prompt on stdin, decisions JSON on stdout.",
+    },
+    "budget_scope": {
+        "run": "Default: the budgets count this run's reviews (every xdist worker together).",
+        "pull-request": (
+            "The budgets count every run of the pull request, kept with the rounds' state."
+        ),
     },
     "github": {
         "auto": "Default: on when the environment has GITHUB_ACTIONS=true.",
@@ -411,9 +419,28 @@ _STRICT_EXIT_DESC = (
     "from 'the gate found problems'; and, as always under CI, fail the run when a review "
     "item was skipped, deselected, dropped or its report changed by anything but the plugin"
 )
+_PRICES_DESC = (
+    "Prices of the models, one MODEL: input=X cached_input=Y output=Z per line, in money per "
+    "million tokens (e.g. gpt-5.5: input=1.25 cached_input=0.125 output=10). Turns the tokens "
+    "the reviewer and the lead report into money per round, item and run in every report. No "
+    "built-in prices (they change); without this key the reports show tokens only"
+)
 _BUDGET_DESC = (
     "Stop starting reviews once the run's token total passes this many tokens, 1 to 10^12 "
     "(default: off)"
+)
+_BUDGET_MONEY_DESC = (
+    "Stop starting reviews once the money spent passes this amount, priced with "
+    "advreview_prices (which must be set), e.g. 2.50 (default: off)"
+)
+_BUDGET_SCOPE_DESC = "What the token and money budgets count."
+_MAX_CHANGE_FILES_DESC = (
+    "Fail the code-review item, without a review, when the change has more files than "
+    "this, 1 to 10^6 (default: off)"
+)
+_MAX_CHANGE_LINES_DESC = (
+    "Fail the code-review item, without a review, when the change adds and removes more "
+    "lines than this, 1 to 10^9 (default: off)"
 )
 _FRESH_DESC = "Ignore persisted review state and cached verdicts"
 _JOBS_DESC = (
@@ -534,6 +561,28 @@ _DOCTOR_ONLINE_DESC = (
 _PATH = _non_empty("a path")
 _GLOB = _non_empty("a glob")
 _budget = _whole(1, MAX_BUDGET_TOKENS, "tokens", ({"off", "none"}, None))
+_max_files = _whole(1, 10**6, "files", ({"off", "none"}, None))
+_max_lines = _whole(1, 10**9, "lines", ({"off", "none"}, None))
+#: Largest allowed ``budget_money``.
+MAX_BUDGET_MONEY = 1e9
+
+
+def _budget_money(raw: object) -> object:
+    expected = (
+        f"expected an amount of money greater than 0 and at most {MAX_BUDGET_MONEY:g}, or off"
+    )
+    text = _text(raw).strip().removeprefix("$")
+    if text.lower() in ("off", "none"):
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise Invalid(expected) from None
+    if not 0 < value <= MAX_BUDGET_MONEY:  # also rejects nan
+        raise Invalid(expected)
+    return value
+
+
 _progress = _whole(0, MAX_PROGRESS_S, "seconds", ({"off"}, 0))
 _pull_request = _whole(1, 10**12, off=({"none"}, None))
 
@@ -580,6 +629,55 @@ def _instruction_line(raw: object) -> object:
             "expected GLOB: instruction, e.g. migrations/**: check that every step is reversible"
         )
     return f"{glob.strip()}: {text.strip()}"
+
+
+#: The columns of one ``advreview_prices`` line, in the order they are written back.
+PRICE_KEYS = ("input", "cached_input", "output")
+#: Highest price per million tokens a line may give: far above any model's list price.
+MAX_PRICE = 1_000_000.0
+_PRICE_EXAMPLE = "gpt-5.5: input=1.25 cached_input=0.125 output=10"
+
+
+def price_line(raw: object) -> tuple[str, dict[str, float]]:
+    """One ``advreview_prices`` line as its model and its prices per million tokens.
+
+    :raises Invalid: no model, a missing, repeated, unknown or impossible price; the text
+        shows a correct line.
+    """
+    words = _text(raw).split()
+    fix = f"write MODEL: input=X cached_input=Y output=Z, e.g. {_PRICE_EXAMPLE}"
+    if not words or "=" in words[0]:
+        raise Invalid(f"expected a model name first; {fix}")
+    model = words[0].removesuffix(":")
+    if not model:
+        raise Invalid(f"expected a model name first; {fix}")
+    prices: dict[str, float] = {}
+    for word in words[1:]:
+        key, sep, text = word.partition("=")
+        if not sep or key not in PRICE_KEYS:
+            raise Invalid(f"{word!r} is not a price of {', '.join(PRICE_KEYS)}; {fix}")
+        if key in prices:
+            raise Invalid(f"{key} is given twice for {model}; {fix}")
+        try:
+            value = float(text)
+        except ValueError:
+            value = -1.0
+        # ``not 0 <= value`` also rejects nan.
+        if not 0 <= value <= MAX_PRICE:
+            raise Invalid(
+                f"{key}={text!r} for {model} is not a price per million tokens from 0 to "
+                f"{MAX_PRICE:g}; {fix}"
+            )
+        prices[key] = value
+    missing = [key for key in PRICE_KEYS if key not in prices]
+    if missing:
+        raise Invalid(f"{model} has no {' and no '.join(missing)} price; {fix}")
+    return model, prices
+
+
+def _price(raw: object) -> object:
+    model, prices = price_line(raw)
+    return f"{model}: " + " ".join(f"{key}={prices[key]!r}" for key in PRICE_KEYS)
 
 
 def _doctor(
@@ -658,6 +756,11 @@ SPECS: tuple[Spec, ...] = (
     _pick("output_format", "How the reviewer answers.", "FORMAT"),
     _pick("isolation", "Where the reviewer runs.", "MODE"),
     Spec("budget_tokens", _BUDGET_DESC, _budget, "TOKENS"),
+    Spec("budget_money", _BUDGET_MONEY_DESC, _budget_money, "AMOUNT"),
+    _pick("budget_scope", _BUDGET_SCOPE_DESC, "SCOPE"),
+    Spec("max_change_files", _MAX_CHANGE_FILES_DESC, _max_files, "N"),
+    Spec("max_change_lines", _MAX_CHANGE_LINES_DESC, _max_lines, "N"),
+    Spec("prices", _PRICES_DESC, _price, cli=None, ini="linelist", env=False, default=()),
     Spec("report", _REPORT_DESC, _PATH, "PATH", ini=None, path=True),
     Spec("sarif", _SARIF_DESC, _PATH, "PATH", ini=None, path=True),
     Spec("rdjson", _RDJSON_DESC, _PATH, "PATH", ini=None, path=True),

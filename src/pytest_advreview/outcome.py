@@ -13,6 +13,7 @@ REVISE, every finding below fail-on             warned: passes, plus a :class:`R
 maximum rounds reached, still REVISE            failed if some finding >= fail-on, else warned
 REVISE without a parsable finding               failed (defensive: the runner retries drift)
 aborted / not verified / budget exhausted       error: never passed, never a finding
+too large (the change is above a size limit)    failed: not reviewed, never passed
 ==============================================  ===========================================
 
 A finding a person with authority waived (docs/deciding.md) never fails the item: it is
@@ -156,6 +157,15 @@ def decide(
             rounds=rounds,
         )
 
+    if result.status is ReviewStatus.TOO_LARGE:
+        # The repository's own limit says no review can judge this change: an explicit
+        # failure (not "could not run"), and never a pass.
+        return Outcome(
+            kind=OutcomeKind.FAILED,
+            status=result.status,
+            summary=(result.error or "the change is too large to review").strip(),
+            rounds=rounds,
+        )
     review: Review | None = result.review
     findings = _sorted(review.findings) if review is not None else ()
     blocking = tuple(f for f in findings if f.severity.at_least(fail_on))
@@ -343,6 +353,9 @@ def failure_report(item_name: str, result: LoopResult, outcome: Outcome) -> str:
     finding lines after it are the parsed form, failing ones first, then those below
     fail-on marked as such.
     """
+    if result.status is ReviewStatus.TOO_LARGE:
+        # No review ran: the reason is the whole text.
+        return _with_warnings([_header(item_name, outcome.summary)], result)
     parts = [_header(item_name, f"round {outcome.rounds}"), ""]
     raw = result.review.raw if result.review is not None else ""
     parts += [(raw[:-1] if raw.endswith("\n") else raw) if raw else "(no review text)", ""]

@@ -8,7 +8,7 @@ builds the item's record.  It decides no outcome: the engine judges the result o
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,11 +29,14 @@ from .material import (
 from .models import (
     Decision,
     ItemRecord,
+    LeadRecord,
     Operation,
     Review,
     RoundRecord,
+    TokenUsage,
 )
 from .outcome import Outcome
+from .pricing import PriceTable
 from .record import item_record
 from .runner import STREAM_FILE, DispatchRequest, DispatchResult, Reviewer
 from .trust import run as trust
@@ -397,7 +400,48 @@ class ReviewRun(LoopHooks):
             decisions=decisions,
             limit=ReviewLimit(self.settings.review_limit, self.settings.timeout),
         )
-        return self.lead.into(result, in_ci=trust.of_run(self.context.config, self.settings).in_ci)
+        result = self.lead.into(
+            result, in_ci=trust.of_run(self.context.config, self.settings).in_ci
+        )
+        prices = PriceTable.of(self.settings.prices)
+        if prices:
+            # Each round's money is stored with it: a later run's report shows it too.
+            rounds = tuple(
+                r.model_copy(update={"cost": prices.cost(r.usage, self.settings.model)})
+                for r in result.rounds
+            )
+            result = replace(result, rounds=rounds)
+        return result
+
+    def cost(self, usage: TokenUsage) -> float | None:
+        """What ``usage`` (this run's tokens, the lead's included) cost (``None``: no
+        prices, or a model without one)."""
+        return self._priced(usage)[1]
+
+    def _priced(self, usage: TokenUsage) -> tuple[tuple[LeadRecord, ...], float | None, str | None]:
+        """The lead's turns with their money, what ``usage`` (this run's tokens, the
+        lead's included) cost, and why that is unknown (``None`` without prices)."""
+        prices = PriceTable.of(self.settings.prices)
+        turns = tuple(self.lead.records)
+        if not prices:
+            return turns, None, None
+        turns = tuple(t.model_copy(update={"cost": prices.cost(t.tokens, t.model)}) for t in turns)
+        lead_usage = sum((t.tokens for t in turns), TokenUsage())
+        parts = [prices.cost(usage.minus(lead_usage), self.settings.model)]
+        parts += [t.cost for t in turns]
+        if all(part is not None for part in parts):
+            return turns, sum(part for part in parts if part is not None), None
+        unpriced = [
+            self.settings.model if parts[0] is None else None,
+            *(t.model or f"the {t.backend} lead" for t in turns if t.cost is None),
+        ]
+        names = ", ".join(sorted({name for name in unpriced if name is not None}))
+        return (
+            turns,
+            None,
+            f"money unknown: ini advreview_prices has no line for {names}; add one to see "
+            "what this review cost",
+        )
 
     def record(
         self,
@@ -410,7 +454,7 @@ class ReviewRun(LoopHooks):
     ) -> ItemRecord:
         """The item's record (:func:`.record.item_record`)."""
         path = self.spec.path or self.spec.against_plan
-        return item_record(
+        record = item_record(
             nodeid,
             self.spec,
             quote_path(self._relative(path)) if path else None,  # reports are text
@@ -422,4 +466,14 @@ class ReviewRun(LoopHooks):
             repo_root=self.context.repo_root,
             history=history,
             error=error,
+        )
+        if result is None or outcome is None:
+            return record
+        turns, cost, unknown = self._priced(result.usage)
+        return record.model_copy(
+            update={
+                "cost": cost,
+                "lead": turns,
+                "warnings": (*record.warnings, *([unknown] if unknown else [])),
+            }
         )

@@ -36,6 +36,7 @@ from .options import (
     add_options,
     default,
 )
+from .pricing import PriceError, PriceTable
 from .trust import run as trust
 from .trust.baseconfig import BaseConfigError, GateConfig, gate_config, linelist
 
@@ -83,6 +84,13 @@ class Settings(WireModel):
     #: ``--advreview-json``; named so because ``json`` shadows a pydantic method.
     json_report: str | None = None
     budget_tokens: int | None = None
+    budget_money: float | None = None
+    budget_scope: str = default("budget_scope")
+    max_change_files: int | None = None
+    max_change_lines: int | None = None
+    #: ``advreview_prices`` lines, ``MODEL: input=X cached_input=Y output=Z`` each
+    #: (:mod:`.pricing` reads them).
+    prices: tuple[str, ...] = default("prices")
     fresh: bool = default("fresh")
     #: Seconds between progress lines in a log; 0: no progress display.
     progress: int = default("progress")
@@ -404,7 +412,31 @@ def resolve(config: pytest.Config, environ: Mapping[str, str] | None = None) -> 
                 f"{PREFIX}: {BY_FIELD[choice].option}=command needs the command to run; pass "
                 f"{spec.option}='{example} --flag', set {spec.env_var}, or set ini {spec.ini_key}"
             )
-    return Settings.model_validate(values)
+    settings = Settings.model_validate(values)
+    _check_prices(settings)
+    return settings
+
+
+def _check_prices(settings: Settings) -> None:
+    """Refuse a price table that repeats a model or leaves out one the run uses."""
+    used: list[tuple[str, str]] = []
+    if settings.reviewer == "codex":
+        used.append(("the reviewer (--advreview-model)", settings.model))
+    lead_model = settings.lead_model or (settings.model if settings.lead == "codex" else None)
+    if settings.lead != "none" and lead_model is not None:
+        used.append(("the lead (--advreview-lead-model)", lead_model))
+    try:
+        table = PriceTable.of(settings.prices)
+        table.require(used)
+    except PriceError as exc:
+        raise pytest.UsageError(f"{PREFIX}: {exc}") from None
+    if settings.budget_money is not None and not table:
+        spec = BY_FIELD["budget_money"]
+        raise pytest.UsageError(
+            f"{PREFIX}: {spec.option} ({spec.ini_key}) counts money, but ini advreview_prices "
+            "is not set, so no review has a price; add a line per model (MODEL: input=X "
+            "cached_input=Y output=Z) or use --advreview-budget-tokens"
+        )
 
 
 #: Options of a review run that an eval run has no use for, and what it offers instead.

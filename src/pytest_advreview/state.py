@@ -74,6 +74,7 @@ __all__ = [
     "STATE_SCHEMA",
     "NextStep",
     "ReviewState",
+    "Spend",
     "StateStore",
     "StateWarning",
     "StoredEntry",
@@ -100,6 +101,18 @@ class StateWarning(pytest.PytestWarning):
     """Stored review state could not be read or written; the review starts afresh."""
 
 
+class Spend(WireModel):
+    """What the reviews of one target cost in one run (``advreview_budget_scope =
+    pull-request`` adds them up over the runs): every dispatch, retries, samples and the
+    lead's turns included."""
+
+    #: :attr:`StateStore.run_id` of the run that spent it.
+    run: str
+    tokens: int = 0
+    #: Money under that run's ``advreview_prices`` (``None``: none were set).
+    cost: float | None = None
+
+
 class ReviewState(WireModel):
     """Everything remembered about one target between runs (inside a state entry file)."""
 
@@ -122,6 +135,9 @@ class ReviewState(WireModel):
     operator_open: tuple[OpenFinding, ...] = ()
     #: The code change the rounds reviewed (code targets; ``None`` before it was kept).
     change: ReviewedChange | None = None
+    #: What reviewing the target cost, per run (kept across fresh starts: a new thread
+    #: does not make the tokens already spent free).
+    spend: tuple[Spend, ...] = ()
     #: When the state was written (ISO 8601, UTC).
     updated_at: str = Field(default_factory=_now)
 
@@ -430,6 +446,41 @@ class StateStore:
         if problem is not None:
             self._warn(key, path, f"it could not be deleted ({problem})", verb="clearing")
         self._restore_open(key)
+
+    @property
+    def run_id(self) -> str:
+        """This run's name in :class:`Spend` records (every xdist worker has the same)."""
+        return hashlib.sha256(b"run\0" + self._run_secret).hexdigest()[:16]
+
+    def spent(self) -> tuple[int, float]:
+        """Tokens and money every other run spent on the targets of this store.
+
+        Only entries that verify under the state key count (the same trust as a stored
+        verdict); an entry that does not is warned about by the item that reads it.
+        """
+        directory = self._directory()
+        key = self.state_key()
+        listing = self._listing(directory) if directory is not None else None
+        tokens, cost = 0, 0.0
+        if directory is None or key is None or not listing:
+            return tokens, cost
+        for name in sorted(listing):
+            if not name.endswith(".json") or name.startswith("."):
+                continue
+            data = _read_json(directory / name)
+            if not isinstance(data, dict) or data.get("schema_version") != STATE_SCHEMA:
+                continue
+            if not key.verify(_canonical(data.get("state")), data.get("mac")):
+                continue
+            try:
+                entry = StoredEntry.model_validate(data)
+            except ValidationError:
+                continue
+            for spend in entry.state.spend:
+                if spend.run != self.run_id:
+                    tokens += spend.tokens
+                    cost += spend.cost or 0.0
+        return tokens, cost
 
     def open_states(self) -> dict[str, ReviewState]:
         """Every trusted entry with findings open for the operator, by target."""

@@ -38,3 +38,5 @@ class LeadReply:
 
     answer: LeadAnswer
     usage: TokenUsage = field(default_factory=TokenUsage)
+    #: The model that answered (``None``: the backend cannot say).
+    model: str | None = None

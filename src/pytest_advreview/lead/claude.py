@@ -84,7 +84,21 @@ class ClaudeLead(CliLead):
                 f"{who} returned no structured decisions (structured_output is null); "
                 f"its text was: {str(result.get('result') or '')[:300]}"
             )
-        return LeadReply(answer=validate_answer(structured, who=who), usage=_usage(result))
+        return LeadReply(
+            answer=validate_answer(structured, who=who),
+            usage=_usage(result),
+            model=self.settings.lead_model or _model(result),
+        )
+
+
+def _model(result: dict[str, Any]) -> str | None:
+    """The model Claude Code answered with: the one key of ``modelUsage`` (``None`` when
+    it names none or several, which one price cannot cover)."""
+    used = result.get("modelUsage")
+    if isinstance(used, dict) and len(used) == 1:
+        (name,) = used
+        return name if isinstance(name, str) and name else None
+    return None
 
 
 def _usage(result: dict[str, Any]) -> TokenUsage:

@@ -11,6 +11,7 @@ import json
 import os
 from pathlib import Path
 
+from ..models import TokenUsage
 from ..runner._process import read_text
 from ..runner.codex import (
     approval_args,
@@ -94,4 +95,5 @@ class CodexLead(CliLead):
             raise LeadError(f"{self.who} finished without an answer (no {answer.name})")
         usage = stream_usage(out.stdout_file)
         answered = parse_answer(text, who=self.who)
-        return LeadReply(answer=answered, usage=usage) if usage else LeadReply(answer=answered)
+        model = self.settings.lead_model or self.settings.model
+        return LeadReply(answer=answered, usage=usage or TokenUsage(), model=model)

@@ -162,6 +162,7 @@ def run_turn(
         diff=diff,
         duration_s=time.monotonic() - started,
         tokens=reply.usage,
+        model=reply.model,
     )
     applied = lead_applied_text(diff)
     needs = tuple(d.finding for d in answer.decisions if d.action is LeadAction.NEEDS_OPERATOR)

@@ -17,6 +17,7 @@ from pydantic import Field
 from .. import __version__
 from ..models import ChangeSetInfo, ItemRecord, OutputFormat, Severity, TokenUsage, WireModel
 from ..outbound import redact_model
+from ..pricing import run_cost
 from .collect import ItemResult, with_line
 
 if TYPE_CHECKING:
@@ -64,6 +65,13 @@ class ReportSettings(WireModel):
     plan_scope: str
     timeout: float
     budget_tokens: int | None = None
+    budget_money: float | None = None
+    #: What the budgets count: ``run`` or ``pull-request``.
+    budget_scope: str = "run"
+    #: ``advreview_prices`` lines (money per million tokens, by model).
+    prices: tuple[str, ...] = ()
+    max_change_files: int | None = None
+    max_change_lines: int | None = None
     fresh: bool = False
     #: ``K/N`` under ``--advreview-shard``: this report covers share K of N only.
     shard: str | None = None
@@ -101,6 +109,10 @@ class Totals(WireModel):
     #: ``path#L9``, the JSON contract's line fields): what inline comments can use.
     findings_with_line: int = 0
     tokens: TokenUsage = Field(default_factory=TokenUsage)
+    #: What the run's reviews cost under ``advreview_prices`` (``None``: no prices set).
+    cost: float | None = None
+    #: Items whose money is unknown (a model without a price): ``cost`` leaves them out.
+    unpriced: int = 0
     duration_s: float = 0.0
 
 
@@ -146,6 +158,7 @@ def build_report(
     for result in results:
         tokens = tokens + result.record.tokens
         findings.update(f.severity.value for f in result.record.findings)
+    cost, unpriced = run_cost(r.record.cost for r in results)
     totals = Totals(
         gate=gate_result(results),
         items=len(results),
@@ -154,6 +167,8 @@ def build_report(
         findings={s.value: findings[s.value] for s in Severity if findings[s.value]},
         findings_with_line=with_line(results)[0],
         tokens=tokens,
+        cost=cost,
+        unpriced=unpriced,
         duration_s=round(sum(r.seconds for r in results), 3),
     )
     items = tuple(

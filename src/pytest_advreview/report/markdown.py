@@ -28,6 +28,7 @@ from ..models import (
     RunnerStatus,
 )
 from ..outbound import document_text
+from ..pricing import money, per_round, run_cost, tokens_text
 from .collect import ItemResult
 from .json_report import gate_result
 from .terminal import MEANING
@@ -84,6 +85,10 @@ def _overview(
         if counts[o]
     ]
     tokens = sum(r.record.tokens.total for r in results)
+    cost, unpriced = run_cost(r.record.cost for r in results)
+    spent = tokens_text(tokens, cost)
+    if unpriced:
+        spent += f" ({unpriced} without a price)"
     lines = [
         "# Adversarial review",
         "",
@@ -95,7 +100,7 @@ def _overview(
             if settings.reviewer == "codex"
             else ""
         )
-        + f" · {tokens} tokens"
+        + f" · {spent}"
         # One job's share is not the whole gate: say so where the verdict is.
         + (
             f" · share {settings.shard[0]} of {settings.shard[1]} (--advreview-shard)"
@@ -121,7 +126,10 @@ def _overview(
         outcome = result.outcome
         lines.append(
             f"| {_code(record.key)} | {record.status.value} | {_ICON[outcome]} {outcome} | "
-            f"{result.severity_counts()} | {result.rounds} | {record.tokens.total} |"
+            f"{result.severity_counts()} | {result.rounds} | "
+            f"{record.tokens.total}"
+            + (f" ({money(record.cost)})" if record.cost is not None else "")
+            + " |"
         )
     lines.append("")
     return lines
@@ -255,7 +263,8 @@ def _lead(record: ItemRecord) -> list[str]:
         edits = ", ".join(f"{_code(e.path)} (+{e.added} −{e.removed})" for e in turn.edits)
         lines += [
             f"**Lead ({escape(turn.backend)}) after round {turn.round}** — edited "
-            f"{edits or 'nothing'}",
+            f"{edits or 'nothing'}"
+            + (f" · {tokens_text(turn.tokens.total, turn.cost)}" if turn.tokens.total else ""),
             "",
             "| Finding | Severity | Action | Reason |",
             "| --- | --- | --- | --- |",
@@ -306,9 +315,12 @@ def _item_section(result: ItemResult, settings: Settings, *, verbatim: bool) -> 
         f"## {_ICON[outcome]} {escape(record.key)} — {record.status.value} ({outcome})",
         "",
         f"{_code(record.nodeid)} · {record.kind} review · {result.ran} · "
-        f"{record.tokens.total} tokens · fail-on {record.fail_on.value}",
+        f"{tokens_text(record.tokens.total, record.cost)} · fail-on {record.fail_on.value}",
         "",
     ]
+    rounds_money = per_round(record.rounds)
+    if rounds_money:
+        lines += [f"Money per round: {rounds_money}", ""]
     lines += _findings_table(record)
     lines += _operator_summary(result, settings)
     lines += _lead(record)

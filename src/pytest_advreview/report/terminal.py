@@ -9,6 +9,7 @@ import pytest
 from ..models import ItemRecord
 from ..outbound import terminal_text
 from ..outcome import counted
+from ..pricing import money, per_round, run_cost, tokens_text
 from .collect import ItemResult, with_line
 
 __all__ = ["MEANING", "decided_lines", "lead_lines", "write_summary"]
@@ -24,7 +25,8 @@ MEANING = {
     "of the last round were not verified as fixed",
     "aborted": "the reviewer could not run; nothing was verified",
     "cached": "unchanged since the last review; no reviewer call was made",
-    "budget exhausted": "the run's token budget was spent before this review started",
+    "budget exhausted": "a budget (tokens or money) was spent before this review started",
+    "too large": "the change is above the repository's size limit; it was not reviewed",
 }
 
 
@@ -34,7 +36,7 @@ def lead_lines(record: ItemRecord) -> list[str]:
     lines: list[str] = []
     for turn in record.lead:
         edits = ", ".join(f"{e.path} (+{e.added} -{e.removed})" for e in turn.edits)
-        tokens = f", {turn.tokens.total} tokens" if turn.tokens.total else ""
+        tokens = f", {tokens_text(turn.tokens.total, turn.cost)}" if turn.tokens.total else ""
         lines.append(
             f"lead ({turn.backend}) after round {turn.round}: edited {edits or 'nothing'}{tokens}"
         )
@@ -71,22 +73,25 @@ def write_summary(terminal: pytest.TerminalReporter, results: list[ItemResult]) 
     if not results:
         return
     terminal.write_sep("=", "adversarial review summary")
+    lines: list[str] = []
 
     def line(text: str) -> None:
-        # A record's text (a lead's reason, a warning, an error, a path) is the
-        # reviewer's or the pull request's: redacted and neutralised.
-        terminal.write_line(terminal_text(text))
+        lines.append(text)
 
     total = 0
     for result in results:
         record = result.record
         total += record.tokens.total
+        rounds_money = per_round(record.rounds)
         decisions = Counter(d.action.value for d in record.decisions)
         decided = ", ".join(f"{n} {a}" for a, n in sorted(decisions.items()))
         line(
             f"{record.nodeid}: {record.status.value} ({result.pytest_outcome}) — "
-            f"{rounds_text(result)}, {record.tokens.total} tokens, {result.seconds:.1f}s"
+            f"{rounds_text(result)}, {tokens_text(record.tokens.total, record.cost)}, "
+            f"{result.seconds:.1f}s"
         )
+        if rounds_money:
+            line(f"    money per round: {rounds_money}")
         if decided:
             line(f"    decisions: {decided}")
         if record.status.value != "approved" and not (record.waived and not record.failing_ids):
@@ -110,4 +115,14 @@ def write_summary(terminal: pytest.TerminalReporter, results: list[ItemResult]) 
     if findings:
         verb = "has" if findings == 1 else "have"
         line(f"locations: {located} of {counted(findings, 'finding')} {verb} a line")
-    line(f"total: {counted(len(results), 'review')}, {counted(total, 'token')}")
+    cost, unpriced = run_cost(r.record.cost for r in results)
+    spent = f" ({money(cost)})" if cost is not None else ""
+    if unpriced:
+        spent = f" ({money(cost)}, and {counted(unpriced, 'review')} without a price)"
+    line(f"total: {counted(len(results), 'review')}, {counted(total, 'token')}{spent}")
+    # A record's text (a lead's reason, a warning, an error, a path) is the reviewer's or
+    # the pull request's: redacted and neutralised, line by line (terminal_text splits
+    # it).  Once for the whole block, and one write: a line at a time cost a redaction
+    # pass and a write to the terminal (or the CI log's pipe) each, three per item of a
+    # cached rerun of hundreds of plans.
+    terminal.write_line(terminal_text("\n".join(lines)))

@@ -476,16 +476,22 @@ class CodexReviewer:
             attempt = _Attempt(attempt_id="000000", status=RunnerStatus.INFRA_ERROR, errors=why)
             return self._result(request, attempt, 0, started)
         deadline = None if request.time_left_s is None else started + request.time_left_s
+        tried: list[_Attempt] = []
+
+        def attempt_once() -> _Attempt:
+            tried.append(self._attempt(request, tool_tmp, deadline))
+            return tried[-1]
+
         try:
             attempt, attempts = retry_once(
-                lambda: self._attempt(request, tool_tmp, deadline),
+                attempt_once,
                 lambda failed: failed.status is not RunnerStatus.SUCCESS and not failed.terminal,
             )
         finally:
             remove_tool_tmp(tool_tmp)
         if attempt.status is not RunnerStatus.SUCCESS and request.operation is Operation.RESUME:
             attempt = self._archive_failed_resume(request, attempt)
-        return self._result(request, attempt, attempts, started)
+        return self._result(request, attempt, attempts, started, earlier=tuple(tried[:-1]))
 
     def warm_up(self, scratch: Path) -> None:
         """Start the sandbox preflight in the background, ahead of the first dispatch.
@@ -871,8 +877,20 @@ class CodexReviewer:
         )
 
     def _result(
-        self, request: DispatchRequest, attempt: _Attempt, attempts: int, started: float
+        self,
+        request: DispatchRequest,
+        attempt: _Attempt,
+        attempts: int,
+        started: float,
+        *,
+        earlier: tuple[_Attempt, ...] = (),
     ) -> DispatchResult:
+        """The dispatch's result from its last attempt.
+
+        :param earlier: the attempts before it (a retry): the tokens a failed exec spent
+            count too.  A resume's retry continues the same thread, whose total the last
+            attempt reports, so it has nothing to add.
+        """
         review_file = request.work_dir / "review.md"
         success = attempt.status is RunnerStatus.SUCCESS
         review = attempt.review if success else None
@@ -890,6 +908,9 @@ class CodexReviewer:
             triage=attempt.triage if success else Triage(status="skipped"),
         )
         usage, thread_usage = dispatch_usage(request, attempt.thread_usage)
+        if request.operation is not Operation.RESUME:
+            for failed in earlier:
+                usage = usage + dispatch_usage(request, failed.thread_usage)[0]
         return DispatchResult(
             runner=runner,
             operation=request.operation,

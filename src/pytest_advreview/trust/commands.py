@@ -65,9 +65,10 @@ _DECIDE = re.compile(
     r"decide\s+(AR-[0-9a-fA-F]{6})\s+(accept|reject)\s*:\s*(.*)", re.IGNORECASE | re.ASCII
 )
 _ROUNDS = re.compile(r"rounds\s+\+([0-9]{1,2})\s*:\s*(.*)", re.IGNORECASE | re.ASCII)
+_BUDGET = re.compile(r"budget\s+\+([0-9]{1,12})\s*(?:tokens)?\s*:\s*(.*)", re.IGNORECASE | re.ASCII)
 _GRAMMAR = (
     "write /advreview waive AR-1a2b3c: reason, /advreview decide AR-1a2b3c accept|reject: "
-    "reason, or /advreview rounds +N: reason"
+    "reason, /advreview rounds +N: reason, or /advreview budget +TOKENS: reason"
 )
 #: How much of a command line a report quotes.
 _SHOWN = 200
@@ -85,7 +86,7 @@ class Parsed:
     """One ``/advreview`` line of a comment: a command, or why it is none.
 
     :param text: the line as written (shortened).
-    :param command: the command's fields (``verb``, ``finding``, ``action``, ``rounds``,
+    :param command: the command's fields (``verb``, ``finding``, ``action``, ``rounds``, ``tokens``,
         ``reason``), or ``None`` with ``why`` saying what is wrong.
     """
 
@@ -241,6 +242,7 @@ def _command(text: str, rest: str) -> Parsed:
     waive = _WAIVE.fullmatch(rest)
     decide = _DECIDE.fullmatch(rest)
     rounds = _ROUNDS.fullmatch(rest)
+    budget = _BUDGET.fullmatch(rest)
     if waive:
         fields: dict[str, Any] = {"verb": "waive", "finding": waive[1], "reason": waive[3]}
         if waive[2]:  # AR-1a2b3c@<content id>: the code the waiver was decided on
@@ -254,6 +256,8 @@ def _command(text: str, rest: str) -> Parsed:
         }
     elif rounds:
         fields = {"verb": "rounds", "rounds": int(rounds[1]), "reason": rounds[2]}
+    elif budget:
+        fields = {"verb": "budget", "tokens": int(budget[1]), "reason": budget[2]}
     else:
         return Parsed(text, None, f"not understood; {_GRAMMAR}")
     fields["reason"] = str(fields["reason"]).strip()
@@ -261,6 +265,8 @@ def _command(text: str, rest: str) -> Parsed:
         return Parsed(text, None, f"has no reason after the colon; {_GRAMMAR}")
     if fields.get("rounds") == 0:
         return Parsed(text, None, "grants no rounds; write rounds +1 or more")
+    if fields.get("tokens") == 0:
+        return Parsed(text, None, "grants no tokens; write budget +1 or more")
     if "finding" in fields:
         fields["finding"] = f"AR-{str(fields['finding'])[3:].lower()}"
     return Parsed(text, fields)

@@ -353,6 +353,8 @@ class Authority:
     where: str
     waivers: tuple[tuple[str | None, Waiver], ...] = ()
     grants: tuple[RoundsGrant, ...] = ()
+    #: Tokens a maintainer added to the token budget (``/advreview budget +N``).
+    budget_tokens: int = 0
     decided: tuple[Decision, ...] = ()
     ignored: tuple[tuple[str | None, IgnoredCommand], ...] = ()
     #: The pull request the run is for (``None``: none).
@@ -422,6 +424,7 @@ class Authority:
                 local,
                 waivers=(*local.waivers, *((k, w) for k, w in self.waivers if k is None)),
                 grants=(*local.grants, *(g for g in self.grants if g.target is None)),
+                budget_tokens=self.budget_tokens,
                 decided=self.decided,
                 ignored=(*local.ignored, *((k, i) for k, i in self.ignored if k is None)),
             )
@@ -437,6 +440,7 @@ class Authority:
         waivers: list[tuple[str | None, Waiver]] = []
         grants: list[RoundsGrant] = []
         decided: list[Decision] = []
+        budget = 0
         for command in commands.commands:
             by = f"@{command.login}"
             if command.verb == "waive" and command.finding:
@@ -468,10 +472,13 @@ class Authority:
                     scope=self._pull_scope,
                 )
                 grants.append(grant)
+            elif command.verb == "budget" and command.tokens:
+                budget += command.tokens
         return replace(
             self,
             waivers=(*self.waivers, *waivers),
             grants=(*self.grants, *grants),
+            budget_tokens=self.budget_tokens + budget,
             decided=(*self.decided, *decided),
             ignored=(*self.ignored, *((None, i) for i in commands.ignored)),
         )
