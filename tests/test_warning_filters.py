@@ -96,8 +96,16 @@ def test_each_warning_class_under_filterwarnings_error_gives_its_text_and_filter
     result = scripted_repo.run_subprocess("--advreview-diff=none", *extra)
     out = result.stdout.str() + result.stderr.str()
     name = kind.rsplit(".", 1)[1]
-    assert f"made this {name} an error" in out, out
-    assert f"add default::pytest_advreview.{kind} to filterwarnings" in out, out
+    if name == "HeadWarning" and f"made this {name} an error" not in out:
+        # Older pytest (the matrix's 8.0) applies the ini's filterwarnings to the hooks,
+        # not to the run's clean-up, where the head checkout is removed: there the warning
+        # stays a warning, shown with the command that removes what is left.
+        assert pytest.version_tuple < (9, 2), out
+        assert "HeadWarning: pytest-advreview: the head checkout" in out, out
+        assert "could not be removed completely; remove it with" in out, out
+    else:
+        assert f"made this {name} an error" in out, out
+        assert f"add default::pytest_advreview.{kind} to filterwarnings" in out, out
     # The text of the warning, not pytest's dump of the plugin's source or a crash.
     assert "INTERNALERROR" not in out, out
     assert "Traceback" not in out, out

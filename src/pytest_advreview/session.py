@@ -521,7 +521,10 @@ class Controller:
         from .trust.decisions import DecisionsError
 
         try:
-            self.session.coordinator.check_decisions(self.session.targets.repo_root)
+            # A warning of the stored state made an error by the run's filterwarnings is
+            # one clear usage error here too, not an INTERNALERROR (seen on pytest 8.0).
+            with warnfilter.reported(warnfilter.usage_error):
+                self.session.coordinator.check_decisions(self.session.targets.repo_root)
         except DecisionsError as exc:
             raise pytest.UsageError(str(exc)) from None
 
