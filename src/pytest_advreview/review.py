@@ -64,7 +64,7 @@ def make_reviewer(
 ) -> Reviewer:
     """The backend ``settings`` name, built through ``pytest_advreview_make_reviewer``.
 
-    :param builtin: builds a built-in backend (codex, command) from ``settings``
+    :param builtin: builds a built-in backend (codex, claude, command) from ``settings``
         instead: the registered ones carry the run's settings, not a fixture call's
         overrides, and a run without ``--adversarial-review`` registers none.
     """
@@ -79,7 +79,7 @@ def make_reviewer(
     if made is None:
         raise pytest.UsageError(
             f"pytest-advreview: no reviewer backend is called {settings.reviewer!r}; use "
-            "codex, command, or install the plugin that provides it"
+            "codex, claude, command, or install the plugin that provides it"
         )
     return made
 
@@ -407,7 +407,7 @@ class ReviewRun(LoopHooks):
         if prices:
             # Each round's money is stored with it: a later run's report shows it too.
             rounds = tuple(
-                r.model_copy(update={"cost": prices.cost(r.usage, self.settings.model)})
+                r.model_copy(update={"cost": prices.cost(r.usage, self.settings.reviewer_model)})
                 for r in result.rounds
             )
             result = replace(result, rounds=rounds)
@@ -427,12 +427,14 @@ class ReviewRun(LoopHooks):
             return turns, None, None
         turns = tuple(t.model_copy(update={"cost": prices.cost(t.tokens, t.model)}) for t in turns)
         lead_usage = sum((t.tokens for t in turns), TokenUsage())
-        parts = [prices.cost(usage.minus(lead_usage), self.settings.model)]
+        parts = [prices.cost(usage.minus(lead_usage), self.settings.reviewer_model)]
         parts += [t.cost for t in turns]
         if all(part is not None for part in parts):
             return turns, sum(part for part in parts if part is not None), None
         unpriced = [
-            self.settings.model if parts[0] is None else None,
+            (self.settings.reviewer_model or f"the {self.settings.reviewer} reviewer's model")
+            if parts[0] is None
+            else None,
             *(t.model or f"the {t.backend} lead" for t in turns if t.cost is None),
         ]
         names = ", ".join(sorted({name for name in unpriced if name is not None}))

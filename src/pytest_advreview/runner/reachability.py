@@ -20,7 +20,7 @@ import socket
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -127,7 +127,7 @@ def read_events(path: Path, offset: int) -> tuple[list[dict[str, Any]], int]:
 
 
 class ConnectWatch:
-    """Stops a Codex launch that has not reached its model within ``budget`` seconds.
+    """Stops a reviewer launch that has not reached its model within ``budget`` seconds.
 
     Passed to the launch as its ``cancel``: :meth:`is_set` is true once the run's own
     cancel is, or once the stream has shown only failed connections for ``budget``
@@ -137,8 +137,21 @@ class ConnectWatch:
     whole budget afresh).
     """
 
-    def __init__(self, stream: Path, cancel: Cancel, budget: float) -> None:
+    def __init__(
+        self,
+        stream: Path,
+        cancel: Cancel,
+        budget: float,
+        *,
+        reconnect: Callable[[Mapping[str, Any]], Reconnect | None] | None = None,
+        answered: Callable[[Mapping[str, Any]], bool] | None = None,
+    ) -> None:
+        """:param reconnect: reads a failed connection out of one stream event, and
+        :param answered: says whether an event shows the model answered; both
+        default to Codex's ``--json`` stream (another CLI's stream brings its own)."""
         self.stream = stream
+        self._reconnect = reconnect or reconnect_of
+        self._is_answer = answered or _answered
         self.cancel = cancel
         self.budget = budget
         self._offset = 0
@@ -167,13 +180,13 @@ class ConnectWatch:
     def _follow(self, now: float) -> None:
         events, self._offset = read_events(self.stream, self._offset)
         for event in events:
-            found = reconnect_of(event)
+            found = self._reconnect(event)
             if found is not None and found.no_connection:
                 if self._answered and not self.tries:
                     self.since = now
                 self.tries += 1
                 self.cause = found.cause
-            elif found is not None or _answered(event):
+            elif found is not None or self._is_answer(event):
                 self._answered = True
                 self.tries, self.cause = 0, None
 
