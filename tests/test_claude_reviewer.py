@@ -1,0 +1,112 @@
+"""The claude reviewer's small parts: its identity in the cache key, its doctor row, and
+how it reads Claude Code's event stream (the end-to-end cases are in
+test_claude_reviewer_e2e.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_advreview.cachekey import reviewer_identity
+from pytest_advreview.doctor import ModelCheck
+from pytest_advreview.runner.claude import ClaudeOptions, ClaudeReviewer, _read_stream
+from pytest_advreview.runner.factory import claude_options
+from pytest_advreview.settings import Settings
+
+
+def test_the_reviewer_backend_and_claudes_model_are_the_reviewer_identity(
+    tmp_path: Path,
+) -> None:
+    env = {"CLAUDE_CONFIG_DIR": str(tmp_path), "CODEX_HOME": str(tmp_path)}
+    codex = reviewer_identity(Settings(), env)
+    claude = reviewer_identity(Settings(reviewer="claude"), env)
+    other_model = reviewer_identity(Settings(reviewer="claude", claude_model="m2"), env)
+    assert len({json.dumps(i, sort_keys=True) for i in (codex, claude, other_model)}) == 3
+    # Where Claude Code takes its model from when --advreview-claude-model is not given.
+    moved = reviewer_identity(Settings(reviewer="claude"), {**env, "ANTHROPIC_MODEL": "m3"})
+    assert moved != claude
+    # The executable's path is not (what it reviews with is).
+    assert reviewer_identity(Settings(reviewer="claude", claude="/opt/claude"), env) == claude
+    (tmp_path / "settings.json").write_text('{"model": "m4"}')
+    assert reviewer_identity(Settings(reviewer="claude"), env) != claude
+
+
+def test_the_claude_options_follow_the_settings() -> None:
+    settings = Settings(
+        reviewer="claude", claude="/opt/claude", claude_model="m", timeout=7, connect_timeout=3
+    )
+    assert claude_options(settings) == ClaudeOptions(
+        executable="/opt/claude", model="m", timeout=7, connect_timeout=3
+    )
+    assert settings.reviewer_model == "m"
+    assert Settings(reviewer="claude").reviewer_model is None
+    assert Settings().reviewer_model == Settings().model
+
+
+def test_the_doctor_reports_claudes_version_when_it_is_the_reviewer(
+    claude_executable: Path, tmp_path: Path
+) -> None:
+    (row,) = [
+        r for r in ModelCheck(claude=str(claude_executable)).rows("codex") if r.name == "claude"
+    ]
+    assert row.status == "PASS"
+    assert "is Claude Code 2.1.332 (the reviewer)" in row.observed
+    (row,) = [
+        r for r in ModelCheck(claude=str(tmp_path / "nope")).rows("codex") if r.name == "claude"
+    ]
+    assert row.status == "FAIL"
+    assert row.failed
+    assert "install Claude Code" in (row.remedy or "")
+    assert not [r for r in ModelCheck().rows("codex") if r.name == "claude"]
+
+
+def test_a_program_that_is_not_claude_code_is_refused_before_any_review(tmp_path: Path) -> None:
+    fake = tmp_path / "claude"
+    fake.write_text("#!/bin/sh\necho 'codex-cli 0.171.0'\n")
+    fake.chmod(0o755)
+    problem = ClaudeReviewer(ClaudeOptions(executable=str(fake))).check_ready()
+    assert problem is not None
+    assert "is not Claude Code" in problem
+
+
+def _stream(tmp_path: Path, *events: dict[str, object]) -> Path:
+    path = tmp_path / "stdout.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events) + "not json\n")
+    return path
+
+
+def _assistant(*blocks: dict[str, object], model: str = "claude-x") -> dict[str, object]:
+    return {"type": "assistant", "message": {"model": model, "content": list(blocks)}}
+
+
+def test_the_stream_names_every_tool_call_a_reviewer_may_not_make(tmp_path: Path) -> None:
+    stream = _read_stream(
+        _stream(
+            tmp_path,
+            _assistant({"type": "tool_use", "name": "Read", "input": {"file_path": "a"}}),
+            _assistant({"type": "tool_use", "name": "Write", "input": {"file_path": "b"}}),
+            _assistant({"type": "tool_use", "name": "Bash", "input": {"command": "rm -rf x"}}),
+            _assistant({"type": "tool_use", "name": "WebFetch", "input": {"url": "u"}}),
+            {"type": "result", "result": "VERDICT: APPROVED"},
+        )
+    )
+    assert stream.forbidden == ("Write (b)", "Bash (`rm -rf x`)", "WebFetch")
+    assert stream.answered
+    assert stream.result == {"type": "result", "result": "VERDICT: APPROVED"}
+
+
+@pytest.mark.parametrize(
+    ("retry", "no_connection"),
+    [({"error_status": None, "error": "unknown"}, True), ({"error_status": 529}, False)],
+)
+def test_a_retry_without_an_http_status_never_reached_the_model(
+    tmp_path: Path, retry: dict[str, object], no_connection: bool
+) -> None:
+    event = {"type": "system", "subtype": "api_retry", "attempt": 1, "max_retries": 2, **retry}
+    synthetic = _assistant({"type": "text", "text": "API Error"}, model="<synthetic>")
+    stream = _read_stream(_stream(tmp_path, event, synthetic))
+    assert stream.unreached == (1 if no_connection else 0)
+    # Claude Code's own error message is no answer of the model.
+    assert not stream.answered
