@@ -263,3 +263,18 @@ def test_a_missing_executable_at_launch_is_a_terminal_launch_failure(tmp_path: P
     assert "Claude Code executable not found" in (result.runner.errors or "")
     assert result.attempts == 1
     assert result.review is None
+
+
+def test_a_secret_in_claudes_review_is_redacted_in_what_is_kept_and_reported(
+    claude_repo: ClaudeRepo, tmp_path: Path
+) -> None:
+    claude_repo.plan("x.md")
+    secret = "sk-advreview-fake"  # claude_offline_env's ANTHROPIC_API_KEY
+    leaked = FindingSpec("high", f"The key {secret} is in the plan", section="Step 2")
+    claude_repo.script("x.md", text(revise_review(leaked)))
+    report = tmp_path / "report.json"
+    result = claude_repo.run(f"--advreview-json={report}")
+    result.assert_outcomes(failed=1)
+    assert secret not in result.stdout.str()
+    assert secret not in report.read_text()
+    result.stdout.fnmatch_lines(["*The key [[]redacted:ANTHROPIC_API_KEY[]] is in the plan*"])
