@@ -5,15 +5,20 @@ test_claude_reviewer_e2e.py)."""
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pytest_advreview.cachekey import reviewer_identity
 from pytest_advreview.doctor import ModelCheck
+from pytest_advreview.models import Operation, OutputFormat, RunnerStatus, Verdict
+from pytest_advreview.runner import DispatchRequest
 from pytest_advreview.runner.claude import ClaudeOptions, ClaudeReviewer, _read_stream
 from pytest_advreview.runner.factory import claude_options
 from pytest_advreview.settings import Settings
+from pytest_advreview.testing import ScriptedMessagesServer, claude_offline_env
 
 
 def test_the_reviewer_backend_and_claudes_model_are_the_reviewer_identity(
@@ -110,3 +115,118 @@ def test_a_retry_without_an_http_status_never_reached_the_model(
     assert stream.unreached == (1 if no_connection else 0)
     # Claude Code's own error message is no answer of the model.
     assert not stream.answered
+
+
+# -- one dispatch of the real Claude Code against the scripted Messages-API server -------
+
+
+def _reviewer(
+    claude: Path, server: ScriptedMessagesServer, home: Path, **options: Any
+) -> ClaudeReviewer:
+    env = claude_offline_env(server.url, home)
+    return ClaudeReviewer(ClaudeOptions(executable=str(claude), env=env, **options))
+
+
+def _request(repo: Path, **fields: Any) -> DispatchRequest:
+    values: dict[str, Any] = {
+        "review_id": "r1",
+        "repo_root": repo,
+        "operation": Operation.INITIAL,
+        "prompt_body": "Review the plan MARK.",
+        "work_dir": repo.parent / "work",
+        **fields,
+    }
+    return DispatchRequest(**values)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    folder = tmp_path / "repo"
+    folder.mkdir()
+    return folder
+
+
+def test_a_json_review_follows_the_json_contract(
+    claude_executable: Path, messages_server: ScriptedMessagesServer, repo: Path, tmp_path: Path
+) -> None:
+    finding = {
+        "severity": "high",
+        "title": "Token leak",
+        "file": "app/auth.py",
+        "section": None,
+        "line_start": 3,
+        "line_end": 7,
+        "what_can_go_wrong": "A token is logged.",
+        "why_vulnerable": "auth.py logs the header.",
+        "impact": "Account takeover.",
+        "recommendation": "Redact the header.",
+        "suggestion": None,
+    }
+    review = {"summary": "Adds login.", "findings": [finding], "verdict": "REVISE"}
+    messages_server.set_script({"rules": [], "default": {"text": json.dumps(review)}})
+    reviewer = _reviewer(claude_executable, messages_server, tmp_path / "home")
+    result = reviewer.dispatch(_request(repo, output_format=OutputFormat.JSON))
+    assert result.runner.result is RunnerStatus.SUCCESS
+    assert result.review is not None
+    assert result.review.verdict is Verdict.REVISE
+    assert [f.title for f in result.review.findings] == ["Token leak"]
+    session = result.runner.codex_session_id
+    assert session is not None
+    assert reviewer.can_resume(session)
+    assert reviewer.session_digest(session) is not None
+    assert not reviewer.can_resume("not-a-uuid")
+    assert reviewer.session_digest(str(uuid.uuid4())) is None
+
+
+def test_an_http_error_of_the_model_is_retried_once_then_an_error(
+    claude_executable: Path, messages_server: ScriptedMessagesServer, repo: Path, tmp_path: Path
+) -> None:
+    messages_server.set_script({"rules": [], "default": {"http_status": 400}})
+    reviewer = _reviewer(claude_executable, messages_server, tmp_path / "home")
+    result = reviewer.dispatch(_request(repo))
+    assert result.runner.result is RunnerStatus.LAUNCH_FAILURE
+    assert "claude failed (api_error)" in (result.runner.errors or "")
+    assert result.attempts == 2
+
+
+def test_a_hanging_model_is_a_timeout_and_a_spent_review_limit_launches_nothing(
+    claude_executable: Path, messages_server: ScriptedMessagesServer, repo: Path, tmp_path: Path
+) -> None:
+    messages_server.set_script({"rules": [], "default": {"hang": 60}})
+    reviewer = _reviewer(claude_executable, messages_server, tmp_path / "home", timeout=2)
+    result = reviewer.dispatch(_request(repo))
+    assert result.runner.result is RunnerStatus.TIMEOUT
+    assert "did not finish within 2s" in (result.runner.errors or "")
+    # The review's whole limit, once spent, ends the dispatch without a launch.
+    spent = reviewer.dispatch(_request(repo, time_left_s=0.0, review_timeout_s=9.0))
+    assert spent.runner.result is RunnerStatus.TIMEOUT
+    assert "limit of 9s" in (spent.runner.errors or "")
+    assert spent.attempts == 1
+
+
+def test_bad_input_and_a_cancelled_reviewer_launch_nothing(
+    claude_executable: Path, messages_server: ScriptedMessagesServer, repo: Path, tmp_path: Path
+) -> None:
+    reviewer = _reviewer(claude_executable, messages_server, tmp_path / "home")
+    empty = reviewer.dispatch(_request(repo, prompt_body=" "))
+    assert empty.runner.result is RunnerStatus.INPUT_ERROR
+    no_thread = reviewer.dispatch(_request(repo, operation=Operation.RESUME))
+    assert "resume needs the session id" in (no_thread.runner.errors or "")
+    gone = reviewer.dispatch(_request(tmp_path / "gone"))
+    assert "is not a directory" in (gone.runner.errors or "")
+    reviewer.cancel()
+    cancelled = reviewer.dispatch(_request(repo))
+    assert cancelled.runner.result is RunnerStatus.INFRA_ERROR
+    assert cancelled.attempts == 1
+    assert messages_server.requests == []
+
+
+def test_resuming_a_session_that_is_not_there_is_an_error(
+    claude_executable: Path, messages_server: ScriptedMessagesServer, repo: Path, tmp_path: Path
+) -> None:
+    reviewer = _reviewer(claude_executable, messages_server, tmp_path / "home")
+    request = _request(repo, operation=Operation.RESUME, session_id=str(uuid.uuid4()))
+    result = reviewer.dispatch(request)
+    assert result.runner.result is RunnerStatus.LAUNCH_FAILURE
+    assert "No conversation found" in (result.runner.errors or "")
+    assert messages_server.requests == []
