@@ -278,3 +278,20 @@ def test_a_secret_in_claudes_review_is_redacted_in_what_is_kept_and_reported(
     assert secret not in result.stdout.str()
     assert secret not in report.read_text()
     result.stdout.fnmatch_lines(["*The key [[]redacted:ANTHROPIC_API_KEY[]] is in the plan*"])
+
+
+def test_claude_reviews_under_xdist_workers(claude_repo: ClaudeRepo) -> None:
+    claude_repo.plan("a.md")
+    claude_repo.plan("b.md")
+    claude_repo.server.set_script(
+        {
+            "rules": [
+                {"match": "a.md", "steps": [text(approved_review())]},
+                {"match": "b.md", "steps": [text(revise_review(HIGH))]},
+            ],
+            "default": {"http_status": 404},
+        }
+    )
+    result = claude_repo.run("-n", "2", "-p", "xdist")
+    result.assert_outcomes(passed=1, failed=1)
+    assert len(claude_repo.server.requests) == 2
