@@ -295,3 +295,27 @@ def test_claude_reviews_under_xdist_workers(claude_repo: ClaudeRepo) -> None:
     result = claude_repo.run("-n", "2", "-p", "xdist")
     result.assert_outcomes(passed=1, failed=1)
     assert len(claude_repo.server.requests) == 2
+
+
+def test_the_checkouts_claude_settings_hooks_and_servers_never_run(
+    claude_repo: ClaudeRepo, tmp_path: Path
+) -> None:
+    """A branch's .claude/settings.json, .claude/settings.local.json and .mcp.json would
+    run its commands on the reviewer's machine; under --restricted none is loaded."""
+    claude_repo.plan("x.md")
+    marker = tmp_path / "hooked"
+    touch = [{"hooks": [{"type": "command", "command": f"touch {marker}"}]}]
+    settings = {
+        "hooks": {"SessionStart": touch, "UserPromptSubmit": touch, "Stop": touch},
+        "model": "branch-model",
+    }
+    (claude_repo.path / ".claude").mkdir()
+    for name in ("settings.json", "settings.local.json"):
+        (claude_repo.path / ".claude" / name).write_text(json.dumps(settings))
+    servers = {"mcpServers": {"x": {"command": "touch", "args": [f"{marker}-mcp"]}}}
+    (claude_repo.path / ".mcp.json").write_text(json.dumps(servers))
+    claude_repo.script("x.md", text(approved_review()))
+    claude_repo.run().assert_outcomes(passed=1)
+    assert not marker.exists()
+    assert not Path(f"{marker}-mcp").exists()
+    assert claude_repo.server.requests[0].body["model"] != "branch-model"

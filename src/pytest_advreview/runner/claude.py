@@ -10,8 +10,9 @@ Messages-API server; docs/getting-started.md, "A second model family"):
 
 * ``--restricted --tools Read,Grep,Glob`` leaves the model exactly ``Read``, ``Grep`` and
   ``Glob``, confined to the working directory (a read outside it is denied; ``--bare``
-  would leave only ``Read``), and loads no ``CLAUDE.md`` of the checkout: the branch's
-  files are material to review, never the reviewer's orders.  A call of any other tool
+  would leave only ``Read``), and loads no ``CLAUDE.md``, ``.claude/settings*.json`` or
+  ``.mcp.json`` of the checkout: the branch's files are material to review, never the
+  reviewer's orders (without it a branch's settings hooks run their commands, measured).  A call of any other tool
   (``Write``, ``Edit``, ``Bash``) is answered "No such tool available" and nothing runs.
   ``--permission-mode dontAsk`` denies whatever no rule allows.
 * Exit code 0 proves nothing: a refused tool call still ends ``success``.  So the event
