@@ -319,3 +319,26 @@ def test_the_checkouts_claude_settings_hooks_and_servers_never_run(
     assert not marker.exists()
     assert not Path(f"{marker}-mcp").exists()
     assert claude_repo.server.requests[0].body["model"] != "branch-model"
+
+
+def test_the_code_change_is_reviewed_by_reading_the_changed_files(
+    claude_repo: ClaudeRepo,
+) -> None:
+    """No shell: the reviewer reads the changed files the prompt lists (it is told it
+    cannot run the diff commands), and its review decides the code item."""
+    (claude_repo.path / "app.py").write_text("def drop(table):\n    table.clear()\n")
+    claude_repo.script(
+        "app.py", tool("Read", file_path="app.py"), text(revise_review(("high", "Drops data")))
+    )
+    result = claude_repo.pytester.runpytest(
+        "--adversarial-review",
+        "--advreview-reviewer=claude",
+        f"--advreview-claude={claude_repo.claude}",
+        "--advreview-timeout=60",
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*code-review*", "*high*Drops data*"])
+    first, second = claude_repo.server.requests
+    assert "table.clear()" in json.dumps(second.tool_results)
+    # Told, in the system prompt, that it cannot run the diff commands it is given.
+    assert "You cannot run commands or change files" in json.dumps(first.body["system"])
