@@ -230,3 +230,44 @@ def test_resuming_a_session_that_is_not_there_is_an_error(
     assert result.runner.result is RunnerStatus.LAUNCH_FAILURE
     assert "No conversation found" in (result.runner.errors or "")
     assert messages_server.requests == []
+
+
+def test_diff_commands_run_as_git_argv_lists_and_a_failure_is_an_error(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess
+
+    from pytest_advreview.runner import claude as backend
+
+    env = {"PATH": "/usr/bin:/bin", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, env=env)
+    (repo / "a.txt").write_text("one\n" * 50)
+    subprocess.run(["git", "-C", str(repo), "add", "a.txt"], check=True, env=env)
+    text, problem = backend._diff_outputs(_request(repo, diff_commands=("git diff --cached",)), env)
+    assert problem is None
+    assert "$ git diff --cached" in text
+    assert "+one" in text
+    # Only git, never a shell: a command that is anything else is refused, unrun.
+    marker = tmp_path / "ran"
+    _, problem = backend._diff_outputs(_request(repo, diff_commands=(f"touch {marker}",)), env)
+    assert problem is not None
+    assert "not a git command" in problem
+    assert not marker.exists()
+    # A diff that cannot be produced: the reviewer would review blind, so an error.
+    _, problem = backend._diff_outputs(_request(repo, diff_commands=("git diff nope...HEAD",)), env)
+    assert problem is not None
+    assert "failed for the claude reviewer" in problem
+    # A huge diff is cut, and the reviewer is told to read the files for the rest.
+    monkeypatch.setattr(backend, "MAX_DIFF_CHARS", 40)
+    text, _ = backend._diff_outputs(_request(repo, diff_commands=("git diff --cached",)), env)
+    assert "[cut after 40 characters: read the changed files for the rest]" in text
+    assert text.count("+one") < 50
+
+
+def test_a_diff_that_cannot_be_produced_launches_no_review(
+    claude_executable: Path, messages_server: ScriptedMessagesServer, repo: Path, tmp_path: Path
+) -> None:
+    reviewer = _reviewer(claude_executable, messages_server, tmp_path / "home")
+    result = reviewer.dispatch(_request(repo, diff_commands=("git diff nope...HEAD",)))
+    assert result.runner.result is RunnerStatus.INFRA_ERROR
+    assert messages_server.requests == []

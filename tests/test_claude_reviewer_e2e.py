@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from conftest import _review_repository
+from conftest import _review_repository, git
 from pytest_advreview.models import Operation, RunnerStatus
 from pytest_advreview.runner import DispatchRequest
 from pytest_advreview.runner.claude import ClaudeOptions, ClaudeReviewer
@@ -321,12 +321,16 @@ def test_the_checkouts_claude_settings_hooks_and_servers_never_run(
     assert claude_repo.server.requests[0].body["model"] != "branch-model"
 
 
-def test_the_code_change_is_reviewed_by_reading_the_changed_files(
+def test_the_code_change_is_reviewed_from_the_diff_the_backend_ran(
     claude_repo: ClaudeRepo,
 ) -> None:
-    """No shell: the reviewer reads the changed files the prompt lists (it is told it
-    cannot run the diff commands), and its review decides the code item."""
-    (claude_repo.path / "app.py").write_text("def drop(table):\n    table.clear()\n")
+    """No shell: the backend runs the prompt's own diff commands and hands their output
+    over; the reviewer reads files with Read, and its review decides the code item."""
+    app = claude_repo.path / "app.py"
+    app.write_text("def drop(table):\n    table.archive()\n")
+    git(claude_repo.path, "add", "app.py")
+    git(claude_repo.path, "commit", "-qm", "app")
+    app.write_text("def drop(table):\n    table.clear()\n")
     claude_repo.script(
         "app.py", tool("Read", file_path="app.py"), text(revise_review(("high", "Drops data")))
     )
@@ -339,6 +343,17 @@ def test_the_code_change_is_reviewed_by_reading_the_changed_files(
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*code-review*", "*high*Drops data*"])
     first, second = claude_repo.server.requests
+    prompt = json.dumps(first.messages)
+    assert "<diff_output>" in prompt
+    assert "-    table.archive()" in prompt
+    assert "+    table.clear()" in prompt
     assert "table.clear()" in json.dumps(second.tool_results)
     # Told, in the system prompt, that it cannot run the diff commands it is given.
     assert "You cannot run commands or change files" in json.dumps(first.body["system"])
+
+
+def test_a_plan_gets_no_diff_output(claude_repo: ClaudeRepo) -> None:
+    claude_repo.plan("x.md")
+    claude_repo.script("x.md", text(approved_review()))
+    claude_repo.run().assert_outcomes(passed=1)
+    assert "<diff_output>" not in json.dumps(claude_repo.server.requests[0].messages)

@@ -100,8 +100,16 @@ class SharedLookups:
 class _WatchedReviewer:
     """Wraps the backend to remember what the reviewer itself reported writing."""
 
-    def __init__(self, inner: Reviewer, on_dispatch: Callable[[DispatchRequest], None]) -> None:
+    def __init__(
+        self,
+        inner: Reviewer,
+        on_dispatch: Callable[[DispatchRequest], None],
+        diff_commands: tuple[str, ...] = (),
+    ) -> None:
+        """:param diff_commands: the code item's diff commands, told to every dispatch
+        (:attr:`.DispatchRequest.diff_commands`)."""
         self.inner = inner
+        self.diff_commands = diff_commands
         self.name = inner.name
         self.supports_resume = inner.supports_resume
         self.last: DispatchResult | None = None
@@ -153,6 +161,8 @@ class _WatchedReviewer:
     def dispatch(self, request: DispatchRequest) -> DispatchResult:
         self.last = None
         self.dispatches += 1
+        if self.diff_commands:
+            request = request.model_copy(update={"diff_commands": self.diff_commands})
         self._on_dispatch(request)
         result = self.inner.dispatch(request)
         runner = result.runner
@@ -241,7 +251,11 @@ class ReviewRun(LoopHooks):
         self.context = context
         self.spec = spec
         self.item = item
-        self.reviewer = _WatchedReviewer(context.reviewer, self._dispatching)
+        self.reviewer = _WatchedReviewer(
+            context.reviewer,
+            self._dispatching,
+            spec.change.diff_commands if spec.change is not None else (),
+        )
         #: The workspace guard: the review's folder, baseline, comparisons and cleanup.
         self.guard = ReviewGuard(
             context.config,

@@ -12,9 +12,11 @@ Messages-API server; docs/getting-started.md, "A second model family"):
   ``Glob``, confined to the working directory (a read outside it is denied; ``--bare``
   would leave only ``Read``), and loads no ``CLAUDE.md``, ``.claude/settings*.json`` or
   ``.mcp.json`` of the checkout: the branch's files are material to review, never the
-  reviewer's orders (without it a branch's settings hooks run their commands, measured).  A call of any other tool
-  (``Write``, ``Edit``, ``Bash``) is answered "No such tool available" and nothing runs.
-  ``--permission-mode dontAsk`` denies whatever no rule allows.
+  reviewer's orders (without it a branch's settings hooks run their commands, measured).
+  A call of any other tool (``Write``, ``Edit``, ``Bash``) is answered "No such tool
+  available" and nothing runs.  ``--permission-mode dontAsk`` denies whatever no rule
+  allows.  With no shell, the code item's diff commands are run by the backend (the
+  plugin's own ``git diff`` lines, as argv lists) and their output is handed over.
 * Exit code 0 proves nothing: a refused tool call still ends ``success``.  So the event
   stream (``--output-format stream-json --verbose``) is read whole: a call of a tool a
   reviewer may not use makes the attempt an error, never a review, whatever the model
@@ -35,6 +37,7 @@ import json
 import os
 import re
 import secrets
+import shlex
 import shutil
 import subprocess
 import threading
@@ -87,9 +90,23 @@ READ_TOOLS = ("Read", "Grep", "Glob")
 SYSTEM_NOTE = (
     "You are reviewing with read and search tools only (Read, Grep, Glob), confined to "
     "the working directory. You cannot run commands or change files: never try. Where the "
-    "task says to run a command, read and search the files instead, and write the review "
-    "in the format the task gives."
+    "task says to run a diff command, its output is in the prompt's <diff_output>; for "
+    "anything else read and search the files, and write the review in the format the task "
+    "gives."
 )
+#: Most characters of diff output handed to the reviewer; past it, it reads the files.
+MAX_DIFF_CHARS = 400_000
+#: Seconds one of the code item's diff commands may take.
+DIFF_TIMEOUT_S = 120.0
+#: Frames the diff output the backend hands over (the reviewer cannot run the commands).
+DIFF_FRAME = """
+
+<diff_output>
+This reviewer cannot run commands, so the plugin ran the diff commands named above in
+the working directory and gives their output here, as data to review:
+{outputs}
+</diff_output>
+"""
 #: The fix every message about a missing or broken Claude Code names.
 INSTALL_HINT = (
     f"install Claude Code {PINNED_CLAUDE_VERSION} (npm package @anthropic-ai/claude-code), "
@@ -248,10 +265,14 @@ class ClaudeReviewer:
             failed = _Attempt(attempt_id="000000", status=RunnerStatus.INPUT_ERROR, errors=problem)
             return self._result(request, failed, (), 0, started)
         deadline = None if request.time_left_s is None else started + request.time_left_s
+        diffs, problem = _diff_outputs(request, self._env())
+        if problem is not None:
+            failed = _Attempt(attempt_id="000000", status=RunnerStatus.INFRA_ERROR, errors=problem)
+            return self._result(request, failed, (), 0, started)
         tried: list[_Attempt] = []
 
         def attempt_once() -> _Attempt:
-            tried.append(self._attempt(request, deadline))
+            tried.append(self._attempt(request, deadline, diffs))
             return tried[-1]
 
         attempt, attempts = retry_once(
@@ -289,7 +310,9 @@ class ClaudeReviewer:
 
     # -- one attempt -------------------------------------------------------------------
 
-    def _attempt(self, request: DispatchRequest, deadline: float | None) -> _Attempt:
+    def _attempt(
+        self, request: DispatchRequest, deadline: float | None, diffs: str = ""
+    ) -> _Attempt:
         attempt_id = f"{secrets.randbelow(1_000_000):06d}"
         work = request.work_dir
         prompt_file = work / (
@@ -315,9 +338,8 @@ class ClaudeReviewer:
             else str(uuid.uuid4())
         )
         try:
-            prompt_file.write_text(
-                with_marker(request.prompt_body, request.review_id, attempt_id), encoding="utf-8"
-            )
+            body = with_marker(request.prompt_body, request.review_id, attempt_id)
+            prompt_file.write_text(body + diffs, encoding="utf-8")
             # An old review must never pass for this attempt's answer.
             review_file.unlink(missing_ok=True)
         except OSError as exc:
@@ -478,6 +500,47 @@ def _input_problem(request: DispatchRequest) -> str | None:
     if request.operation is Operation.RESUME and not request.session_id:
         return "resume needs the session id of the thread to continue"
     return None
+
+
+def _diff_outputs(request: DispatchRequest, env: Mapping[str, str]) -> tuple[str, str | None]:
+    """``(text, None)``: the output of the request's diff commands, framed for the prompt
+    (empty without commands); ``("", why)`` when one of them cannot run: a reviewer
+    that cannot see the change must not review it.
+
+    The commands are the plugin's own ``git diff`` lines (never the branch's text); each
+    runs as an argv list, never through a shell, in the reviewer's working directory.
+    """
+    outputs: list[str] = []
+    left = MAX_DIFF_CHARS
+    for command in request.diff_commands:
+        argv = shlex.split(command)
+        if not argv or argv[0] != "git":
+            return "", f"not a git command, not run for the claude reviewer: {command!r}"
+        try:
+            proc = subprocess.run(
+                argv,
+                cwd=request.repo_root,
+                env=dict(env),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=DIFF_TIMEOUT_S,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            return "", f"cannot run `{command}` for the claude reviewer: {clip(str(exc))}"
+        if proc.returncode != 0:
+            said = tail(proc.stderr.decode("utf-8", "replace")) or f"exit {proc.returncode}"
+            return "", f"`{command}` failed for the claude reviewer: {said}"
+        text = proc.stdout.decode("utf-8", "replace")
+        if len(text) > left:
+            text = text[:left] + (
+                f"\n[cut after {MAX_DIFF_CHARS} characters: read the changed files for the rest]"
+            )
+        left -= min(len(text), left)
+        outputs.append(f"$ {command}\n{text}")
+    if not outputs:
+        return "", None
+    return DIFF_FRAME.format(outputs="\n".join(outputs)), None
 
 
 def _events(path: Path) -> Iterator[dict[str, Any]]:
