@@ -271,3 +271,22 @@ def test_a_diff_that_cannot_be_produced_launches_no_review(
     result = reviewer.dispatch(_request(repo, diff_commands=("git diff nope...HEAD",)))
     assert result.runner.result is RunnerStatus.INFRA_ERROR
     assert messages_server.requests == []
+
+
+def test_the_progress_line_says_what_the_claude_reviewer_does() -> None:
+    from pytest_advreview.progress import activity_of
+
+    def said(*blocks: dict[str, object], model: str = "claude-x") -> str | None:
+        return activity_of(_assistant(*blocks, model=model))
+
+    read = {"type": "tool_use", "name": "Read", "input": {"file_path": "docs/x.md"}}
+    assert said(read) == "reading: docs/x.md"
+    grep = {"type": "tool_use", "name": "Grep", "input": {"pattern": "drop\ntable"}}
+    assert said(grep) == "searching: drop\\x0atable"  # control characters shown escaped
+    assert said({"type": "tool_use", "name": "Write", "input": {}}) == "asking for Write"
+    assert said({"type": "text", "text": "## Summary"}) == "writing the review"
+    assert said({"type": "text", "text": "API Error"}, model="<synthetic>") is None
+    retry = {"type": "system", "subtype": "api_retry", "attempt": 2, "max_retries": 3}
+    assert activity_of({**retry, "error_status": None, "error": "unknown"}) == (
+        "reconnecting to the model, try 2 of 3: no connection"
+    )

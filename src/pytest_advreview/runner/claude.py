@@ -349,7 +349,7 @@ class ClaudeReviewer:
             stream_file,
             self._cancel,
             self.options.connect_timeout,
-            reconnect=_retry_of,
+            reconnect=reachability.claude_retry_of,
             answered=_answered,
         )
         try:
@@ -589,7 +589,7 @@ def _read_stream(path: Path) -> _Stream:
                 else:
                     forbidden.append(name)
         else:
-            found = _retry_of(event)
+            found = reachability.claude_retry_of(event)
             if found is not None and found.no_connection:
                 unreached, cause = unreached + 1, found.cause
     return _Stream(
@@ -598,24 +598,6 @@ def _read_stream(path: Path) -> _Stream:
         answered=answered,
         unreached=unreached,
         cause=cause,
-    )
-
-
-def _retry_of(event: Mapping[str, Any]) -> reachability.Reconnect | None:
-    """A ``system/api_retry`` event as a reconnect; without an HTTP status, no
-    connection was made (a 5xx or 429 is a server that answered)."""
-    if event.get("type") != "system" or event.get("subtype") != "api_retry":
-        return None
-    number, of = event.get("attempt"), event.get("max_retries")
-    status = event.get("error_status")
-    error = event.get("error")
-    return reachability.Reconnect(
-        number=number if isinstance(number, int) else None,
-        of=of if isinstance(of, int) else None,
-        # Claude Code says ``unknown`` for a refused connection; its final result has the
-        # words (``Connection refused … (ECONNREFUSED)``).
-        cause="no connection" if error in (None, "", "unknown") else str(error),
-        no_connection=status is None,
     )
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "ConnectWatch",
     "Provider",
     "Reconnect",
+    "claude_retry_of",
     "find_provider",
     "not_configured",
     "reach",
@@ -97,6 +98,25 @@ def reconnect_of(event: Mapping[str, Any]) -> Reconnect | None:
         of=int(of) if of else None,
         cause=cause,
         no_connection=waiting or bool(_NO_CONNECTION.search(cause)),
+    )
+
+
+def claude_retry_of(event: Mapping[str, Any]) -> Reconnect | None:
+    """A ``system/api_retry`` event of Claude Code's ``stream-json`` as a reconnect;
+    without an HTTP status, no connection was made (a 5xx or 429 is a server that
+    answered)."""
+    if event.get("type") != "system" or event.get("subtype") != "api_retry":
+        return None
+    number, of = event.get("attempt"), event.get("max_retries")
+    status = event.get("error_status")
+    error = event.get("error")
+    return Reconnect(
+        number=number if isinstance(number, int) else None,
+        of=of if isinstance(of, int) else None,
+        # Claude Code says ``unknown`` for a refused connection; its final result has the
+        # words (``Connection refused … (ECONNREFUSED)``).
+        cause="no connection" if error in (None, "", "unknown") else str(error),
+        no_connection=status is None,
     )
 
 
