@@ -27,6 +27,7 @@ from .models import (
     ChangeSet,
     Decision,
     DecisionAction,
+    Finding,
     LeftOutFile,
     OpenFinding,
     OutputFormat,
@@ -47,10 +48,12 @@ __all__ = [
     "head_lines",
     "lead_applied_text",
     "operator_open_decision",
+    "owed_findings",
     "plan_diff",
     "plan_prompt",
     "render_decisions",
     "rereview_prompt",
+    "sample_note",
     "untrusted_head",
     "with_marker",
 ]
@@ -719,6 +722,41 @@ _ANSWERED = """\
 These findings were answered in earlier rounds (by the author, the lead or an operator).
 Do not raise them again unless you have new evidence; if you do, say what is new.
 """
+
+
+_OWED = """\
+## Findings of the other samples
+
+The first round drew several independent reviews; this thread is one of them. The other
+samples reported the findings below, which this thread has not answered yet. Answer each
+one: if it still holds, report it again as a finding (same place and severity); if it does
+not, write one line `RESOLVED <id>: <why, naming the lines you read>` for it. A finding
+you neither report nor resolve stays open and blocks, whatever your verdict.
+
+{findings}
+"""
+
+
+def sample_note(prompt: str, number: int, count: int) -> str:
+    """The first round's prompt of sample ``number`` of ``count`` (``count`` > 1): the
+    same review, told it is one of several independent ones."""
+    return (
+        f"{prompt.rstrip()}\n\n(This is independent review {number} of {count} of the "
+        "same material: report what you find yourself.)\n"
+    )
+
+
+def owed_findings(findings: Sequence[Finding]) -> str:
+    """The section a later round's prompt adds for ``findings`` that only other samples
+    reported ("" for none: a review of one sample gets today's prompt)."""
+    if not findings:
+        return ""
+    lines = []
+    for f in findings:
+        where = f" ({f.location})" if f.location is not None and str(f.location) else ""
+        said = "; ".join(f"sample {m.sample}: {m.what_can_go_wrong or m.title}" for m in f.samples)
+        lines.append(f"- {f.id} [severity: {f.severity.value}] {f.title}{where} -- {said}")
+    return _OWED.format(findings="\n".join(lines))
 
 
 def answered_text(rounds: Sequence[RoundRecord], pending: Sequence[Decision] = ()) -> str:

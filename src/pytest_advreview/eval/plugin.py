@@ -24,7 +24,7 @@ from ..atomic import write_atomic
 from ..cachekey import reviewer_identity
 from ..parallel import jobs_for, stop_all
 from ..prompts import PROMPT_VERSION
-from ..review import make_reviewer
+from ..review import make_reviewer, make_samples
 from ..runner import Reviewer
 from ..settings import WORKERINPUT_KEY, Settings, header_lines
 from . import BUILTIN, BUILTIN_CORPUS
@@ -171,6 +171,9 @@ class EvalSession:
             transcripts=self._transcripts(),
             rescore_only=self.settings.eval_rescore,
             scratch=self.scratch,
+            samples=make_samples(self.config, self.settings, reviewer)
+            if reviewer is not None
+            else (),
         )
         for item in evals:
             item.take = self._take

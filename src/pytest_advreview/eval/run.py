@@ -58,6 +58,8 @@ class EvalContext:
     transcripts: TranscriptStore | None
     rescore_only: bool
     scratch: Path
+    #: The reviewers of samples 2 to K (:func:`~..review.make_samples`).
+    samples: tuple[tuple[str, Reviewer], ...] = ()
 
 
 def _result(
@@ -139,7 +141,13 @@ def _run_case(ctx: EvalContext, case: Case, epoch: int) -> CaseResult:
         except (CaseError, GitError, OSError) as exc:
             return _result(case, epoch, settings=settings, error=str(exc))
         context = ReviewContext(
-            ctx.config, settings, ctx.reviewer, scratch.root, in_git=True, fixer_hook=False
+            ctx.config,
+            settings,
+            ctx.reviewer,
+            scratch.root,
+            in_git=True,
+            fixer_hook=False,
+            samples=ctx.samples,
         )
         # The gate's containment check, stricter: a measurement whose reviewer could change
         # the plugin's own code is no measurement, under CI or not.
