@@ -185,3 +185,14 @@ def test_sample_settings_that_do_not_fit_are_usage_errors(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([expected])
     assert "Traceback" not in result.stderr.str()
+
+
+def test_verification_is_part_of_the_identity_only_when_asked_for() -> None:
+    off = reviewer_identity(Settings(), environ={})
+    assert "verify" not in off and "verifier" not in off and "verify_demotes" not in off
+    on = reviewer_identity(Settings(verify=True), environ={})
+    assert on["verify"] != "" and {k: v for k, v in on.items() if k != "verify"} == off
+    demotes = reviewer_identity(Settings(verify=True, verify_demotes=("critical",)), environ={})
+    assert demotes["verify_demotes"] != ""
+    by = reviewer_identity(Settings(verify=True, verifier="command", command="x"), environ={})
+    assert by["verifier"] != "" and "command" in by  # the verifier's backend's settings

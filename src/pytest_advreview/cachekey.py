@@ -69,14 +69,22 @@ class CacheKeyError(Exception):
 
 #: Settings that decide what the reviewer says, per backend (``*``: every backend).
 IDENTITY_SETTINGS: Final[Mapping[str, frozenset[str]]] = {
-    "*": frozenset({"reviewer", "output_format", "language", *["samples", "sample_reviewers"]}),
+    "*": frozenset(
+        {
+            *("reviewer", "output_format", "language"),
+            # Several samples and verification (docs/confirmation.md): only when set.
+            *("samples", "sample_reviewers", "verify", "verify_demotes", "verifier"),
+        }
+    ),
     "command": frozenset({"command"}),
     # env_allow: what the reviewer's tools see (a test it runs may pass or fail by it).
     "codex": frozenset({"model", "reasoning", "sandbox", "approvals", "codex_config", "env_allow"}),
 }
 
 #: Identity settings keyed only away from their default (:func:`reviewer_identity`).
-_ONLY_SET: Final = frozenset({"samples", "sample_reviewers"})
+_ONLY_SET: Final = frozenset(
+    {"samples", "sample_reviewers", "verify", "verify_demotes", "verifier"}
+)
 
 #: Settings that never change a verdict, and why (a test checks that every field of
 #: ``Settings`` is in exactly one of the two tables, so a new setting must be placed).
@@ -181,7 +189,7 @@ def reviewer_identity(
     env = os.environ if environ is None else environ
     backend = settings.reviewer
     # Every backend that reviews: the reviewer's and each sample's (a plugin's: all).
-    backends = {backend, *settings.sample_reviewers}
+    backends = {backend, *settings.sample_reviewers, *filter(None, [settings.verifier])}
     fields = IDENTITY_SETTINGS["*"].union(
         *(
             IDENTITY_SETTINGS.get(name, frozenset().union(*IDENTITY_SETTINGS.values()))

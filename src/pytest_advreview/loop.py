@@ -34,6 +34,7 @@ from typing import Literal
 from .models import (
     Decision,
     DecisionAction,
+    Finding,
     OpenFinding,
     Operation,
     OutputFormat,
@@ -47,8 +48,10 @@ from .models import (
     Severity,
     TokenUsage,
     Verdict,
+    VerificationRecord,
     WireModel,
 )
+from .parse.verification import VerificationFormatError, parse_verification
 from .prompts import (
     PreviousRound,
     answered_text,
@@ -58,6 +61,7 @@ from .prompts import (
     render_decisions,
     rereview_prompt,
     sample_note,
+    verify_prompt,
 )
 from .runner import DispatchRequest, DispatchResult, Reviewer, review_limit_reached
 from .samples import Sampled, merge, owed, settle
@@ -212,8 +216,11 @@ class _Run:
         history: Sequence[RoundRecord],
         limit: ReviewLimit | None = None,
         samples: Sequence[tuple[str, Reviewer]] = (),
+        verifier: Reviewer | None = None,
     ) -> None:
         self.limit = limit
+        #: Checks each blocking finding of a round (``None``: no verification).
+        self.verifier = verifier
         #: The reviewers of samples 2 to K (name, backend); sample 1 is ``reviewer``.
         self.samples = tuple(samples)
         self.deadline = None if limit is None else time.monotonic() + limit.review_timeout
@@ -430,6 +437,68 @@ class _Run:
         )
         return merged, elapsed, tuple(records), error
 
+    def verify(
+        self, review: Review, number: int
+    ) -> tuple[Review, tuple[VerificationRecord, ...], str | None]:
+        """Each blocking finding of ``review`` checked in a verifier turn of its own (a new
+        thread, side by side): ``review`` with the refuted ones marked, each turn's record,
+        and why verification failed (``None``: every verifier answered).  A verifier that
+        cannot run, or answers neither CONFIRMED nor REFUTED, is the round's error.
+        """
+        verifier = self.verifier
+        checked = [
+            f for f in review.findings if f.severity.at_least(self.target.fail_on) and not f.refuted
+        ]
+        if verifier is None or not checked:
+            return review, (), None
+        material = self.hooks.current_content() or self.target.content
+
+        def one(index: int, finding: Finding) -> tuple[DispatchResult, float]:
+            work_dir = self.target.work_dir / f"verify-{number}-{index}"
+            work_dir.mkdir(parents=True, exist_ok=True)
+            request = self.request(
+                Operation.INITIAL, verify_prompt(finding, material), work_dir
+            ).model_copy(update={"output_format": OutputFormat.MARKDOWN})
+            started = time.monotonic()
+            return verifier.dispatch(request), time.monotonic() - started
+
+        with ThreadPoolExecutor(max_workers=len(checked)) as pool:
+            futures = [pool.submit(one, i, f) for i, f in enumerate(checked, start=1)]
+            done = [future.result() for future in futures]
+        records: list[VerificationRecord] = []
+        refuted: dict[str, str] = {}
+        error: str | None = None
+        for finding, (result, took) in zip(checked, done, strict=True):
+            self.usage = self.usage + result.usage
+            who = f"the verifier ({verifier.name}) of {finding.id}"
+            usable = _usable(result)
+            if usable is None:
+                error = error or f"{who} could not run: {_failure_reason(result)}"
+                continue
+            try:
+                answer = parse_verification(usable.raw)
+            except VerificationFormatError as exc:
+                error = error or f"{who} answered neither CONFIRMED nor REFUTED: {exc}"
+                continue
+            records.append(
+                VerificationRecord(
+                    finding=finding.id,
+                    reviewer=verifier.name,
+                    result=answer.result,
+                    evidence=answer.evidence,
+                    reason=answer.reason,
+                    usage=result.usage,
+                    duration_s=result.duration_s or took,
+                )
+            )
+            if answer.result == "REFUTED":
+                refuted[finding.id] = f"{answer.reason} (evidence: {answer.evidence})"
+        marked = tuple(
+            f.model_copy(update={"refuted": refuted[f.id]}) if f.id in refuted else f
+            for f in review.findings
+        )
+        return review.model_copy(update={"findings": marked}), tuple(records), error
+
     def time_left(self) -> float | None:
         """Seconds the review has left under its whole limit; ``None``: no limit."""
         return None if self.deadline is None else self.deadline - time.monotonic()
@@ -488,6 +557,7 @@ def run_loop(
     decisions: Sequence[Decision] = (),
     limit: ReviewLimit | None = None,
     samples: Sequence[tuple[str, Reviewer]] = (),
+    verifier: Reviewer | None = None,
 ) -> LoopResult:
     """Run review rounds for ``target`` until a terminal state of this run.
 
@@ -497,9 +567,12 @@ def run_loop(
     At most ``max_rounds`` rounds are counted over history and this run together, and
     no dispatch starts or runs past ``limit`` (the review is then aborted, naming it).
     ``samples`` are the reviewers of the first round's samples 2 to K (name, backend):
-    the first round is then K reviews merged into one (:mod:`.samples`).
+    the first round is then K reviews merged into one (:mod:`.samples`).  ``verifier``
+    checks each blocking finding of every round (:meth:`_Run.verify`).
     """
-    run = _Run(target, reviewer, max_rounds, hooks or LoopHooks(), history, limit, samples)
+    run = _Run(
+        target, reviewer, max_rounds, hooks or LoopHooks(), history, limit, samples, verifier
+    )
 
     operation: Operation
     pending: tuple[Decision, ...] = tuple(decisions)
@@ -582,6 +655,19 @@ def run_loop(
             review, unanswered = settle(review, owed(run.last_review()), target.fail_on)
             if unanswered is not None:
                 run.warnings.append(f"round {number}: {unanswered}")
+        review, verifications, unverified = run.verify(review, number)
+        if verifications or unverified:
+            # The verifiers are reviewers too: one that changed the workspace broke the
+            # same contract.
+            mutated = tuple(run.hooks.check_mutation(number))
+            if mutated:
+                return run.finish(
+                    ReviewStatus.ABORTED,
+                    error=f"a verifier changed the workspace during round {number}",
+                    mutations=mutated,
+                )
+        if unverified is not None:
+            return run.finish(ReviewStatus.ABORTED, error=unverified)
         if runner.codex_session_id:
             run.session_id = runner.codex_session_id
         record = RoundRecord(
@@ -594,6 +680,7 @@ def run_loop(
             duration_s=result.duration_s or elapsed,
             content_hash=run.hooks.current_hash() or target.content_hash,
             samples=sampled,
+            verifications=verifications,
         )
         run.rounds.append(record)
         run.hooks.round_done(record)

@@ -50,6 +50,7 @@ __all__ = [
     "TokenUsage",
     "Triage",
     "Verdict",
+    "VerificationRecord",
     "Waiver",
     "attributes_warning",
     "finding_id",
@@ -190,6 +191,9 @@ class Finding(WireModel):
     suggestion: str | None = None
     #: With several samples: each sample that reported it (empty: one review said it).
     samples: tuple[SampleMention, ...] = ()
+    #: A verifier refuted it (``advreview_verify``): its reason and evidence.  Whether
+    #: that takes it below fail-on is :func:`~pytest_advreview.outcome.decide`'s.
+    refuted: str | None = None
 
     def answers(self) -> dict[str, str | None]:
         """The four answers of the finding bar, by the label the reports print."""
@@ -204,7 +208,8 @@ class Finding(WireModel):
         """The one-line form used in failures: ``[severity: X] ID title (location)``."""
         where = f" ({self.location})" if self.location and str(self.location) else ""
         said = f" [{self.reported_by()}]" if self.samples else ""
-        return f"[severity: {self.severity.value}] {self.id} {self.title}{where}{said}"
+        refuted = f" [refuted by verification: {self.refuted}]" if self.refuted else ""
+        return f"[severity: {self.severity.value}] {self.id} {self.title}{where}{said}{refuted}"
 
     def reported_by(self) -> str:
         """Which samples reported it: ``reported by sample 2 (codex)``."""
@@ -776,6 +781,19 @@ class SampleRecord(WireModel):
     duration_s: float = 0.0
 
 
+class VerificationRecord(WireModel):
+    """One verifier turn on one blocking finding of a round (``advreview_verify``)."""
+
+    finding: str
+    reviewer: str
+    result: Literal["CONFIRMED", "REFUTED"]
+    evidence: str
+    reason: str
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    cost: float | None = None
+    duration_s: float = 0.0
+
+
 class RoundRecord(WireModel):
     """One counted round: what was dispatched, what came back, what was decided."""
 
@@ -796,6 +814,8 @@ class RoundRecord(WireModel):
     #: A sampled first round: each sample (``review`` is their merge, ``runner`` and the
     #: thread sample 1's, ``usage`` all of them).  Empty: one review.
     samples: tuple[SampleRecord, ...] = ()
+    #: Each verifier turn of the round (``advreview_verify``); empty: none.
+    verifications: tuple[VerificationRecord, ...] = ()
 
 
 class ItemRecord(WireModel):

@@ -34,7 +34,14 @@ from .outcome import (
     error_report,
     failure_report,
 )
-from .review import ReviewContext, ReviewRun, has_fixer_hook, make_reviewer, make_samples
+from .review import (
+    ReviewContext,
+    ReviewRun,
+    has_fixer_hook,
+    make_reviewer,
+    make_samples,
+    make_verifier,
+)
 from .selection import code_change
 from .state import StateWarning
 from .trust import pathrules
@@ -220,6 +227,7 @@ class AdversarialReview:
             # The run's, when one is active: its items' leads copy edits into the checkout.
             adoptions=stash.context.adoptions if stash and stash.context else None,
             samples=make_samples(self.config, settings, reviewer, builtin),
+            verifier=make_verifier(self.config, settings),
         )
         run = ReviewRun(context, spec, item=self.node)
         # The items' path: a stored verdict stands, decisions are sent, the budget holds;

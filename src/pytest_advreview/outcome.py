@@ -141,10 +141,14 @@ def decide(
     waived: Collection[str] = (),
     *,
     content: Mapping[str, str] | None = None,
+    demotes: Collection[str] = (),
 ) -> Outcome:
     """Map ``result`` and the ``fail_on`` threshold to an :class:`Outcome` (see the table).
 
     :param waived: ids of findings a person with authority waived: they never fail it.
+    :param demotes: severities (``advreview_verify_demotes``) whose findings a verifier
+        refuted count below ``fail_on``: shown, as refuted, never blocking.  A refuted
+        finding of any other severity (critical, by default) still blocks.
     :param content: finding id -> its content id (what a waiver of it must name).
     """
     rounds = _rounds(result)
@@ -168,10 +172,11 @@ def decide(
         )
     review: Review | None = result.review
     findings = _sorted(review.findings) if review is not None else ()
-    blocking = tuple(f for f in findings if f.severity.at_least(fail_on))
+    demoted = {f.id for f in findings if f.refuted and f.severity.value in demotes}
+    blocking = tuple(f for f in findings if f.severity.at_least(fail_on) and f.id not in demoted)
     failing = tuple(f for f in blocking if f.id not in waived)
     passed = tuple(f for f in blocking if f.id in waived)
-    below = tuple(f for f in findings if not f.severity.at_least(fail_on))
+    below = tuple(f for f in findings if not f.severity.at_least(fail_on) or f.id in demoted)
     verdict = review.verdict if review is not None else None
     needs_operator = tuple(f for f in result.needs_operator if f not in waived)
     waived_ids = {f.id for f in passed} | (set(result.needs_operator) - set(needs_operator))
@@ -306,7 +311,15 @@ def _finding_lines(outcome: Outcome) -> list[str]:
     return [
         *(f.line() for f in outcome.failing),
         *(f"{f.line()} — waived by a person with authority" for f in outcome.waived),
-        *(f"{f.line()} — below the fail-on threshold" for f in outcome.below),
+        *(
+            f"{f.line()} — "
+            + (
+                "refuted, so below the fail-on threshold"
+                if f.refuted
+                else "below the fail-on threshold"
+            )
+            for f in outcome.below
+        ),
         *how,
     ]
 

@@ -55,6 +55,7 @@ __all__ = [
     "has_fixer_hook",
     "make_reviewer",
     "make_samples",
+    "make_verifier",
 ]
 
 
@@ -102,6 +103,25 @@ def make_samples(
         if name not in built:
             built[name] = make_reviewer(config, settings, builtin, name=name)
     return tuple((name, built[name]) for name in names[1:])
+
+
+def make_verifier(config: pytest.Config, settings: Settings) -> Reviewer | None:
+    """The verifier (``advreview_verify``; ``None`` without): ``advreview_verifier`` or the
+    reviewer's backend, built through the same hook, read-only when it is a built-in one
+    (a verifier reads and runs commands, it never writes)."""
+    if not settings.verify:
+        return None
+    from . import runstash
+    from .runner.factory import BuiltinReviewers
+
+    read_only = settings.model_copy(update={"sandbox": "read-only"})
+    builtin = BuiltinReviewers(read_only, run_dir=lambda: runstash.run_dir(config))
+    return make_reviewer(
+        config,
+        read_only,
+        builtin.pytest_advreview_make_reviewer,
+        name=settings.verifier or settings.reviewer,
+    )
 
 
 @dataclass
@@ -229,6 +249,8 @@ class ReviewContext:
     adoptions: Adoptions | None = None
     #: The reviewers of the first round's samples 2 to K (:func:`make_samples`).
     samples: tuple[tuple[str, Reviewer], ...] = ()
+    #: Checks each blocking finding (:func:`make_verifier`; ``None``: no verification).
+    verifier: Reviewer | None = None
 
     def __post_init__(self) -> None:
         if self.layout is None:
@@ -422,6 +444,7 @@ class ReviewRun(LoopHooks):
             decisions=decisions,
             limit=ReviewLimit(self.settings.review_limit, self.settings.timeout),
             samples=self.context.samples,
+            verifier=self.context.verifier,
         )
         result = self.lead.into(
             result, in_ci=trust.of_run(self.context.config, self.settings).in_ci
@@ -436,6 +459,10 @@ class ReviewRun(LoopHooks):
                         "samples": tuple(
                             s.model_copy(update={"cost": prices.cost(s.usage, self.settings.model)})
                             for s in r.samples
+                        ),
+                        "verifications": tuple(
+                            v.model_copy(update={"cost": prices.cost(v.usage, self.settings.model)})
+                            for v in r.verifications
                         ),
                     }
                 )

@@ -31,7 +31,14 @@ from .parallel import ReviewPool, jobs_for
 from .progress import Progress, progress_plugin
 from .report.collect import ResultsCollector
 from .report.terminal import write_summary
-from .review import ReviewContext, SharedLookups, has_fixer_hook, make_reviewer, make_samples
+from .review import (
+    ReviewContext,
+    SharedLookups,
+    has_fixer_hook,
+    make_reviewer,
+    make_samples,
+    make_verifier,
+)
 from .runner import Reviewer
 from .selection import TargetSelection
 from .statekey import STATE_KEY_ENV
@@ -182,6 +189,7 @@ class ReviewSession:
             # knows the lead's edits the others copied into the checkout.
             adoptions=Adoptions(self.run_dir / "adopted", self.run_secret),
             samples=make_samples(self.config, self.settings, reviewer),
+            verifier=make_verifier(self.config, self.settings),
         )
         self.stash.context = context
         jobs = jobs_for(

@@ -79,6 +79,12 @@ class Settings(WireModel):
     samples: int = default("samples")
     #: The reviewer of each sample (empty: every sample uses ``reviewer``).
     sample_reviewers: tuple[str, ...] = default("sample_reviewers")
+    #: Verify each blocking finding (docs/confirmation.md).
+    verify: bool = default("verify")
+    #: Severities a refutation takes below fail-on.
+    verify_demotes: tuple[str, ...] = default("verify_demotes")
+    #: The verifier's backend (``None``: the reviewer's).
+    verifier: str | None = None
     fail_on: Severity = Severity(default("fail_on"))
     output_format: OutputFormat = OutputFormat(default("output_format"))
     isolation: str = default("isolation")

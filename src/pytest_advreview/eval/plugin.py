@@ -24,7 +24,7 @@ from ..atomic import write_atomic
 from ..cachekey import reviewer_identity
 from ..parallel import jobs_for, stop_all
 from ..prompts import PROMPT_VERSION
-from ..review import make_reviewer, make_samples
+from ..review import make_reviewer, make_samples, make_verifier
 from ..runner import Reviewer
 from ..settings import WORKERINPUT_KEY, Settings, header_lines
 from . import BUILTIN, BUILTIN_CORPUS
@@ -174,6 +174,7 @@ class EvalSession:
             samples=make_samples(self.config, self.settings, reviewer)
             if reviewer is not None
             else (),
+            verifier=make_verifier(self.config, self.settings) if reviewer is not None else None,
         )
         for item in evals:
             item.take = self._take

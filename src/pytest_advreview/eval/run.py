@@ -60,6 +60,8 @@ class EvalContext:
     scratch: Path
     #: The reviewers of samples 2 to K (:func:`~..review.make_samples`).
     samples: tuple[tuple[str, Reviewer], ...] = ()
+    #: The verifier (:func:`~..review.make_verifier`; ``None``: no verification).
+    verifier: Reviewer | None = None
 
 
 def _result(
@@ -148,6 +150,7 @@ def _run_case(ctx: EvalContext, case: Case, epoch: int) -> CaseResult:
             in_git=True,
             fixer_hook=False,
             samples=ctx.samples,
+            verifier=ctx.verifier,
         )
         # The gate's containment check, stricter: a measurement whose reviewer could change
         # the plugin's own code is no measurement, under CI or not.
@@ -164,7 +167,7 @@ def _run_case(ctx: EvalContext, case: Case, epoch: int) -> CaseResult:
         try:
             try:
                 result = run.run(max_rounds=1)
-                outcome = decide(result, settings.fail_on)
+                outcome = decide(result, settings.fail_on, demotes=settings.verify_demotes)
             finally:
                 kept_folder = run.guard.finish(result, outcome)
         except (ReviewInputError, ReviewerUnavailable) as exc:
