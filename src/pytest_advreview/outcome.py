@@ -51,6 +51,7 @@ __all__ = [
     "WorkspaceMutated",
     "counted",
     "decide",
+    "demoted",
     "error_report",
     "failure_report",
     "failure_summary",
@@ -135,6 +136,12 @@ def counted(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
+def demoted(finding: Finding, demotes: Collection[str]) -> bool:
+    """Whether a verifier's refutation takes ``finding`` below fail-on: it was refuted and
+    its severity is one ``advreview_verify_demotes`` lists (never critical by default)."""
+    return finding.refuted is not None and finding.severity.value in demotes
+
+
 def decide(
     result: LoopResult,
     fail_on: Severity,
@@ -172,11 +179,11 @@ def decide(
         )
     review: Review | None = result.review
     findings = _sorted(review.findings) if review is not None else ()
-    demoted = {f.id for f in findings if f.refuted and f.severity.value in demotes}
-    blocking = tuple(f for f in findings if f.severity.at_least(fail_on) and f.id not in demoted)
+    below_ids = {f.id for f in findings if demoted(f, demotes)}
+    blocking = tuple(f for f in findings if f.severity.at_least(fail_on) and f.id not in below_ids)
     failing = tuple(f for f in blocking if f.id not in waived)
     passed = tuple(f for f in blocking if f.id in waived)
-    below = tuple(f for f in findings if not f.severity.at_least(fail_on) or f.id in demoted)
+    below = tuple(f for f in findings if not f.severity.at_least(fail_on) or f.id in below_ids)
     verdict = review.verdict if review is not None else None
     needs_operator = tuple(f for f in result.needs_operator if f not in waived)
     waived_ids = {f.id for f in passed} | (set(result.needs_operator) - set(needs_operator))

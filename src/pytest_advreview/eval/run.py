@@ -93,7 +93,7 @@ def _result(
     )
     if error is not None:
         return base
-    scored = score(case, findings, settings.fail_on)
+    scored = score(case, findings, settings.fail_on, settings.verify_demotes)
     passed = not scored.blocked if case.spec.clean else not scored.missed
     return base.model_copy(update={"score": scored, "outcome": "passed" if passed else "failed"})
 
