@@ -56,6 +56,17 @@ def test_one_sample_of_three_blocks_and_the_report_names_it(review_repo: ReviewR
     assert all(s["usage"]["input_tokens"] > 0 for s in samples)
     assert first["usage"]["input_tokens"] == sum(s["usage"]["input_tokens"] for s in samples)
     assert len(review_repo.server.response_requests) == 3
+    # The budget and the item's tokens count every sample.
+    assert record["tokens"]["input_tokens"] == first["usage"]["input_tokens"]
+    # A rerun of the unchanged plan asks nobody: the merged verdict is stored.
+    again = review_repo.run(NO_CODE, "--advreview-samples=3")
+    again.assert_outcomes(failed=1)
+    again.stdout.fnmatch_lines(["*Backup is never verified*reported by sample 2 (codex)*"])
+    assert len(review_repo.server.response_requests) == 3
+    # Another count is another reviewer identity: it reviews again.
+    _script(review_repo, {"message": approved_review()}, {"message": approved_review()})
+    review_repo.run(NO_CODE, "--advreview-samples=2").assert_outcomes(passed=1)
+    assert len(review_repo.server.response_requests) == 5
 
 
 @pytest.mark.real_codex
@@ -136,13 +147,21 @@ def test_sample_reviewers_mix_backends(review_repo: ReviewRepo, tmp_path: Any) -
 
 @pytest.mark.real_codex
 @pytest.mark.parametrize(
-    "line", ["advreview_samples = 3", "addopts = --advreview-samples=3"], ids=["ini", "addopts"]
+    "line",
+    [
+        "advreview_samples = 3",
+        "addopts = --advreview-samples=3",
+        "advreview_verify = true",
+        "addopts = --advreview-verify",
+    ],
+    ids=["samples-ini", "samples-addopts", "verify-ini", "verify-addopts"],
 )
 def test_under_a_gate_the_branchs_samples_are_ignored(
     review_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch, line: str
 ) -> None:
-    """A pull request cannot choose how many samples judge it: the base's count (one)
-    holds, so one review is drawn and the branch's line is named as not used."""
+    """A pull request cannot choose how many samples judge it or turn verification on
+    (a verifier it might talk into refuting): the base's settings (one sample, no
+    verification) hold, and the branch's line is named as not used."""
     monkeypatch.setenv("CI", "true")
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     review_repo.write("pytest.ini", "[pytest]\n")
@@ -152,10 +171,28 @@ def test_under_a_gate_the_branchs_samples_are_ignored(
     review_repo.write("pytest.ini", f"[pytest]\n{line}\n")
     review_repo.plan("a.md", PLAN + "\n## Notes\nMore.\n")
     review_repo.commit("the branch asks for three samples")
-    review_repo.answer("a.md", {"message": approved_review()}, where="body")
+    review_repo.answer("a.md", {"message": revise_review(HIGH)}, where="body")
+    review_repo.answer("You verify ONE finding", {"message": "VERIFICATION: REFUTED"})
     result = review_repo.run("--advreview-github=off", "--advreview-diff=none")
-    result.assert_outcomes(passed=1)
+    result.assert_outcomes(failed=1)
     prompts = [r.last_user_text for r in review_repo.server.response_requests]
-    assert len(prompts) == 1
+    assert len(prompts) == 1  # one sample, no verifier turn
     assert "independent review" not in prompts[0]
-    assert "samples" in result.stdout.str().split("not used under a gate", 1)[1]
+    name = "samples" if "samples" in line else "verify"
+    assert name in result.stdout.str().split("not used under a gate", 1)[1]
+
+
+@pytest.mark.real_codex
+@pytest.mark.parametrize(
+    "option",
+    ["--advreview-sample-reviewers=codex,nosuch", "--advreview-verifier=nosuch"],
+    ids=["sample", "verifier"],
+)
+def test_a_reviewer_name_no_plugin_provides_is_a_usage_error(
+    review_repo: ReviewRepo, option: str
+) -> None:
+    review_repo.plan("a.md", PLAN)
+    result = review_repo.run(NO_CODE, "--advreview-samples=2", "--advreview-verify", option)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*no reviewer backend is called 'nosuch'*"])
+    assert review_repo.server.response_requests == []
