@@ -109,6 +109,10 @@ def test_three_samples_with_verification_remove_false_blocks_and_flips(
     assert three["false_block"]["trials"] == clean * EPOCHS
     assert three["flip"]["value"] == 0.0 and three["flip"]["trials"] == total
     assert three["recall"]["value"] == 1.0
+    # The report names the configuration, so a comparison shows what changed.
+    assert "samples" not in one["reviewer"] and "verify" not in one["reviewer"]
+    assert three["reviewer"]["samples"] == "3"
+    assert three["reviewer"]["verify"] == "codex (demotes high,medium)"
     print(
         f"\n{corpus.name}: K=1 false-block {one['false_block']['value']:.3f} "
         f"flip {one['flip']['value']:.3f} recall {one['recall']['value']:.3f} "

@@ -68,7 +68,7 @@ def reviewer_config(settings: Settings, identity: dict[str, str]) -> dict[str, s
     import json
 
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
-    return {
+    config = {
         "reviewer": settings.reviewer,
         "model": settings.model,
         "reasoning": settings.reasoning,
@@ -76,6 +76,13 @@ def reviewer_config(settings: Settings, identity: dict[str, str]) -> dict[str, s
         "prompt_version": PROMPT_VERSION,
         "identity": digest,
     }
+    # Named only when set: a comparison shows them, a plain run's report is unchanged.
+    if settings.samples > 1:
+        config["samples"] = ",".join(settings.sample_reviewers) or str(settings.samples)
+    if settings.verify:
+        demotes = ",".join(settings.verify_demotes) or "none"
+        config["verify"] = f"{settings.verifier or settings.reviewer} (demotes {demotes})"
+    return config
 
 
 class EvalSession:
