@@ -79,3 +79,19 @@ def test_a_refutation_demotes_only_the_listed_severities(
         assert outcome.failing == ()
     else:
         assert [f.id for f in outcome.failing] == ["AR-1"]
+
+
+def test_the_pull_request_review_shows_the_samples_and_the_refutation() -> None:
+    from pytest_advreview.models import SampleMention
+    from pytest_advreview.report.pr_review import _comment_body
+
+    finding = Finding(
+        id="AR-1",
+        severity=Severity.HIGH,
+        title="t",
+        refuted="the guard on line 3 (evidence: read a.py lines 1-5)",
+        samples=(SampleMention(sample=2, reviewer="codex", id="AR-1", title="t"),),
+    )
+    body = _comment_body(finding, None, with_suggestion=False, strict=True)
+    assert "**Samples:** reported by sample 2 (codex)" in body
+    assert "**Refuted by verification:** the guard on line 3" in body
