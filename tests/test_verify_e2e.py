@@ -6,6 +6,7 @@ verifier into refuting a real critical finding does not pass."""
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -161,3 +162,31 @@ def test_a_verifier_that_errors_is_an_error(
     result = review_repo.run(NO_CODE, "--advreview-samples=3", "--advreview-verify")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines([expected])
+
+
+@pytest.mark.real_codex
+def test_stopping_the_run_cancels_a_verifier_in_flight(review_repo: ReviewRepo) -> None:
+    """``-x`` with reviews side by side: the verifier (a backend of its own, read-only)
+    is cancelled with the reviewer, not waited for to the end of its attempt."""
+    review_repo.plan("a.md", PLAN)
+    review_repo.plan("b.md", PLAN.replace("Migrate", "Copy"))
+    # a.md errors once b.md's verifier is waiting on the model, which never answers.
+    review_repo.answer(
+        "docs/plans/a.md",
+        {
+            "http_status": 400,
+            "body": {"error": {"message": "no", "type": "invalid"}},
+            "hold": {"seen": VERIFY},
+        },
+    )
+    review_repo.answer(VERIFY, {"hang": 300})
+    review_repo.answer("docs/plans/b.md", {"message": revise_review(HIGH)})
+    started = time.monotonic()
+    result = review_repo.run(
+        NO_CODE, "--advreview-verify", "--advreview-jobs=2", "--advreview-timeout=300", "-x"
+    )
+    elapsed = time.monotonic() - started
+    result.assert_outcomes(errors=1)
+    assert any(VERIFY in r.last_user_text for r in review_repo.server.response_requests)
+    # Not the verifier's attempt (300 s): a coarse bound that tells the two apart.
+    assert elapsed < 150, elapsed

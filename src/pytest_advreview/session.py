@@ -198,7 +198,16 @@ class ReviewSession:
             xdist_worker=self._from_controller is not None,
         )
         if jobs > 1:
-            cancel = getattr(reviewer, "cancel", None)
+            # Every backend of the run: the reviewer's, other samples' and the verifier's.
+            backends = {id(b): b for b in (reviewer, *(r for _, r in context.samples))}
+            if context.verifier is not None:
+                backends[id(context.verifier)] = context.verifier
+            cancels = [c for b in backends.values() if callable(c := getattr(b, "cancel", None))]
+
+            def cancel_all() -> None:
+                for cancel in cancels:
+                    cancel()
+
             pool = ReviewPool(
                 jobs,
                 context=context,
@@ -206,7 +215,7 @@ class ReviewSession:
                 # One review per target: an item whose target another item reviews
                 # replays that review (items.FirstReview), so it never starts one ahead.
                 target_of=claim_ahead,
-                cancel=cancel if callable(cancel) else None,
+                cancel=cancel_all if cancels else None,
             )
             self.config.pluginmanager.register(pool, "advreview-pool")
             self.stash.pool = pool
