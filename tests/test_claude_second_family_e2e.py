@@ -57,11 +57,17 @@ def test_claude_as_the_second_sample_blocks_what_codex_approved(
     both.plan("a.md", PLAN)
     both.answer("independent review 1 of 2", {"message": approved_review()})
     _claude(messages_server, "independent review 2 of 2", {"text": revise_review(HIGH)})
+    both.write(
+        "pytest.ini",
+        "[pytest]\nadvreview_prices =\n    fake-model: input=2 cached_input=0.5 output=10\n"
+        "    claude-m: input=1000 cached_input=1000 output=0\n",
+    )
     result = _run(
         both,
         claude_executable,
         "--advreview-samples=2",
         "--advreview-sample-reviewers=codex,claude",
+        "--advreview-claude-model=claude-m",
         "--advreview-json=out.json",
     )
     result.assert_outcomes(failed=1)
@@ -69,7 +75,7 @@ def test_claude_as_the_second_sample_blocks_what_codex_approved(
         [
             "*[[]severity: high[]]*Backup is never verified*reported by sample 2 (claude)*",
             "    round 1 sample 1 (codex) * tokens*",
-            "    round 1 sample 2 (claude) * tokens*",
+            "    round 1 sample 2 (claude) * tokens ($*)",
         ]
     )
     assert len(both.server.response_requests) == 1
@@ -80,7 +86,11 @@ def test_claude_as_the_second_sample_blocks_what_codex_approved(
         (1, "codex", "APPROVED"),
         (2, "claude", "REVISE"),
     ]
-    assert samples[1]["usage"]["input_tokens"] > 0
+    # Each family's tokens, priced with its own model's line.
+    claude_tokens = samples[1]["usage"]["input_tokens"]
+    assert claude_tokens > 0
+    assert samples[1]["cost"] == pytest.approx(claude_tokens * 1000 / 1_000_000)
+    assert messages_server.requests[0].body["model"] == "claude-m"
 
 
 @pytest.mark.real_codex

@@ -458,11 +458,19 @@ class ReviewRun(LoopHooks):
                     update={
                         "cost": prices.cost(r.usage, self.settings.reviewer_model),
                         "samples": tuple(
-                            s.model_copy(update={"cost": prices.cost(s.usage, self.settings.model)})
+                            s.model_copy(
+                                update={
+                                    "cost": prices.cost(s.usage, self.settings.model_of(s.reviewer))
+                                }
+                            )
                             for s in r.samples
                         ),
                         "verifications": tuple(
-                            v.model_copy(update={"cost": prices.cost(v.usage, self.settings.model)})
+                            v.model_copy(
+                                update={
+                                    "cost": prices.cost(v.usage, self.settings.model_of(v.reviewer))
+                                }
+                            )
                             for v in r.verifications
                         ),
                     }

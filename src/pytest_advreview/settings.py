@@ -155,10 +155,14 @@ class Settings(WireModel):
 
     @property
     def reviewer_model(self) -> str | None:
-        """The model the reviewer reviews with, as priced (``claude``: its
-        ``claude_model``, ``None`` when Claude Code chooses; every other backend:
-        ``model``)."""
-        return self.claude_model if self.reviewer == "claude" else self.model
+        """The model the reviewer reviews with, as priced (:meth:`model_of`)."""
+        return self.model_of(self.reviewer)
+
+    def model_of(self, backend: str) -> str | None:
+        """The model ``backend`` (the reviewer's, a sample's, the verifier's) reviews with,
+        as priced: ``claude``'s ``claude_model`` (``None`` when Claude Code chooses),
+        every other backend's ``model``."""
+        return self.claude_model if backend == "claude" else self.model
 
     @property
     def review_limit(self) -> float:

@@ -6,7 +6,7 @@ retry on a failed attempt, the run's attempt timeout and the review's whole limi
 connect budget, token usage, and resume for later rounds (``--resume <session id>``).
 
 Facts of Claude Code 2.1.332 this backend is built on (measured against the scripted
-Messages-API server; docs/getting-started.md, "A second model family"):
+Messages-API server; docs/confirmation.md, "A second model family"):
 
 * ``--restricted --tools Read,Grep,Glob`` leaves the model exactly ``Read``, ``Grep`` and
   ``Glob``, confined to the working directory (a read outside it is denied; ``--bare``
