@@ -276,3 +276,17 @@ def test_a_worktree_the_reviewer_wrote_is_never_handed_to_the_next_review(
     assert "NOTHING-PLANTED" in second and "PLANTED-SEEN" not in second, second
     assert _folder(first) != _folder(second), (first, second)
     assert not Path(_folder(first)).exists()
+
+
+def test_the_controller_sweeps_the_pool_a_crashed_worker_left(repo: Path, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    crashed = WorktreePool(run_dir / "worktrees-4242")  # never closed: its process died
+    tree = crashed.acquire(repo)
+    assert leftover_worktrees(repo) == [str(tree.path)]
+    kept = run_dir / "ledger.json"
+    kept.write_text("{}")  # the run's own files are not the sweep's
+
+    WorktreePool.sweep(run_dir, repo)
+
+    assert leftover_worktrees(repo) == [] and not tree.path.exists()
+    assert kept.exists()

@@ -46,6 +46,7 @@ from pathlib import Path
 from ..git import GitError, commit, redirected, run_git, split_z
 
 __all__ = [
+    "POOL_PREFIX",
     "WORKTREE_PREFIX",
     "IsolationError",
     "Worktree",
@@ -55,6 +56,8 @@ __all__ = [
 
 #: Prefix of the temporary directory holding each worktree; marks worktrees as ours.
 WORKTREE_PREFIX = "advreview-wt-"
+#: Prefix of a process's pool folder in the run's directory (:class:`WorktreePool`).
+POOL_PREFIX = "worktrees-"
 
 #: Options of every ``git diff`` here: the plain patch format whatever the user's config.
 _DIFF_OPTS = (
@@ -517,6 +520,18 @@ class WorktreePool:
                 problems.append(str(exc))
         _rmtree(self.folder)
         return problems
+
+    @staticmethod
+    def sweep(run_dir: Path, repo_root: Path) -> None:
+        """Remove the pools' folders left in ``run_dir`` by processes that ended without
+        closing theirs (a crashed xdist worker), and drop their worktrees from git's list
+        (``git worktree prune``).  The controller calls it after its workers ended."""
+        left = sorted(run_dir.glob(f"{POOL_PREFIX}*"))
+        for folder in left:
+            _rmtree(folder)
+        if left:
+            with _repo_lock(repo_root):
+                run_git(repo_root, "worktree", "prune", check=False)
 
 
 def _changed(top: Path) -> list[str]:
