@@ -9,7 +9,9 @@ containment check and the jobs pool:
 * :class:`Workspace` (once per review): the folder the reviewer runs in, its baseline
   snapshot and what changed since (:mod:`.workspace.mutation` takes and compares the snapshots),
   the one way anything of a worktree flows back into the checkout (the lead's edits),
-  and the worktree's removal -- after the last comparison, never before it.
+  and the worktree's return to the process's pool (:class:`.isolation.WorktreePool`,
+  which keeps it only when unchanged) or removal -- after the last comparison, never
+  before it.
 
 ``--advreview-isolation=auto`` (the default) gives each review that may write a
 worktree of its own, outside the checkout, with the change applied: the committed branch

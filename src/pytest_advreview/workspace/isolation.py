@@ -28,6 +28,11 @@ them).
 
 The user's work tree and index are only read; git records the worktree under
 ``.git/worktrees/`` until :meth:`Worktree.remove`, which also runs on errors and Ctrl-C.
+
+A run's reviews share a :class:`WorktreePool` per process: a worktree is built once and,
+between reviews, kept only when nothing in it or its git admin folder changed (an
+``lstat`` fingerprint of every entry, :meth:`Worktree.clean`), then brought up to the
+user's tree (:meth:`Worktree.reset`); anything else removes it.
 """
 
 from __future__ import annotations
