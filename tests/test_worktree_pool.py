@@ -290,3 +290,47 @@ def test_the_controller_sweeps_the_pool_a_crashed_worker_left(repo: Path, tmp_pa
 
     assert leftover_worktrees(repo) == [] and not tree.path.exists()
     assert kept.exists()
+
+
+def test_a_worktree_with_a_submodule_is_never_reset_but_rebuilt(
+    repo: Path, pool: WorktreePool, tmp_path: Path
+) -> None:
+    # A submodule's checkout is a clone of its own, with a .git the reset does not check.
+    library = init_repo(tmp_path / "library")
+    (library / "lib.py").write_text("x = 1\n")
+    commit(library, "library")
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(library), "lib")
+    first = pool.acquire(repo)
+    assert (first.path / "lib" / "lib.py").read_text() == "x = 1\n"
+    pool.release(first, repo)
+
+    second = pool.acquire(repo)
+
+    assert second is not first and pool.reused == 0
+    assert (second.path / "lib" / "lib.py").read_text() == "x = 1\n"
+
+
+def test_a_worktree_that_cannot_be_walked_counts_as_changed(repo: Path, pool: WorktreePool) -> None:
+    first = pool.acquire(repo)
+    admin = Path(git(first.path, "rev-parse", "--absolute-git-dir").strip())
+    admin.rename(admin.parent / "moved-away")  # what was in it can no longer be checked
+
+    assert not first.clean()
+    assert not first.clean()  # and it never becomes clean again
+
+
+def test_a_worktree_whose_reset_fails_is_removed_and_replaced(
+    repo: Path, pool: WorktreePool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = pool.acquire(repo)
+    pool.release(first, repo)
+    (repo / "README.md").write_text("# changed again\n")
+
+    def refuse(_self: Worktree, name: str) -> None:
+        raise OSError(f"cannot write {name}")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Worktree, "_sync", refuse)
+        assert not first.reset()
+    second = pool.acquire(repo)
+    assert second is not first and (second.path / "README.md").read_text() == "# changed again\n"

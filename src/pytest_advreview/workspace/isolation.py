@@ -309,7 +309,8 @@ class Worktree:
         for meta, name in _gitlinks(user):
             if _gitlinks(self.path, name) != [(meta, name)]:
                 mode, oid = meta.split()[:2]
-                run_git(self.path, "update-index", "--cacheinfo", f"{mode},{oid},{name}")
+                # --add: a submodule the user added (staged, not in HEAD) is new here.
+                run_git(self.path, "update-index", "--add", "--cacheinfo", f"{mode},{oid},{name}")
             source = user / name
             self._submodule = True
             if not (source / ".git").exists():
