@@ -144,3 +144,39 @@ def test_under_warn_a_review_with_only_pre_existing_blockers_passes_with_a_warni
     # The same review under block fails: the setting alone decides, never the reviewer.
     blocked = _run(review_repo, tmp_path / "block")
     blocked.assert_outcomes(failed=1)
+
+
+def _gated(repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch, base_ini: str) -> None:
+    """``main`` with app.py and ``base_ini``; ``feature`` changes line 10 and sets
+    ``advreview_pre_existing = warn`` in its own pytest.ini; a plain ``CI=true`` run."""
+    monkeypatch.setenv("CI", "true")
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    repo.write("pytest.ini", base_ini)
+    repo.write("app.py", APP)
+    repo.commit("the app")
+    git(repo.path, "checkout", "-q", "-b", "feature")
+    repo.write("app.py", APP.replace("step_10 = 10\n", "step_10 = 11\n"))
+    repo.write("pytest.ini", "[pytest]\nadvreview_pre_existing = warn\n")
+    repo.commit("the feature, and a softer gate")
+    repo.answer(PROMPT, {"message": revise_review(OUTSIDE)})
+
+
+def test_under_a_gate_the_branchs_setting_is_not_used(
+    review_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _gated(review_repo, monkeypatch, "[pytest]\n")
+    result = review_repo.run("--advreview-github=off")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*ini advreview_pre_existing = warn (the base: not set)*"])
+    result.stdout.fnmatch_lines(["*pre-existing: AR-* (*advreview_pre_existing = block)*"])
+
+
+def test_under_a_gate_the_bases_setting_and_the_workflows_count(
+    review_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _gated(review_repo, monkeypatch, "[pytest]\nadvreview_pre_existing = warn\n")
+    passed = review_repo.run("--advreview-github=off", "-W", "default")
+    passed.assert_outcomes(passed=1, warnings=1)
+    # The workflow's command line wins over the base's file.
+    blocked = review_repo.run("--advreview-github=off", "--advreview-pre-existing=block")
+    blocked.assert_outcomes(failed=1)
