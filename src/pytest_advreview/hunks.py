@@ -73,19 +73,32 @@ def _side(start: int, count: int) -> Range:
     return (start, start + count - 1)
 
 
-def parse(patch: bytes) -> dict[str, tuple[Hunk, ...]]:
-    """The hunks of each file of a ``-U0`` unified diff (``git diff -U0``), by new path.
+def parse(patch: bytes, *, file: str | None = None) -> dict[str, tuple[Hunk, ...]]:
+    """The hunks of each file of a unified diff (``git diff -U0``), by new path.
 
     A file named on a ``+++ b/PATH`` line only (``/dev/null`` and a quoted name are no
     path here, so their hunks are nobody's).  The lines of a hunk are counted off its
     header, so a changed line that reads like a header (``+++ b/x``, ``@@ …``) is
     content, never a new file or hunk.
+
+    :param file: the path of a patch of one file without file headers (the pull-request
+        files API's ``patch``).
     """
-    found: dict[str, list[Hunk]] = {}
-    current: str | None = None
+    found: dict[str, list[Hunk]] = {} if file is None else {file: []}
+    current: str | None = file
     old_left = new_left = 0
     for line in patch.split(b"\n"):
-        if old_left > 0 or new_left > 0:
+        # A line of a hunk starts with " ", "+", "-" or "\\": one that starts a file or a
+        # hunk is never content, whatever a short hunk before it claimed.
+        if line.startswith(b"diff --git "):
+            current, old_left, new_left = None, 0, 0
+        elif (match := _HEADER.match(line)) is not None:
+            old_start, old_count = int(match.group(1)), int(match.group(2) or 1)
+            new_start, new_count = int(match.group(3)), int(match.group(4) or 1)
+            old_left, new_left = old_count, new_count
+            if current is not None:
+                found[current].append(Hunk(old_start, old_count, new_start, new_count))
+        elif old_left > 0 or new_left > 0:
             marker = line[:1]
             if marker == b"-":
                 old_left -= 1
@@ -95,20 +108,11 @@ def parse(patch: bytes) -> dict[str, tuple[Hunk, ...]]:
                 old_left -= 1
                 new_left -= 1
             # ``\ No newline at end of file`` counts for neither side.
-            continue
-        if line.startswith(b"diff --git "):
-            current = None
         elif line.startswith(b"+++ "):
             name = line[4:].decode("utf-8", "surrogateescape")
             current = name[2:] if name.startswith("b/") else None
             if current is not None:
                 found.setdefault(current, [])
-        elif (match := _HEADER.match(line)) is not None:
-            old_start, old_count = int(match.group(1)), int(match.group(2) or 1)
-            new_start, new_count = int(match.group(3)), int(match.group(4) or 1)
-            old_left, new_left = old_count, new_count
-            if current is not None:
-                found[current].append(Hunk(old_start, old_count, new_start, new_count))
     return {path: tuple(h) for path, h in found.items()}
 
 

@@ -45,6 +45,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Literal
 
 from .. import outbound, rendered
+from ..hunks import parse as parse_hunks
 from ..models import Finding, ItemRecord, Waiver, WireModel
 from .collect import confidence_text
 from .files import Anchor
@@ -62,7 +63,6 @@ __all__ = [
 #: GitHub rejects review comments and bodies over 65,536 characters.
 BODY_LIMIT = 65_000
 _MARKER = re.compile(r"<!-- advreview:(finding|resolved|waived|review) ([0-9A-Za-z-]{1,64}) -->")
-_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
 
 #: path → new-side line ranges (first, last) of its diff hunks.
 Hunks = Mapping[str, Sequence[tuple[int, int]]]
@@ -125,15 +125,10 @@ class ReviewPlan(WireModel):
 
 
 def hunks_from_patch(patch: str) -> list[tuple[int, int]]:
-    """New-side line ranges of a file's ``patch`` (the pull-request files API's field)."""
-    ranges = []
-    for line in patch.splitlines():
-        match = _HUNK.match(line)
-        if match:
-            start, count = int(match.group(1)), int(match.group(2) or "1")
-            if count > 0:
-                ranges.append((start, start + count - 1))
-    return ranges
+    """New-side line ranges of a file's ``patch`` (the pull-request files API's field),
+    read with the one hunk parser (:func:`.hunks.parse`)."""
+    found = parse_hunks(patch.encode("utf-8", "surrogateescape"), file="").get("", ())
+    return [(h.new_start, h.new_start + h.new_count - 1) for h in found if h.new_count > 0]
 
 
 def _inside(hunks: Hunks, anchor: Anchor) -> bool:
