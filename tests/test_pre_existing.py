@@ -378,3 +378,22 @@ def test_the_pr_review_lists_pre_existing_findings_apart_with_their_confidence(
     assert on_change.id in elsewhere and older.id not in elsewhere
     assert older.id in apart and "confidence 0.4" in apart
     assert "pre-existing (outside every changed hunk)" in apart
+
+
+def test_an_uncommitted_symlink_or_binary_file_has_no_length(
+    tmp_path: Path, hermetic_git: None
+) -> None:
+    root = init_repo(tmp_path / "repo")
+    write(root, "app.py", APP)
+    write(root, "data.bin", b"\0" * 10 + b"\n" * 40)
+    (root / "link.py").symlink_to("app.py")
+    commit(root, "main")
+    write(root, "data.bin", b"\0" * 11 + b"\n" * 40)
+    (root / "link.py").unlink()
+    (root / "link.py").symlink_to("data.bin")
+    change = ChangeSet(files=("data.bin", "link.py", "gone.py"), description="u", diff_commands=())
+    found = of_change(root, change)
+    assert [found[p].lines for p in change.files] == [None, None, None]
+    for path in change.files:
+        assert pre_existing([_finding(path, 30)], found) == ()
+    assert pre_existing([_finding(".", 3), _finding("./", 3)], found) == ()
