@@ -397,3 +397,16 @@ def test_an_uncommitted_symlink_or_binary_file_has_no_length(
     for path in change.files:
         assert pre_existing([_finding(path, 30)], found) == ()
     assert pre_existing([_finding(".", 3), _finding("./", 3)], found) == ()
+
+
+def test_a_branch_file_edited_in_the_work_tree_has_no_length(
+    branch: tuple[Path, ChangeSet],
+) -> None:
+    # The reviewer reads the work tree: after an edit there (a lead's, the author's) the
+    # lines it cites are neither the diff's nor HEAD's.
+    root, change = branch
+    write(root, "app.py", "inserted = 0\n" + (root / "app.py").read_text())
+    found = of_change(root, change)
+    assert found["app.py"].lines is None
+    assert found["new.py"].lines == 5
+    assert pre_existing([_finding(start=15)], found) == ()

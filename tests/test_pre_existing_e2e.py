@@ -180,3 +180,18 @@ def test_under_a_gate_the_bases_setting_and_the_workflows_count(
     # The workflow's command line wins over the base's file.
     blocked = review_repo.run("--advreview-github=off", "--advreview-pre-existing=block")
     blocked.assert_outcomes(failed=1)
+
+
+def test_with_a_plugins_fixer_nothing_is_pre_existing(
+    review_repo: ReviewRepo, tmp_path: Path
+) -> None:
+    # A fixer hook may edit any file between rounds, and nobody re-reads its edits: the
+    # hunks of the material may no longer be what the reviewer cited.
+    review_repo.write("conftest.py", "def pytest_advreview_fix(item, review):\n    return None\n")
+    _feature(review_repo)  # commits it on main with the app
+    review_repo.answer(PROMPT, {"message": revise_review(OUTSIDE)})
+    out = tmp_path / "warn"
+    result = _run(review_repo, out, "--advreview-pre-existing=warn", "-W", "default")
+    result.assert_outcomes(failed=1)
+    record, _report, _sarif = _outputs(out)
+    assert record["pre_existing"] == []

@@ -94,8 +94,11 @@ def review_target(
             # only on the code it was decided on: what each finding cites now.
             findings = result.review.findings if result.review is not None else ()
             coordinator.bind(run.spec, material, findings, run.context.repo_root)
-            # Pre-existing: outside every changed hunk of the diff (code only; model-free).
-            placed = pre_existing(findings, material.hunks) if material.hunks is not None else ()
+            # Pre-existing: outside every changed hunk of the diff (code only; model-free),
+            # of the text the last round reviewed: the material again after a lead's edit.
+            # A plugin's fixer edits files nobody re-reads: then nothing is pre-existing.
+            changed = run.material().hunks if not run.context.fixer_hook else None
+            placed = pre_existing(findings, changed) if changed is not None else ()
             outcome = decide(
                 result,
                 run.settings.fail_on,

@@ -32,7 +32,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .git import SHOWN_DIFF_OPTIONS, GitError, literal_pathspec, plain_diff_globals, run_git
+from .git import (
+    SHOWN_DIFF_OPTIONS,
+    GitError,
+    literal_pathspec,
+    plain_diff_globals,
+    run_git,
+    split_z,
+)
 from .models import ChangeSet, Finding, Location
 
 __all__ = ["FileHunks", "Hunk", "Hunks", "of_change", "parse", "pre_existing"]
@@ -201,7 +208,15 @@ def of_change(root: Path, change: ChangeSet) -> dict[str, FileHunks]:
         globals_ = plain_diff_globals(top)
         patch = run_git(top, *globals_, "diff", "-U0", *SHOWN_DIFF_OPTIONS, against, *specs)
         parsed = parse(patch.stdout)
-        counts = _blob_lines(top, files) if change.base is not None else _file_lines(top, files)
+        if change.base is not None:
+            counts = _blob_lines(top, files)
+            # The reviewer reads the work tree: a file edited there since HEAD (a lead's
+            # edit, the author's) has lines that neither the diff nor HEAD's blob know.
+            edited = run_git(top, "diff", "--name-only", "-z", "--no-renames", "HEAD", *specs)
+            for path in split_z(edited.stdout):
+                counts.pop(path, None)
+        else:
+            counts = _file_lines(top, files)
     except GitError:
         return unknown
     return {p: FileHunks(hunks=parsed.get(p, ()), lines=counts.get(p)) for p in files}
