@@ -1,8 +1,8 @@
 """The changed hunks of a diff, and which findings lie outside all of them (pre-existing).
 
-The one parser of a unified diff's hunk headers (:func:`parse`): the interdiff of a later
-round (:mod:`.interdiff`) and the pre-existing findings of the code item
-(:func:`pre_existing`) both read hunks with it.
+The one parser of a unified diff's hunks (:func:`parse`): the interdiff of a later round
+(:mod:`.interdiff`), the pull-request review (:mod:`.report.pr_review`) and the
+pre-existing findings of the code item (:func:`pre_existing`) read hunks with it.
 
 A finding of the code item is *pre-existing* when the place it cites lies outside every
 changed hunk of the change under review, decided from the diff alone (no model is
@@ -15,7 +15,8 @@ doubt leaves it an ordinary finding:
   ``a`` is no symlink), a backslash, another spelling, or a file the diff does not
   touch (nothing says the reviewer's path names that file of this tree);
 * a file whose new text has no known length (binary, a symlink, a submodule, unreadable,
-  an unborn branch, a name git quotes) or that the change adds, deletes or renames
+  an unborn branch, a name git quotes, a branch file edited in the work tree since
+  ``HEAD``) or that the change adds, deletes or renames
   (renames are off: a renamed file is deleted and added whole);
 * a file with no parsed hunk at all (a mode change: the diff says nothing of its lines);
 * a cited line past the end of the file's new text;
