@@ -127,13 +127,21 @@ def test_under_warn_a_review_with_only_pre_existing_blockers_passes_with_a_warni
     _feature(review_repo)
     review_repo.answer(PROMPT, {"message": revise_review(OUTSIDE)})
     out = tmp_path / "warn"
-    result = _run(review_repo, out, "--advreview-pre-existing=warn", "-W", "default")
+    result = _run(
+        review_repo, out, "--advreview-pre-existing=warn", "-W", "default", "--advreview-github=on"
+    )
     result.assert_outcomes(passed=1, warnings=1)
     record, report, _sarif = _outputs(out)
     (outside,) = record["pre_existing"]
     assert record["outcome"] == "warned"
     assert record["failing_ids"] == []
     assert f"| high (pre-existing) | `{outside}` |" in report
+    # The GitHub annotation of a finding that passed is a warning, marked pre-existing.
+    annotation = (
+        f"::warning file=app.py,line=2,endLine=3,title=[high] {outside} Step two was always "
+        "wrong (pre-existing)::"
+    )
+    assert annotation in result.stdout.str()
     result.stdout.fnmatch_lines(
         [
             "*ReviewWarning*pre-existing finding at or above medium passed with a warning*",
