@@ -106,6 +106,7 @@ def review_target(
                 content=coordinator.content(run.spec.key),
                 pre_existing=placed,
                 pre_existing_policy=run.settings.pre_existing,
+                demotes=run.settings.verify_demotes,
             )
             # 5. The save: what the rounds reviewed, and the findings left open.
             if rounds is not None:

@@ -31,7 +31,14 @@ from .parallel import ReviewPool, jobs_for
 from .progress import Progress, progress_plugin
 from .report.collect import ResultsCollector
 from .report.terminal import write_summary
-from .review import ReviewContext, SharedLookups, has_fixer_hook, make_reviewer
+from .review import (
+    ReviewContext,
+    SharedLookups,
+    has_fixer_hook,
+    make_reviewer,
+    make_samples,
+    make_verifier,
+)
 from .runner import Reviewer
 from .selection import TargetSelection
 from .statekey import STATE_KEY_ENV
@@ -181,6 +188,8 @@ class ReviewSession:
             # In the run directory, under the run's secret: every process of the run
             # knows the lead's edits the others copied into the checkout.
             adoptions=Adoptions(self.run_dir / "adopted", self.run_secret),
+            samples=make_samples(self.config, self.settings, reviewer),
+            verifier=make_verifier(self.config, self.settings),
         )
         self.stash.context = context
         jobs = jobs_for(
@@ -189,7 +198,16 @@ class ReviewSession:
             xdist_worker=self._from_controller is not None,
         )
         if jobs > 1:
-            cancel = getattr(reviewer, "cancel", None)
+            # Every backend of the run: the reviewer's, other samples' and the verifier's.
+            backends = {id(b): b for b in (reviewer, *(r for _, r in context.samples))}
+            if context.verifier is not None:
+                backends[id(context.verifier)] = context.verifier
+            cancels = [c for b in backends.values() if callable(c := getattr(b, "cancel", None))]
+
+            def cancel_all() -> None:
+                for cancel in cancels:
+                    cancel()
+
             pool = ReviewPool(
                 jobs,
                 context=context,
@@ -197,7 +215,7 @@ class ReviewSession:
                 # One review per target: an item whose target another item reviews
                 # replays that review (items.FirstReview), so it never starts one ahead.
                 target_of=claim_ahead,
-                cancel=cancel if callable(cancel) else None,
+                cancel=cancel_all if cancels else None,
             )
             self.config.pluginmanager.register(pool, "advreview-pool")
             self.stash.pool = pool
