@@ -209,8 +209,9 @@ def _comment_body(
     finding: Finding,
     waiver: Waiver | None,
     with_suggestion: bool,
-    pre_existing: bool,
     strict: bool,
+    *,
+    pre_existing: bool = False,
 ) -> str:
     lead = [marker("finding", finding.id)]
     if waiver is not None:
@@ -247,7 +248,7 @@ def _cut(body: str) -> str:
 
 
 def _body_entry(
-    finding: Finding, anchor: Anchor, waiver: Waiver | None, pre_existing: bool, strict: bool
+    finding: Finding, anchor: Anchor, waiver: Waiver | None, strict: bool, *, pre_existing: bool
 ) -> str:
     where = anchor.path or ""
     if anchor.path and anchor.line_start is not None:
@@ -338,7 +339,9 @@ def plan_review(
                     line=end,
                     start_line=anchor.line_start if end != anchor.line_start else None,
                     body=_checked(
-                        functools.partial(_comment_body, finding, waiver, cited, ident in placed)
+                        functools.partial(
+                            _comment_body, finding, waiver, cited, pre_existing=ident in placed
+                        )
                     ),
                 )
             )
@@ -346,7 +349,11 @@ def plan_review(
         else:
             # Pre-existing findings are listed apart, after those on the change.
             entries = pre_entries if ident in placed else body_entries
-            entries.append(functools.partial(_body_entry, finding, anchor, waiver, ident in placed))
+            entries.append(
+                functools.partial(
+                    _body_entry, finding, anchor, waiver, pre_existing=ident in placed
+                )
+            )
             in_body.append(ident)
 
     # A finding is resolved only by a run that reviewed everything: no errored item, and
