@@ -9,9 +9,11 @@ what the workers get, the report files and the terminal summary.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import secrets
 import shutil
+import sys
 import tempfile
 import warnings
 from collections.abc import Generator
@@ -44,6 +46,7 @@ from .selection import TargetSelection
 from .statekey import STATE_KEY_ENV
 from .trust import run as trust
 from .workspace import Adoptions, Layout, containment
+from .workspace.isolation import POOL_PREFIX, WorktreePool
 
 if TYPE_CHECKING:
     from .settings import Settings
@@ -106,6 +109,15 @@ class ReviewSession:
             in_git=self.targets.repo is not None,
             head=self.targets.head is not None,
         )
+        if self.layout.isolated and not config.option.collectonly:
+            # The process's review worktrees, made once and reset between reviews; in the
+            # run's directory, so what a crashed worker leaves goes with it. Registered
+            # after the run directory's removal, so it runs before it.
+            pool = WorktreePool(self.run_dir / f"{POOL_PREFIX}{os.getpid()}")
+            self.layout = dataclasses.replace(self.layout, pool=pool)
+            # The controller sweeps what crashed workers left (it ends after them).
+            sweep = self.run_dir if self._from_controller is None else None
+            config.add_cleanup(lambda: _close_pool(pool, sweep, self.layout.repo_root))
         #: Warnings of the containment check for the header (the controller's).
         self.containment_warnings: list[str] = []
         if self._from_controller is None:
@@ -590,3 +602,13 @@ class Controller:
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         """The final operator summary: one block per review item."""
         write_summary(terminalreporter, self.results.ordered())
+
+
+def _close_pool(pool: WorktreePool, run_dir: Path | None, repo_root: Path) -> None:
+    """Remove the process's review worktrees (and, on the controller, what crashed
+    workers left in ``run_dir``); what cannot be removed is said, with the fix (at the
+    end of the run nothing else can report it)."""
+    for problem in pool.close():
+        sys.stderr.write(f"{problem}\n")
+    if run_dir is not None:
+        WorktreePool.sweep(run_dir, repo_root)
