@@ -76,7 +76,7 @@ class ReviewOutcome:
     @property
     def findings(self) -> tuple[Finding, ...]:
         """Open findings, highest first (failing ones, then those below fail-on)."""
-        return (*self.outcome.failing, *self.outcome.below)
+        return (*self.outcome.failing, *self.outcome.pre_existing, *self.outcome.below)
 
     @property
     def max_severity(self) -> Severity | None:

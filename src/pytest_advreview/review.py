@@ -524,6 +524,7 @@ class ReviewRun(LoopHooks):
             repo_root=self.context.repo_root,
             history=history,
             error=error,
+            pre_existing_policy="warn" if self.settings.pre_existing == "warn" else "block",
         )
         if result is None or outcome is None:
             return record
