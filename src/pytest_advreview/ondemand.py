@@ -227,7 +227,7 @@ class AdversarialReview:
             # The run's, when one is active: its items' leads copy edits into the checkout.
             adoptions=stash.context.adoptions if stash and stash.context else None,
             samples=make_samples(self.config, settings, reviewer, builtin),
-            verifier=make_verifier(self.config, settings),
+            verifier=make_verifier(self.config, settings, lambda: runstash.run_dir(self.config)),
         )
         run = ReviewRun(context, spec, item=self.node)
         # The items' path: a stored verdict stands, decisions are sent, the budget holds;
