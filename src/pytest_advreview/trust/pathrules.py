@@ -40,8 +40,8 @@ from ..models import ChangeSet, PathRule
 from ..options import BY_FIELD, PREFIX, Invalid
 from ..targets import compile_glob, lexical_key
 from . import run as trust
+from .authority import GateBase
 from .baseconfig import BaseConfigError, ini_at, linelist
-from .decisions import GateBase
 
 
 class Settings(trust.Settings, Protocol):
