@@ -47,9 +47,9 @@ from .pricing import money
 from .prompts import applied_text, operator_open_decision
 from .review import ReviewRun
 from .state import ReviewState, Spend, StateStore, StateWarning, decide_next
+from .trust import authority
 from .trust import run as trust
-from .trust.authority import Authority, GateBase, TargetAuthority
-from .trust.commands import CommandsError, load_commands
+from .trust.authority import GateBase, TargetAuthority
 from .trust.decisions import (
     CODE_TARGET,
     DecisionsError,
@@ -146,25 +146,10 @@ class Coordinator:
         gate = self.trust.gated
         if gate and base is None:
             base = _find_base(config, settings)
-        try:
-            found = Authority.of(
-                self.decisions_path,
-                rootdir=Path(config.rootpath),
-                gated=gate,
-                head=settings.head is not None,
-                base=base,
-                pull=settings.pull_request,
-            )
-            if settings.commands is not None:
-                # The pull request's commands the Action vetted (write permission).
-                _from_command_line(config)
-                found = found.with_commands(load_commands(Path(settings.commands)))
-        except (DecisionsError, CommandsError) as exc:
-            raise pytest.UsageError(str(exc)) from None
         #: Who decides what: the author's answers (sent to the reviewer as data), the
         #: operator's decisions (they close needs-operator findings; under a gate the base
         #: commit's file) and where the failure tells the operator to record one.
-        self.authority = found
+        self.authority = authority.of_run(self.trust, config, settings, base)
         #: The authority's one answer per target (:meth:`for_target`).
         self._answers: dict[str, TargetAuthority] = {}
         #: The verdicts this run's rounds gave, by target and cache key: a later review of
@@ -842,18 +827,6 @@ def _settled(item: OpenFinding, told: Decision | None, result: LoopResult) -> bo
         ):
             return True
     return False
-
-
-def _from_command_line(config: pytest.Config) -> None:
-    """Refuse ``--advreview-commands`` that only an ini file's ``addopts`` passed: the
-    repository under review must not supply the maintainers' commands."""
-    given = (*config.invocation_params.args, *os.environ.get("PYTEST_ADDOPTS", "").split())
-    if not any(str(a).split("=", 1)[0] == "--advreview-commands" for a in given):
-        raise pytest.UsageError(
-            "pytest-advreview: --advreview-commands came from the ini file's addopts, which "
-            "the repository under review writes; the maintainers' commands count only from "
-            "the command line (the Action passes them): remove it from addopts"
-        )
 
 
 def _find_base(config: pytest.Config, settings: Settings) -> GateBase | None:

@@ -14,10 +14,13 @@ The coordinator asks once per target (:meth:`Authority.for_target`) and gets one
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import Literal, cast
+
+import pytest
 
 from ..git import GitError, commit
 from ..models import (
@@ -29,9 +32,65 @@ from ..models import (
     Waiver,
 )
 from ..targets import lexical_key
+from .commands import CommandsError, load_commands
 from .decisions import DecisionsError, DecisionsFile, load_at_commit, load_decisions
+from .run import Settings, Trust
 
-__all__ = ["Authority", "GateBase", "TargetAuthority"]
+__all__ = ["Authority", "GateBase", "TargetAuthority", "for_run", "of_run"]
+
+
+def of_run(
+    run_trust: Trust, config: pytest.Config, settings: Settings, base: GateBase | None
+) -> Authority:
+    """The run's authority (:func:`for_run`), chosen once and held by the run's trust:
+    the session's coordinator and the fixture's get the same value.
+
+    :raises pytest.UsageError: as :func:`for_run`.
+    """
+    key: tuple[object, ...] = ("authority", run_trust.gated, settings.head is not None)
+    key += (settings.decisions, base, settings.pull_request, settings.commands)
+    if key not in run_trust.held:
+        run_trust.held[key] = for_run(config, settings, gated=run_trust.gated, base=base)
+    return cast(Authority, run_trust.held[key])
+
+
+def for_run(
+    config: pytest.Config, settings: Settings, *, gated: bool, base: GateBase | None
+) -> Authority:
+    """Who decides what in a run: the decisions file
+    ``settings`` name, under a gate the base's, with the pull request's commands the
+    Action vetted (``--advreview-commands``, from the command line only).
+
+    :raises pytest.UsageError: a file is invalid (:meth:`Authority.of`), or the commands
+        came from the ini file's ``addopts``.
+    """
+    try:
+        found = Authority.of(
+            Path(settings.decisions),
+            rootdir=Path(config.rootpath),
+            gated=gated,
+            head=settings.head is not None,
+            base=base,
+            pull=settings.pull_request,
+        )
+        if settings.commands is not None:
+            _from_command_line(config)
+            found = found.with_commands(load_commands(Path(settings.commands)))
+    except (DecisionsError, CommandsError) as exc:
+        raise pytest.UsageError(str(exc)) from None
+    return found
+
+
+def _from_command_line(config: pytest.Config) -> None:
+    """Refuse ``--advreview-commands`` that only an ini file's ``addopts`` passed: the
+    repository under review must not supply the maintainers' commands."""
+    given = (*config.invocation_params.args, *os.environ.get("PYTEST_ADDOPTS", "").split())
+    if not any(str(a).split("=", 1)[0] == "--advreview-commands" for a in given):
+        raise pytest.UsageError(
+            "pytest-advreview: --advreview-commands came from the ini file's addopts, which "
+            "the repository under review writes; the maintainers' commands count only from "
+            "the command line (the Action passes them): remove it from addopts"
+        )
 
 
 @dataclass(frozen=True)
@@ -215,24 +274,23 @@ class Authority:
     def for_target(self, key: str) -> TargetAuthority:
         """What this authority says of target ``key``, in one frozen answer: what is sent
         to the reviewer, waived, granted, and the operator's decisions."""
-        own = self.operator.for_target(key) if self.operator is not None else ()
-        commanded = {d.finding: d for d in self.decided}
-        operator = (*(d for d in own if d.finding not in commanded), *commanded.values())
+        operator = self.operator_decisions(key)
+        commanded = tuple({d.finding: d for d in self.decided}.values())
         return TargetAuthority(
             key=key,
             where=self.where,
             answers=self.author.for_target(key) if self.author is not None else (),
             operator=operator,
             # Locally the operator's file is the author's: only commands add to it.
-            sent=operator if self.operator is not self.author else tuple(commanded.values()),
-            waivers=tuple(w for target, w in self.waivers if target in (None, key)),
-            grants=tuple(g for g in self.grants if g.target in (None, key)),
+            sent=operator if self.operator is not self.author else commanded,
+            waivers=self.waivers_for(key),
+            grants=self.granted(key),
             ignored=tuple((t, i) for t, i in self.ignored if t in (None, key)),
         )
 
     def waivers_for(self, key: str) -> tuple[Waiver, ...]:
         """The waivers on target ``key`` that count for this run (any content)."""
-        return self.for_target(key).waivers
+        return tuple(w for target, w in self.waivers if target in (None, key))
 
     def bound(
         self, key: str, content: Mapping[str, str]
@@ -242,11 +300,14 @@ class Authority:
 
     def granted(self, key: str) -> tuple[RoundsGrant, ...]:
         """The grants of more rounds that count on target ``key``."""
-        return self.for_target(key).grants
+        return tuple(g for g in self.grants if g.target in (None, key))
 
     def operator_decisions(self, key: str) -> tuple[Decision, ...]:
-        """:attr:`TargetAuthority.operator` of target ``key``."""
-        return self.for_target(key).operator
+        """The operator's decisions on ``key``: the operator's file's, then those made by
+        command, which replace them."""
+        own = self.operator.for_target(key) if self.operator is not None else ()
+        commanded = {d.finding: d for d in self.decided}
+        return (*(d for d in own if d.finding not in commanded), *commanded.values())
 
     def ignored_for(self, key: str, ids: Collection[str]) -> tuple[IgnoredCommand, ...]:
         """:meth:`TargetAuthority.ignored_for` of target ``key``."""
