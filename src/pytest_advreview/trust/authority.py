@@ -36,39 +36,29 @@ from .commands import CommandsError, load_commands
 from .decisions import DecisionsError, DecisionsFile, load_at_commit, load_decisions
 from .run import Settings, Trust
 
-__all__ = ["Authority", "GateBase", "TargetAuthority", "for_run", "of_run"]
+__all__ = ["Authority", "GateBase", "TargetAuthority", "of_run"]
 
 
 def of_run(
     run_trust: Trust, config: pytest.Config, settings: Settings, base: GateBase | None
 ) -> Authority:
-    """The run's authority (:func:`for_run`), chosen once and held by the run's trust:
-    the session's coordinator and the fixture's get the same value.
-
-    :raises pytest.UsageError: as :func:`for_run`.
-    """
-    key: tuple[object, ...] = ("authority", run_trust.gated, settings.head is not None)
-    key += (settings.decisions, base, settings.pull_request, settings.commands)
-    if key not in run_trust.held:
-        run_trust.held[key] = for_run(config, settings, gated=run_trust.gated, base=base)
-    return cast(Authority, run_trust.held[key])
-
-
-def for_run(
-    config: pytest.Config, settings: Settings, *, gated: bool, base: GateBase | None
-) -> Authority:
-    """Who decides what in a run: the decisions file
-    ``settings`` name, under a gate the base's, with the pull request's commands the
+    """Who decides what in this run, chosen once and held by the run's trust (the
+    session's coordinator and the fixture's get the same value): the decisions file
+    ``settings`` name (under a gate the base's), with the pull request's commands the
     Action vetted (``--advreview-commands``, from the command line only).
 
     :raises pytest.UsageError: a file is invalid (:meth:`Authority.of`), or the commands
         came from the ini file's ``addopts``.
     """
+    key: tuple[object, ...] = ("authority", run_trust.gated, settings.head is not None)
+    key += (settings.decisions, base, settings.pull_request, settings.commands)
+    if key in run_trust.held:
+        return cast(Authority, run_trust.held[key])
     try:
         found = Authority.of(
             Path(settings.decisions),
             rootdir=Path(config.rootpath),
-            gated=gated,
+            gated=run_trust.gated,
             head=settings.head is not None,
             base=base,
             pull=settings.pull_request,
@@ -78,6 +68,7 @@ def for_run(
             found = found.with_commands(load_commands(Path(settings.commands)))
     except (DecisionsError, CommandsError) as exc:
         raise pytest.UsageError(str(exc)) from None
+    run_trust.held[key] = found
     return found
 
 
