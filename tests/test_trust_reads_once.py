@@ -10,13 +10,16 @@ in-process scripted reviewer, and a spy on the one function that reads the confi
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 
 from conftest import ReviewRepo, git
 from pytest_advreview.testing import approved_review
-from pytest_advreview.trust import baseconfig, pathrules
+from pytest_advreview.trust import authority, baseconfig, pathrules
+from pytest_advreview.trust import run as trust_run
 
 RULE = "migrations/**: check that every step is reversible"
 
@@ -68,3 +71,34 @@ def test_the_bases_configuration_is_read_once_however_many_reviews(
     # Once for the settings (the gate's configuration at configure), once for the path
     # rules: the same for one review and for three.
     assert sum(reads.values()) == 2
+
+
+def test_the_authority_is_chosen_once_and_held_by_the_runs_trust(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loaded: list[Path] = []
+    original = authority.load_decisions
+
+    def spy(path: Path) -> Any:
+        loaded.append(path)
+        return original(path)
+
+    monkeypatch.setattr(authority, "load_decisions", spy)
+    run_trust = trust_run.decide({}, strict_exit=False, head=None)
+    settings = SimpleNamespace(
+        decisions=str(tmp_path / "decisions.toml"),
+        head=None,
+        pull_request=None,
+        commands=None,
+        strict_exit=False,
+    )
+    config = cast(pytest.Config, SimpleNamespace(rootpath=tmp_path))
+    first = authority.of_run(run_trust, config, settings, None)
+    # The fixture's coordinator, with the same settings: the same value, not read again.
+    assert authority.of_run(run_trust.for_settings(settings), config, settings, None) is first
+    assert loaded == [tmp_path / "decisions.toml"]
+    # A fixture's override of the gate shares what the run holds, but is another mode.
+    strict = SimpleNamespace(**{**vars(settings), "strict_exit": True})
+    assert run_trust.for_settings(strict).held is run_trust.held
+    gated = authority.of_run(run_trust.for_settings(strict), config, strict, None)
+    assert gated.gated and not first.gated
