@@ -102,3 +102,10 @@ def test_the_authority_is_chosen_once_and_held_by_the_runs_trust(
     assert run_trust.for_settings(strict).held is run_trust.held
     gated = authority.of_run(run_trust.for_settings(strict), config, strict, None)
     assert gated.gated and not first.gated
+    # Another decisions file, pull request or head mode is another authority.
+    other = SimpleNamespace(**{**vars(settings), "decisions": str(tmp_path / "other.toml")})
+    assert authority.of_run(run_trust, config, other, None).where == str(tmp_path / "other.toml")
+    pull = SimpleNamespace(**{**vars(settings), "pull_request": 7})
+    assert authority.of_run(run_trust, config, pull, None).pull == 7
+    head = SimpleNamespace(**{**vars(settings), "head": "feature"})
+    assert authority.of_run(run_trust.for_settings(head), config, head, None).author is None
