@@ -1,0 +1,229 @@
+"""Boundary tests of trust/authority.py: each field a person's decision carries, each part
+an override keeps, each message word for word (the mutation tests' survivors pointed at
+them: scripts/mutants authority)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
+
+import pytest
+
+from pytest_advreview.models import CommandsFile, IgnoredCommand, PullRequestCommand, Waiver
+from pytest_advreview.trust import authority
+from pytest_advreview.trust import run as trust_run
+from pytest_advreview.trust.authority import Authority
+
+URL = "https://github.test/o/r/pull/4#issuecomment-9"
+CONTENT = "0123456789abcdef"
+NOW = "fedcba9876543210"
+
+
+def command(verb: str, **fields: object) -> PullRequestCommand:
+    return PullRequestCommand.model_validate(
+        {"verb": verb, "reason": "why", "login": "maint", "permission": "write", "url": URL}
+        | fields
+    )
+
+
+def local(tmp_path: Path, text: str = "", pull: int | None = 4) -> Authority:
+    path = tmp_path / "decisions.toml"
+    path.write_text(text)
+    return Authority.of(path, rootdir=tmp_path, gated=False, head=False, base=None, pull=pull)
+
+
+def entry(action: str, *, finding: str = "", rounds: int = 0, extra: str = "") -> str:
+    lines = ["[[decision]]", 'target = "x.md"', f'action = "{action}"', 'reason = "ok"']
+    lines += [f'finding = "{finding}"'] if finding else []
+    lines += [f"rounds = {rounds}"] if rounds else []
+    return "\n".join([*lines, 'scope = "repository"', extra, ""])
+
+
+# -- one construction of a person's waiver or grant ----------------------------------------
+
+
+def test_a_waiver_entry_carries_every_field(tmp_path: Path) -> None:
+    text = entry("waive", finding="AR-a00001", extra=f'content = "{CONTENT}"\ncommit = "abc1234"')
+    (waiver,) = local(tmp_path, text).waivers_for("x.md")
+    assert waiver == Waiver(
+        finding="AR-a00001",
+        by="local",
+        reason="ok",
+        source="local",
+        at=str(tmp_path / "decisions.toml"),
+        content=CONTENT,
+        commit="abc1234",
+        scope="the repository",
+    )
+
+
+def test_a_grant_entry_carries_every_field(tmp_path: Path) -> None:
+    (grant,) = local(tmp_path, entry("more-rounds", rounds=3)).granted("x.md")
+    assert (grant.target, grant.rounds, grant.by, grant.reason) == ("x.md", 3, "local", "ok")
+    assert (grant.source, grant.at, grant.scope) == (
+        "local",
+        str(tmp_path / "decisions.toml"),
+        "the repository",
+    )
+
+
+def test_a_command_waiver_and_grant_carry_every_field(tmp_path: Path) -> None:
+    found = local(tmp_path).with_commands(
+        CommandsFile(
+            commands=(
+                command("waive", finding="AR-a00001", content=CONTENT),
+                command("rounds", rounds=2, finding="AR-a00002"),
+            )
+        )
+    )
+    (waiver,) = found.waivers_for("any.md")
+    assert waiver == Waiver(
+        finding="AR-a00001",
+        by="@maint",
+        reason="why",
+        source="command",
+        at=URL,
+        content=CONTENT,
+        scope="pull request #4",
+    )
+    # A rounds command is a grant for every target, whatever finding it names.
+    (grant,) = found.granted("any.md")
+    assert (grant.target, grant.rounds, grant.by, grant.at) == (None, 2, "@maint", URL)
+    assert (grant.source, grant.scope, grant.reason) == ("command", "pull request #4", "why")
+
+
+# -- with_author keeps what is the run's, not the file's -----------------------------------
+
+
+def test_with_author_in_a_local_run_keeps_the_pull_request_and_the_commands(
+    tmp_path: Path,
+) -> None:
+    ignored = IgnoredCommand(text="/advreview rounds +9: x", by="@reader", why="read")
+    run = local(tmp_path, entry("waive", finding="AR-a00001", extra=f'content = "{CONTENT}"'))
+    run = run.with_commands(
+        CommandsFile(
+            commands=(
+                command("waive", finding="AR-b00002", content=CONTENT),
+                command("decide", finding="AR-c00003", action="reject"),
+            ),
+            ignored=(ignored,),
+        )
+    )
+    other = tmp_path / "other.toml"
+    other.write_text(entry("more-rounds", rounds=1).replace("x.md", "y.md"))
+    moved = run.with_author(other)
+    assert moved.pull == 4
+    assert [(k, w.finding) for k, w in moved.waivers] == [(None, "AR-b00002")]
+    assert [d.finding for d in moved.decided] == ["AR-c00003"]
+    assert [(k, i) for k, i in moved.ignored] == [(None, ignored)]
+    assert [g.target for g in moved.grants] == ["y.md"]
+
+
+def test_with_author_under_a_gate_keeps_only_the_ignored_commands(tmp_path: Path) -> None:
+    ignored = IgnoredCommand(text="/advreview rounds +9: x", by="@reader", why="read")
+    path = tmp_path / "decisions.toml"
+    path.write_text(entry("waive", finding="AR-a00001", extra=f'content = "{CONTENT}"'))
+    gate = Authority.of(path, rootdir=tmp_path, gated=True, head=False, base=None)
+    gate = gate.with_commands(CommandsFile(ignored=(ignored,)))
+    moved = gate.with_author(path)
+    # The branch's own waiver is ignored on its target, once; the command's stays.
+    assert [(k, i.finding) for k, i in moved.ignored] == [("x.md", "AR-a00001"), (None, None)]
+
+
+# -- the per-target questions answer for the target asked ----------------------------------
+
+
+def test_bound_and_ignored_for_answer_for_the_target_asked(tmp_path: Path) -> None:
+    text = entry("waive", finding="AR-a00001", extra=f'content = "{CONTENT}"')
+    found = local(tmp_path, text).with_commands(
+        CommandsFile(
+            ignored=(IgnoredCommand(text="waive", by="@r", why="read", finding="AR-a00001"),)
+        )
+    )
+    held, stale = found.bound("x.md", {"AR-a00001": CONTENT})
+    assert [w.finding for w in held] == ["AR-a00001"] and stale == ()
+    assert [i.by for i in found.ignored_for("x.md", {"AR-a00001"})] == ["@r"]
+    assert found.ignored_for("x.md", {"AR-other"}) == ()
+
+
+def test_a_stale_waiver_says_why_word_for_word(tmp_path: Path) -> None:
+    named = entry("waive", finding="AR-a00001", extra=f'content = "{CONTENT}"\ncommit = "abc1234"')
+    _held, (stale,) = local(tmp_path, named).bound("x.md", {"AR-a00001": NOW})
+    assert stale == IgnoredCommand(
+        text=f"waive AR-a00001@{CONTENT}: ok",
+        by="local",
+        why=(
+            f"the waiver was for earlier code: it was decided on content {CONTENT} at commit "
+            f"abc1234, and the finding's place now has content {NOW}; the finding is open "
+            f"again: waive it anew (`/advreview waive AR-a00001@{NOW}: reason`, or content = "
+            f'"{NOW}" in the base branch\'s entry) if the new code may pass'
+        ),
+        finding="AR-a00001",
+        url=None,
+    )
+    commanded = local(tmp_path).with_commands(
+        CommandsFile(commands=(command("waive", finding="AR-a00001"),))
+    )
+    _held, (unbound,) = commanded.bound("x.md", {"AR-a00001": NOW})
+    assert unbound == IgnoredCommand(
+        text="waive AR-a00001: why",
+        by="@maint",
+        why=(
+            "a waiver holds only for the code it was decided on, and this one names none; a "
+            f"person with authority comments `/advreview waive AR-a00001@{NOW}: reason` (the "
+            "content id is printed with the finding)"
+        ),
+        finding="AR-a00001",
+        url=URL,
+    )
+
+
+# -- the vetted commands come from the command line only -----------------------------------
+
+
+def config(tmp_path: Path, *args: str) -> pytest.Config:
+    return cast(
+        pytest.Config,
+        SimpleNamespace(rootpath=tmp_path, invocation_params=SimpleNamespace(args=args)),
+    )
+
+
+def settings(tmp_path: Path) -> SimpleNamespace:
+    commands = tmp_path / "commands.json"
+    commands.write_text(CommandsFile().model_dump_json())
+    return SimpleNamespace(
+        decisions=str(tmp_path / "decisions.toml"),
+        head=None,
+        pull_request=None,
+        commands=str(commands),
+        strict_exit=False,
+    )
+
+
+@pytest.mark.parametrize(
+    "given", [("--advreview-commands", "x"), ("--advreview-commands=x",), ("-q",)]
+)
+def test_commands_count_from_the_command_line_or_pytest_addopts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: tuple[str, ...]
+) -> None:
+    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
+    if given == ("-q",):
+        monkeypatch.setenv("PYTEST_ADDOPTS", "-q --advreview-commands=x")
+    run_trust = trust_run.decide({}, strict_exit=False, head=None)
+    found = authority.of_run(run_trust, config(tmp_path, *given), settings(tmp_path), None)
+    assert found.waivers == ()
+
+
+def test_commands_only_an_ini_addopts_passed_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-q")
+    run_trust = trust_run.decide({}, strict_exit=False, head=None)
+    with pytest.raises(pytest.UsageError) as refused:
+        authority.of_run(run_trust, config(tmp_path, "-q"), settings(tmp_path), None)
+    assert str(refused.value) == (
+        "pytest-advreview: --advreview-commands came from the ini file's addopts, which the "
+        "repository under review writes; the maintainers' commands count only from the "
+        "command line (the Action passes them): remove it from addopts"
+    )
