@@ -106,6 +106,7 @@ def test_with_author_in_a_local_run_keeps_the_pull_request_and_the_commands(
             commands=(
                 command("waive", finding="AR-b00002", content=CONTENT),
                 command("decide", finding="AR-c00003", action="reject"),
+                command("budget", tokens=500),
             ),
             ignored=(ignored,),
         )
@@ -113,7 +114,7 @@ def test_with_author_in_a_local_run_keeps_the_pull_request_and_the_commands(
     other = tmp_path / "other.toml"
     other.write_text(entry("more-rounds", rounds=1).replace("x.md", "y.md"))
     moved = run.with_author(other)
-    assert moved.pull == 4
+    assert (moved.pull, moved.budget_tokens) == (4, 500)
     assert [(k, w.finding) for k, w in moved.waivers] == [(None, "AR-b00002")]
     assert [d.finding for d in moved.decided] == ["AR-c00003"]
     assert [(k, i) for k, i in moved.ignored] == [(None, ignored)]
@@ -162,6 +163,13 @@ def test_a_stale_waiver_says_why_word_for_word(tmp_path: Path) -> None:
         finding="AR-a00001",
         url=None,
     )
+    # A long commit id is shown by its first twelve digits; none, not at all.
+    long = named.replace("abc1234", "0123456789abcdef0123")
+    _held, (shown,) = local(tmp_path, long).bound("x.md", {"AR-a00001": NOW})
+    assert f"content {CONTENT} at commit 0123456789ab, and" in shown.why
+    bare = named.replace('commit = "abc1234"', "")
+    _held, (plain,) = local(tmp_path, bare).bound("x.md", {"AR-a00001": NOW})
+    assert f"decided on content {CONTENT}, and the finding's" in plain.why
     commanded = local(tmp_path).with_commands(
         CommandsFile(commands=(command("waive", finding="AR-a00001"),))
     )
@@ -202,7 +210,13 @@ def settings(tmp_path: Path) -> SimpleNamespace:
 
 
 @pytest.mark.parametrize(
-    "given", [("--advreview-commands", "x"), ("--advreview-commands=x",), ("-q",)]
+    "given",
+    [
+        ("--advreview-commands", "x"),
+        ("--advreview-commands=x",),
+        ("--advreview-commands=a=b",),
+        ("-q",),
+    ],
 )
 def test_commands_count_from_the_command_line_or_pytest_addopts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: tuple[str, ...]
