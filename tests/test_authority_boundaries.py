@@ -241,3 +241,31 @@ def test_commands_only_an_ini_addopts_passed_are_refused(
         "repository under review writes; the maintainers' commands count only from the "
         "command line (the Action passes them): remove it from addopts"
     )
+
+
+# -- each verb counts only as itself -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        {"verb": "waive", "finding": "AR-a00001", "content": CONTENT, "action": "accept"},
+        {"verb": "decide", "finding": "", "action": "accept"},
+        {"verb": "waive", "finding": "", "rounds": 3},
+        {"verb": "rounds", "rounds": 2, "tokens": 5},
+    ],
+)
+def test_a_command_counts_only_for_what_its_verb_says(
+    tmp_path: Path, odd: dict[str, object]
+) -> None:
+    found = local(tmp_path).with_commands(CommandsFile(commands=(command(**odd),)))
+    assert found.decided == () and found.budget_tokens == 0
+    assert [g.rounds for g in found.grants] == ([2] if odd["verb"] == "rounds" else [])
+    waived = [w.finding for _target, w in found.waivers]
+    assert waived == (["AR-a00001"] if odd.get("finding") else [])
+
+
+def test_budget_commands_add_up(tmp_path: Path) -> None:
+    budgets = (command("budget", tokens=100), command("budget", tokens=250))
+    found = local(tmp_path).with_commands(CommandsFile(commands=budgets))
+    assert found.budget_tokens == 350
