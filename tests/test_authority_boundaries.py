@@ -269,3 +269,13 @@ def test_budget_commands_add_up(tmp_path: Path) -> None:
     budgets = (command("budget", tokens=100), command("budget", tokens=250))
     found = local(tmp_path).with_commands(CommandsFile(commands=budgets))
     assert found.budget_tokens == 350
+
+
+def test_under_a_gate_every_person_decision_of_the_branch_is_ignored_after_an_answer(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "decisions.toml"
+    answer = entry("reject", finding="AR-a00001").replace('scope = "repository"\n', "")
+    path.write_text(answer + entry("waive", finding="AR-b00002", extra=f'content = "{CONTENT}"'))
+    gate = Authority.of(path, rootdir=tmp_path, gated=True, head=False, base=None)
+    assert [(k, i.text) for k, i in gate.ignored] == [("x.md", "waive AR-b00002: ok")]
