@@ -279,3 +279,54 @@ def test_under_a_gate_every_person_decision_of_the_branch_is_ignored_after_an_an
     path.write_text(answer + entry("waive", finding="AR-b00002", extra=f'content = "{CONTENT}"'))
     gate = Authority.of(path, rootdir=tmp_path, gated=True, head=False, base=None)
     assert [(k, i.text) for k, i in gate.ignored] == [("x.md", "waive AR-b00002: ok")]
+
+
+# -- the one answer per target -------------------------------------------------------------
+
+
+def test_the_answer_of_a_local_run(tmp_path: Path) -> None:
+    text = (
+        entry("reject", finding="AR-a00001").replace('scope = "repository"\n', "")
+        + entry("waive", finding="AR-b00002", extra=f'content = "{CONTENT}"')
+        + entry("more-rounds", rounds=2)
+    )
+    found = local(tmp_path, text).with_commands(
+        CommandsFile(
+            commands=(
+                command("decide", finding="AR-c00003", action="accept"),
+                command("decide", finding="AR-c00003", action="reject"),
+            )
+        )
+    )
+    answer = found.for_target("x.md")
+    assert answer.key == "x.md" and answer.where == str(tmp_path / "decisions.toml")
+    assert [d.finding for d in answer.answers] == ["AR-a00001"]
+    # Locally the file is the author's: only the commands are sent as the operator's,
+    # the later of two on one finding.
+    assert [(d.finding, d.action.value) for d in answer.sent] == [("AR-c00003", "reject")]
+    assert [d.finding for d in answer.operator] == ["AR-a00001", "AR-c00003"]
+    assert [w.finding for w in answer.waivers] == ["AR-b00002"]
+    assert (answer.rounds_granted, [g.target for g in answer.grants]) == (2, ["x.md"])
+    other = found.for_target("y.md")
+    assert (other.answers, other.waivers, other.grants) == ((), (), ())
+
+
+def test_the_answer_under_a_gate_sends_the_operators_file(tmp_path: Path) -> None:
+    path = tmp_path / "decisions.toml"
+    path.write_text(entry("reject", finding="AR-a00001").replace('scope = "repository"\n', ""))
+    gate = Authority.of(path, rootdir=tmp_path, gated=True, head=False, base=None)
+    gate = gate.with_commands(
+        CommandsFile(commands=(command("decide", finding="AR-c00003", action="accept"),))
+    )
+    answer = gate.for_target("x.md")
+    assert [d.finding for d in answer.answers] == ["AR-a00001"]
+    assert answer.sent == answer.operator
+    assert [d.finding for d in answer.sent] == ["AR-c00003"]
+
+
+def test_a_waiver_for_a_finding_not_in_this_run_does_not_stop_the_next(tmp_path: Path) -> None:
+    text = entry("waive", finding="AR-a00001", extra=f'content = "{CONTENT}"') + entry(
+        "waive", finding="AR-b00002", extra=f'content = "{CONTENT}"'
+    )
+    held, _stale = local(tmp_path, text).for_target("x.md").bound({"AR-b00002": CONTENT})
+    assert [w.finding for w in held] == ["AR-b00002"]
