@@ -330,3 +330,56 @@ def test_a_waiver_for_a_finding_not_in_this_run_does_not_stop_the_next(tmp_path:
     )
     held, _stale = local(tmp_path, text).for_target("x.md").bound({"AR-b00002": CONTENT})
     assert [w.finding for w in held] == ["AR-b00002"]
+
+
+# -- entries for another pull request ------------------------------------------------------
+
+
+def pulled(action: str, pull: int, **fields: object) -> str:
+    return entry(action, **fields).replace('scope = "repository"', f"pull = {pull}")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("pull", "now"),
+    [
+        (5, "this run is for pull request #5"),
+        (
+            None,
+            "this run names no pull request (the Action passes it as "
+            "--advreview-pull-request; a plain CI run has none)",
+        ),
+    ],
+)
+def test_an_entry_for_another_pull_request_is_ignored_saying_why(
+    tmp_path: Path, pull: int | None, now: str
+) -> None:
+    text = (
+        entry("reject", finding="AR-a00001").replace('scope = "repository"\n', "")
+        + pulled("waive", 4, finding="AR-b00002", extra=f'content = "{CONTENT}"')
+        + pulled("more-rounds", 4, rounds=2)
+    )
+    found = local(tmp_path, text, pull=pull)
+    assert (found.waivers, found.grants) == ((), ())
+    why = (
+        f"the entry is for pull request #4, and {now}; only an entry with "
+        'scope = "repository" holds for every run'
+    )
+    assert list(found.ignored) == [
+        (
+            "x.md",
+            IgnoredCommand(text="waive AR-b00002: ok", by="local", why=why, finding="AR-b00002"),
+        ),
+        ("x.md", IgnoredCommand(text="more-rounds +2: ok", by="local", why=why, finding=None)),
+    ]
+
+
+def test_an_invalid_decisions_file_is_a_usage_error_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "decisions.toml").write_text("[[decision]]\n")
+    run_trust = trust_run.decide({}, strict_exit=False, head=None)
+    own = settings(tmp_path)
+    own.commands = None
+    with pytest.raises(pytest.UsageError) as refused:
+        authority.of_run(run_trust, config(tmp_path), own, None)
+    assert str(refused.value).startswith(
+        f"pytest-advreview: decisions file {tmp_path / 'decisions.toml'}: decision entry 1: "
+    )
