@@ -42,6 +42,7 @@ from .git import (
     run_git,
 )
 from .models import ChangeSet, Decision
+from .options import default
 from .prompts import PROMPT_VERSION
 from .trust import run as trust
 
@@ -68,11 +69,22 @@ class CacheKeyError(Exception):
 
 #: Settings that decide what the reviewer says, per backend (``*``: every backend).
 IDENTITY_SETTINGS: Final[Mapping[str, frozenset[str]]] = {
-    "*": frozenset({"reviewer", "output_format", "language"}),
+    "*": frozenset(
+        {
+            *("reviewer", "output_format", "language"),
+            # Several samples and verification (docs/confirmation.md): only when set.
+            *("samples", "sample_reviewers", "verify", "verify_demotes", "verifier"),
+        }
+    ),
     "command": frozenset({"command"}),
     # env_allow: what the reviewer's tools see (a test it runs may pass or fail by it).
     "codex": frozenset({"model", "reasoning", "sandbox", "approvals", "codex_config", "env_allow"}),
 }
+
+#: Identity settings keyed only away from their default (:func:`reviewer_identity`).
+_ONLY_SET: Final = frozenset(
+    {"samples", "sample_reviewers", "verify", "verify_demotes", "verifier"}
+)
 
 #: Settings that never change a verdict, and why (a test checks that every field of
 #: ``Settings`` is in exactly one of the two tables, so a new setting must be placed).
@@ -176,13 +188,23 @@ def reviewer_identity(
     """
     env = os.environ if environ is None else environ
     backend = settings.reviewer
-    if backend in IDENTITY_SETTINGS:
-        fields = IDENTITY_SETTINGS["*"] | IDENTITY_SETTINGS[backend]
-    else:
-        fields = frozenset().union(*IDENTITY_SETTINGS.values())
-    identity = {name: _digest(getattr(settings, name)) for name in sorted(fields)}
+    # Every backend that reviews: the reviewer's and each sample's (a plugin's: all).
+    backends = {backend, *settings.sample_reviewers, *filter(None, [settings.verifier])}
+    fields = IDENTITY_SETTINGS["*"].union(
+        *(
+            IDENTITY_SETTINGS.get(name, frozenset().union(*IDENTITY_SETTINGS.values()))
+            for name in backends
+        )
+    )
+    identity = {
+        name: _digest(getattr(settings, name))
+        for name in sorted(fields)
+        # At their defaults (one review) these leave the identity as it was before they
+        # existed: an upgrade does not re-review every stored verdict.
+        if not (name in _ONLY_SET and getattr(settings, name) == default(name))
+    }
     identity["prompt_version"] = PROMPT_VERSION
-    if backend == "codex" or backend not in IDENTITY_SETTINGS:
+    if backends & {"codex"} or backends - IDENTITY_SETTINGS.keys():
         from .runner.codex import GATE_CODEX_CONFIG
 
         # Under a gate the reviewer gets no project instructions from the checkout.

@@ -98,6 +98,7 @@ def review_target(
                 run.settings.fail_on,
                 coordinator.waived(run.spec.key),
                 content=coordinator.content(run.spec.key),
+                demotes=run.settings.verify_demotes,
             )
             # 5. The save: what the rounds reviewed, and the findings left open.
             if rounds is not None:

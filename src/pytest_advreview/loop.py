@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -33,6 +34,7 @@ from typing import Literal
 from .models import (
     Decision,
     DecisionAction,
+    Finding,
     OpenFinding,
     Operation,
     OutputFormat,
@@ -42,20 +44,27 @@ from .models import (
     RoundRecord,
     RunnerResult,
     RunnerStatus,
+    SampleRecord,
     Severity,
     TokenUsage,
     Verdict,
+    VerificationRecord,
     WireModel,
 )
+from .parse.verification import VerificationFormatError, parse_verification
 from .prompts import (
     PreviousRound,
     answered_text,
     decision_item,
     fresh_exec_prompt,
+    owed_findings,
     render_decisions,
     rereview_prompt,
+    sample_note,
+    verify_prompt,
 )
 from .runner import DispatchRequest, DispatchResult, Reviewer, review_limit_reached
+from .samples import Sampled, merge, owed, settle
 
 __all__ = [
     "FixFailed",
@@ -206,8 +215,14 @@ class _Run:
         hooks: LoopHooks,
         history: Sequence[RoundRecord],
         limit: ReviewLimit | None = None,
+        samples: Sequence[tuple[str, Reviewer]] = (),
+        verifier: Reviewer | None = None,
     ) -> None:
         self.limit = limit
+        #: Checks each blocking finding of a round (``None``: no verification).
+        self.verifier = verifier
+        #: The reviewers of samples 2 to K (name, backend); sample 1 is ``reviewer``.
+        self.samples = tuple(samples)
         self.deadline = None if limit is None else time.monotonic() + limit.review_timeout
         self.target = target
         self.reviewer = reviewer
@@ -280,7 +295,13 @@ class _Run:
             language=self.target.language,
             output_format=self.target.output_format,
         )
-        return self.hooks.modify_prompt(Operation.RESUME, body)
+        return self.hooks.modify_prompt(Operation.RESUME, self.with_owed(body))
+
+    def with_owed(self, body: str) -> str:
+        """``body`` with the findings only other samples reported, which this thread
+        must answer (:func:`~.samples.owed`; unchanged without them)."""
+        section = owed_findings(owed(self.last_review()))
+        return f"{body.rstrip()}\n\n{section}" if section else body
 
     def fresh_prompt(self, pending: Sequence[Decision]) -> str:
         # A round's decisions travel with the *next* round's prompt, so the decisions on
@@ -309,18 +330,20 @@ class _Run:
             previous_rounds=previous,
             current_state=current,
         )
-        return self.hooks.modify_prompt(Operation.FRESH_EXEC, body)
+        return self.hooks.modify_prompt(Operation.FRESH_EXEC, self.with_owed(body))
 
     # -- dispatch ------------------------------------------------------------------
 
-    def dispatch(self, operation: Operation, prompt: str) -> tuple[DispatchResult, float]:
+    def request(
+        self, operation: Operation, prompt: str, work_dir: Path | None = None
+    ) -> DispatchRequest:
         resume = operation is Operation.RESUME
-        request = DispatchRequest(
+        return DispatchRequest(
             review_id=self.target.review_id,
             repo_root=self.target.repo_root,
             operation=operation,
             prompt_body=prompt,
-            work_dir=self.target.work_dir,
+            work_dir=work_dir or self.target.work_dir,
             session_id=self.session_id if resume else None,
             output_format=self.target.output_format,
             # A fresh exec or an initial run starts a new thread: nothing to subtract.
@@ -330,6 +353,10 @@ class _Run:
             time_left_s=self.time_left(),
             review_timeout_s=self.limit.review_timeout if self.limit is not None else None,
         )
+
+    def dispatch(self, operation: Operation, prompt: str) -> tuple[DispatchResult, float]:
+        resume = operation is Operation.RESUME
+        request = self.request(operation, prompt)
         started = time.monotonic()
         result = self.reviewer.dispatch(request)
         elapsed = time.monotonic() - started
@@ -342,6 +369,135 @@ class _Run:
         if result.runner.user_warning:
             self.warnings.append(result.runner.user_warning)
         return result, elapsed
+
+    def dispatch_samples(
+        self, prompt: str
+    ) -> tuple[DispatchResult, float, tuple[SampleRecord, ...], str | None]:
+        """The first round as K samples side by side: sample 1 through :meth:`dispatch`
+        (its thread is the one later rounds resume), the others each in a folder of its
+        own.  Returns the merged result (sample 1's runner, every sample's tokens), the
+        time, each sample's record, and why the round failed (``None``: every sample
+        gave a review; any sample that could not is the round's error, never outvoted).
+        """
+
+        count = len(self.samples) + 1
+
+        def other(number: int, reviewer: Reviewer) -> tuple[DispatchResult, float]:
+            work_dir = self.target.work_dir / f"sample-{number}"
+            work_dir.mkdir(parents=True, exist_ok=True)
+            body = sample_note(prompt, number, count)
+            request = self.request(Operation.INITIAL, body, work_dir)
+            started = time.monotonic()
+            return reviewer.dispatch(request), time.monotonic() - started
+
+        started = time.monotonic()
+        with ThreadPoolExecutor(max_workers=count) as pool:
+            first = pool.submit(self.dispatch, Operation.INITIAL, sample_note(prompt, 1, count))
+            rest = [
+                pool.submit(other, number, reviewer)
+                for number, (_, reviewer) in enumerate(self.samples, start=2)
+            ]
+            done = [first.result(), *(future.result() for future in rest)]
+        elapsed = time.monotonic() - started
+        names = (self.reviewer.name, *(name for name, _ in self.samples))
+        records: list[SampleRecord] = []
+        reviews: list[Sampled] = []
+        error: str | None = None
+        for number, (name, (result, took)) in enumerate(zip(names, done, strict=True), start=1):
+            if number > 1:
+                self.usage = self.usage + result.usage
+                if result.runner.user_warning:
+                    self.warnings.append(f"sample {number}: {result.runner.user_warning}")
+            review = _usable(result)
+            records.append(
+                SampleRecord(
+                    sample=number,
+                    reviewer=name,
+                    verdict=review.verdict if review is not None else None,
+                    findings=len(review.findings) if review is not None else 0,
+                    usage=result.usage,
+                    duration_s=result.duration_s or took,
+                )
+            )
+            if review is None:
+                error = error or (
+                    f"sample {number} of {len(names)} ({name}) could not review: "
+                    f"{_failure_reason(result)}; a sample that cannot run is the item's "
+                    "error, never outvoted by the others"
+                )
+            else:
+                reviews.append(Sampled(number, name, review))
+        head = done[0][0]
+        merged = head.model_copy(
+            update={
+                "review": merge(reviews) if error is None else None,
+                "usage": sum((r.usage for r, _ in done), TokenUsage()),
+                "duration_s": elapsed,
+            }
+        )
+        return merged, elapsed, tuple(records), error
+
+    def verify(
+        self, review: Review, number: int
+    ) -> tuple[Review, tuple[VerificationRecord, ...], str | None]:
+        """Each blocking finding of ``review`` checked in a verifier turn of its own (a new
+        thread, side by side): ``review`` with the refuted ones marked, each turn's record,
+        and why verification failed (``None``: every verifier answered).  A verifier that
+        cannot run, or answers neither CONFIRMED nor REFUTED, is the round's error.
+        """
+        verifier = self.verifier
+        checked = [
+            f for f in review.findings if f.severity.at_least(self.target.fail_on) and not f.refuted
+        ]
+        if verifier is None or not checked:
+            return review, (), None
+        material = self.hooks.current_content() or self.target.content
+
+        def one(index: int, finding: Finding) -> tuple[DispatchResult, float]:
+            work_dir = self.target.work_dir / f"verify-{number}-{index}"
+            work_dir.mkdir(parents=True, exist_ok=True)
+            request = self.request(
+                Operation.INITIAL, verify_prompt(finding, material), work_dir
+            ).model_copy(update={"output_format": OutputFormat.MARKDOWN})
+            started = time.monotonic()
+            return verifier.dispatch(request), time.monotonic() - started
+
+        with ThreadPoolExecutor(max_workers=len(checked)) as pool:
+            futures = [pool.submit(one, i, f) for i, f in enumerate(checked, start=1)]
+            done = [future.result() for future in futures]
+        records: list[VerificationRecord] = []
+        refuted: dict[str, str] = {}
+        error: str | None = None
+        for finding, (result, took) in zip(checked, done, strict=True):
+            self.usage = self.usage + result.usage
+            who = f"the verifier ({verifier.name}) of {finding.id}"
+            usable = _usable(result)
+            if usable is None:
+                error = error or f"{who} could not run: {_failure_reason(result)}"
+                continue
+            try:
+                answer = parse_verification(usable.raw)
+            except VerificationFormatError as exc:
+                error = error or f"{who} answered neither CONFIRMED nor REFUTED: {exc}"
+                continue
+            records.append(
+                VerificationRecord(
+                    finding=finding.id,
+                    reviewer=verifier.name,
+                    result=answer.result,
+                    evidence=answer.evidence,
+                    reason=answer.reason,
+                    usage=result.usage,
+                    duration_s=result.duration_s or took,
+                )
+            )
+            if answer.result == "REFUTED":
+                refuted[finding.id] = f"{answer.reason} (evidence: {answer.evidence})"
+        marked = tuple(
+            f.model_copy(update={"refuted": refuted[f.id]}) if f.id in refuted else f
+            for f in review.findings
+        )
+        return review.model_copy(update={"findings": marked}), tuple(records), error
 
     def time_left(self) -> float | None:
         """Seconds the review has left under its whole limit; ``None``: no limit."""
@@ -400,6 +556,8 @@ def run_loop(
     history: Sequence[RoundRecord] = (),
     decisions: Sequence[Decision] = (),
     limit: ReviewLimit | None = None,
+    samples: Sequence[tuple[str, Reviewer]] = (),
+    verifier: Reviewer | None = None,
 ) -> LoopResult:
     """Run review rounds for ``target`` until a terminal state of this run.
 
@@ -408,8 +566,13 @@ def run_loop(
     when the thread cannot be resumed) with ``decisions`` in the re-review prompt.
     At most ``max_rounds`` rounds are counted over history and this run together, and
     no dispatch starts or runs past ``limit`` (the review is then aborted, naming it).
+    ``samples`` are the reviewers of the first round's samples 2 to K (name, backend):
+    the first round is then K reviews merged into one (:mod:`.samples`).  ``verifier``
+    checks each blocking finding of every round (:meth:`_Run.verify`).
     """
-    run = _Run(target, reviewer, max_rounds, hooks or LoopHooks(), history, limit)
+    run = _Run(
+        target, reviewer, max_rounds, hooks or LoopHooks(), history, limit, samples, verifier
+    )
 
     operation: Operation
     pending: tuple[Decision, ...] = tuple(decisions)
@@ -433,7 +596,12 @@ def run_loop(
         spent = run.out_of_time()
         if spent is not None:
             return spent
-        result, elapsed = run.dispatch(operation, prompt)
+        sampled: tuple[SampleRecord, ...] = ()
+        failed_sample: str | None = None
+        if operation is Operation.INITIAL and run.samples:
+            result, elapsed, sampled, failed_sample = run.dispatch_samples(prompt)
+        else:
+            result, elapsed = run.dispatch(operation, prompt)
         # The mutation check comes first: a reviewer that changed the workspace broke its
         # contract, so nothing it returned is trusted and the fixer must never run.
         mutated = tuple(run.hooks.check_mutation(number))
@@ -443,6 +611,8 @@ def run_loop(
                 error=f"the reviewer changed the workspace during round {number}",
                 mutations=mutated,
             )
+        if failed_sample is not None:
+            return run.finish(ReviewStatus.ABORTED, error=failed_sample)
 
         runner = result.runner
         if runner.result in (RunnerStatus.INFRA_ERROR, RunnerStatus.INPUT_ERROR):
@@ -479,6 +649,25 @@ def run_loop(
                 f"round {number}: the review quality could not be classified; "
                 "it was treated as valid"
             )
+        if operation is not Operation.INITIAL:
+            # A later round of sample 1's thread: what only other samples reported stays
+            # open unless it answered it.
+            review, unanswered = settle(review, owed(run.last_review()), target.fail_on)
+            if unanswered is not None:
+                run.warnings.append(f"round {number}: {unanswered}")
+        review, verifications, unverified = run.verify(review, number)
+        if verifications or unverified:
+            # The verifiers are reviewers too: one that changed the workspace broke the
+            # same contract.
+            mutated = tuple(run.hooks.check_mutation(number))
+            if mutated:
+                return run.finish(
+                    ReviewStatus.ABORTED,
+                    error=f"a verifier changed the workspace during round {number}",
+                    mutations=mutated,
+                )
+        if unverified is not None:
+            return run.finish(ReviewStatus.ABORTED, error=unverified)
         if runner.codex_session_id:
             run.session_id = runner.codex_session_id
         record = RoundRecord(
@@ -490,6 +679,8 @@ def run_loop(
             usage=result.usage,
             duration_s=result.duration_s or elapsed,
             content_hash=run.hooks.current_hash() or target.content_hash,
+            samples=sampled,
+            verifications=verifications,
         )
         run.rounds.append(record)
         run.hooks.round_done(record)

@@ -44,10 +44,13 @@ __all__ = [
     "RoundsGrant",
     "RunnerResult",
     "RunnerStatus",
+    "SampleMention",
+    "SampleRecord",
     "Severity",
     "TokenUsage",
     "Triage",
     "Verdict",
+    "VerificationRecord",
     "Waiver",
     "attributes_warning",
     "finding_id",
@@ -159,6 +162,19 @@ def finding_id(title: str, location: Location | None) -> str:
     return f"AR-{digest[:6]}"
 
 
+class SampleMention(WireModel):
+    """One sample's report of a merged finding (docs/confirmation.md): which sample said
+    it, which reviewer that sample was, and its own wording."""
+
+    #: The sample's number, 1 to K.
+    sample: int = Field(ge=1)
+    reviewer: str
+    #: The id and title the sample gave the finding (its wording).
+    id: str
+    title: str
+    what_can_go_wrong: str | None = None
+
+
 class Finding(WireModel):
     """One finding of a review, with the four answers the finding bar asks for."""
 
@@ -173,6 +189,11 @@ class Finding(WireModel):
     #: Replacement text for the cited lines, when the reviewer proposed one (a markdown
     #: ```suggestion block in the recommendation, or the JSON contract's ``suggestion``).
     suggestion: str | None = None
+    #: With several samples: each sample that reported it (empty: one review said it).
+    samples: tuple[SampleMention, ...] = ()
+    #: A verifier refuted it (``advreview_verify``): its reason and evidence.  Whether
+    #: that takes it below fail-on is :func:`~pytest_advreview.outcome.decide`'s.
+    refuted: str | None = None
 
     def answers(self) -> dict[str, str | None]:
         """The four answers of the finding bar, by the label the reports print."""
@@ -186,7 +207,14 @@ class Finding(WireModel):
     def line(self) -> str:
         """The one-line form used in failures: ``[severity: X] ID title (location)``."""
         where = f" ({self.location})" if self.location and str(self.location) else ""
-        return f"[severity: {self.severity.value}] {self.id} {self.title}{where}"
+        said = f" [{self.reported_by()}]" if self.samples else ""
+        refuted = f" [refuted by verification: {self.refuted}]" if self.refuted else ""
+        return f"[severity: {self.severity.value}] {self.id} {self.title}{where}{said}{refuted}"
+
+    def reported_by(self) -> str:
+        """Which samples reported it: ``reported by sample 2 (codex)``."""
+        names = ", ".join(f"{m.sample} ({m.reviewer})" for m in self.samples)
+        return f"reported by sample{'s' if len(self.samples) != 1 else ''} {names}"
 
 
 class Review(WireModel):
@@ -741,6 +769,31 @@ class Changed(WireModel):
         return f"{what} since round {self.since_round} ({files})"
 
 
+class SampleRecord(WireModel):
+    """One sample of a sampled first round: who reviewed, what it said, what it cost."""
+
+    sample: int = Field(ge=1)
+    reviewer: str
+    verdict: Verdict | None = None
+    findings: int = 0
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    cost: float | None = None
+    duration_s: float = 0.0
+
+
+class VerificationRecord(WireModel):
+    """One verifier turn on one blocking finding of a round (``advreview_verify``)."""
+
+    finding: str
+    reviewer: str
+    result: Literal["CONFIRMED", "REFUTED"]
+    evidence: str
+    reason: str
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    cost: float | None = None
+    duration_s: float = 0.0
+
+
 class RoundRecord(WireModel):
     """One counted round: what was dispatched, what came back, what was decided."""
 
@@ -758,6 +811,11 @@ class RoundRecord(WireModel):
     #: The code change since the round before, when this round re-reviewed it in a
     #: later run (``None``: a first round, a plan, or an unchanged change).
     changed: Changed | None = None
+    #: A sampled first round: each sample (``review`` is their merge, ``runner`` and the
+    #: thread sample 1's, ``usage`` all of them).  Empty: one review.
+    samples: tuple[SampleRecord, ...] = ()
+    #: Each verifier turn of the round (``advreview_verify``); empty: none.
+    verifications: tuple[VerificationRecord, ...] = ()
 
 
 class ItemRecord(WireModel):

@@ -34,7 +34,14 @@ from .outcome import (
     error_report,
     failure_report,
 )
-from .review import ReviewContext, ReviewRun, has_fixer_hook, make_reviewer
+from .review import (
+    ReviewContext,
+    ReviewRun,
+    has_fixer_hook,
+    make_reviewer,
+    make_samples,
+    make_verifier,
+)
 from .selection import code_change
 from .state import StateWarning
 from .trust import pathrules
@@ -204,16 +211,14 @@ class AdversarialReview:
             warnings.warn(found, stacklevel=4)
         coordinator = self._coordinator().for_settings(settings)
         stash = runstash.get(self.config)
+        builtin = BuiltinReviewers(
+            settings, run_dir=lambda: runstash.run_dir(self.config)
+        ).pytest_advreview_make_reviewer
+        reviewer = make_reviewer(self.config, settings, builtin)
         context = ReviewContext(
             self.config,
             settings,
-            make_reviewer(
-                self.config,
-                settings,
-                BuiltinReviewers(
-                    settings, run_dir=lambda: runstash.run_dir(self.config)
-                ).pytest_advreview_make_reviewer,
-            ),
+            reviewer,
             self.root,
             in_git=self.repo is not None,
             store=coordinator.store,
@@ -221,6 +226,8 @@ class AdversarialReview:
             layout=layout,
             # The run's, when one is active: its items' leads copy edits into the checkout.
             adoptions=stash.context.adoptions if stash and stash.context else None,
+            samples=make_samples(self.config, settings, reviewer, builtin),
+            verifier=make_verifier(self.config, settings),
         )
         run = ReviewRun(context, spec, item=self.node)
         # The items' path: a stored verdict stands, decisions are sent, the budget holds;

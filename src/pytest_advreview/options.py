@@ -722,6 +722,52 @@ _EVAL_RESCORE_DESC = (
     "Score the eval from kept transcripts only; a case without one is an error, no reviewer "
     "is asked"
 )
+_SAMPLES_DESC = (
+    "Independent first-round reviews of each target (default 1); their findings are merged, "
+    "any sample's blocker blocks and any sample that cannot run is an error "
+    "(docs/confirmation.md)"
+)
+_SAMPLE_REVIEWERS_DESC = (
+    "The reviewer of each sample, comma-separated, one name per sample (default: every "
+    "sample uses --advreview-reviewer); the first is the reviewer, whose thread later "
+    "rounds resume"
+)
+MAX_SAMPLES = 8
+
+
+def _names(raw: object) -> object:
+    """A comma-separated list of reviewer names (``codex,command``)."""
+    names = tuple(part.strip() for part in _text(raw).split(","))
+    if not names or not all(_REVIEWER_NAME.match(name) for name in names):
+        raise Invalid("expected reviewer names separated by commas, e.g. codex,codex")
+    if len(names) > MAX_SAMPLES:
+        raise Invalid(f"expected at most {MAX_SAMPLES} names, one per sample")
+    return names
+
+
+_VERIFY_DESC = (
+    "Check each blocking finding in a separate read-only verifier turn that must answer "
+    "CONFIRMED or REFUTED with its evidence; a refuted finding of a severity in "
+    "advreview_verify_demotes is shown as refuted, below fail-on (docs/confirmation.md)"
+)
+_VERIFY_DEMOTES_DESC = (
+    "Severities a refutation may take below fail-on, comma-separated (default high,medium; "
+    "critical only when listed; none: no demotion)"
+)
+_VERIFIER_DESC = "The verifier's backend (default: the reviewer's)"
+_SEVERITY_NAMES = ("critical", "high", "medium")
+
+
+def _severities(raw: object) -> object:
+    text = _text(raw).strip().lower()
+    if text == "none":
+        return ()
+    names = tuple(part.strip() for part in text.split(","))
+    if not all(name in _SEVERITY_NAMES for name in names):
+        raise Invalid("expected severities separated by commas (critical, high, medium), or none")
+    return tuple(dict.fromkeys(names))
+
+
 _EVAL_MIN_RECALL_DESC = "Fail an eval run whose recall is below this fraction (0-1)"
 _EVAL_MAX_FALSE_BLOCK_DESC = (
     "Fail an eval run whose false-block rate on clean cases is above this fraction (0-1)"
@@ -752,6 +798,17 @@ SPECS: tuple[Spec, ...] = (
     Spec("connect_timeout", _CONNECT_TIMEOUT_DESC, _seconds, "SECONDS", default=30.0),
     Spec("review_timeout", _REVIEW_TIMEOUT_DESC, _seconds, "SECONDS"),
     Spec("max_rounds", _MAX_ROUNDS_DESC, _whole(1, MAX_ROUNDS), "N", default=5),
+    Spec("samples", _SAMPLES_DESC, _whole(1, MAX_SAMPLES), "K", default=1),
+    Spec("sample_reviewers", _SAMPLE_REVIEWERS_DESC, _names, "NAMES", default=()),
+    Spec("verify", _VERIFY_DESC, _bool, cli="flag", default=False),
+    Spec(
+        "verify_demotes",
+        _VERIFY_DEMOTES_DESC,
+        _severities,
+        "SEVERITIES",
+        default=("high", "medium"),
+    ),
+    Spec("verifier", _VERIFIER_DESC, _reviewer, "NAME"),
     _pick("fail_on", _FAIL_ON_DESC, "SEVERITY"),
     _pick("output_format", "How the reviewer answers.", "FORMAT"),
     _pick("isolation", "Where the reviewer runs.", "MODE"),

@@ -51,6 +51,7 @@ __all__ = [
     "WorkspaceMutated",
     "counted",
     "decide",
+    "demoted",
     "error_report",
     "failure_report",
     "failure_summary",
@@ -135,16 +136,26 @@ def counted(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
+def demoted(finding: Finding, demotes: Collection[str]) -> bool:
+    """Whether a verifier's refutation takes ``finding`` below fail-on: it was refuted and
+    its severity is one ``advreview_verify_demotes`` lists (never critical by default)."""
+    return finding.refuted is not None and finding.severity.value in demotes
+
+
 def decide(
     result: LoopResult,
     fail_on: Severity,
     waived: Collection[str] = (),
     *,
     content: Mapping[str, str] | None = None,
+    demotes: Collection[str] = (),
 ) -> Outcome:
     """Map ``result`` and the ``fail_on`` threshold to an :class:`Outcome` (see the table).
 
     :param waived: ids of findings a person with authority waived: they never fail it.
+    :param demotes: severities (``advreview_verify_demotes``) whose findings a verifier
+        refuted count below ``fail_on``: shown, as refuted, never blocking.  A refuted
+        finding of any other severity (critical, by default) still blocks.
     :param content: finding id -> its content id (what a waiver of it must name).
     """
     rounds = _rounds(result)
@@ -168,10 +179,11 @@ def decide(
         )
     review: Review | None = result.review
     findings = _sorted(review.findings) if review is not None else ()
-    blocking = tuple(f for f in findings if f.severity.at_least(fail_on))
+    below_ids = {f.id for f in findings if demoted(f, demotes)}
+    blocking = tuple(f for f in findings if f.severity.at_least(fail_on) and f.id not in below_ids)
     failing = tuple(f for f in blocking if f.id not in waived)
     passed = tuple(f for f in blocking if f.id in waived)
-    below = tuple(f for f in findings if not f.severity.at_least(fail_on))
+    below = tuple(f for f in findings if not f.severity.at_least(fail_on) or f.id in below_ids)
     verdict = review.verdict if review is not None else None
     needs_operator = tuple(f for f in result.needs_operator if f not in waived)
     waived_ids = {f.id for f in passed} | (set(result.needs_operator) - set(needs_operator))
@@ -306,7 +318,15 @@ def _finding_lines(outcome: Outcome) -> list[str]:
     return [
         *(f.line() for f in outcome.failing),
         *(f"{f.line()} — waived by a person with authority" for f in outcome.waived),
-        *(f"{f.line()} — below the fail-on threshold" for f in outcome.below),
+        *(
+            f"{f.line()} — "
+            + (
+                "refuted, so below the fail-on threshold"
+                if f.refuted
+                else "below the fail-on threshold"
+            )
+            for f in outcome.below
+        ),
         *how,
     ]
 

@@ -18,7 +18,15 @@ from dataclasses import dataclass
 from .models import RoundRecord, TokenUsage
 from .options import BY_FIELD, PRICE_KEYS, price_line
 
-__all__ = ["PriceError", "PriceTable", "money", "per_round", "run_cost", "tokens_text"]
+__all__ = [
+    "PriceError",
+    "PriceTable",
+    "money",
+    "per_round",
+    "per_turn",
+    "run_cost",
+    "tokens_text",
+]
 
 _KEY = BY_FIELD["prices"].ini_key
 
@@ -99,6 +107,27 @@ def per_round(rounds: Iterable[RoundRecord]) -> str:
     """``round 1 $0.0123, round 2 $0.0040`` for the rounds whose money is known (``""``
     when none is: no prices were set when they ran)."""
     return ", ".join(f"round {r.number} {money(r.cost)}" for r in rounds if r.cost is not None)
+
+
+def per_turn(rounds: Iterable[RoundRecord]) -> list[str]:
+    """What each sample and each verification of ``rounds`` took: ``round 1 sample 2
+    (codex) 1200 tokens ($0.0040)``, one entry each (empty: one review, no verification)."""
+
+    def spent(tokens: int, cost: float | None) -> str:
+        return f"{tokens} tokens" + (f" ({money(cost)})" if cost is not None else "")
+
+    turns: list[str] = []
+    for r in rounds:
+        turns += [
+            f"round {r.number} sample {s.sample} ({s.reviewer}) {spent(s.usage.total, s.cost)}"
+            for s in r.samples
+        ]
+        turns += [
+            f"round {r.number} verification of {v.finding} ({v.reviewer}, {v.result.lower()}) "
+            f"{spent(v.usage.total, v.cost)}"
+            for v in r.verifications
+        ]
+    return turns
 
 
 def run_cost(costs: Iterable[float | None]) -> tuple[float | None, int]:

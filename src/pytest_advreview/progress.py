@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .outbound import one_line
-from .runner.reachability import read_events, reconnect_of
+from .runner.reachability import event_batches, reconnect_of
 
 if TYPE_CHECKING:
     from _pytest._io import TerminalWriter
@@ -141,15 +141,17 @@ class _Entry:
         """Read the stream from where the last look stopped; keep the latest activity."""
         if self.stream is None:
             return
-        events, self.offset = read_events(self.stream, self.offset)
-        for event in events:
-            found = activity_of(event, self.reconnects + 1)
-            if found is None:
-                continue
-            # Codex numbers its stream retries (2/5) but not its waits for the network:
-            # those are counted here, and any other activity starts the count afresh.
-            self.reconnects = self.reconnects + 1 if reconnect_of(event) else 0
-            self.activity = found
+        for events, after in event_batches(self.stream, self.offset):
+            self.offset = after
+            for event in events:
+                found = activity_of(event, self.reconnects + 1)
+                if found is None:
+                    continue
+                # Codex numbers its stream retries (2/5) but not its waits for the
+                # network: those are counted here, and any other activity starts the
+                # count afresh.
+                self.reconnects = self.reconnects + 1 if reconnect_of(event) else 0
+                self.activity = found
 
 
 class Progress:

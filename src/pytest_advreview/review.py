@@ -54,6 +54,8 @@ __all__ = [
     "SharedLookups",
     "has_fixer_hook",
     "make_reviewer",
+    "make_samples",
+    "make_verifier",
 ]
 
 
@@ -61,9 +63,12 @@ def make_reviewer(
     config: pytest.Config,
     settings: Settings,
     builtin: Callable[[pytest.Config, str], Reviewer | None] | None = None,
+    *,
+    name: str | None = None,
 ) -> Reviewer:
     """The backend ``settings`` name, built through ``pytest_advreview_make_reviewer``.
 
+    :param name: another backend than ``settings.reviewer`` (a sample's, a verifier's).
     :param builtin: builds a built-in backend (codex, command) from ``settings``
         instead: the registered ones carry the run's settings, not a fixture call's
         overrides, and a run without ``--adversarial-review`` registers none.
@@ -71,17 +76,52 @@ def make_reviewer(
     # Before any review: what runs after one is then in memory, whatever a reviewer
     # writes to the plugin's files meanwhile.
     containment.preload()
-    made: Reviewer | None = config.hook.pytest_advreview_make_reviewer(
-        config=config, name=settings.reviewer
-    )
+    name = settings.reviewer if name is None else name
+    made: Reviewer | None = config.hook.pytest_advreview_make_reviewer(config=config, name=name)
     if builtin is not None and (made is None or made.name in BUILTIN_REVIEWERS):
-        made = builtin(config, settings.reviewer) or made
+        made = builtin(config, name) or made
     if made is None:
         raise pytest.UsageError(
-            f"pytest-advreview: no reviewer backend is called {settings.reviewer!r}; use "
+            f"pytest-advreview: no reviewer backend is called {name!r}; use "
             "codex, command, or install the plugin that provides it"
         )
     return made
+
+
+def make_samples(
+    config: pytest.Config,
+    settings: Settings,
+    reviewer: Reviewer,
+    builtin: Callable[[pytest.Config, str], Reviewer | None] | None = None,
+) -> tuple[tuple[str, Reviewer], ...]:
+    """The reviewers of samples 2 to K (``advreview_samples``, ``advreview_sample_reviewers``),
+    each built once through the same hook as the reviewer (``reviewer`` itself for its
+    own name); empty with one sample."""
+    names = settings.sample_reviewers or (settings.reviewer,) * settings.samples
+    built: dict[str, Reviewer] = {settings.reviewer: reviewer}
+    for name in names[1:]:
+        if name not in built:
+            built[name] = make_reviewer(config, settings, builtin, name=name)
+    return tuple((name, built[name]) for name in names[1:])
+
+
+def make_verifier(config: pytest.Config, settings: Settings) -> Reviewer | None:
+    """The verifier (``advreview_verify``; ``None`` without): ``advreview_verifier`` or the
+    reviewer's backend, built through the same hook, read-only when it is a built-in one
+    (a verifier reads and runs commands, it never writes)."""
+    if not settings.verify:
+        return None
+    from . import runstash
+    from .runner.factory import BuiltinReviewers
+
+    read_only = settings.model_copy(update={"sandbox": "read-only"})
+    builtin = BuiltinReviewers(read_only, run_dir=lambda: runstash.run_dir(config))
+    return make_reviewer(
+        config,
+        read_only,
+        builtin.pytest_advreview_make_reviewer,
+        name=settings.verifier or settings.reviewer,
+    )
 
 
 @dataclass
@@ -207,6 +247,10 @@ class ReviewContext:
     fixer_hook: bool = False
     layout: Layout | None = None
     adoptions: Adoptions | None = None
+    #: The reviewers of the first round's samples 2 to K (:func:`make_samples`).
+    samples: tuple[tuple[str, Reviewer], ...] = ()
+    #: Checks each blocking finding (:func:`make_verifier`; ``None``: no verification).
+    verifier: Reviewer | None = None
 
     def __post_init__(self) -> None:
         if self.layout is None:
@@ -399,6 +443,8 @@ class ReviewRun(LoopHooks):
             history=history,
             decisions=decisions,
             limit=ReviewLimit(self.settings.review_limit, self.settings.timeout),
+            samples=self.context.samples,
+            verifier=self.context.verifier,
         )
         result = self.lead.into(
             result, in_ci=trust.of_run(self.context.config, self.settings).in_ci
@@ -407,7 +453,19 @@ class ReviewRun(LoopHooks):
         if prices:
             # Each round's money is stored with it: a later run's report shows it too.
             rounds = tuple(
-                r.model_copy(update={"cost": prices.cost(r.usage, self.settings.model)})
+                r.model_copy(
+                    update={
+                        "cost": prices.cost(r.usage, self.settings.model),
+                        "samples": tuple(
+                            s.model_copy(update={"cost": prices.cost(s.usage, self.settings.model)})
+                            for s in r.samples
+                        ),
+                        "verifications": tuple(
+                            v.model_copy(update={"cost": prices.cost(v.usage, self.settings.model)})
+                            for v in r.verifications
+                        ),
+                    }
+                )
                 for r in result.rounds
             )
             result = replace(result, rounds=rounds)

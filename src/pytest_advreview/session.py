@@ -9,9 +9,11 @@ what the workers get, the report files and the terminal summary.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import secrets
 import shutil
+import sys
 import tempfile
 import warnings
 from collections.abc import Generator
@@ -31,12 +33,20 @@ from .parallel import ReviewPool, jobs_for
 from .progress import Progress, progress_plugin
 from .report.collect import ResultsCollector
 from .report.terminal import write_summary
-from .review import ReviewContext, SharedLookups, has_fixer_hook, make_reviewer
+from .review import (
+    ReviewContext,
+    SharedLookups,
+    has_fixer_hook,
+    make_reviewer,
+    make_samples,
+    make_verifier,
+)
 from .runner import Reviewer
 from .selection import TargetSelection
 from .statekey import STATE_KEY_ENV
 from .trust import run as trust
 from .workspace import Adoptions, Layout, containment
+from .workspace.isolation import POOL_PREFIX, WorktreePool
 
 if TYPE_CHECKING:
     from .settings import Settings
@@ -99,6 +109,15 @@ class ReviewSession:
             in_git=self.targets.repo is not None,
             head=self.targets.head is not None,
         )
+        if self.layout.isolated and not config.option.collectonly:
+            # The process's review worktrees, made once and reset between reviews; in the
+            # run's directory, so what a crashed worker leaves goes with it. Registered
+            # after the run directory's removal, so it runs before it.
+            pool = WorktreePool(self.run_dir / f"{POOL_PREFIX}{os.getpid()}")
+            self.layout = dataclasses.replace(self.layout, pool=pool)
+            # The controller sweeps what crashed workers left (it ends after them).
+            sweep = self.run_dir if self._from_controller is None else None
+            config.add_cleanup(lambda: _close_pool(pool, sweep, self.layout.repo_root))
         #: Warnings of the containment check for the header (the controller's).
         self.containment_warnings: list[str] = []
         if self._from_controller is None:
@@ -181,6 +200,8 @@ class ReviewSession:
             # In the run directory, under the run's secret: every process of the run
             # knows the lead's edits the others copied into the checkout.
             adoptions=Adoptions(self.run_dir / "adopted", self.run_secret),
+            samples=make_samples(self.config, self.settings, reviewer),
+            verifier=make_verifier(self.config, self.settings),
         )
         self.stash.context = context
         jobs = jobs_for(
@@ -189,7 +210,16 @@ class ReviewSession:
             xdist_worker=self._from_controller is not None,
         )
         if jobs > 1:
-            cancel = getattr(reviewer, "cancel", None)
+            # Every backend of the run: the reviewer's, other samples' and the verifier's.
+            backends = {id(b): b for b in (reviewer, *(r for _, r in context.samples))}
+            if context.verifier is not None:
+                backends[id(context.verifier)] = context.verifier
+            cancels = [c for b in backends.values() if callable(c := getattr(b, "cancel", None))]
+
+            def cancel_all() -> None:
+                for cancel in cancels:
+                    cancel()
+
             pool = ReviewPool(
                 jobs,
                 context=context,
@@ -197,7 +227,7 @@ class ReviewSession:
                 # One review per target: an item whose target another item reviews
                 # replays that review (items.FirstReview), so it never starts one ahead.
                 target_of=claim_ahead,
-                cancel=cancel if callable(cancel) else None,
+                cancel=cancel_all if cancels else None,
             )
             self.config.pluginmanager.register(pool, "advreview-pool")
             self.stash.pool = pool
@@ -572,3 +602,13 @@ class Controller:
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         """The final operator summary: one block per review item."""
         write_summary(terminalreporter, self.results.ordered())
+
+
+def _close_pool(pool: WorktreePool, run_dir: Path | None, repo_root: Path) -> None:
+    """Remove the process's review worktrees (and, on the controller, what crashed
+    workers left in ``run_dir``); what cannot be removed is said, with the fix (at the
+    end of the run nothing else can report it)."""
+    for problem in pool.close():
+        sys.stderr.write(f"{problem}\n")
+    if run_dir is not None:
+        WorktreePool.sweep(run_dir, repo_root)

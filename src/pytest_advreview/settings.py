@@ -75,6 +75,16 @@ class Settings(WireModel):
     #: (:attr:`review_limit`).
     review_timeout: float | None = None
     max_rounds: int = default("max_rounds")
+    #: First-round reviews of each target (docs/confirmation.md).
+    samples: int = default("samples")
+    #: The reviewer of each sample (empty: every sample uses ``reviewer``).
+    sample_reviewers: tuple[str, ...] = default("sample_reviewers")
+    #: Verify each blocking finding (docs/confirmation.md).
+    verify: bool = default("verify")
+    #: Severities a refutation takes below fail-on.
+    verify_demotes: tuple[str, ...] = default("verify_demotes")
+    #: The verifier's backend (``None``: the reviewer's).
+    verifier: str | None = None
     fail_on: Severity = Severity(default("fail_on"))
     output_format: OutputFormat = OutputFormat(default("output_format"))
     isolation: str = default("isolation")
@@ -402,6 +412,7 @@ def resolve(config: pytest.Config, environ: Mapping[str, str] | None = None) -> 
             f"(looked for {values['against_plan']}); pass the path of an existing plan"
         )
     _check_eval(values)
+    _check_samples(values)
     for choice, needed, example in (
         ("reviewer", "command", "my-reviewer"),
         ("lead", "lead_command", "my-agent"),
@@ -415,6 +426,30 @@ def resolve(config: pytest.Config, environ: Mapping[str, str] | None = None) -> 
     settings = Settings.model_validate(values)
     _check_prices(settings)
     return settings
+
+
+def _check_samples(values: Mapping[str, object]) -> None:
+    """The sample reviewers name one reviewer per sample, the reviewer's first (its thread
+    is the one later rounds resume)."""
+    names = values.get("sample_reviewers") or ()
+    if not names:
+        return
+    assert isinstance(names, tuple)
+    count = int(str(values.get("samples", default("samples"))))
+    option, key = BY_FIELD["sample_reviewers"].option, BY_FIELD["sample_reviewers"].ini_key
+    if len(names) != count:
+        raise pytest.UsageError(
+            f"{PREFIX}: {option} (ini {key}) names {len(names)} reviewers for "
+            f"{count} sample{'s' if count != 1 else ''}; name one per sample or set "
+            f"{BY_FIELD['samples'].option}={len(names)}"
+        )
+    reviewer = values.get("reviewer", default("reviewer"))
+    if names[0] != reviewer:
+        raise pytest.UsageError(
+            f"{PREFIX}: {option} (ini {key}) starts with {names[0]!r}, but sample 1 is the "
+            f"reviewer ({reviewer!r}), whose thread later rounds resume; list {reviewer} "
+            f"first or set {BY_FIELD['reviewer'].option}={names[0]}"
+        )
 
 
 def _check_prices(settings: Settings) -> None:

@@ -17,11 +17,12 @@ A blocking finding (at or above fail-on) that catches nothing is a false block.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from pydantic import Field
 
 from ..models import Finding, Severity, WireModel
+from ..outcome import demoted
 from .case import Case, Defect
 
 __all__ = ["LINE_SLACK", "CaseScore", "catches", "score"]
@@ -127,8 +128,15 @@ def _matching(
     return {d: f for f, d in owner.items()}
 
 
-def score(case: Case, findings: Sequence[Finding], fail_on: Severity) -> CaseScore:
-    """Score one review's ``findings`` of ``case`` at the ``fail_on`` threshold."""
+def score(
+    case: Case, findings: Sequence[Finding], fail_on: Severity, demotes: Collection[str] = ()
+) -> CaseScore:
+    """Score one review's ``findings`` of ``case`` at the ``fail_on`` threshold.
+
+    A finding a verifier refuted below fail-on (:func:`~..outcome.demoted`) neither
+    blocks nor catches: the gate would not fail on it.
+    """
+    findings = [f for f in findings if not demoted(f, demotes)]
     defects = case.spec.defect
     pairs = _matching(findings, defects, catches)
     matched = set(pairs.values())

@@ -24,7 +24,7 @@ from ..atomic import write_atomic
 from ..cachekey import reviewer_identity
 from ..parallel import jobs_for, stop_all
 from ..prompts import PROMPT_VERSION
-from ..review import make_reviewer
+from ..review import make_reviewer, make_samples, make_verifier
 from ..runner import Reviewer
 from ..settings import WORKERINPUT_KEY, Settings, header_lines
 from . import BUILTIN, BUILTIN_CORPUS
@@ -68,7 +68,7 @@ def reviewer_config(settings: Settings, identity: dict[str, str]) -> dict[str, s
     import json
 
     digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
-    return {
+    config = {
         "reviewer": settings.reviewer,
         "model": settings.model,
         "reasoning": settings.reasoning,
@@ -76,6 +76,13 @@ def reviewer_config(settings: Settings, identity: dict[str, str]) -> dict[str, s
         "prompt_version": PROMPT_VERSION,
         "identity": digest,
     }
+    # Named only when set: a comparison shows them, a plain run's report is unchanged.
+    if settings.samples > 1:
+        config["samples"] = ",".join(settings.sample_reviewers) or str(settings.samples)
+    if settings.verify:
+        demotes = ",".join(settings.verify_demotes) or "none"
+        config["verify"] = f"{settings.verifier or settings.reviewer} (demotes {demotes})"
+    return config
 
 
 class EvalSession:
@@ -171,6 +178,10 @@ class EvalSession:
             transcripts=self._transcripts(),
             rescore_only=self.settings.eval_rescore,
             scratch=self.scratch,
+            samples=make_samples(self.config, self.settings, reviewer)
+            if reviewer is not None
+            else (),
+            verifier=make_verifier(self.config, self.settings) if reviewer is not None else None,
         )
         for item in evals:
             item.take = self._take

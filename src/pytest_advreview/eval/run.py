@@ -58,6 +58,10 @@ class EvalContext:
     transcripts: TranscriptStore | None
     rescore_only: bool
     scratch: Path
+    #: The reviewers of samples 2 to K (:func:`~..review.make_samples`).
+    samples: tuple[tuple[str, Reviewer], ...] = ()
+    #: The verifier (:func:`~..review.make_verifier`; ``None``: no verification).
+    verifier: Reviewer | None = None
 
 
 def _result(
@@ -89,7 +93,7 @@ def _result(
     )
     if error is not None:
         return base
-    scored = score(case, findings, settings.fail_on)
+    scored = score(case, findings, settings.fail_on, settings.verify_demotes)
     passed = not scored.blocked if case.spec.clean else not scored.missed
     return base.model_copy(update={"score": scored, "outcome": "passed" if passed else "failed"})
 
@@ -139,7 +143,14 @@ def _run_case(ctx: EvalContext, case: Case, epoch: int) -> CaseResult:
         except (CaseError, GitError, OSError) as exc:
             return _result(case, epoch, settings=settings, error=str(exc))
         context = ReviewContext(
-            ctx.config, settings, ctx.reviewer, scratch.root, in_git=True, fixer_hook=False
+            ctx.config,
+            settings,
+            ctx.reviewer,
+            scratch.root,
+            in_git=True,
+            fixer_hook=False,
+            samples=ctx.samples,
+            verifier=ctx.verifier,
         )
         # The gate's containment check, stricter: a measurement whose reviewer could change
         # the plugin's own code is no measurement, under CI or not.
@@ -156,7 +167,7 @@ def _run_case(ctx: EvalContext, case: Case, epoch: int) -> CaseResult:
         try:
             try:
                 result = run.run(max_rounds=1)
-                outcome = decide(result, settings.fail_on)
+                outcome = decide(result, settings.fail_on, demotes=settings.verify_demotes)
             finally:
                 kept_folder = run.guard.finish(result, outcome)
         except (ReviewInputError, ReviewerUnavailable) as exc:

@@ -28,7 +28,7 @@ from ..models import (
     RunnerStatus,
 )
 from ..outbound import document_text
-from ..pricing import money, per_round, run_cost, tokens_text
+from ..pricing import money, per_round, per_turn, run_cost, tokens_text
 from .collect import ItemResult
 from .json_report import gate_result
 from .terminal import MEANING
@@ -145,8 +145,14 @@ def _findings_table(record: ItemRecord) -> list[str]:
         if any(w.finding == finding.id for w in record.waived):
             fails = " (waived)"
         fails += " (late)" if finding.id in record.late else ""
+        fails += " (refuted)" if finding.refuted else ""
+        title = escape(finding.title)
+        if finding.samples:
+            title += f" ({escape(finding.reported_by())})"
+        if finding.refuted:
+            title += f" — refuted by verification: {escape(finding.refuted)}"
         lines.append(
-            f"| {finding.severity.value}{fails} | {_code(finding.id)} | {escape(finding.title)} | "
+            f"| {finding.severity.value}{fails} | {_code(finding.id)} | {title} | "
             f"{escape(where) if where else '—'} |"
         )
     lines.append("")
@@ -321,6 +327,9 @@ def _item_section(result: ItemResult, settings: Settings, *, verbatim: bool) -> 
     rounds_money = per_round(record.rounds)
     if rounds_money:
         lines += [f"Money per round: {rounds_money}", ""]
+    turns = per_turn(record.rounds)
+    if turns:
+        lines += ["Samples and verifications:", "", *(f"- {escape(t)}" for t in turns), ""]
     lines += _findings_table(record)
     lines += _operator_summary(result, settings)
     lines += _lead(record)

@@ -215,6 +215,10 @@ def _comment_body(
         parts.append(f"**What can go wrong:** {_text(finding.what_can_go_wrong, strict)}")
     if finding.recommendation:
         parts.append(f"**Recommendation:** {_text(finding.recommendation, strict)}")
+    if finding.samples:
+        parts.append(f"**Samples:** {_text(finding.reported_by(), strict)}")
+    if finding.refuted:
+        parts.append(f"**Refuted by verification:** {_text(finding.refuted, strict)}")
     if with_suggestion and finding.suggestion is not None:
         # Redacted and controls shown, but otherwise verbatim: it is the replacement.
         text = outbound.document_text(finding.suggestion)

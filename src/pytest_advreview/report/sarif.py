@@ -219,6 +219,10 @@ def finding_text(record: ItemRecord, finding: Finding, note: str | None = None) 
             parts.append(f"{label}: {value.strip()}")
     if finding.location is not None and str(finding.location):
         parts.append(f"Location named by the reviewer: {finding.location}")
+    if finding.samples:
+        parts.append(f"Samples: {finding.reported_by()}")
+    if finding.refuted:
+        parts.append(f"Refuted by verification: {finding.refuted}")
     if note:
         parts.append(note)
     parts.append(f"Review item: {record.nodeid} ({record.status.value})")

@@ -9,7 +9,7 @@ import pytest
 from ..models import ItemRecord
 from ..outbound import terminal_text
 from ..outcome import counted
-from ..pricing import money, per_round, run_cost, tokens_text
+from ..pricing import money, per_round, per_turn, run_cost, tokens_text
 from .collect import ItemResult, with_line
 
 __all__ = ["MEANING", "decided_lines", "lead_lines", "write_summary"]
@@ -92,6 +92,8 @@ def write_summary(terminal: pytest.TerminalReporter, results: list[ItemResult]) 
         )
         if rounds_money:
             line(f"    money per round: {rounds_money}")
+        for turn in per_turn(record.rounds):
+            line(f"    {turn}")
         if decided:
             line(f"    decisions: {decided}")
         if record.status.value != "approved" and not (record.waived and not record.failing_ids):

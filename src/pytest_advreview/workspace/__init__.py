@@ -9,7 +9,9 @@ containment check and the jobs pool:
 * :class:`Workspace` (once per review): the folder the reviewer runs in, its baseline
   snapshot and what changed since (:mod:`.workspace.mutation` takes and compares the snapshots),
   the one way anything of a worktree flows back into the checkout (the lead's edits),
-  and the worktree's removal -- after the last comparison, never before it.
+  and the worktree's return to the process's pool (:class:`.isolation.WorktreePool`,
+  which keeps it only when unchanged) or removal -- after the last comparison, never
+  before it.
 
 ``--advreview-isolation=auto`` (the default) gives each review that may write a
 worktree of its own, outside the checkout, with the change applied: the committed branch
@@ -37,7 +39,7 @@ from typing import TYPE_CHECKING
 from ..cachekey import plan_hash
 from ..git import commit, redirected
 from . import mutation
-from .isolation import IsolationError, Worktree
+from .isolation import IsolationError, Worktree, WorktreePool
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -90,6 +92,8 @@ class Layout:
         watches): side by side they would see each other's writes.
     :param watch_checkout: isolated, and a writer no sandbox of ours holds could write the
         checkout itself: the checkout is watched besides the worktree.
+    :param pool: the process's worktrees, reset between reviews (isolated runs of a
+        session); ``None``: each review builds and removes its own.
     """
 
     repo_root: Path
@@ -98,6 +102,7 @@ class Layout:
     writable: Path | None = None
     shared_writable: bool = False
     watch_checkout: bool = False
+    pool: WorktreePool | None = field(default=None, compare=False)
 
     @classmethod
     def decide(
@@ -244,8 +249,12 @@ class Workspace:
         :raises WorkspaceError: the worktree could not be built (nothing is left behind).
         """
         if self.isolated and self._tree is None:
+            pool = self.layout.pool
             try:
-                self._tree = Worktree.create(self.repo_root, parent)
+                if pool is None:
+                    self._tree = Worktree.create(self.repo_root, parent)
+                else:
+                    self._tree = pool.acquire(self.repo_root)
             except IsolationError as exc:
                 raise WorkspaceError(str(exc)) from None
             self.root = self._tree.path
@@ -365,7 +374,8 @@ class Workspace:
     # -- removal ---------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Remove the worktree (idempotent); the watch cannot be asked afterwards.
+        """Remove the worktree, or give it back to the pool, which keeps it only when the
+        review left it unchanged (idempotent); the watch cannot be asked afterwards.
 
         :raises WorkspaceError: the worktree could not be removed completely (the message
             names the commands that do it).
@@ -374,7 +384,11 @@ class Workspace:
             return
         self._closed = self._tree is not None
         if self._tree is not None:
+            pool = self.layout.pool
             try:
-                self._tree.remove()
+                if pool is None:
+                    self._tree.remove()
+                else:
+                    pool.release(self._tree, self.repo_root)
             except IsolationError as exc:
                 raise WorkspaceError(str(exc)) from None

@@ -267,11 +267,13 @@ class ReviewGuard:
     def cleanup(self, *, keep: bool) -> str | None:
         """Remove the temp files after success; keep them after an error (diagnostics).
 
-        A review worktree is always removed: it is a copy, and a leftover one would show
-        in the user's ``git worktree list``.  Nothing compares the workspace afterwards:
-        the last comparison (:meth:`finish`) comes first.  A kept folder is moved under
-        pytest's temporary folder (:func:`kept_root`), which pytest prunes as it prunes
-        ``tmp_path``: an error per review once left a ``/tmp/advreview-*`` folder each.
+        A review worktree is always given back: to the run's pool, which keeps it for
+        the next review only when the reviewer changed nothing in it, else removed (a
+        leftover one would show in the user's ``git worktree list``).  Nothing compares
+        the workspace afterwards: the last comparison (:meth:`finish`) comes first.  A
+        kept folder is moved under pytest's temporary folder (:func:`kept_root`), which
+        pytest prunes as it prunes ``tmp_path``: an error per review once left a
+        ``/tmp/advreview-*`` folder each.
 
         :param keep: keep the review's folder; the caller must print the returned path
             (a kept folder nobody is told about is litter).

@@ -28,6 +28,11 @@ them).
 
 The user's work tree and index are only read; git records the worktree under
 ``.git/worktrees/`` until :meth:`Worktree.remove`, which also runs on errors and Ctrl-C.
+
+A run's reviews share a :class:`WorktreePool` per process: a worktree is built once and,
+between reviews, kept only when nothing in it or its git admin folder changed (an
+``lstat`` fingerprint of every entry, :meth:`Worktree.clean`), then brought up to the
+user's tree (:meth:`Worktree.reset`); anything else removes it.
 """
 
 from __future__ import annotations
@@ -39,20 +44,25 @@ import shutil
 import stat
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..git import GitError, commit, redirected, run_git, split_z
 
 __all__ = [
+    "POOL_PREFIX",
     "WORKTREE_PREFIX",
     "IsolationError",
     "Worktree",
+    "WorktreePool",
     "leftover_worktrees",
 ]
 
 #: Prefix of the temporary directory holding each worktree; marks worktrees as ours.
 WORKTREE_PREFIX = "advreview-wt-"
+#: Prefix of a process's pool folder in the run's directory (:class:`WorktreePool`).
+POOL_PREFIX = "worktrees-"
 
 #: Options of every ``git diff`` here: the plain patch format whatever the user's config.
 _DIFF_OPTS = (
@@ -100,6 +110,16 @@ class Worktree:
         self.path = path
         self._holder = holder
         self._removed = False
+        #: What the mirror was built from: the user's HEAD and staged patch.
+        self._base: tuple[str | None, bytes] | None = None
+        #: The paths the mirror copied or deleted (the user's changes when it was built).
+        self._synced: list[str] = []
+        #: The mirror has a submodule (a clone of its own): never reset, always rebuilt.
+        self._submodule = False
+        #: Every entry of the worktree and its git admin folder when it was last known
+        #: clean (:meth:`clean`); ``None``: never, or no longer.
+        self._fingerprint: tuple[tuple[object, ...], ...] | None = None
+        self._admin: Path | None = None
 
     @classmethod
     def create(cls, repo_root: Path, parent_dir: Path) -> Worktree:
@@ -144,6 +164,7 @@ class Worktree:
         try:
             tree._add()
             tree._mirror()
+            tree._settle()
         except BaseException as exc:
             # Ctrl-C included: a half-built worktree must not outlive this call.
             try:
@@ -179,14 +200,99 @@ class Worktree:
 
     def _mirror(self) -> None:
         user = self.repo_root
-        staged = run_git(user, "diff", "--cached", "--binary", *_DIFF_OPTS, "HEAD").stdout
+        self._base = base = _user_base(user)
+        staged = base[1]
         if staged:
             # --whitespace=nowarn: apply.whitespace=error in the user's config must not
             # refuse the user's own changes.
             self._git_in_tree_stdin(staged, "apply", "--index", "--whitespace=nowarn", "-")
-        for name in _changed(user):
+        self._synced = _changed(user)
+        for name in self._synced:
             self._sync(name)
         self._submodules()
+
+    def _settle(self) -> None:
+        """Record the worktree as it is now as its clean state (:meth:`clean`)."""
+        if self._admin is None:
+            admin = run_git(self.path, "rev-parse", "--absolute-git-dir").stdout
+            self._admin = Path(os.fsdecode(admin.rstrip(b"\n")))
+        self._fingerprint = self._walk()
+
+    def _walk(self) -> tuple[tuple[object, ...], ...]:
+        """Every entry below the worktree's folder and its git admin folder, with what
+        ``lstat`` says of it: a write, a deletion, a new file (ignored ones too), a
+        ``chmod``, a link, a rename or a moved ``HEAD`` each change a field, and
+        ``st_ctime`` cannot be set back by the writer."""
+        assert self._admin is not None
+        # The top folder's times change when an entry comes and goes: Codex's sandbox
+        # makes (and removes) mount points there for the folders it keeps read-only.
+        # What is left is compared entry by entry; a chmod still shows in its mode.
+        top_level = os.fspath(self.path)
+        found: list[tuple[object, ...]] = []
+        for top in (self._holder, self._admin):
+            walked = os.walk(top, onerror=_raise)
+            for folder, dirs, files in [(os.fspath(top), [""], []), *walked]:
+                for name in (*dirs, *files):
+                    path = os.path.join(folder, name) if name else folder
+                    st = os.lstat(path)
+                    fields: tuple[object, ...] = (path, st.st_mode, st.st_ino, st.st_uid)
+                    fields += (st.st_gid, st.st_nlink)
+                    if path != top_level:
+                        fields += (st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+                    found.append(fields)
+        found.sort()
+        return tuple(found)
+
+    def clean(self) -> bool:
+        """Whether nothing in the worktree or its git admin folder changed since it was
+        built or last reset: no file written, deleted, added (ignored or not) or
+        ``chmod``-ed, ``HEAD`` and the index as they were.  A change that cannot be
+        ruled out (a folder that cannot be read) counts as one."""
+        if self._fingerprint is None or self._removed:
+            return False
+        try:
+            clean = self._walk() == self._fingerprint
+        except OSError:
+            clean = False
+        if not clean:
+            self._fingerprint = None  # never clean again: only removal is left
+        return clean
+
+    def reset(self) -> bool:
+        """Make an unchanged worktree (:meth:`clean`) mirror the user's tree as it is now,
+        as a new one would; ``False`` when that cannot be done exactly (the worktree
+        changed, the user's ``HEAD`` or staged changes moved, a submodule, git failed):
+        the caller removes it then and builds a new one.
+        """
+        if self._submodule or not self.clean():
+            return False
+        try:
+            if _user_base(self.repo_root) != self._base:
+                return False
+            now = _changed(self.repo_root)
+            for name in dict.fromkeys([*self._synced, *now]):
+                self._sync(name)
+                self._prune_parents(name)
+            self._synced = now
+            self._settle()
+        except (GitError, OSError):
+            self._fingerprint = None
+            return False
+        return True
+
+    def _prune_parents(self, name: str) -> None:
+        """Remove the folders a deleted path leaves empty that the user does not have
+        (a new worktree would not have them either)."""
+        rel = Path(name.rstrip("/"))
+        if os.path.lexists(self.path / rel):
+            return
+        for parent in rel.parents:
+            if parent == Path(".") or os.path.lexists(self.repo_root / parent):
+                return
+            try:
+                (self.path / parent).rmdir()
+            except OSError:
+                return
 
     def _submodules(self) -> None:
         """Each submodule as the user has it: its index entry (a staged pointer change) and,
@@ -203,8 +309,10 @@ class Worktree:
         for meta, name in _gitlinks(user):
             if _gitlinks(self.path, name) != [(meta, name)]:
                 mode, oid = meta.split()[:2]
-                run_git(self.path, "update-index", "--cacheinfo", f"{mode},{oid},{name}")
+                # --add: a submodule the user added (staged, not in HEAD) is new here.
+                run_git(self.path, "update-index", "--add", "--cacheinfo", f"{mode},{oid},{name}")
             source = user / name
+            self._submodule = True
             if not (source / ".git").exists():
                 continue
             head = run_git(source, "rev-parse", "--verify", "-q", "HEAD", check=False)
@@ -325,6 +433,111 @@ class Worktree:
                 "and `git worktree prune`"
             )
         self._removed = True
+
+
+def _raise(exc: OSError) -> None:
+    raise exc
+
+
+def _user_base(user: Path) -> tuple[str | None, bytes]:
+    """What a mirror of ``user`` starts from: its ``HEAD`` and its staged changes."""
+    staged = run_git(user, "diff", "--cached", "--binary", *_DIFF_OPTS, "HEAD").stdout
+    return commit(user, "HEAD"), staged
+
+
+class WorktreePool:
+    """The review worktrees of one process, made once and reset between reviews.
+
+    Building a worktree (``git worktree add``, the mirror) and removing it cost more than
+    the review's own git calls; a run of many reviews pays them once per review in
+    flight instead.  A worktree goes back to the pool after its review only when
+    :meth:`Worktree.clean` finds nothing changed in it; it is handed out again only after
+    :meth:`Worktree.reset` checked that again and made it the user's tree as it is now.
+    Anything else -- the reviewer wrote, deleted, ``chmod``-ed or added a file, moved
+    ``HEAD``, touched the git admin folder; the user's ``HEAD`` or staged changes moved;
+    git failed -- removes it, and the next review gets a new one.
+
+    :param folder: where the pool's worktrees are made (one per process, in the run's
+        directory, so a crashed worker's leftovers go with the run's directory).
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._idle: dict[Path, list[Worktree]] = {}
+        self._all: list[Worktree] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        #: Worktrees built, handed out again after a reset, and removed as not clean.
+        self.made = self.reused = self.discarded = 0
+
+    def acquire(self, repo_root: Path) -> Worktree:
+        """A clean worktree mirroring ``repo_root`` now: a reset one, else a new one.
+
+        :raises IsolationError: as :meth:`Worktree.create`, or a discarded worktree could
+            not be removed.
+        """
+        while True:
+            with self._lock:
+                idle = self._idle.get(repo_root)
+                tree = idle.pop() if idle else None
+            if tree is None:
+                break
+            if tree.reset():
+                with self._lock:
+                    self.reused += 1
+                return tree
+            self._discard(tree)
+        tree = Worktree.create(repo_root, self.folder)
+        with self._lock:
+            self.made += 1
+            self._all.append(tree)
+        return tree
+
+    def release(self, tree: Worktree, repo_root: Path) -> None:
+        """Take ``tree`` back after its review: kept when clean, else removed.
+
+        :raises IsolationError: a worktree that is not clean could not be removed.
+        """
+        if not self._closed and tree.clean():
+            with self._lock:
+                if not self._closed:
+                    self._idle.setdefault(repo_root, []).append(tree)
+                    return
+        self._discard(tree)
+
+    def _discard(self, tree: Worktree) -> None:
+        with self._lock:
+            self.discarded += 1
+        tree.remove()
+
+    def close(self) -> list[str]:
+        """Remove every worktree of the pool (idle or never given back); idempotent.
+
+        :returns: a message for each worktree that could not be removed.
+        """
+        with self._lock:
+            self._closed = True
+            trees, self._all, self._idle = self._all, [], {}
+        problems: list[str] = []
+        for tree in trees:
+            try:
+                tree.remove()
+            except IsolationError as exc:
+                problems.append(str(exc))
+        _rmtree(self.folder)
+        return problems
+
+    @staticmethod
+    def sweep(run_dir: Path, repo_root: Path) -> None:
+        """Remove the pools' folders left in ``run_dir`` by processes that ended without
+        closing theirs (a crashed xdist worker), and drop their worktrees from git's list
+        (``git worktree prune``).  The controller calls it after its workers ended."""
+        left = sorted(run_dir.glob(f"{POOL_PREFIX}*"))
+        for folder in left:
+            _rmtree(folder)
+        if left:
+            with _repo_lock(repo_root):
+                run_git(repo_root, "worktree", "prune", check=False)
 
 
 def _changed(top: Path) -> list[str]:
