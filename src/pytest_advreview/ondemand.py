@@ -46,7 +46,7 @@ from .selection import code_change
 from .state import StateWarning
 from .trust import pathrules
 from .trust import run as trust
-from .trust.decisions import GateBase
+from .trust.authority import GateBase
 from .workspace import Layout, containment
 
 __all__ = ["AdversarialReview", "ReviewOutcome"]
