@@ -13,11 +13,10 @@ from pathlib import Path
 import pytest
 
 from conftest import commit, git, init_repo, write
+from pytest_advreview.trust.authority import Authority, GateBase
 from pytest_advreview.trust.decisions import (
-    Authority,
     DecisionsError,
     DecisionsFile,
-    GateBase,
     load_at_commit,
     load_decisions,
 )

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from pytest_advreview.models import Finding, Location, Severity, Waiver
+from pytest_advreview.trust.authority import Authority
 from pytest_advreview.trust.commands import parse
-from pytest_advreview.trust.decisions import Authority, DecisionsError, content_ids, load_decisions
+from pytest_advreview.trust.decisions import DecisionsError, content_ids, load_decisions
 
 PLAN = (
     "# Plan\n\nIntro.\n\n## Data\nNo backup.\n\n### Detail\nStill data.\n\n"

@@ -414,6 +414,7 @@ def json_review(**overrides: Any) -> dict[str, Any]:
         "impact": "Account takeover.",
         "recommendation": "Redact the header.",
         "suggestion": None,
+        "confidence": None,
     }
     data: dict[str, Any] = {"summary": "Adds login.", "findings": [finding], "verdict": "REVISE"}
     data.update(overrides)
@@ -451,8 +452,8 @@ def test_parse_json_rejects_an_empty_text() -> None:
 
 def test_parse_json_rejects_an_extra_field_and_names_it() -> None:
     data = json_review()
-    data["findings"][0]["confidence"] = 0.9
-    with pytest.raises(ReviewFormatError, match=r"findings\.0\.confidence"):
+    data["findings"][0]["likelihood"] = 0.9
+    with pytest.raises(ReviewFormatError, match=r"findings\.0\.likelihood"):
         parse_json(json.dumps(data))
 
 

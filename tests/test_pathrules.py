@@ -18,8 +18,8 @@ from pytest_advreview import targets
 from pytest_advreview.models import ChangeSet, PathRule
 from pytest_advreview.prompts import code_prompt
 from pytest_advreview.testing import approved_review
+from pytest_advreview.trust.authority import GateBase
 from pytest_advreview.trust.baseconfig import ini_at, linelist
-from pytest_advreview.trust.decisions import GateBase
 from pytest_advreview.trust.pathrules import DEFAULT_EXCLUDE, PathRules, RulesError, for_run
 
 RULE = "migrations/**: check that every step is reversible"

@@ -76,6 +76,10 @@ def test_a_revise_on_a_branch_puts_the_review_comments_on_the_cited_lines(
     assert "```suggestion\nrefund()\n```" in comment["body"]
     # Line 3 is not in the diff: the finding is in the review's body.
     assert "Amount is a float" in review["body"] and "src/pay.py line 3" in review["body"]
+    # Line 3 lies outside every changed hunk of the change: listed apart, as pre-existing.
+    apart = review["body"].split("Pre-existing findings (outside every changed hunk", 1)[1]
+    assert "Amount is a float" in apart and "· pre-existing (outside every changed hunk)" in apart
+    assert "1 new finding(s) on the changed lines, 0 elsewhere, 1 pre-existing." in review["body"]
     assert "1 finding(s) commented on lines, 1 in the review body" in result.log
 
     # The next run on the same head posts nothing new.

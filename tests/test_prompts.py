@@ -210,12 +210,12 @@ def test_a_review_in_another_language_with_the_prompted_labels_parses_whole(kind
         body = code_prompt(change(), language="Deutsch")
     output, language = block(body, "output_format"), block(body, "language")
     labels = re.findall(r"^- \*\*(.+?):\*\*", output, re.MULTILINE)
-    assert len(labels) == 5
+    assert len(labels) == 6
     for label in labels:
         assert f"**{label}:**" in language
     for header in ("Summary", "Findings", "Verdict"):
         assert header in language
-    where = {"Section": "Schritt 2", "File": "src/mod_0.py lines 3-9"}
+    where = {"Section": "Schritt 2", "File": "src/mod_0.py lines 3-9", "Confidence": "0.7"}
     fields = [f"- **{label}:** {GERMAN_PROSE.get(label) or where[label]}" for label in labels]
     text = "\n".join(
         [
@@ -246,6 +246,7 @@ def test_a_review_in_another_language_with_the_prompted_labels_parses_whole(kind
     assert finding.why_vulnerable == GERMAN_PROSE["Why vulnerable"]
     assert finding.impact == GERMAN_PROSE["Impact"]
     assert finding.recommendation == GERMAN_PROSE["Recommendation"]
+    assert finding.confidence == 0.7
 
 
 @pytest.mark.parametrize("name", ["plan", "code", "code-vs-plan"])

@@ -422,7 +422,7 @@ def test_markdown_has_one_section_per_item_with_status_meaning_and_findings(run:
 def test_markdown_escapes_hostile_titles_in_tables(run: Run) -> None:
     text = render_markdown(Settings(), run.results)
     row = next(line for line in text.splitlines() if "Title with %" in line)
-    assert row.count(" | ") == 3  # four cells: the newline and pipes did not break the row
+    assert row.count(" | ") == 4  # five cells: the newline and pipes did not break the row
     assert "\n::error" not in text
 
 

@@ -39,7 +39,8 @@ from pytest_advreview.report.collect import ItemResult
 from pytest_advreview.report.markdown import render_markdown
 from pytest_advreview.report.terminal import decided_lines
 from pytest_advreview.settings import Settings
-from pytest_advreview.trust.decisions import Authority, DecisionsError, GateBase, load_decisions
+from pytest_advreview.trust.authority import Authority, GateBase
+from pytest_advreview.trust.decisions import DecisionsError, load_decisions
 
 KEY = ".advreview/decisions.toml"
 CRIT = Finding(id="AR-c00001", severity=Severity.CRITICAL, title="Data loss")

@@ -108,6 +108,8 @@ NOT_IDENTITY_SETTINGS: Final[Mapping[str, str]] = {
     "gate_where": "where the gate's settings came from, for the header",
     "max_rounds": "applied to the stored rounds on every run",
     "fail_on": "the stored review is judged again under this run's threshold",
+    "pre_existing": "decides the outcome of a pre-existing finding from the stored review "
+    "and the diff; the reviewer is asked the same",
     "isolation": "the reviewer sees a mirror of the same content",
     "report": "a report file",
     "sarif": "a report file",

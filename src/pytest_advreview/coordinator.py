@@ -47,14 +47,13 @@ from .pricing import money
 from .prompts import applied_text, operator_open_decision
 from .review import ReviewRun
 from .state import ReviewState, Spend, StateStore, StateWarning, decide_next
+from .trust import authority
 from .trust import run as trust
-from .trust.commands import CommandsError, load_commands
+from .trust.authority import GateBase, TargetAuthority
 from .trust.decisions import (
     CODE_TARGET,
-    Authority,
     DecisionsError,
     DecisionsFile,
-    GateBase,
     check_known,
     check_targets,
     content_ids,
@@ -147,25 +146,12 @@ class Coordinator:
         gate = self.trust.gated
         if gate and base is None:
             base = _find_base(config, settings)
-        try:
-            found = Authority.of(
-                self.decisions_path,
-                rootdir=Path(config.rootpath),
-                gated=gate,
-                head=settings.head is not None,
-                base=base,
-                pull=settings.pull_request,
-            )
-            if settings.commands is not None:
-                # The pull request's commands the Action vetted (write permission).
-                _from_command_line(config)
-                found = found.with_commands(load_commands(Path(settings.commands)))
-        except (DecisionsError, CommandsError) as exc:
-            raise pytest.UsageError(str(exc)) from None
         #: Who decides what: the author's answers (sent to the reviewer as data), the
         #: operator's decisions (they close needs-operator findings; under a gate the base
         #: commit's file) and where the failure tells the operator to record one.
-        self.authority = found
+        self.authority = authority.of_run(self.trust, config, settings, base)
+        #: The authority's one answer per target (:meth:`for_target`).
+        self._answers: dict[str, TargetAuthority] = {}
         #: The verdicts this run's rounds gave, by target and cache key: a later review of
         #: the same content by the same reviewer in the run (a rerun of a test that asks
         #: the fixture) gets the same verdict, also under --advreview-fresh.  Shared with
@@ -177,10 +163,11 @@ class Coordinator:
         """The author's answers: sent to the reviewer, checked against the targets."""
         return self.authority.author
 
-    @property
-    def operator(self) -> DecisionsFile | None:
-        """The operator's decisions: they close findings the lead left to a person."""
-        return self.authority.operator
+    def for_target(self, key: str) -> TargetAuthority:
+        """What the authority says of target ``key``: asked once per target."""
+        if key not in self._answers:
+            self._answers[key] = self.authority.for_target(key)
+        return self._answers[key]
 
     def for_settings(self, settings: Settings) -> Coordinator:
         """This coordinator for one review with other settings (a fixture's overrides).
@@ -201,6 +188,7 @@ class Coordinator:
                 other.authority = self.authority.with_author(other.decisions_path)
             except DecisionsError as exc:
                 raise pytest.UsageError(str(exc)) from None
+            other._answers = {}
         return other
 
     def check_decisions(self, repo_root: Path) -> None:
@@ -248,7 +236,7 @@ class Coordinator:
                 f"the plan {key} no longer exists, but findings the lead left to the "
                 f"operator on it are still open: {listed}. A deleted or renamed plan does "
                 "not take them along. Fix: record the operator's decision on each in "
-                f'{self.authority.where} ([[decision]] target = "{key}", finding = '
+                f'{self.for_target(key).where} ([[decision]] target = "{key}", finding = '
                 f'"{first}", action = "accept", "re-scope" or "reject" with a reason)',
             )
 
@@ -282,13 +270,13 @@ class Coordinator:
     def _decided(self, key: str) -> frozenset[str]:
         """Ids the operator has decided for target ``key`` (under a gate: the base's file,
         or a command), and those a person with authority waived."""
-        decided = {d.finding for d in self.authority.operator_decisions(key)}
+        decided = {d.finding for d in self.for_target(key).operator}
         return frozenset(decided | self.waived(key))
 
     def waived(self, key: str) -> frozenset[str]:
         """Ids of the findings of ``key`` a person with authority waived, on the code each
         cites now (:meth:`bind`): a waiver for earlier code does not hold."""
-        held, _stale = self.authority.bound(key, self._content.get(key, {}))
+        held, _stale = self.for_target(key).bound(self._content.get(key, {}))
         return frozenset(w.finding for w in held)
 
     def bind(
@@ -316,17 +304,14 @@ class Coordinator:
 
     def max_rounds(self, key: str) -> int:
         """The round limit of ``key``: ``max-rounds`` plus the rounds a person granted."""
-        return self.settings.max_rounds + sum(g.rounds for g in self.authority.granted(key))
+        return self.settings.max_rounds + self.for_target(key).rounds_granted
 
     def _sent(self, key: str, state: ReviewState | None) -> tuple[Decision, ...]:
         """The decisions sent to the reviewer on ``key``: the author's answers, and under
         a gate the operator's (the base's file) on findings this target has had, which
         replace an answer of the author's on the same finding."""
-        author = self.decisions.for_target(key) if self.decisions is not None else ()
-        # Locally the operator's file is the author's: only commands add to it.
-        operator = self.authority.operator_decisions(
-            key, with_file=self.operator is not self.decisions
-        )
+        answer = self.for_target(key)
+        author, operator = answer.answers, answer.sent
         if not operator:
             return author
         known = state.known_finding_ids if state is not None else frozenset()
@@ -344,13 +329,13 @@ class Coordinator:
         }
         ids |= {f.id for f in outcome.waived}
         content = {k: v for k, v in self._content.get(key, {}).items() if k in ids}
-        held, stale = self.authority.bound(key, content)
-        granted = sum(g.rounds for g in self.authority.granted(key))
+        answer = self.for_target(key)
+        held, stale = answer.bound(content)
         return record.model_copy(
             update={
                 "waived": held,
-                "rounds_granted": granted,
-                "ignored": (*self.authority.ignored_for(key, ids), *stale),
+                "rounds_granted": answer.rounds_granted,
+                "ignored": (*answer.ignored_for(ids), *stale),
             }
         )
 
@@ -549,8 +534,7 @@ class Coordinator:
 
     def _run_key(self, key: str, content_hash: str) -> str:
         """Target ``key`` and its cache key: this reviewer, this content, these decisions."""
-        decisions = self.decisions.for_target(key) if self.decisions is not None else ()
-        found = cache_key(self.identity, content_hash, decisions)
+        found = cache_key(self.identity, content_hash, self.for_target(key).answers)
         told = [decision.model_dump(mode="json") for decision in found.decisions]
         return json.dumps([key, found.reviewer, found.content, told], sort_keys=True)
 
@@ -843,18 +827,6 @@ def _settled(item: OpenFinding, told: Decision | None, result: LoopResult) -> bo
         ):
             return True
     return False
-
-
-def _from_command_line(config: pytest.Config) -> None:
-    """Refuse ``--advreview-commands`` that only an ini file's ``addopts`` passed: the
-    repository under review must not supply the maintainers' commands."""
-    given = (*config.invocation_params.args, *os.environ.get("PYTEST_ADDOPTS", "").split())
-    if not any(str(a).split("=", 1)[0] == "--advreview-commands" for a in given):
-        raise pytest.UsageError(
-            "pytest-advreview: --advreview-commands came from the ini file's addopts, which "
-            "the repository under review writes; the maintainers' commands count only from "
-            "the command line (the Action passes them): remove it from addopts"
-        )
 
 
 def _find_base(config: pytest.Config, settings: Settings) -> GateBase | None:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from . import outbound
+from .hunks import pre_existing
 from .outcome import decide
 
 if TYPE_CHECKING:
@@ -93,11 +94,18 @@ def review_target(
             # only on the code it was decided on: what each finding cites now.
             findings = result.review.findings if result.review is not None else ()
             coordinator.bind(run.spec, material, findings, run.context.repo_root)
+            # Pre-existing: outside every changed hunk of the diff (code only; model-free),
+            # of the text the last round reviewed: the material again after a lead's edit.
+            # A plugin's fixer edits files nobody re-reads: then nothing is pre-existing.
+            changed = run.material().hunks if not run.context.fixer_hook else None
+            placed = pre_existing(findings, changed) if changed is not None else ()
             outcome = decide(
                 result,
                 run.settings.fail_on,
                 coordinator.waived(run.spec.key),
                 content=coordinator.content(run.spec.key),
+                pre_existing=placed,
+                pre_existing_policy=run.settings.pre_existing,
                 demotes=run.settings.verify_demotes,
             )
             # 5. The save: what the rounds reviewed, and the findings left open.

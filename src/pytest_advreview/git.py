@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,8 +54,15 @@ class GitError(Exception):
             super().__init__(f"`{command}` failed in {cwd} (exit code {returncode}){said}")
 
 
-def _git_env(nosystem: bool = False) -> dict[str, str]:
+def _git_env(
+    nosystem: bool = False, extra: Mapping[str, str | None] | None = None
+) -> dict[str, str]:
     env = dict(os.environ)
+    for name, value in (extra or {}).items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
     if nosystem:
         env["GIT_CONFIG_NOSYSTEM"] = "1"
     # A snapshot must not take index.lock: the reviewer (or another xdist worker) may run
@@ -70,7 +77,11 @@ def _git_env(nosystem: bool = False) -> dict[str, str]:
 
 
 def run_git(
-    cwd: Path, *args: str, check: bool = True, nosystem: bool = False
+    cwd: Path,
+    *args: str,
+    check: bool = True,
+    nosystem: bool = False,
+    env: Mapping[str, str | None] | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
     """Run ``git <args>`` in ``cwd`` and return the completed process (bytes output).
 
@@ -85,6 +96,7 @@ def run_git(
         caller inspects ``returncode`` itself (``rev-parse --verify --quiet``).
     :param nosystem: without the machine's system git configuration (the base's
         configuration files are read as the commit holds them, whatever the runner set).
+    :param env: variables to set for git (``None``: unset), over the process's own.
     :raises GitError: git is not installed, ``cwd`` does not exist, or git failed.
     """
     argv = ["git", *args]
@@ -94,7 +106,7 @@ def run_git(
             cwd=cwd,
             stdin=subprocess.DEVNULL,
             capture_output=True,
-            env=_git_env(nosystem),
+            env=_git_env(nosystem, env),
             check=False,
         )
     except OSError as exc:  # git missing from PATH, cwd gone

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import hunks
 from .git import SHOWN_DIFF_OPTIONS, GitError, literal_pathspec, plain_diff_globals, run_git
 from .git import split_z as _split_z
 from .models import Changed, ChangedLines, ChangeSet, Location, ReviewedChange, RoundRecord
@@ -39,7 +39,6 @@ MAX_LINES = 400
 MAX_CHARS = 40_000
 #: More changed paths than this and the interdiff is not worth sending: reviewed whole.
 MAX_PATHS = 200
-_HUNK = re.compile(rb"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
 _DELETED = "-"
 _UNKNOWN = "?"
 
@@ -151,19 +150,7 @@ def _shown(root: Path, *args: str) -> str:
 
 def _ranges(patch: bytes) -> dict[str, tuple[tuple[int, int], ...]]:
     """The changed line ranges of the new side of a ``-U0`` patch, per file."""
-    found: dict[str, list[tuple[int, int]]] = {}
-    current: str | None = None
-    for line in patch.split(b"\n"):
-        if line.startswith(b"+++ "):
-            name = line[4:].decode("utf-8", "surrogateescape")
-            current = name[2:] if name.startswith("b/") else None
-            if current is not None:
-                found.setdefault(current, [])
-        elif current is not None and (match := _HUNK.match(line)) is not None:
-            start, count = int(match.group(1)), int(match.group(2) or 1)
-            # A pure deletion (count 0) marks the line after it.
-            found[current].append((max(start, 1), start + max(count, 1) - 1))
-    return {path: tuple(r) for path, r in found.items()}
+    return {path: tuple(h.changed for h in found) for path, found in hunks.parse(patch).items()}
 
 
 def _cut(text: str, command: str) -> str:

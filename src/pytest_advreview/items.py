@@ -400,7 +400,8 @@ class ReviewItem(pytest.Item):
         self.record_json = outbound.redact_model(record).model_dump_json()
 
     def _warn(self, outcome: Outcome) -> None:
-        """Passed with a warning: one :class:`ReviewWarning` per finding below fail-on, at
+        """Passed with a warning: one :class:`ReviewWarning` per finding below fail-on (or
+        pre-existing and passed), at
         the finding's place, and the findings as a section of the passing report.
 
         Attributed to the finding's file and line, not to a line of the plugin: pytest's
@@ -410,7 +411,7 @@ class ReviewItem(pytest.Item):
         warning.
         """
         self.add_report_section("call", "advreview", warning_message(self.spec.key, outcome))
-        for finding in outcome.below:
+        for finding in (*outcome.pre_existing, *outcome.below):
             path, line = self._place(finding)
             warnings.warn_explicit(
                 ReviewWarning(warning_message(self.spec.key, outcome, [finding])),

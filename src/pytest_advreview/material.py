@@ -6,12 +6,13 @@ for the item and the fixture alike.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from . import cachekey, interdiff, prompts
+from . import cachekey, hunks, interdiff, prompts
+from .hunks import FileHunks
 from .models import ChangeSet, ReviewedChange
 
 if TYPE_CHECKING:
@@ -95,6 +96,9 @@ class ReviewMaterial:
     content: str
     content_hash: str
     reviewed: ReviewedChange | None = None
+    #: The code change's changed hunks by file (:func:`.hunks.of_change`): which findings
+    #: are pre-existing; ``None`` for a plan, which has no hunks.
+    hunks: Mapping[str, FileHunks] | None = None
 
 
 def build_material(
@@ -117,6 +121,7 @@ def build_material(
         raise ReviewInputError(spec.error)
     fmt = settings.output_format
     reviewed: ReviewedChange | None = None
+    changed: Mapping[str, FileHunks] | None = None
     if spec.kind == "plan":
         assert spec.path is not None
         text = read_plan(spec.path)
@@ -152,7 +157,10 @@ def build_material(
         except cachekey.CacheKeyError as exc:
             raise ReviewInputError(str(exc)) from None
         reviewed = interdiff.reviewed(repo_root, spec.change)
-    return ReviewMaterial(prompt_body=body, content=content, content_hash=digest, reviewed=reviewed)
+        changed = hunks.of_change(repo_root, spec.change)
+    return ReviewMaterial(
+        prompt_body=body, content=content, content_hash=digest, reviewed=reviewed, hunks=changed
+    )
 
 
 def current_text(spec: TargetSpec) -> str | None:

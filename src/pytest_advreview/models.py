@@ -189,6 +189,9 @@ class Finding(WireModel):
     #: Replacement text for the cited lines, when the reviewer proposed one (a markdown
     #: ```suggestion block in the recommendation, or the JSON contract's ``suggestion``).
     suggestion: str | None = None
+    #: How sure the reviewer says it is, 0-1, when it said so (``None``: it did not).
+    #: Reported only: it routes nothing and never takes a finding out of the failing ones.
+    confidence: float | None = Field(default=None, ge=0, le=1, allow_inf_nan=False)
     #: With several samples: each sample that reported it (empty: one review said it).
     samples: tuple[SampleMention, ...] = ()
     #: A verifier refuted it (``advreview_verify``): its reason and evidence.  Whether
@@ -854,6 +857,13 @@ class ItemRecord(WireModel):
     #: Open findings first raised in a later round on code unchanged since the round
     #: before (:func:`.interdiff.late_findings`): they could have been raised earlier.
     late: tuple[str, ...] = ()
+    #: Findings of the code item placed outside every changed hunk of the diff under
+    #: review (:func:`.hunks.pre_existing`), whatever they did to the outcome.
+    pre_existing: tuple[str, ...] = ()
+    #: ``advreview_pre_existing`` of the run (code items; ``None`` for a plan): under
+    #: ``warn`` a blocking pre-existing finding passes with a warning, not in
+    #: ``failing_ids``.
+    pre_existing_policy: Literal["block", "warn"] | None = None
     #: Rounds a person granted this target beyond ``max-rounds``.
     rounds_granted: int = 0
     #: Decisions and commands on this target that did not count, each with why.

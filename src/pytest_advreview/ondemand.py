@@ -46,7 +46,7 @@ from .selection import code_change
 from .state import StateWarning
 from .trust import pathrules
 from .trust import run as trust
-from .trust.decisions import GateBase
+from .trust.authority import GateBase
 from .workspace import Layout, containment
 
 __all__ = ["AdversarialReview", "ReviewOutcome"]
@@ -76,7 +76,7 @@ class ReviewOutcome:
     @property
     def findings(self) -> tuple[Finding, ...]:
         """Open findings, highest first (failing ones, then those below fail-on)."""
-        return (*self.outcome.failing, *self.outcome.below)
+        return (*self.outcome.failing, *self.outcome.pre_existing, *self.outcome.below)
 
     @property
     def max_severity(self) -> Severity | None:
@@ -227,7 +227,7 @@ class AdversarialReview:
             # The run's, when one is active: its items' leads copy edits into the checkout.
             adoptions=stash.context.adoptions if stash and stash.context else None,
             samples=make_samples(self.config, settings, reviewer, builtin),
-            verifier=make_verifier(self.config, settings),
+            verifier=make_verifier(self.config, settings, lambda: runstash.run_dir(self.config)),
         )
         run = ReviewRun(context, spec, item=self.node)
         # The items' path: a stored verdict stands, decisions are sent, the budget holds;

@@ -74,6 +74,13 @@ CHOICES: Mapping[str, Mapping[str, str]] = {
         "high": "High and critical findings fail an item.",
         "medium": "Default: every finding fails an item.",
     },
+    "pre_existing": {
+        "block": "Default: a finding outside every changed hunk fails like any other.",
+        "warn": (
+            "A finding placed outside every changed hunk of the code change is reported "
+            "apart and passes with a warning."
+        ),
+    },
     "output_format": {
         "markdown": "Default: the markdown review contract.",
         "json": "Strict JSON checked against a schema (--output-schema).",
@@ -402,6 +409,10 @@ _REVIEW_TIMEOUT_DESC = (
 )
 _MAX_ROUNDS_DESC = "Most review rounds per item, 1 to 20 (default: 5)"
 _FAIL_ON_DESC = "Lowest finding severity that fails an item; findings below it pass with a warning."
+_PRE_EXISTING_DESC = (
+    "What a finding of the code item placed outside every changed hunk of the diff does "
+    "(pre-existing, decided from the diff alone; never for plans)"
+)
 _REPORT_DESC = "Write a markdown report of every review to this path"
 _SARIF_DESC = "Write the findings as a SARIF 2.1.0 log to this path"
 _RDJSON_DESC = (
@@ -821,6 +832,7 @@ SPECS: tuple[Spec, ...] = (
     ),
     Spec("verifier", _VERIFIER_DESC, _reviewer, "NAME"),
     _pick("fail_on", _FAIL_ON_DESC, "SEVERITY"),
+    _pick("pre_existing", _PRE_EXISTING_DESC, "MODE"),
     _pick("output_format", "How the reviewer answers.", "FORMAT"),
     _pick("isolation", "Where the reviewer runs.", "MODE"),
     Spec("budget_tokens", _BUDGET_DESC, _budget, "TOKENS"),

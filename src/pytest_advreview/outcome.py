@@ -21,6 +21,12 @@ taken out of the failing findings (and out of those left to the operator) before
 table is read, and the summary names it, so a waived blocking finding leaves a pass, or a
 warning when findings below fail-on remain.
 
+A pre-existing finding of the code item (placed outside every changed hunk, decided from
+the diff by :func:`.hunks.pre_existing`) fails like any other under
+``advreview_pre_existing = block``.  Under ``warn`` a blocking one is taken out of the
+failing findings and reads as a finding below fail-on: it passes with a warning, never
+silently.  A reviewer's confidence in a finding changes nothing here.
+
 Maximum rounds with only below-threshold findings warns instead of failing: the fail-on
 threshold is the user's one statement of what blocks a merge, and running out of rounds
 does not make a medium finding more severe.  The summary still says the limit was hit.
@@ -43,6 +49,7 @@ from .models import Finding, Review, ReviewStatus, Severity, Verdict
 from .outbound import redact_data, terminal_text
 
 __all__ = [
+    "PRE_EXISTING_MARK",
     "Outcome",
     "OutcomeKind",
     "ReviewFailed",
@@ -88,6 +95,12 @@ class Outcome:
     verdict: Verdict | None = None
     #: Findings at or above fail-on that a person with authority waived: they pass.
     waived: tuple[Finding, ...] = ()
+    #: Findings at or above fail-on placed outside every changed hunk that pass with a
+    #: warning (``advreview_pre_existing = warn``).
+    pre_existing: tuple[Finding, ...] = ()
+    #: Ids of every finding placed outside every changed hunk (code item), highest
+    #: first, whatever the policy did with them: the reports list them apart.
+    pre_existing_ids: tuple[str, ...] = ()
     #: Finding id -> the content id a waiver of it must name (docs/deciding.md): the
     #: failure prints it with the command that waives the finding.
     content: Mapping[str, str] = field(default_factory=dict)
@@ -148,6 +161,8 @@ def decide(
     waived: Collection[str] = (),
     *,
     content: Mapping[str, str] | None = None,
+    pre_existing: Collection[str] = (),
+    pre_existing_policy: str = "block",
     demotes: Collection[str] = (),
 ) -> Outcome:
     """Map ``result`` and the ``fail_on`` threshold to an :class:`Outcome` (see the table).
@@ -157,6 +172,9 @@ def decide(
         refuted count below ``fail_on``: shown, as refuted, never blocking.  A refuted
         finding of any other severity (critical, by default) still blocks.
     :param content: finding id -> its content id (what a waiver of it must name).
+    :param pre_existing: ids of the code item's findings outside every changed hunk.
+    :param pre_existing_policy: ``block`` (they fail like any other) or ``warn`` (a
+        blocking one passes with a warning).
     """
     rounds = _rounds(result)
     if result.status in _ERROR_STATUSES:
@@ -181,13 +199,23 @@ def decide(
     findings = _sorted(review.findings) if review is not None else ()
     below_ids = {f.id for f in findings if demoted(f, demotes)}
     blocking = tuple(f for f in findings if f.severity.at_least(fail_on) and f.id not in below_ids)
-    failing = tuple(f for f in blocking if f.id not in waived)
+    open_ = tuple(f for f in blocking if f.id not in waived)
+    placed = set(pre_existing)
+    held_ids = placed if pre_existing_policy == "warn" else set()
+    failing = tuple(f for f in open_ if f.id not in held_ids)
+    held = tuple(f for f in open_ if f.id in held_ids)
     passed = tuple(f for f in blocking if f.id in waived)
     below = tuple(f for f in findings if not f.severity.at_least(fail_on) or f.id in below_ids)
     verdict = review.verdict if review is not None else None
     needs_operator = tuple(f for f in result.needs_operator if f not in waived)
     waived_ids = {f.id for f in passed} | (set(result.needs_operator) - set(needs_operator))
     note = f"; waived: {', '.join(sorted(waived_ids))}" if waived_ids else ""
+    if held:
+        note += (
+            f"; {counted(len(held), 'pre-existing finding')} at or above {fail_on.value} "
+            f"passed with a warning (advreview_pre_existing = warn): "
+            f"{', '.join(f.id for f in held)}"
+        )
 
     def make(kind: OutcomeKind, summary: str) -> Outcome:
         return Outcome(
@@ -201,6 +229,8 @@ def decide(
             verdict=verdict,
             waived=passed,
             content=dict(content or {}),
+            pre_existing=held,
+            pre_existing_ids=tuple(f.id for f in findings if f.id in placed),
         )
 
     after = f"after {counted(rounds, 'round')}"
@@ -270,6 +300,8 @@ def decide(
             f"{prefix}: {counted(len(below), 'finding')} below {fail_on.value} "
             f"(passed with a warning){note}",
         )
+    if held:
+        return make(OutcomeKind.WARNED, f"{prefix}: passed with a warning{note}")
     if waived_ids:
         # Every blocking finding was waived by a person with authority: a pass, recorded.
         return make(
@@ -284,11 +316,18 @@ def decide(
 
 def warning_message(item_name: str, outcome: Outcome, findings: Sequence[Finding] = ()) -> str:
     """The text of a :class:`ReviewWarning` of a warned outcome: the summary, then one
-    line per finding of ``findings`` (default: every finding below fail-on); redacted and
+    line per finding of ``findings`` (default: every pre-existing finding that passed and
+    every finding below fail-on); redacted and
     neutralised, as pytest prints it in the warnings summary."""
-    shown = findings or outcome.below
-    lines = [_header(item_name, outcome.summary), *(f.line() for f in shown)]
+    held = {f.id for f in outcome.pre_existing}
+    shown = findings or (*outcome.pre_existing, *outcome.below)
+    marked = (f.line() + (PRE_EXISTING_MARK if f.id in held else "") for f in shown)
+    lines = [_header(item_name, outcome.summary), *marked]
     return terminal_text("\n".join(lines))
+
+
+#: How a failure or warning line marks a blocking pre-existing finding that passed.
+PRE_EXISTING_MARK = " — pre-existing (outside every changed hunk): passes with a warning"
 
 
 def _header(item_name: str, tail: str) -> str:
@@ -318,6 +357,7 @@ def _finding_lines(outcome: Outcome) -> list[str]:
     return [
         *(f.line() for f in outcome.failing),
         *(f"{f.line()} — waived by a person with authority" for f in outcome.waived),
+        *(f"{f.line()}{PRE_EXISTING_MARK}" for f in outcome.pre_existing),
         *(
             f"{f.line()} — "
             + (
@@ -447,7 +487,7 @@ def user_properties(result: LoopResult, outcome: Outcome) -> list[tuple[str, obj
     characters shown before they are encoded, so a consumer that decodes the JSON gets
     the shown form back, not the raw characters.
     """
-    shown = (*outcome.failing, *outcome.waived, *outcome.below)
+    shown = (*outcome.failing, *outcome.waived, *outcome.pre_existing, *outcome.below)
     findings = redact_data([f.model_dump(mode="json") for f in shown])
     verdict = [("verdict", outcome.verdict.value)] if outcome.verdict is not None else []
     return [

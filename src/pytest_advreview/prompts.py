@@ -263,7 +263,7 @@ Respond in the operator's language: {language}.
 Keep these machine-readable literals unchanged in English:
 - the section headers Summary, Findings, Verdict
 - the field labels **Section:**, **File:**, **What can go wrong:**, **Why vulnerable:**, \
-**Impact:**, **Recommendation:**
+**Impact:**, **Recommendation:**, **Confidence:**
 - [severity: critical|high|medium]
 - VERDICT: APPROVED
 - VERDICT: REVISE
@@ -295,6 +295,9 @@ Include these fields per finding:
 - **Impact:** ...
 - **Recommendation:** ... (to propose replacement text for exactly the lines you cite,
   add it in a ```suggestion fenced block)
+- **Confidence:** optional: how sure you are that the finding is real, a number from 0
+  to 1 written like 0.8 (nothing else on the line); leave the field out when unsure.
+  It is reported only: it never changes whether a finding blocks.
 
 If no findings: "No actionable findings."
 
@@ -325,6 +328,8 @@ Do not wrap it in markdown fences and write nothing before or after it.
 - "what_can_go_wrong", "why_vulnerable", "impact", "recommendation": the four answers
   of the finding bar
 - "suggestion": replacement text for exactly the cited lines, or null
+- "confidence": how sure you are that the finding is real, a number from 0 to 1, or null;
+  it is reported only and never changes whether a finding blocks
 If no findings: an empty list. Leave low-severity issues out.
 
 "verdict": "APPROVED" only if "findings" is empty; "REVISE" if it lists any finding.

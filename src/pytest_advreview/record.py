@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from . import interdiff
 from .models import ItemRecord, ReviewStatus, RoundRecord, Severity
@@ -32,6 +32,7 @@ def item_record(
     repo_root: Path,
     history: Sequence[RoundRecord] = (),
     error: str | None = None,
+    pre_existing_policy: Literal["block", "warn"] | None = None,
 ) -> ItemRecord:
     """The item's results in the one model every report is built from.
 
@@ -41,6 +42,8 @@ def item_record(
     :param mutations: every mutation the workspace guard found.
     :param lead: the built-in lead's turns (their records and the patch of its edits).
     :param history: the counted rounds of earlier runs the review continued.
+    :param pre_existing_policy: ``advreview_pre_existing`` for a code item (``None``: a
+        plan, where it does not apply).
     """
     base = ItemRecord(
         nodeid=nodeid,
@@ -52,10 +55,11 @@ def item_record(
         fail_on=fail_on,
         error=error,
         mutations=tuple(mutations),
+        pre_existing_policy=pre_existing_policy if spec.kind == "code" else None,
     )
     if result is None or outcome is None:
         return base
-    findings = (*outcome.failing, *outcome.waived, *outcome.below)
+    findings = (*outcome.failing, *outcome.waived, *outcome.pre_existing, *outcome.below)
     rounds = (*history, *result.rounds)
     return base.model_copy(
         update=dict(
@@ -66,6 +70,7 @@ def item_record(
             findings=findings,
             failing_ids=tuple(f.id for f in outcome.failing),
             rounds=rounds,
+            pre_existing=outcome.pre_existing_ids,
             late=tuple(f for f in interdiff.late_findings(rounds) if f in {g.id for g in findings}),
             decisions=rounds[-1].decisions if rounds else (),
             tokens=result.usage,

@@ -105,17 +105,22 @@ def make_samples(
     return tuple((name, built[name]) for name in names[1:])
 
 
-def make_verifier(config: pytest.Config, settings: Settings) -> Reviewer | None:
+def make_verifier(
+    config: pytest.Config, settings: Settings, run_dir: Callable[[], Path | None]
+) -> Reviewer | None:
     """The verifier (``advreview_verify``; ``None`` without): ``advreview_verifier`` or the
     reviewer's backend, built through the same hook, read-only when it is a built-in one
-    (a verifier reads and runs commands, it never writes)."""
+    (a verifier reads and runs commands, it never writes).
+
+    :param run_dir: the run's directory, as the reviewer's built-in backends get it (the
+        run stash's, handed in: the review does not climb back to the run).
+    """
     if not settings.verify:
         return None
-    from . import runstash
     from .runner.factory import BuiltinReviewers
 
     read_only = settings.model_copy(update={"sandbox": "read-only"})
-    builtin = BuiltinReviewers(read_only, run_dir=lambda: runstash.run_dir(config))
+    builtin = BuiltinReviewers(read_only, run_dir=run_dir)
     return make_reviewer(
         config,
         read_only,
@@ -535,6 +540,7 @@ class ReviewRun(LoopHooks):
             repo_root=self.context.repo_root,
             history=history,
             error=error,
+            pre_existing_policy="warn" if self.settings.pre_existing == "warn" else "block",
         )
         if result is None or outcome is None:
             return record

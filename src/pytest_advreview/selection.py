@@ -27,7 +27,7 @@ from .models import ChangeSet, ChangeSetInfo
 from .review import SharedLookups
 from .trust import pathrules
 from .trust import run as trust
-from .trust.decisions import GateBase
+from .trust.authority import GateBase
 from .workspace import head
 
 if TYPE_CHECKING:

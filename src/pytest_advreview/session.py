@@ -201,7 +201,9 @@ class ReviewSession:
             # knows the lead's edits the others copied into the checkout.
             adoptions=Adoptions(self.run_dir / "adopted", self.run_secret),
             samples=make_samples(self.config, self.settings, reviewer),
-            verifier=make_verifier(self.config, self.settings),
+            verifier=make_verifier(
+                self.config, self.settings, lambda: runstash.run_dir(self.config)
+            ),
         )
         self.stash.context = context
         jobs = jobs_for(

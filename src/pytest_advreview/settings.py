@@ -88,6 +88,9 @@ class Settings(WireModel):
     #: The verifier's backend (``None``: the reviewer's).
     verifier: str | None = None
     fail_on: Severity = Severity(default("fail_on"))
+    #: ``block`` or ``warn``: whether a pre-existing finding of the code item fails it
+    #: (:func:`.hunks.pre_existing`; :func:`.outcome.decide` applies it).
+    pre_existing: str = default("pre_existing")
     output_format: OutputFormat = OutputFormat(default("output_format"))
     isolation: str = default("isolation")
     report: str | None = None

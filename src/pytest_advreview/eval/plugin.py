@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from .. import outbound
+from .. import outbound, runstash
 from ..atomic import write_atomic
 from ..cachekey import reviewer_identity
 from ..parallel import jobs_for, stop_all
@@ -181,7 +181,11 @@ class EvalSession:
             samples=make_samples(self.config, self.settings, reviewer)
             if reviewer is not None
             else (),
-            verifier=make_verifier(self.config, self.settings) if reviewer is not None else None,
+            verifier=make_verifier(
+                self.config, self.settings, lambda: runstash.run_dir(self.config)
+            )
+            if reviewer is not None
+            else None,
         )
         for item in evals:
             item.take = self._take

@@ -20,12 +20,11 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from .. import targets
-from ..git import GitError
+from ..git import GitError, run_git
 from ..material import TargetSpec
 from .case import Case, CaseError
 
@@ -42,6 +41,11 @@ _IDENTITY = {
     "GIT_COMMITTER_EMAIL": "eval@advreview.invalid",
     "GIT_COMMITTER_DATE": "2026-01-01T00:00:00+00:00",
 }
+_ENV: dict[str, str | None] = {
+    **_IDENTITY,
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    **dict.fromkeys(("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")),
+}
 
 
 @dataclass(frozen=True)
@@ -53,23 +57,8 @@ class Scratch:
 
 
 def _git(repo: Path, *args: str) -> None:
-    env = dict(os.environ)
-    env.update(_IDENTITY)
     # Nothing of the user's git configuration (hooks, signing, templates) may change it.
-    env["GIT_CONFIG_GLOBAL"] = os.devnull
-    env["GIT_CONFIG_NOSYSTEM"] = "1"
-    for name in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
-        env.pop(name, None)
-    proc = subprocess.run(
-        ["git", *args],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise GitError(["git", *args], repo, proc.returncode, proc.stderr.decode(errors="replace"))
+    run_git(repo, *args, nosystem=True, env=_ENV)
 
 
 def _commit(repo: Path, message: str) -> None:

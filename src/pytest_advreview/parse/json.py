@@ -43,6 +43,14 @@ class ReviewerFinding(WireModel):
         description="Replacement text for exactly the cited lines (file, line_start to "
         "line_end), if you propose one; else null",
     )
+    confidence: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        allow_inf_nan=False,
+        description="How sure you are that the finding is real, 0 to 1, or null; reported "
+        "only, it never changes whether the finding blocks",
+    )
 
 
 class ReviewerOutput(WireModel):
@@ -147,6 +155,7 @@ def parse_json(text: str) -> Review:
                 impact=_blank_to_none(item.impact),
                 recommendation=recommendation,
                 suggestion=suggestion,
+                confidence=item.confidence,
             )
         )
     return Review(

@@ -111,7 +111,7 @@ _FIELD = re.compile(
     r"(?:(?:[-*+]|\d{1,3}[.)])[ \t]+)?[*_]{0,2}[ \t]*"
     r"(?P<label>section|files?|location|lines?|what can go wrong"
     r"|why (?:is (?:this|the) (?:plan|code|change) )?vulnerable|impact|recommendation"
-    r"|suggested fix|fix|severity)"
+    r"|suggested fix|fix|severity|confidence)"
     r"(?:[*_]{1,2}[ \t]*[:?—–]|[ \t]*[:?—–])[*_]{0,2}",
     re.IGNORECASE,
 )
@@ -149,7 +149,10 @@ _FIELD_KEYS = {
     "suggested fix": "recommendation",
     "fix": "recommendation",
     "severity": "severity",
+    "confidence": "confidence",
 }
+#: The one form of a confidence (``0.8``, ``1``, ``0``, ``.75``): a number from 0 to 1.
+_CONFIDENCE = re.compile(r"(?:0(?:\.\d{1,6})?|1(?:\.0{1,6})?|\.\d{1,6})")
 _UNTITLED = "untitled finding"
 _SEPARATORS = " \t-–—:|"
 
@@ -490,7 +493,19 @@ def _finding(doc: _Doc, block: _Block) -> Finding | None:
         impact=text("impact"),
         recommendation=recommendation,
         suggestion=suggestion,
+        confidence=_confidence(values.get("confidence")),
     )
+
+
+def _confidence(value: str | None) -> float | None:
+    """A finding's ``Confidence:`` field, or ``None`` when it has none or it is not a
+    number from 0 to 1 as the prompt asks (``0.8``): like a line that is no line, a
+    malformed value is dropped and the finding kept, so a reviewer's typo can neither
+    make a finding vanish nor be read as another number (``80%``, ``0,8``, ``high``)."""
+    if not value:
+        return None
+    text = value.splitlines()[0].strip().strip("*_`").strip()
+    return float(text) if _CONFIDENCE.fullmatch(text) else None
 
 
 def _block_location(values: dict[str, str], prose: Sequence[str]) -> Location | None:

@@ -15,7 +15,7 @@ import pytest
 from ..constants import RECORD_ATTR
 from ..models import ItemRecord
 
-__all__ = ["ItemResult", "ResultsCollector", "with_line"]
+__all__ = ["ItemResult", "ResultsCollector", "confidence_text", "pre_existing_text", "with_line"]
 
 
 @dataclass
@@ -86,6 +86,28 @@ class ItemResult:
             ", ".join(f"{counts[s]} {s}" for s in ("critical", "high", "medium") if counts[s])
             or "no findings"
         )
+
+
+def pre_existing_text(record: ItemRecord) -> str | None:
+    """What every report says of the item's pre-existing findings (``None``: it has none):
+    their ids, where they are, and what ``advreview_pre_existing`` made of them."""
+    if not record.pre_existing:
+        return None
+    what = (
+        "those at or above fail-on pass with a warning (advreview_pre_existing = warn)"
+        if record.pre_existing_policy == "warn"
+        else "they fail like any other (advreview_pre_existing = block)"
+    )
+    return (
+        f"{', '.join(record.pre_existing)} (outside every changed hunk of the diff under "
+        f"review; {what})"
+    )
+
+
+def confidence_text(confidence: float | None) -> str | None:
+    """A finding's confidence as every report writes it (``0.8``), ``None`` when the
+    reviewer gave none."""
+    return None if confidence is None else f"{confidence:g}"
 
 
 def with_line(results: list[ItemResult]) -> tuple[int, int]:

@@ -101,6 +101,8 @@ def _finding_message(record: ItemRecord, finding: Finding) -> str:
     lines.extend(
         f"waived by {w.by}, reason: {w.reason}" for w in record.waived if w.finding == finding.id
     )
+    if finding.id in record.pre_existing:
+        lines.append("pre-existing: outside every changed hunk of the diff under review")
     return "\n".join(lines)
 
 
@@ -157,11 +159,15 @@ def collect_annotations(
                 continue
             anchor = anchors.of(record, finding)
             waived = any(w.finding == finding.id for w in record.waived)
+            placed = finding.id in record.pre_existing
+            # A waived finding passes, and so does a pre-existing one under ``warn``:
+            # shown, but not as an error of the check.
+            passes = waived or (placed and finding.id not in record.failing_ids)
             found.append(
                 Annotation(
-                    # A waived finding passes: shown, but not as an error of the check.
-                    level="warning" if waived else level_of(finding.severity),
-                    title=f"[{finding.severity.value}] {finding.id} {finding.title}",
+                    level="warning" if passes else level_of(finding.severity),
+                    title=f"[{finding.severity.value}] {finding.id} {finding.title}"
+                    + (" (pre-existing)" if placed else ""),
                     message=_finding_message(record, finding),
                     file=anchor.path,
                     line=anchor.line_start,

@@ -56,6 +56,8 @@ class ReportSettings(WireModel):
     language: str
     max_rounds: int
     fail_on: Severity
+    #: ``advreview_pre_existing``: ``block`` or ``warn``.
+    pre_existing: Literal["block", "warn"] = "block"
     output_format: OutputFormat
     isolation: str
     diff: str
@@ -108,6 +110,8 @@ class Totals(WireModel):
     #: Open findings whose reviewer cited a usable line (``path:12``, ``path lines 9-10``,
     #: ``path#L9``, the JSON contract's line fields): what inline comments can use.
     findings_with_line: int = 0
+    #: Open findings placed outside every changed hunk of the code change (pre-existing).
+    pre_existing: int = 0
     tokens: TokenUsage = Field(default_factory=TokenUsage)
     #: What the run's reviews cost under ``advreview_prices`` (``None``: no prices set).
     cost: float | None = None
@@ -166,6 +170,7 @@ def build_report(
         statuses=dict(sorted(Counter(r.record.status.value for r in results).items())),
         findings={s.value: findings[s.value] for s in Severity if findings[s.value]},
         findings_with_line=with_line(results)[0],
+        pre_existing=sum(len(r.record.pre_existing) for r in results),
         tokens=tokens,
         cost=cost,
         unpriced=unpriced,

@@ -29,7 +29,7 @@ from ..models import (
 )
 from ..outbound import document_text
 from ..pricing import money, per_round, per_turn, run_cost, tokens_text
-from .collect import ItemResult
+from .collect import ItemResult, confidence_text, pre_existing_text
 from .json_report import gate_result
 from .terminal import MEANING
 
@@ -138,13 +138,17 @@ def _overview(
 def _findings_table(record: ItemRecord) -> list[str]:
     if not record.findings:
         return ["No open findings.", ""]
-    lines = ["| Severity | ID | Title | Location |", "| --- | --- | --- | --- |"]
+    lines = [
+        "| Severity | ID | Title | Location | Confidence |",
+        "| --- | --- | --- | --- | ---: |",
+    ]
     for finding in record.findings:
         where = str(finding.location) if finding.location is not None else ""
         fails = " (fails)" if finding.id in record.failing_ids else ""
         if any(w.finding == finding.id for w in record.waived):
             fails = " (waived)"
         fails += " (late)" if finding.id in record.late else ""
+        fails += " (pre-existing)" if finding.id in record.pre_existing else ""
         fails += " (refuted)" if finding.refuted else ""
         title = escape(finding.title)
         if finding.samples:
@@ -153,7 +157,7 @@ def _findings_table(record: ItemRecord) -> list[str]:
             title += f" — refuted by verification: {escape(finding.refuted)}"
         lines.append(
             f"| {finding.severity.value}{fails} | {_code(finding.id)} | {title} | "
-            f"{escape(where) if where else '—'} |"
+            f"{escape(where) if where else '—'} | {confidence_text(finding.confidence) or '—'} |"
         )
     lines.append("")
     return lines
@@ -248,6 +252,8 @@ def _operator_summary(result: ItemResult, settings: Settings) -> list[str]:
         f"{escape(w.reason)}"
         for w in record.waived
     )
+    if (placed := pre_existing_text(record)) is not None:
+        lines.append(f"- **Pre-existing:** {escape(placed)}")
     if record.rounds_granted:
         lines.append(f"- **Rounds granted:** +{record.rounds_granted} beyond max-rounds")
     lines.extend(

@@ -45,7 +45,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Literal
 
 from .. import outbound, rendered
+from ..hunks import parse as parse_hunks
 from ..models import Finding, ItemRecord, Waiver, WireModel
+from .collect import confidence_text
 from .files import Anchor
 
 __all__ = [
@@ -61,7 +63,6 @@ __all__ = [
 #: GitHub rejects review comments and bodies over 65,536 characters.
 BODY_LIMIT = 65_000
 _MARKER = re.compile(r"<!-- advreview:(finding|resolved|waived|review) ([0-9A-Za-z-]{1,64}) -->")
-_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
 
 #: path → new-side line ranges (first, last) of its diff hunks.
 Hunks = Mapping[str, Sequence[tuple[int, int]]]
@@ -124,15 +125,10 @@ class ReviewPlan(WireModel):
 
 
 def hunks_from_patch(patch: str) -> list[tuple[int, int]]:
-    """New-side line ranges of a file's ``patch`` (the pull-request files API's field)."""
-    ranges = []
-    for line in patch.splitlines():
-        match = _HUNK.match(line)
-        if match:
-            start, count = int(match.group(1)), int(match.group(2) or "1")
-            if count > 0:
-                ranges.append((start, start + count - 1))
-    return ranges
+    """New-side line ranges of a file's ``patch`` (the pull-request files API's field),
+    read with the one hunk parser (:func:`.hunks.parse`)."""
+    found = parse_hunks(patch.encode("utf-8", "surrogateescape"), file="").get("", ())
+    return [(h.new_start, h.new_start + h.new_count - 1) for h in found if h.new_count > 0]
 
 
 def _inside(hunks: Hunks, anchor: Anchor) -> bool:
@@ -195,8 +191,13 @@ def _fence(content: str) -> str:
     return "`" * max(3, longest + 1)
 
 
-def _heading(finding: Finding, strict: bool) -> str:
-    return f"**[{finding.severity.value}] {_text(finding.title, strict)}** · `{finding.id}`"
+def _heading(finding: Finding, strict: bool, pre_existing: bool = False) -> str:
+    confidence = confidence_text(finding.confidence)
+    return (
+        f"**[{finding.severity.value}] {_text(finding.title, strict)}** · `{finding.id}`"
+        + (f" · confidence {confidence}" if confidence is not None else "")
+        + (" · pre-existing (outside every changed hunk)" if pre_existing else "")
+    )
 
 
 def _waiver_line(waiver: Waiver, strict: bool) -> str:
@@ -205,12 +206,17 @@ def _waiver_line(waiver: Waiver, strict: bool) -> str:
 
 
 def _comment_body(
-    finding: Finding, waiver: Waiver | None, with_suggestion: bool, strict: bool
+    finding: Finding,
+    waiver: Waiver | None,
+    with_suggestion: bool,
+    strict: bool,
+    *,
+    pre_existing: bool = False,
 ) -> str:
     lead = [marker("finding", finding.id)]
     if waiver is not None:
         lead.append(marker("waived", finding.id))
-    parts = [_heading(finding, strict)]
+    parts = [_heading(finding, strict, pre_existing)]
     if finding.what_can_go_wrong:
         parts.append(f"**What can go wrong:** {_text(finding.what_can_go_wrong, strict)}")
     if finding.recommendation:
@@ -241,7 +247,9 @@ def _cut(body: str) -> str:
     return body[: BODY_LIMIT - 40] + "\n\n… (cut to GitHub's limit)"
 
 
-def _body_entry(finding: Finding, anchor: Anchor, waiver: Waiver | None, strict: bool) -> str:
+def _body_entry(
+    finding: Finding, anchor: Anchor, waiver: Waiver | None, strict: bool, *, pre_existing: bool
+) -> str:
     where = anchor.path or ""
     if anchor.path and anchor.line_start is not None:
         end = anchor.line_end if anchor.line_end is not None else anchor.line_start
@@ -249,7 +257,8 @@ def _body_entry(finding: Finding, anchor: Anchor, waiver: Waiver | None, strict:
     named = str(finding.location) if finding.location is not None else ""
     if named and named not in where:  # the section of a plan, or a place not in the repo
         where = f"{where} ({named})" if where else named
-    lines = [f"- {_heading(finding, strict)}" + (f" — {_text(where, strict)}" if where else "")]
+    heading = _heading(finding, strict, pre_existing)
+    lines = [f"- {heading}" + (f" — {_text(where, strict)}" if where else "")]
     if finding.what_can_go_wrong:
         lines.append(f"  - What can go wrong: {_text(finding.what_can_go_wrong, strict)}")
     if finding.recommendation:
@@ -300,10 +309,12 @@ def plan_review(
         for finding in record.findings:
             current.setdefault(finding.id, (record, finding))
     waivers = {w.finding: w for record in records for w in record.waived}
+    placed = {ident for record in records for ident in record.pre_existing}
 
     comments: list[LineComment] = []
     on_lines: list[str] = []
     body_entries: list[Callable[[bool], str]] = []
+    pre_entries: list[Callable[[bool], str]] = []
     in_body: list[str] = []
     replies: list[Reply] = []
     for ident, (record, finding) in current.items():
@@ -327,12 +338,22 @@ def plan_review(
                     path=anchor.path,
                     line=end,
                     start_line=anchor.line_start if end != anchor.line_start else None,
-                    body=_checked(functools.partial(_comment_body, finding, waiver, cited)),
+                    body=_checked(
+                        functools.partial(
+                            _comment_body, finding, waiver, cited, pre_existing=ident in placed
+                        )
+                    ),
                 )
             )
             on_lines.append(ident)
         else:
-            body_entries.append(functools.partial(_body_entry, finding, anchor, waiver))
+            # Pre-existing findings are listed apart, after those on the change.
+            entries = pre_entries if ident in placed else body_entries
+            entries.append(
+                functools.partial(
+                    _body_entry, finding, anchor, waiver, pre_existing=ident in placed
+                )
+            )
             in_body.append(ident)
 
     # A finding is resolved only by a run that reviewed everything: no errored item, and
@@ -345,16 +366,25 @@ def plan_review(
             replies.append(Reply(comment_id=thread, body=body))
 
     body = ""
-    if (comments or body_entries) and head not in reviewed_heads:
+    if (comments or body_entries or pre_entries) and head not in reviewed_heads:
         lead = [marker("review", head), *(marker("finding", i) for i in in_body)]
+        older = f", {len(pre_entries)} pre-existing" if pre_entries else ""
         text = [
             f"**pytest-advreview** reviewed {head[:12]}: {len(comments)} new finding(s) on "
-            f"the changed lines, {len(body_entries)} elsewhere."
+            f"the changed lines, {len(body_entries)} elsewhere{older}."
         ]
 
         def review_body(strict: bool) -> str:
             entries = [entry(strict) for entry in body_entries]
             found = ["", "Findings outside the diff:", "", *entries] if entries else []
+            before = [entry(strict) for entry in pre_entries]
+            if before:
+                found += [
+                    "",
+                    "Pre-existing findings (outside every changed hunk of the diff under review):",
+                    "",
+                    *before,
+                ]
             return _cut("\n".join(lead) + "\n" + "\n".join(text + found))
 
         body = _checked(review_body)

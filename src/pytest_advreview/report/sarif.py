@@ -121,6 +121,9 @@ class Result(_Sarif):
     rule_index: int
     level: Level
     message: Message
+    #: SARIF 2.1.0 result.rank: priority 0.0-100.0 (absent: -1, unknown): the reviewer's
+    #: confidence times 100.  Reported only; ``level`` and ``failsItem`` do not follow it.
+    rank: float | None = Field(default=None, ge=0, le=100)
     locations: tuple[Location, ...] | None = None
     partial_fingerprints: dict[str, str] = Field(default_factory=dict)
     properties: dict[str, Any] = Field(default_factory=dict)
@@ -298,6 +301,7 @@ def build_sarif(
                 rule_index=index[finding.id],
                 level=level_of(finding.severity),
                 message=Message(text=finding_text(record, finding, note)),
+                rank=round(finding.confidence * 100, 1) if finding.confidence is not None else None,
                 locations=(location,) if location is not None else None,
                 partial_fingerprints={"advreviewFinding/v1": _fingerprint(record, finding)},
                 properties={
@@ -309,6 +313,11 @@ def build_sarif(
                     # First raised in a later round on code unchanged since the round
                     # before (docs/rounds.md): it could have been raised earlier.
                     "late": finding.id in record.late,
+                    # Outside every changed hunk of the diff under review (code item).
+                    "preExisting": finding.id in record.pre_existing,
+                    **(
+                        {"confidence": finding.confidence} if finding.confidence is not None else {}
+                    ),
                 },
                 suppressions=suppressions,
             )

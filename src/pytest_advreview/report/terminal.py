@@ -10,7 +10,7 @@ from ..models import ItemRecord
 from ..outbound import terminal_text
 from ..outcome import counted
 from ..pricing import money, per_round, per_turn, run_cost, tokens_text
-from .collect import ItemResult, with_line
+from .collect import ItemResult, pre_existing_text, with_line
 
 __all__ = ["MEANING", "decided_lines", "lead_lines", "write_summary"]
 
@@ -107,6 +107,8 @@ def write_summary(terminal: pytest.TerminalReporter, results: list[ItemResult]) 
                 f"    late: {', '.join(record.late)} (first raised in a later round, on code "
                 "unchanged since the round before)"
             )
+        if (placed := pre_existing_text(record)) is not None:
+            line(f"    pre-existing: {placed}")
         for lead in lead_lines(record):
             line(f"    {lead}")
         for decided_line in decided_lines(record):

@@ -48,6 +48,7 @@ class FindingSpec:
     :param why: text of *Why vulnerable*.
     :param impact: text of *Impact*.
     :param recommendation: text of *Recommendation*.
+    :param confidence: text of *Confidence* (``"0.8"``; ``None``: no such field).
     """
 
     severity: str
@@ -59,6 +60,7 @@ class FindingSpec:
     why: str = "Nothing guards against it."
     impact: str = "The change breaks for that input."
     recommendation: str = "Add the missing guard."
+    confidence: str | None = None
 
 
 def _as_spec(finding: FindingSpec | tuple[str, str]) -> FindingSpec:
@@ -88,6 +90,8 @@ def _render_finding(spec: FindingSpec, style: str) -> list[str]:
         f"- **Impact:** {spec.impact}",
         f"- **Recommendation:** {spec.recommendation}",
     ]
+    if spec.confidence is not None:
+        lines.append(f"- **Confidence:** {spec.confidence}")
     return lines
 
 

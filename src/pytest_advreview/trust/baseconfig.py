@@ -13,7 +13,7 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -21,7 +21,7 @@ from .._toml import tomllib
 from ..git import GitError, commit, run_git
 from ..options import SPECS
 from ..targets import TargetError, fetch_hint, lexical_key, repo_info, resolve_base
-from .run import decide
+from .run import Trust, decide
 
 __all__ = [
     "CONFIG_FILES",
@@ -32,6 +32,7 @@ __all__ = [
     "branch_overrides",
     "gate_config",
     "ini_at",
+    "ini_once",
     "keys_of",
     "linelist",
     "show_file",
@@ -83,6 +84,16 @@ def _from_toml_text(text: str, origin: str) -> dict[str, Any]:
 def _one_line(exc: Exception) -> str:
     # configparser's messages span lines; a message here is one line of a log or header.
     return " ".join(str(exc).split())
+
+
+def ini_once(
+    run_trust: Trust, repo: Path, commit: str, folder: str = ""
+) -> tuple[str | None, dict[str, object]]:
+    """:func:`ini_at`, read once per run and held by the run's trust."""
+    key = ("ini", repo, commit, folder)
+    if key not in run_trust.held:
+        run_trust.held[key] = ini_at(repo, commit, folder)
+    return cast("tuple[str | None, dict[str, object]]", run_trust.held[key])
 
 
 def ini_at(repo: Path, commit: str, folder: str = "") -> tuple[str | None, dict[str, object]]:

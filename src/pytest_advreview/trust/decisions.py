@@ -12,11 +12,9 @@ A missing file means no decisions.  Every other problem is a :class:`DecisionsEr
 that names the file, the entry (1-based, in file order),
 the problem and the fix, so a typo never silently drops a decision.
 
-Who decides what (docs/safety.md, "Authority over findings"): the file's entries are the
-author's answers, sent to the reviewer as data (the reviewer still decides).  A finding the
-lead left to a person is decided only by the operator: in a local run the file is the
-operator's voice; under a gate (:attr:`.run.Trust.gated`) only the file as the **base** commit holds
-it, read from git objects (:func:`load_at_commit`), never the branch's working tree.
+This module is the format only (parse, model, check); who decides what with the entries
+is :mod:`.authority`.  Under a gate the operator's file is read from git objects
+(:func:`load_at_commit`), never the branch's working tree.
 
 Reasons: ``reject`` and ``re-scope`` need one (the reviewer is asked to weigh it; a
 rejection without reasoning is just dismissal), ``accept`` may omit it (the "Applied"
@@ -25,16 +23,15 @@ diff shows what changed).
 Two actions are a person's decisions, not answers sent to the reviewer (docs/deciding.md):
 ``waive`` (with a ``reason``) passes a blocking finding with a record in every report, and
 ``more-rounds`` (with ``rounds = N`` and a ``reason``, no ``finding``) raises the target's
-round limit.  Under a gate they count only from the base commit's file; the branch's own
-are ignored, and the reports say so.
+round limit.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -42,26 +39,19 @@ from pydantic import ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
 from .._toml import tomllib
-from ..git import GitError, commit, literal_pathspec, run_git, split_z
+from ..git import GitError, literal_pathspec, run_git, split_z
 from ..models import (
-    CommandsFile,
     Decision,
     DecisionAction,
     Finding,
-    IgnoredCommand,
-    RoundsGrant,
-    Waiver,
     WireModel,
 )
-from ..targets import lexical_key
 
 __all__ = [
     "CODE_TARGET",
-    "Authority",
     "DecisionEntry",
     "DecisionsError",
     "DecisionsFile",
-    "GateBase",
     "check_known",
     "check_targets",
     "content_ids",
@@ -303,416 +293,6 @@ def load_decisions(path: Path) -> DecisionsFile:
             path, f"cannot be read ({exc.strerror or exc}); fix its permissions"
         ) from exc
     return _parse(path, raw)
-
-
-@dataclass(frozen=True)
-class GateBase:
-    """The base commit whose decisions file decides needs-operator findings under a gate.
-
-    :param top: the top level of the trusted checkout (with ``--advreview-head``, the
-        base's, not the head's).
-    :param ref: the base as the run resolved it (``--advreview-base``, the CI base
-        branch, ``origin/HEAD``, ``main``...); ``None`` when no base was found.
-    """
-
-    top: Path
-    ref: str | None
-    #: How messages name the base when ``ref`` is a commit id (``--advreview-head``'s base).
-    name: str | None = None
-
-
-#: Why the branch's own person decisions do not count under a gate.
-_BRANCH_IGNORED = (
-    "under a gate a decision in the branch's own decisions file is the author's, and "
-    "only a person with authority waives or grants rounds: record it in the base "
-    "branch's decisions file, or comment /advreview {verb} on the pull request as a "
-    "user with write permission"
-)
-
-
-@dataclass(frozen=True)
-class Authority:
-    """Who decides what in one run (docs/safety.md, "Authority over findings"; docs/deciding.md).
-
-    :param gated: a verdict of the run gates something (:attr:`.run.Trust.gated`).
-    :param author: the author's answers, sent to the reviewer as data (the reviewer still
-        decides); under a gate only the entries the checkout's file adds to the base's.
-    :param operator: the decisions that close findings the lead left to a person: the
-        same file in a local run, the base commit's under a gate.
-    :param where: where the failure tells the operator to record a decision.
-    :param waivers: the waivers that count, by target (``None``: a command, whose
-        finding id names the finding on any target).
-    :param grants: the grants of more rounds that count.
-    :param decided: the operator's decisions made by pull-request commands (any target).
-    :param ignored: decisions and commands that do not count, by target (``None``: any).
-    """
-
-    gated: bool
-    author: DecisionsFile | None
-    operator: DecisionsFile | None
-    where: str
-    waivers: tuple[tuple[str | None, Waiver], ...] = ()
-    grants: tuple[RoundsGrant, ...] = ()
-    #: Tokens a maintainer added to the token budget (``/advreview budget +N``).
-    budget_tokens: int = 0
-    decided: tuple[Decision, ...] = ()
-    ignored: tuple[tuple[str | None, IgnoredCommand], ...] = ()
-    #: The pull request the run is for (``None``: none).
-    pull: int | None = None
-
-    @classmethod
-    def of(
-        cls,
-        path: Path,
-        *,
-        rootdir: Path,
-        gated: bool,
-        head: bool,
-        base: GateBase | None,
-        pull: int | None = None,
-    ) -> Authority:
-        """Read the decisions of a run whose decisions file is ``path``.
-
-        :param head: ``--advreview-head``: the checkout is the base, the head is data, and
-            REF's file is never read (the author has no entries).
-        :param base: the run's base (``None`` or no ``ref``: none was found; under a gate
-            no operator decision then counts, and the finding stays open).
-        :param pull: the pull request the run is for (``--advreview-pull-request``, which
-            the Action passes); ``None``: none, and only repository-wide waivers and
-            grants hold.
-        :raises DecisionsError: a file is invalid, the path lies outside the repository
-            under a gate, the base's entry is a link, or git cannot read the base.
-        """
-        if not gated:
-            return cls._local(load_decisions(path), pull)
-        operator, where, shown = _at_base(path, rootdir, base)
-        author = _added(None if head else load_decisions(path), operator)
-        waivers, grants, elsewhere = _persons(operator, "base", f"the base branch ({shown})", pull)
-        return cls(
-            gated=True,
-            author=author,
-            operator=operator,
-            where=where,
-            waivers=waivers,
-            grants=grants,
-            ignored=(*_branch_ignored(author), *elsewhere),
-            pull=pull,
-        )
-
-    @classmethod
-    def _local(cls, own: DecisionsFile, pull: int | None) -> Authority:
-        """A local run: the person running it decides, with their own file."""
-        waivers, grants, elsewhere = _persons(own, "local", "local", pull)
-        return cls(
-            gated=False,
-            author=own,
-            operator=own,
-            where=str(own.path),
-            waivers=waivers,
-            grants=grants,
-            ignored=elsewhere,
-            pull=pull,
-        )
-
-    def with_author(self, path: Path) -> Authority:
-        """This authority with the author's file at ``path`` (a fixture's override); under
-        a gate the operator's file stays the base's: no override moves it."""
-        own = load_decisions(path)
-        if not self.gated:
-            local = Authority._local(own, self.pull)
-            return replace(
-                local,
-                waivers=(*local.waivers, *((k, w) for k, w in self.waivers if k is None)),
-                grants=(*local.grants, *(g for g in self.grants if g.target is None)),
-                budget_tokens=self.budget_tokens,
-                decided=self.decided,
-                ignored=(*local.ignored, *((k, i) for k, i in self.ignored if k is None)),
-            )
-        author = _added(own, self.operator)
-        kept = tuple((k, i) for k, i in self.ignored if k is None)
-        return replace(self, author=author, ignored=(*_branch_ignored(author), *kept))
-
-    def with_commands(self, commands: CommandsFile) -> Authority:
-        """This authority with the pull request's vetted commands (``--advreview-commands``).
-
-        The Action checked each author's permission; the ignored ones are kept to be
-        reported on the targets whose findings they name (or on every target)."""
-        waivers: list[tuple[str | None, Waiver]] = []
-        grants: list[RoundsGrant] = []
-        decided: list[Decision] = []
-        budget = 0
-        for command in commands.commands:
-            by = f"@{command.login}"
-            if command.verb == "waive" and command.finding:
-                waiver = Waiver(
-                    finding=command.finding,
-                    by=by,
-                    reason=command.reason,
-                    source="command",
-                    at=command.url,
-                    content=command.content,
-                    scope=self._pull_scope,
-                )
-                waivers.append((None, waiver))
-            elif command.verb == "decide" and command.finding and command.action:
-                decided.append(
-                    Decision(
-                        finding=command.finding,
-                        action=DecisionAction(command.action),
-                        reason=f"{command.reason} (decided by {by})",
-                    )
-                )
-            elif command.verb == "rounds" and command.rounds:
-                grant = RoundsGrant(
-                    rounds=command.rounds,
-                    by=by,
-                    reason=command.reason,
-                    source="command",
-                    at=command.url,
-                    scope=self._pull_scope,
-                )
-                grants.append(grant)
-            elif command.verb == "budget" and command.tokens:
-                budget += command.tokens
-        return replace(
-            self,
-            waivers=(*self.waivers, *waivers),
-            grants=(*self.grants, *grants),
-            budget_tokens=self.budget_tokens + budget,
-            decided=(*self.decided, *decided),
-            ignored=(*self.ignored, *((None, i) for i in commands.ignored)),
-        )
-
-    @property
-    def _pull_scope(self) -> str | None:
-        # A command is the pull request's: the Action read it from that pull request.
-        return f"pull request #{self.pull}" if self.pull is not None else None
-
-    def waivers_for(self, key: str) -> tuple[Waiver, ...]:
-        """The waivers on target ``key`` that count for this run (any content)."""
-        return tuple(w for target, w in self.waivers if target in (None, key))
-
-    def bound(
-        self, key: str, content: Mapping[str, str]
-    ) -> tuple[tuple[Waiver, ...], tuple[IgnoredCommand, ...]]:
-        """The waivers of ``key`` that hold, and those that were for other code.
-
-        A waiver holds while the finding's cited place has the content it was decided on
-        (:func:`content_id`); the first that holds per finding counts.  A finding that
-        has a waiver but none that holds is open again, and the waivers say why.
-
-        :param content: finding id -> its content id now (the findings this run has).
-        :returns: ``(held, stale)``.
-        """
-        held: dict[str, Waiver] = {}
-        stale: dict[str, list[Waiver]] = {}
-        for waiver in self.waivers_for(key):
-            now = content.get(waiver.finding)
-            if now is None or waiver.finding in held:
-                continue
-            if waiver.content == now:
-                held[waiver.finding] = waiver
-                stale.pop(waiver.finding, None)
-            else:
-                stale.setdefault(waiver.finding, []).append(waiver)
-        return tuple(held.values()), tuple(
-            _stale(waiver, content[finding]) for finding, found in stale.items() for waiver in found
-        )
-
-    def granted(self, key: str) -> tuple[RoundsGrant, ...]:
-        """The grants of more rounds that count on target ``key``."""
-        return tuple(g for g in self.grants if g.target in (None, key))
-
-    def operator_decisions(self, key: str, *, with_file: bool = True) -> tuple[Decision, ...]:
-        """The operator's decisions on ``key``: the operator's file's (unless
-        ``with_file`` is false), then those made by command, which replace them."""
-        own = self.operator.for_target(key) if with_file and self.operator is not None else ()
-        commanded = {d.finding: d for d in self.decided}
-        return (*(d for d in own if d.finding not in commanded), *commanded.values())
-
-    def ignored_for(self, key: str, ids: Collection[str]) -> tuple[IgnoredCommand, ...]:
-        """What did not count on ``key``: the branch's own entries on it, and ignored
-        commands naming one of its finding ``ids`` (or no finding at all)."""
-        return tuple(
-            item
-            for target, item in self.ignored
-            if target == key or (target is None and (item.finding is None or item.finding in ids))
-        )
-
-
-def _stale(waiver: Waiver, now: str) -> IgnoredCommand:
-    """Why ``waiver`` does not hold: it was for other code than the finding cites now."""
-    fix = f"/advreview waive {waiver.finding}@{now}: reason"
-    if waiver.content is None:
-        why = (
-            "a waiver holds only for the code it was decided on, and this one names none; "
-            f"a person with authority comments `{fix}` (the content id is printed with the "
-            "finding)"
-        )
-    else:
-        at = f" at commit {waiver.commit[:12]}" if waiver.commit else ""
-        why = (
-            f"the waiver was for earlier code: it was decided on content {waiver.content}"
-            f"{at}, and the finding's place now has content {now}; the finding is open "
-            f'again: waive it anew (`{fix}`, or content = "{now}" in the base branch\'s '
-            "entry) if the new code may pass"
-        )
-    return IgnoredCommand(
-        text=f"waive {waiver.finding}"
-        + (f"@{waiver.content}" if waiver.content else "")
-        + f": {waiver.reason}",
-        by=waiver.by,
-        why=why,
-        finding=waiver.finding,
-        url=waiver.at if waiver.source == "command" else None,
-    )
-
-
-def _persons(
-    decisions: DecisionsFile, source: Literal["base", "local"], by: str, pull: int | None
-) -> tuple[
-    tuple[tuple[str | None, Waiver], ...],
-    tuple[RoundsGrant, ...],
-    tuple[tuple[str | None, IgnoredCommand], ...],
-]:
-    """The waivers and grants of a decisions file that speaks for a person, for the pull
-    request ``pull``; those for another pull request (or, with no pull request, for any)
-    are kept as ignored, with why."""
-    at = str(decisions.path)
-    waivers: list[tuple[str | None, Waiver]] = []
-    grants: list[RoundsGrant] = []
-    elsewhere: list[tuple[str | None, IgnoredCommand]] = []
-    for e in decisions.entries:
-        if e.answer:
-            continue
-        if e.scope is None and e.pull != pull:
-            now = (
-                f"this run is for pull request #{pull}"
-                if pull is not None
-                else (
-                    "this run names no pull request (the Action passes it as "
-                    "--advreview-pull-request; a plain CI run has none)"
-                )
-            )
-            what = f"waive {e.finding}" if e.finding else f"more-rounds +{e.rounds}"
-            elsewhere.append(
-                (
-                    e.target,
-                    IgnoredCommand(
-                        text=f"{what}: {e.reason or ''}".strip(),
-                        by=by,
-                        why=(
-                            f"the entry is for pull request #{e.pull}, and {now}; only an "
-                            'entry with scope = "repository" holds for every run'
-                        ),
-                        finding=e.finding or None,
-                    ),
-                )
-            )
-            continue
-        if e.action == "waive":
-            waiver = Waiver(
-                finding=e.finding,
-                by=by,
-                reason=e.reason or "",
-                source=source,
-                at=at,
-                content=e.content,
-                commit=e.commit,
-                scope=e.scoped,
-            )
-            waivers.append((e.target, waiver))
-        else:
-            grants.append(
-                RoundsGrant(
-                    target=e.target,
-                    rounds=e.rounds or 1,
-                    by=by,
-                    reason=e.reason or "",
-                    source=source,
-                    at=at,
-                    scope=e.scoped,
-                )
-            )
-    return tuple(waivers), tuple(grants), tuple(elsewhere)
-
-
-def _branch_ignored(author: DecisionsFile | None) -> tuple[tuple[str | None, IgnoredCommand], ...]:
-    """Under a gate: the branch's own waivers and grants, which do not count."""
-    if author is None:
-        return ()
-    ignored: list[tuple[str | None, IgnoredCommand]] = []
-    for e in author.entries:
-        if e.answer:
-            continue
-        verb = f"waive {e.finding}: reason" if e.finding else "rounds +N: reason"
-        what = e.finding or f"+{e.rounds}"
-        item = IgnoredCommand(
-            text=f"{e.action} {what}: {e.reason or ''}".strip(),
-            by="the branch's decisions file",
-            why=_BRANCH_IGNORED.format(verb=verb),
-            finding=e.finding or None,
-        )
-        ignored.append((e.target, item))
-    return tuple(ignored)
-
-
-def _at_base(
-    path: Path, rootdir: Path, base: GateBase | None
-) -> tuple[DecisionsFile, str, str | None]:
-    """Under a gate: the decisions file as the base commit holds it, where to record,
-    and how the base is named (``main (1a2b3c4d5e6f)``; ``None``: no base was found)."""
-    if base is None or base.ref is None:
-        return (
-            DecisionsFile(path=path),
-            (
-                f"{path} on the base branch (no base was found: pass --advreview-base=REF; "
-                "under a gate the branch's own decisions file does not decide findings left "
-                "to the operator)"
-            ),
-            None,
-        )
-    key = lexical_key(path, base.top, rootdir)
-    if key is None:
-        raise DecisionsError(
-            path,
-            f"lies outside the repository {base.top}, but under a gate (CI, "
-            "--advreview-strict-exit, --advreview-head) the operator's decisions are read "
-            "from the base commit; set advreview_decisions to a file inside the repository",
-        )
-    try:
-        sha = commit(base.top, base.ref)
-    except GitError as exc:
-        raise DecisionsError(path, f"cannot be read from the base: {exc}") from None
-    if sha is None:
-        raise DecisionsError(
-            path,
-            f"cannot be read from the base {base.ref!r}, which is not a commit of "
-            f"{base.top}; pass --advreview-base=REF (and fetch it)",
-        )
-    name = base.name or base.ref
-    shown = name if name == sha else f"{name} ({sha[:12]})"
-    return (
-        load_at_commit(base.top, sha, key, shown=shown),
-        (
-            f"{key} on the base branch ({shown}: under a gate the branch's own decisions "
-            "file does not decide findings left to the operator)"
-        ),
-        shown,
-    )
-
-
-def _added(checkout: DecisionsFile | None, base: DecisionsFile | None) -> DecisionsFile | None:
-    """Under a gate, the branch's own answers: the entries its file adds to the base's.
-
-    The base's entries are the operator's (on this and on other pull requests' findings);
-    a merge checkout carries them too, and they must neither be checked as this branch's
-    answers nor count as its own.
-    """
-    if checkout is None or base is None or not base.entries:
-        return checkout
-    own = tuple(e for e in checkout.entries if e not in base.entries)
-    return DecisionsFile(path=checkout.path, entries=own)
 
 
 def load_at_commit(top: Path, commit: str, key: str, *, shown: str) -> DecisionsFile:

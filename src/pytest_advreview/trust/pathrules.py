@@ -26,8 +26,9 @@ file, a ``-c`` file: the operator's) or the key is given with ``-o`` on the comm
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -40,8 +41,8 @@ from ..models import ChangeSet, PathRule
 from ..options import BY_FIELD, PREFIX, Invalid
 from ..targets import compile_glob, lexical_key
 from . import run as trust
-from .baseconfig import BaseConfigError, ini_at, linelist
-from .decisions import GateBase
+from .authority import GateBase
+from .baseconfig import BaseConfigError, ini_at, ini_once, linelist
 
 
 class Settings(trust.Settings, Protocol):
@@ -160,6 +161,7 @@ def for_run(
     *,
     gated: bool,
     base: GateBase | None,
+    ini: Callable[[Path, str, str], tuple[str | None, dict[str, object]]] = ini_at,
 ) -> PathRules:
     """The run's path rules: its own settings, or under a gate the base commit's.
 
@@ -168,6 +170,7 @@ def for_run(
     :param gated: a verdict of this run gates something (:attr:`~.trust.run.Trust.gated`).
     :param base: the run's base (``None`` or no ``ref``: none was found; under a gate the
         defaults then apply and nothing of the branch's).
+    :param ini: reads the base's configuration (the run's trust reads it once).
     :raises RulesError: under a gate, the base's configuration does not parse, has an
         invalid line, or the base is not a commit.
     """
@@ -199,7 +202,7 @@ def for_run(
     shown = name if name == sha else f"{name} ({sha[:12]})"
     folder = lexical_key(rootdir, base.top, rootdir) or ""
     try:
-        found, keys = ini_at(base.top, sha, folder + "/" if folder else "")
+        found, keys = ini(base.top, sha, folder + "/" if folder else "")
     except BaseConfigError as exc:
         raise RulesError(f"{PREFIX}: {exc} ({shown})") from None
     where = f"{found} at {shown}" if found else f"the defaults (no pytest configuration at {shown})"
@@ -218,13 +221,15 @@ def for_settings(config: pytest.Config, settings: Settings, base: GateBase | Non
 
     :raises pytest.UsageError: the base's rules cannot be read or are invalid.
     """
+    run_trust = trust.of_run(config, settings)
     try:
         return for_run(
             config,
             settings.exclude,
             settings.path_instructions,
-            gated=trust.of_run(config, settings).gated,
+            gated=run_trust.gated,
             base=base,
+            ini=functools.partial(ini_once, run_trust),
         )
     except RulesError as exc:
         raise pytest.UsageError(str(exc)) from None

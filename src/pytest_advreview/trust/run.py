@@ -45,6 +45,12 @@ class Settings(Protocol):
     def strict_exit(self) -> bool: ...
     @property
     def head(self) -> str | None: ...
+    @property
+    def decisions(self) -> str: ...
+    @property
+    def pull_request(self) -> int | None: ...
+    @property
+    def commands(self) -> str | None: ...
 
 
 def in_ci(env: Mapping[str, str]) -> bool:
@@ -94,6 +100,10 @@ class Trust:
     _bases: dict[tuple[Path, str | None], str | None] = field(
         default_factory=dict, compare=False, repr=False
     )
+    #: What the run holds once made, by key (shared by for_settings): the base's pytest
+    #: configuration (:func:`.baseconfig.ini_once`) and the run's authority
+    #: (:func:`.authority.of_run`), so no review reads them again.
+    held: dict[tuple[object, ...], object] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def in_ci(self) -> bool:
