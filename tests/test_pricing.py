@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from pytest_advreview.lead.claude import _model
 from pytest_advreview.models import (
     LeadRecord,
     Operation,
@@ -19,6 +18,7 @@ from pytest_advreview.models import (
 from pytest_advreview.options import Invalid, price_line
 from pytest_advreview.pricing import PriceError, PriceTable, money, per_round, run_cost, tokens_text
 from pytest_advreview.review import ReviewRun
+from pytest_advreview.runner.claude import result_model as _model
 from pytest_advreview.settings import Settings
 
 TABLE = PriceTable.of(["m: input=2 cached_input=0.5 output=10"])

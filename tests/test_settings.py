@@ -354,7 +354,10 @@ def test_invalid_override_ini_value_names_the_override(pyt: pytest.Pytester) -> 
         ("--advreview-jobs=fast", "expected a whole number from 1 to 32, or auto"),
         ("--advreview-jobs=0", "expected a whole number from 1 to 32, or auto"),
         ("--advreview-model=", "expected a model name, not an empty value"),
-        ("--advreview-reviewer=my reviewer", "expected codex, command or the name of a reviewer"),
+        (
+            "--advreview-reviewer=my reviewer",
+            "expected codex, claude, command or the name of a reviewer",
+        ),
         ("--advreview-command=x 'unclosed", "expected a shell-quoted command line"),
         ("--advreview-codex-config=novalue", "expected KEY=VALUE with a non-empty key"),
         ("--advreview-codex-config==value", "expected KEY=VALUE with a non-empty key"),

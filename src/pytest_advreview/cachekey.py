@@ -8,7 +8,9 @@ module is the one place that says what that is:
   model, reasoning, sandbox, approvals, every ``--advreview-codex-config`` value
   (provider, base URL, …), the ``-c`` values a gate adds (``GATE_CODEX_CONFIG``), the
   Codex ``config.toml`` and global ``AGENTS.md`` that the run's ``CODEX_HOME`` holds,
-  ``OPENAI_BASE_URL``, and for every backend the output format, the review language and
+  ``OPENAI_BASE_URL``; for Claude Code its ``--advreview-claude-model``, the
+  ``settings.json`` and ``CLAUDE.md`` of its ``CLAUDE_CONFIG_DIR``, ``ANTHROPIC_BASE_URL`` and
+  ``ANTHROPIC_MODEL``; and for every backend the output format, the review language and
   the prompt version.  A change starts a new review.
 * **the content** (:func:`plan_digest`, :func:`code_digest`): the prompt body and every
   byte reviewed.  For a plan its bytes; for the code change every changed byte, untracked,
@@ -79,6 +81,7 @@ IDENTITY_SETTINGS: Final[Mapping[str, frozenset[str]]] = {
     "command": frozenset({"command"}),
     # env_allow: what the reviewer's tools see (a test it runs may pass or fail by it).
     "codex": frozenset({"model", "reasoning", "sandbox", "approvals", "codex_config", "env_allow"}),
+    "claude": frozenset({"claude_model"}),
 }
 
 #: Identity settings keyed only away from their default (:func:`reviewer_identity`).
@@ -94,6 +97,7 @@ NOT_IDENTITY_SETTINGS: Final[Mapping[str, str]] = {
     # it reviews with are keyed.  (The benchmark fills a cache with a fake codex on
     # purpose; a wrapper script that adds its own -c values is not visible here.)
     "codex": "the executable's path: what it reviews with is keyed",
+    "claude": "the executable's path: what it reviews with is keyed",
     "sandbox_explicit": "only decides whether the sandbox hint is printed",
     "approvals_why": "only explains the approvals in the header (approvals itself is keyed)",
     "timeout": "an attempt that runs out is an error, never a verdict",
@@ -155,6 +159,11 @@ NOT_IDENTITY_SETTINGS: Final[Mapping[str, str]] = {
 _CODEX_HOME_FILES: Final = ("config.toml", "AGENTS.md", "AGENTS.override.md")
 #: Environment variables that Codex reads to choose where requests go.
 _CODEX_ENV: Final = ("OPENAI_BASE_URL",)
+#: Files under ``CLAUDE_CONFIG_DIR`` that choose Claude Code's model (``settings.json``'s
+#: ``model``) or instruct it.
+_CLAUDE_HOME_FILES: Final = ("settings.json", "CLAUDE.md")
+#: Environment variables that Claude Code reads to choose its model and endpoint.
+_CLAUDE_ENV: Final = ("ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL")
 _MISSING: Final = "missing"
 #: ``hashlib`` ``update`` of the digest being built.
 _Feed = Callable[[bytes], object]
@@ -219,6 +228,13 @@ def reviewer_identity(
         for name in _CODEX_HOME_FILES:
             identity[f"codex_home/{name}"] = _file_digest(home / name)
         for var in _CODEX_ENV:
+            identity[f"env/{var}"] = _digest(env.get(var))
+    if "claude" in backends:
+        home_text = env.get("CLAUDE_CONFIG_DIR", "").strip()
+        claude_home = Path(home_text) if home_text else Path.home() / ".claude"
+        for name in _CLAUDE_HOME_FILES:
+            identity[f"claude_home/{name}"] = _file_digest(claude_home / name)
+        for var in _CLAUDE_ENV:
             identity[f"env/{var}"] = _digest(env.get(var))
     return identity
 

@@ -40,4 +40,4 @@ RUN_DIR_KEY = "advreview_run_dir"
 RUN_SECRET_KEY = "advreview_run_secret"
 
 #: The reviewer backends this package provides (``runner/factory.py``).
-BUILTIN_REVIEWERS = frozenset({"codex", "command"})
+BUILTIN_REVIEWERS = frozenset({"codex", "claude", "command"})

@@ -273,7 +273,9 @@ def main(config: pytest.Config) -> int:
     if json_path:
         json_path = str(Path(config.invocation_params.dir, json_path))
     model = ModelCheck(
-        settings.codex_config, online=bool(config.getoption("advreview_doctor_online", False))
+        settings.codex_config,
+        online=bool(config.getoption("advreview_doctor_online", False)),
+        claude=settings.claude if settings.reviewer == "claude" else None,
     )
     return run_and_report(settings.codex, json_path=json_path, out=sys.stdout, model=model)
 
@@ -290,8 +292,31 @@ class ModelCheck:
 
     config: tuple[str, ...] = ()
     online: bool = False
+    #: The Claude Code executable when it is the reviewer (``--advreview-reviewer=claude``):
+    #: one more row, its version.
+    claude: str | None = None
 
     def rows(self, codex: str) -> list[DoctorRow]:
+        return [*self._codex_rows(codex), *self._claude_rows()]
+
+    def _claude_rows(self) -> list[DoctorRow]:
+        """The ``claude`` row: the reviewer's executable answers ``--version`` as Claude
+        Code does (``None`` reviewer: no row)."""
+        if self.claude is None:
+            return []
+        from .runner.claude import ClaudeOptions, ClaudeReviewer
+
+        reviewer = ClaudeReviewer(ClaudeOptions(executable=self.claude))
+        problem = reviewer.check_ready()
+        if problem is not None:
+            return [
+                DoctorRow(name="claude", status="FAIL", observed=problem, remedy=f"Fix: {problem}")
+            ]
+        version, _ = reviewer.version()
+        seen = f"{self.claude} is Claude Code {version} (the reviewer)"
+        return [DoctorRow(name="claude", status="PASS", observed=seen)]
+
+    def _codex_rows(self, codex: str) -> list[DoctorRow]:
         reviewer = CodexReviewer(CodexOptions(executable=codex, config=self.config))
         home = reviewer.home_problem()
         rows = [

@@ -99,6 +99,8 @@ class ReviewTarget(WireModel):
     #: The run's fail-on threshold, for the runner's drift check (an approval with a
     #: failing finding is retried, never judged).
     fail_on: Severity = Severity.MEDIUM
+    #: The code item's diff commands (:attr:`.DispatchRequest.diff_commands`).
+    diff_commands: tuple[str, ...] = ()
 
 
 class FixFailed(Exception):
@@ -352,6 +354,7 @@ class _Run:
             fail_on=self.target.fail_on,
             time_left_s=self.time_left(),
             review_timeout_s=self.limit.review_timeout if self.limit is not None else None,
+            diff_commands=self.target.diff_commands,
         )
 
     def dispatch(self, operation: Operation, prompt: str) -> tuple[DispatchResult, float]:

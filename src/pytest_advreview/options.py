@@ -282,7 +282,7 @@ _REVIEWER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 def _reviewer(raw: object) -> object:
     value = _text(raw).strip()
     if not _REVIEWER_NAME.match(value):
-        raise Invalid("expected codex, command or the name of a reviewer a plugin provides")
+        raise Invalid("expected codex, claude, command or the name of a reviewer a plugin provides")
     return value
 
 
@@ -467,8 +467,17 @@ _PROGRESS_DESC = (
     "Quiet under -q (default: 30)"
 )
 _REVIEWER_DESC = (
-    "Reviewer backend: codex (default), command (any CLI that reads the prompt on stdin "
-    "and prints the review), or a name a plugin provides"
+    "Reviewer backend: codex (default), claude (Claude Code with read and search tools "
+    "only), command (any CLI that reads the prompt on stdin and prints the review), or a "
+    "name a plugin provides"
+)
+_CLAUDE_DESC = (
+    "Claude Code executable, a name on PATH or a path, for --advreview-reviewer=claude and "
+    "--advreview-lead=claude (default: claude)"
+)
+_CLAUDE_MODEL_DESC = (
+    "Model of the claude reviewer, passed as --model (default: Claude Code's own; name one "
+    "to price its tokens with advreview_prices)"
 )
 _COMMAND_DESC = (
     "Command line of the command reviewer, shell-quoted; the prompt arrives on stdin "
@@ -544,7 +553,7 @@ _LEAD_DESC = (
 )
 _LEAD_COMMAND_DESC = (
     "Command line of the command lead (prompt on stdin, decisions JSON on stdout), or the "
-    "claude executable for --advreview-lead=claude (default: claude on PATH)"
+    "claude executable for --advreview-lead=claude (default: --advreview-claude)"
 )
 _LEAD_MODEL_DESC = "Model of the lead (default: the reviewer's model for codex, claude's own)"
 _LEAD_PATCH_DESC = "Write the combined diff of every edit the lead made to this path"
@@ -795,6 +804,8 @@ SPECS: tuple[Spec, ...] = (
     _pick("approvals", _APPROVALS_DESC, "MODE"),
     Spec("language", _LANGUAGE_DESC, _non_empty("a language name"), "LANGUAGE", default="English"),
     Spec("codex", _CODEX_DESC, _non_empty("a path or command name"), "PATH", default="codex"),
+    Spec("claude", _CLAUDE_DESC, _non_empty("a path or command name"), "PATH", default="claude"),
+    Spec("claude_model", _CLAUDE_MODEL_DESC, _non_empty("a model name"), "NAME"),
     Spec(
         "codex_config",
         _CODEX_CONFIG_DESC,

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .outbound import one_line
-from .runner.reachability import event_batches, reconnect_of
+from .runner.reachability import claude_retry_of, event_batches, reconnect_of
 
 if TYPE_CHECKING:
     from _pytest._io import TerminalWriter
@@ -71,11 +71,14 @@ _ITEM_ACTIVITY = {
 
 
 def activity_of(event: dict[str, Any], attempt: int = 1) -> str | None:
-    """What a Codex ``--json`` event says the reviewer is doing; ``None``: nothing new.
+    """What a Codex ``--json`` event (or a Claude Code ``stream-json`` one) says the
+    reviewer is doing; ``None``: nothing new.
 
     ``attempt``: the number of a reconnect Codex does not number itself.
     """
-    reconnect = reconnect_of(event)
+    if event.get("type") == "assistant":
+        return _claude_activity(event.get("message"))
+    reconnect = reconnect_of(event) or claude_retry_of(event)
     if reconnect is not None:
         number = reconnect.number or attempt
         of = f" of {reconnect.of}" if reconnect.of else ""
@@ -97,6 +100,33 @@ def activity_of(event: dict[str, Any], attempt: int = 1) -> str | None:
     if kind not in ("item.started", "item.completed"):
         return None
     return _ITEM_ACTIVITY.get(str(item_type))
+
+
+#: What Claude Code's read and search tools do, and the argument that says on what.
+_CLAUDE_TOOLS = {
+    "Read": ("reading", "file_path"),
+    "Grep": ("searching", "pattern"),
+    "Glob": ("finding files", "pattern"),
+}
+
+
+def _claude_activity(message: object) -> str | None:
+    """What one of Claude Code's assistant messages says the reviewer is doing."""
+    if not isinstance(message, dict) or message.get("model") == "<synthetic>":
+        return None
+    content = message.get("content")
+    for block in reversed(content if isinstance(content, list) else []):
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "tool_use":
+            name = str(block.get("name"))
+            what, key = _CLAUDE_TOOLS.get(name, (f"asking for {name}", ""))
+            args = block.get("input")
+            on = args.get(key) if isinstance(args, dict) and key else None
+            return f"{what}: {_command(on)}" if isinstance(on, str) else what
+        if block.get("type") == "text":
+            return "writing the review"
+    return None
 
 
 def _command(raw: object) -> str:

@@ -69,7 +69,7 @@ def make_reviewer(
     """The backend ``settings`` name, built through ``pytest_advreview_make_reviewer``.
 
     :param name: another backend than ``settings.reviewer`` (a sample's, a verifier's).
-    :param builtin: builds a built-in backend (codex, command) from ``settings``
+    :param builtin: builds a built-in backend (codex, claude, command) from ``settings``
         instead: the registered ones carry the run's settings, not a fixture call's
         overrides, and a run without ``--adversarial-review`` registers none.
     """
@@ -83,7 +83,7 @@ def make_reviewer(
     if made is None:
         raise pytest.UsageError(
             f"pytest-advreview: no reviewer backend is called {name!r}; use "
-            "codex, command, or install the plugin that provides it"
+            "codex, claude, command, or install the plugin that provides it"
         )
     return made
 
@@ -438,6 +438,7 @@ class ReviewRun(LoopHooks):
             output_format=self.settings.output_format,
             in_git=self.context.in_git,
             fail_on=self.settings.fail_on,
+            diff_commands=self.spec.change.diff_commands if self.spec.change else (),
         )
         self.guard.rebaseline()
         result = run_loop(
@@ -460,13 +461,21 @@ class ReviewRun(LoopHooks):
             rounds = tuple(
                 r.model_copy(
                     update={
-                        "cost": prices.cost(r.usage, self.settings.model),
+                        "cost": prices.cost(r.usage, self.settings.reviewer_model),
                         "samples": tuple(
-                            s.model_copy(update={"cost": prices.cost(s.usage, self.settings.model)})
+                            s.model_copy(
+                                update={
+                                    "cost": prices.cost(s.usage, self.settings.model_of(s.reviewer))
+                                }
+                            )
                             for s in r.samples
                         ),
                         "verifications": tuple(
-                            v.model_copy(update={"cost": prices.cost(v.usage, self.settings.model)})
+                            v.model_copy(
+                                update={
+                                    "cost": prices.cost(v.usage, self.settings.model_of(v.reviewer))
+                                }
+                            )
                             for v in r.verifications
                         ),
                     }
@@ -490,12 +499,14 @@ class ReviewRun(LoopHooks):
             return turns, None, None
         turns = tuple(t.model_copy(update={"cost": prices.cost(t.tokens, t.model)}) for t in turns)
         lead_usage = sum((t.tokens for t in turns), TokenUsage())
-        parts = [prices.cost(usage.minus(lead_usage), self.settings.model)]
+        parts = [prices.cost(usage.minus(lead_usage), self.settings.reviewer_model)]
         parts += [t.cost for t in turns]
         if all(part is not None for part in parts):
             return turns, sum(part for part in parts if part is not None), None
         unpriced = [
-            self.settings.model if parts[0] is None else None,
+            (self.settings.reviewer_model or f"the {self.settings.reviewer} reviewer's model")
+            if parts[0] is None
+            else None,
             *(t.model or f"the {t.backend} lead" for t in turns if t.cost is None),
         ]
         names = ", ".join(sorted({name for name in unpriced if name is not None}))

@@ -68,6 +68,8 @@ class Settings(WireModel):
     approvals_why: str | None = None
     language: str = default("language")
     codex: str = default("codex")
+    claude: str = default("claude")
+    claude_model: str | None = None
     codex_config: tuple[str, ...] = default("codex_config")
     timeout: float = default("timeout")
     connect_timeout: float = default("connect_timeout")
@@ -153,6 +155,17 @@ class Settings(WireModel):
     eval_min_recall: float | None = None
     eval_max_false_block: float | None = None
     eval_max_flip: float | None = None
+
+    @property
+    def reviewer_model(self) -> str | None:
+        """The model the reviewer reviews with, as priced (:meth:`model_of`)."""
+        return self.model_of(self.reviewer)
+
+    def model_of(self, backend: str) -> str | None:
+        """The model ``backend`` (the reviewer's, a sample's, the verifier's) reviews with,
+        as priced: ``claude``'s ``claude_model`` (``None`` when Claude Code chooses),
+        every other backend's ``model``."""
+        return self.claude_model if backend == "claude" else self.model
 
     @property
     def review_limit(self) -> float:
@@ -400,11 +413,12 @@ def resolve(config: pytest.Config, environ: Mapping[str, str] | None = None) -> 
         is not None
     ):
         _approvals_never(values, found, "gate default")
-    codex = values.get("codex")
-    if isinstance(codex, str) and ("/" in codex or os.sep in codex):
-        # subprocess resolves a relative executable against the child's cwd (the repo),
-        # not against the directory pytest was started in.
-        values["codex"] = _absolute(invocation_dir, codex)
+    for name in ("codex", "claude"):
+        executable = values.get(name)
+        if isinstance(executable, str) and ("/" in executable or os.sep in executable):
+            # subprocess resolves a relative executable against the child's cwd (the
+            # repo), not against the directory pytest was started in.
+            values[name] = _absolute(invocation_dir, executable)
     values["decisions"] = _absolute(
         config.rootpath, str(values.get("decisions", default("decisions")))
     )
@@ -460,6 +474,8 @@ def _check_prices(settings: Settings) -> None:
     used: list[tuple[str, str]] = []
     if settings.reviewer == "codex":
         used.append(("the reviewer (--advreview-model)", settings.model))
+    if settings.reviewer == "claude" and settings.claude_model is not None:
+        used.append(("the reviewer (--advreview-claude-model)", settings.claude_model))
     lead_model = settings.lead_model or (settings.model if settings.lead == "codex" else None)
     if settings.lead != "none" and lead_model is not None:
         used.append(("the lead (--advreview-lead-model)", lead_model))
@@ -535,6 +551,8 @@ def header_lines(settings: Settings, *, verbose: bool = False) -> list[str]:
     parts = [f"reviewer={q(settings.reviewer)}"]
     if settings.reviewer == "command":
         parts.append(f"command={q(settings.command or '')}")
+    elif settings.reviewer == "claude":
+        parts.append(f"claude={q(settings.claude)} model={q(settings.claude_model or 'default')}")
     else:
         parts.append(f"model={q(settings.model)} reasoning={settings.reasoning}")
         why = f" ({settings.approvals_why})" if settings.approvals_why else ""
@@ -546,8 +564,10 @@ def header_lines(settings: Settings, *, verbose: bool = False) -> list[str]:
     lines = ["advreview: " + " ".join(parts)]
 
     hidden = set(_NOT_LISTED)
-    if settings.reviewer == "command":
+    if settings.reviewer in ("command", "claude"):
         hidden |= {"codex", "codex_config"}
+    if settings.reviewer == "claude":
+        hidden |= {"claude", "claude_model"}
     if settings.lead == "none":
         hidden |= {"lead_command", "lead_model"}
     extra: list[str] = []

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..models import TokenUsage
+from ..runner.claude import result_model, result_usage
 from . import LeadReply, LeadRequest
 from ._attempt import CliLead
 from .contract import LeadError, answer_schema, validate_answer
@@ -22,7 +22,7 @@ __all__ = ["ClaudeLead"]
 
 
 class ClaudeLead(CliLead):
-    """``--advreview-lead=claude``: ``claude`` on PATH, or ``--advreview-lead-command``."""
+    """``--advreview-lead=claude``: ``--advreview-lead-command``, else ``--advreview-claude``."""
 
     name = "claude"
 
@@ -35,7 +35,7 @@ class ClaudeLead(CliLead):
         """
         s = self.settings
         argv = [
-            s.lead_command or "claude",
+            s.lead_command or s.claude,
             "--bare",
             "-p",
             "--output-format",
@@ -86,33 +86,6 @@ class ClaudeLead(CliLead):
             )
         return LeadReply(
             answer=validate_answer(structured, who=who),
-            usage=_usage(result),
-            model=self.settings.lead_model or _model(result),
+            usage=result_usage(result),
+            model=self.settings.lead_model or result_model(result),
         )
-
-
-def _model(result: dict[str, Any]) -> str | None:
-    """The model Claude Code answered with: the one key of ``modelUsage`` (``None`` when
-    it names none or several, which one price cannot cover)."""
-    used = result.get("modelUsage")
-    if isinstance(used, dict) and len(used) == 1:
-        (name,) = used
-        return name if isinstance(name, str) and name else None
-    return None
-
-
-def _usage(result: dict[str, Any]) -> TokenUsage:
-    """Claude Code's ``usage`` block (input, cache reads, output) as a :class:`TokenUsage`."""
-    raw = result.get("usage")
-    if not isinstance(raw, dict):
-        return TokenUsage()
-
-    def num(key: str) -> int:
-        value = raw.get(key)
-        return value if isinstance(value, int) and value >= 0 else 0
-
-    return TokenUsage(
-        input_tokens=num("input_tokens") + num("cache_read_input_tokens"),
-        cached_input_tokens=num("cache_read_input_tokens"),
-        output_tokens=num("output_tokens"),
-    )

@@ -79,6 +79,10 @@ class DispatchRequest(WireModel):
     time_left_s: float | None = None
     #: The review's whole limit, for the message when it is reached.
     review_timeout_s: float | None = None
+    #: The code item's ``git diff`` command lines that the prompt tells the reviewer to
+    #: run (built by the plugin, never text of the branch).  A backend whose reviewer has
+    #: no shell (``claude``) runs them itself and hands their output over.
+    diff_commands: tuple[str, ...] = ()
 
 
 class DispatchResult(WireModel):

@@ -16,9 +16,10 @@ from ..workspace.head import HEAD_CODEX_CONFIG
 if TYPE_CHECKING:
     from ..settings import Settings
     from . import Reviewer
+    from .claude import ClaudeOptions
     from .codex import CodexOptions
 
-__all__ = ["BuiltinReviewers", "codex_options"]
+__all__ = ["BuiltinReviewers", "claude_options", "codex_options"]
 
 
 def codex_options(
@@ -61,8 +62,21 @@ def codex_options(
     )
 
 
+def claude_options(settings: Settings) -> ClaudeOptions:
+    """The Claude Code launch options that the resolved settings ask for."""
+    from .claude import ClaudeOptions
+
+    return ClaudeOptions(
+        executable=settings.claude,
+        model=settings.claude_model,
+        timeout=settings.timeout,
+        connect_timeout=settings.connect_timeout,
+    )
+
+
 class BuiltinReviewers:
-    """Provides the ``codex`` and ``command`` backends as ``trylast`` implementations."""
+    """Provides the ``codex``, ``claude`` and ``command`` backends as ``trylast``
+    implementations."""
 
     def __init__(
         self, settings: Settings, run_dir: Callable[[], Path | None] = lambda: None
@@ -89,4 +103,8 @@ class BuiltinReviewers:
 
             assert self.settings.command, "settings validation requires a command"
             return CommandReviewer(self.settings.command, timeout=self.settings.timeout)
+        if name == "claude":
+            from .claude import ClaudeReviewer
+
+            return ClaudeReviewer(claude_options(self.settings))
         return None

@@ -20,7 +20,7 @@ import socket
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ __all__ = [
     "ConnectWatch",
     "Provider",
     "Reconnect",
+    "claude_retry_of",
     "event_batches",
     "find_provider",
     "not_configured",
@@ -104,6 +105,25 @@ def reconnect_of(event: Mapping[str, Any]) -> Reconnect | None:
     )
 
 
+def claude_retry_of(event: Mapping[str, Any]) -> Reconnect | None:
+    """A ``system/api_retry`` event of Claude Code's ``stream-json`` as a reconnect;
+    without an HTTP status, no connection was made (a 5xx or 429 is a server that
+    answered)."""
+    if event.get("type") != "system" or event.get("subtype") != "api_retry":
+        return None
+    number, of = event.get("attempt"), event.get("max_retries")
+    status = event.get("error_status")
+    error = event.get("error")
+    return Reconnect(
+        number=number if isinstance(number, int) else None,
+        of=of if isinstance(of, int) else None,
+        # Claude Code says ``unknown`` for a refused connection; its final result has the
+        # words (``Connection refused … (ECONNREFUSED)``).
+        cause="no connection" if error in (None, "", "unknown") else str(error),
+        no_connection=status is None,
+    )
+
+
 def event_batches(path: Path, offset: int) -> Iterator[tuple[list[dict[str, Any]], int]]:
     """The complete JSON lines of ``path`` from ``offset`` on, a batch of about
     :data:`READ_CHUNK` bytes at a time, each with the offset after it: a reader handles
@@ -150,7 +170,7 @@ def read_events(path: Path, offset: int) -> tuple[list[dict[str, Any]], int]:
 
 
 class ConnectWatch:
-    """Stops a Codex launch that has not reached its model within ``budget`` seconds.
+    """Stops a reviewer launch that has not reached its model within ``budget`` seconds.
 
     Passed to the launch as its ``cancel``: :meth:`is_set` is true once the run's own
     cancel is, or once the stream has shown only failed connections for ``budget``
@@ -160,8 +180,21 @@ class ConnectWatch:
     whole budget afresh).
     """
 
-    def __init__(self, stream: Path, cancel: Cancel, budget: float) -> None:
+    def __init__(
+        self,
+        stream: Path,
+        cancel: Cancel,
+        budget: float,
+        *,
+        reconnect: Callable[[Mapping[str, Any]], Reconnect | None] | None = None,
+        answered: Callable[[Mapping[str, Any]], bool] | None = None,
+    ) -> None:
+        """:param reconnect: reads a failed connection out of one stream event, and
+        :param answered: says whether an event shows the model answered; both
+        default to Codex's ``--json`` stream (another CLI's stream brings its own)."""
         self.stream = stream
+        self._reconnect = reconnect or reconnect_of
+        self._is_answer = answered or _answered
         self.cancel = cancel
         self.budget = budget
         self._offset = 0
@@ -194,13 +227,13 @@ class ConnectWatch:
 
     def _count(self, events: list[dict[str, Any]], now: float) -> None:
         for event in events:
-            found = reconnect_of(event)
+            found = self._reconnect(event)
             if found is not None and found.no_connection:
                 if self._answered and not self.tries:
                     self.since = now
                 self.tries += 1
                 self.cause = found.cause
-            elif found is not None or _answered(event):
+            elif found is not None or self._is_answer(event):
                 self._answered = True
                 self.tries, self.cause = 0, None
 
