@@ -7,8 +7,9 @@ The loop (``loop.py``) decides what to dispatch; a backend only runs it.
 
 from __future__ import annotations
 
+import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol, TypeVar, runtime_checkable
 
@@ -32,6 +33,7 @@ __all__ = [
     "Reviewer",
     "attempt_seconds",
     "dispatch_usage",
+    "files_digest",
     "retry_once",
     "review_limit_reached",
 ]
@@ -120,6 +122,24 @@ class Reviewer(Protocol):
 
 
 _A = TypeVar("_A")
+
+
+def files_digest(paths: Sequence[Path], name: Callable[[Path], str]) -> str | None:
+    """The SHA-256 of a resumable session's files (each ``name(path)``, its length and its
+    bytes, in the given order); ``None`` when there are none or one cannot be read.  Kept
+    with each round in the signed state: a session resumes only while its files are the
+    bytes the plugin last saw (docs/safety.md, "What restored state is trusted")."""
+    if not paths:
+        return None
+    digest = hashlib.sha256()
+    for path in paths:
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
+        digest.update(f"{name(path)}\0{len(data)}\0".encode())
+        digest.update(data)
+    return digest.hexdigest()
 
 
 def retry_once(attempt: Callable[[], _A], retry: Callable[[_A], bool]) -> tuple[_A, int]:

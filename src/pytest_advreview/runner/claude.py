@@ -32,7 +32,6 @@ Messages-API server; docs/confirmation.md, "A second model family"):
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -68,6 +67,7 @@ from . import (
     DispatchResult,
     attempt_seconds,
     environment,
+    files_digest,
     reachability,
     retry_once,
     review_limit_reached,
@@ -243,18 +243,7 @@ class ClaudeReviewer:
         """The SHA-256 of the session's transcript files (each name and its bytes);
         ``None`` when none is here.  A session resumes only while its files are the bytes
         the plugin last saw (as Codex's rollouts: docs/safety.md)."""
-        paths = self._sessions(session_id)
-        if not paths:
-            return None
-        digest = hashlib.sha256()
-        for path in paths:
-            try:
-                data = path.read_bytes()
-            except OSError:
-                return None
-            digest.update(f"{path.parent.name}/{path.name}\0{len(data)}\0".encode())
-            digest.update(data)
-        return digest.hexdigest()
+        return files_digest(self._sessions(session_id), lambda p: f"{p.parent.name}/{p.name}")
 
     def dispatch(self, request: DispatchRequest) -> DispatchResult:
         """Run one dispatch: an attempt, one retry on a failure that may pass, the result."""

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
 import re
@@ -61,6 +60,7 @@ from . import (
     attempt_seconds,
     dispatch_usage,
     environment,
+    files_digest,
     lifetime,
     native,
     reachability,
@@ -432,17 +432,7 @@ class CodexReviewer:
             return None
         pattern = self.options.capabilities.rollout_glob.format(thread_id=session_id)
         paths = sorted(self.codex_home.glob(pattern), key=lambda p: p.name)
-        if not paths:
-            return None
-        digest = hashlib.sha256()
-        for path in paths:
-            try:
-                data = path.read_bytes()
-            except OSError:
-                return None
-            digest.update(f"{path.name}\0{len(data)}\0".encode())
-            digest.update(data)
-        return digest.hexdigest()
+        return files_digest(paths, lambda p: p.name)
 
     def dispatch(self, request: DispatchRequest) -> DispatchResult:
         """Run one dispatch: an attempt, one retry on failure, then the runner result."""
