@@ -200,6 +200,19 @@ class LoopResult:
     failed_by: Literal["reviewer", "lead"] = "reviewer"
 
 
+def _mutated(run: _Run, number: int, who: str) -> LoopResult | None:
+    """The aborted result when ``who`` changed the workspace during round ``number``
+    (the workspace guard's comparison); ``None`` when nothing changed."""
+    mutated = tuple(run.hooks.check_mutation(number))
+    if not mutated:
+        return None
+    return run.finish(
+        ReviewStatus.ABORTED,
+        error=f"{who} changed the workspace during round {number}",
+        mutations=mutated,
+    )
+
+
 def _runner_error(runner: RunnerResult, default: str) -> str:
     """The error text of a failed dispatch: the runner's ``errors`` and ``user_warning``."""
     parts = [p for p in (runner.errors, runner.user_warning) if p]
@@ -607,13 +620,9 @@ def run_loop(
             result, elapsed = run.dispatch(operation, prompt)
         # The mutation check comes first: a reviewer that changed the workspace broke its
         # contract, so nothing it returned is trusted and the fixer must never run.
-        mutated = tuple(run.hooks.check_mutation(number))
-        if mutated:
-            return run.finish(
-                ReviewStatus.ABORTED,
-                error=f"the reviewer changed the workspace during round {number}",
-                mutations=mutated,
-            )
+        aborted = _mutated(run, number, "the reviewer")
+        if aborted is not None:
+            return aborted
         if failed_sample is not None:
             return run.finish(ReviewStatus.ABORTED, error=failed_sample)
 
@@ -662,13 +671,9 @@ def run_loop(
         if verifications or unverified:
             # The verifiers are reviewers too: one that changed the workspace broke the
             # same contract.
-            mutated = tuple(run.hooks.check_mutation(number))
-            if mutated:
-                return run.finish(
-                    ReviewStatus.ABORTED,
-                    error=f"a verifier changed the workspace during round {number}",
-                    mutations=mutated,
-                )
+            aborted = _mutated(run, number, "a verifier")
+            if aborted is not None:
+                return aborted
         if unverified is not None:
             return run.finish(ReviewStatus.ABORTED, error=unverified)
         if runner.codex_session_id:
