@@ -510,6 +510,36 @@ def test_claude_lead_fix_approved_in_round_two_passes(
     result.stdout.fnmatch_lines(["*x.md::adversarial-review: approved*round*2*"])
 
 
+def test_the_checkouts_claude_settings_do_not_choose_the_leads_model(
+    claude_repo: ReviewRepo, claude_executable: Path, messages_server: ScriptedMessagesServer
+) -> None:
+    # ``--bare`` skips CLAUDE.md and hooks but still applies a project's settings file: a
+    # branch could pick the lead's model (and so what it costs and how it judges).
+    settings = claude_repo.path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"model": "branch-picked-model"}))
+    plan = claude_repo.plan("x.md", PLAN)
+    claude_repo.answer(REREVIEW, {"message": approved_review()})
+    claude_repo.answer("x.md", {"message": revise_review(CRITICAL)})
+    messages_server.set_script(
+        {
+            "rules": [
+                {
+                    "match": LEAD_RULE,
+                    "steps": [
+                        edit_step(plan, "Rewrite ids in place.", FIXED_LINE),
+                        {"structured": {"decisions": [accept(CRITICAL)]}},
+                    ],
+                }
+            ]
+        }
+    )
+    result = claude_repo.run(*claude_args(claude_executable))
+    result.assert_outcomes(passed=1)
+    models = {r.body.get("model") for r in messages_server.requests}
+    assert models and "branch-picked-model" not in models
+
+
 def test_claude_lead_whose_edit_is_denied_is_an_error(
     claude_repo: ReviewRepo, claude_executable: Path, messages_server: ScriptedMessagesServer
 ) -> None:

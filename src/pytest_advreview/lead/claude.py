@@ -37,6 +37,10 @@ class ClaudeLead(CliLead):
         argv = [
             s.lead_command or s.claude,
             "--bare",
+            # --bare still applies the checkout's .claude/settings.json (its "model" too):
+            # the branch under review must not choose the lead's model or settings.
+            "--setting-sources",
+            "user",
             "-p",
             "--output-format",
             "json",
