@@ -437,6 +437,23 @@ def edit_step(path: Path, old: str, new: str) -> dict[str, Any]:
     }
 
 
+def script_one_fix(messages_server: ScriptedMessagesServer, plan: Path) -> None:
+    """The lead fixes the critical finding in ``plan`` with one edit and accepts it."""
+    messages_server.set_script(
+        {
+            "rules": [
+                {
+                    "match": LEAD_RULE,
+                    "steps": [
+                        edit_step(plan, "Rewrite ids in place.", FIXED_LINE),
+                        {"structured": {"decisions": [accept(CRITICAL)]}},
+                    ],
+                }
+            ]
+        }
+    )
+
+
 def test_claude_lead_applies_rejects_with_reasoning_and_leaves_structural_to_the_operator(
     claude_repo: ReviewRepo, claude_executable: Path, messages_server: ScriptedMessagesServer
 ) -> None:
@@ -491,19 +508,7 @@ def test_claude_lead_fix_approved_in_round_two_passes(
     plan = claude_repo.plan("x.md", PLAN)
     claude_repo.answer(REREVIEW, {"message": approved_review()})
     claude_repo.answer("x.md", {"message": revise_review(CRITICAL)})
-    messages_server.set_script(
-        {
-            "rules": [
-                {
-                    "match": LEAD_RULE,
-                    "steps": [
-                        edit_step(plan, "Rewrite ids in place.", FIXED_LINE),
-                        {"structured": {"decisions": [accept(CRITICAL)]}},
-                    ],
-                }
-            ]
-        }
-    )
+    script_one_fix(messages_server, plan)
     result = claude_repo.run(*claude_args(claude_executable))
     result.assert_outcomes(passed=1)
     assert FIXED_LINE in plan.read_text()
@@ -521,19 +526,7 @@ def test_the_checkouts_claude_settings_do_not_choose_the_leads_model(
     plan = claude_repo.plan("x.md", PLAN)
     claude_repo.answer(REREVIEW, {"message": approved_review()})
     claude_repo.answer("x.md", {"message": revise_review(CRITICAL)})
-    messages_server.set_script(
-        {
-            "rules": [
-                {
-                    "match": LEAD_RULE,
-                    "steps": [
-                        edit_step(plan, "Rewrite ids in place.", FIXED_LINE),
-                        {"structured": {"decisions": [accept(CRITICAL)]}},
-                    ],
-                }
-            ]
-        }
-    )
+    script_one_fix(messages_server, plan)
     result = claude_repo.run(*claude_args(claude_executable))
     result.assert_outcomes(passed=1)
     models = {r.body.get("model") for r in messages_server.requests}
