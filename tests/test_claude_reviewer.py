@@ -290,3 +290,29 @@ def test_the_progress_line_says_what_the_claude_reviewer_does() -> None:
     assert activity_of({**retry, "error_status": None, "error": "unknown"}) == (
         "reconnecting to the model, try 2 of 3: no connection"
     )
+
+
+def test_a_rewritten_or_foreign_session_file_changes_its_digest(tmp_path: Path) -> None:
+    # The signed state keeps this digest with each round: a session file rewritten between
+    # runs (a forged review history) must not hash as the one the plugin saw.
+    config = tmp_path / "claude-config"
+    reviewer = ClaudeReviewer(
+        ClaudeOptions(executable="claude", env={"CLAUDE_CONFIG_DIR": str(config)})
+    )
+    session = str(uuid.uuid4())
+    assert reviewer.session_digest(session) is None and not reviewer.can_resume(session)
+    transcript = config / "projects" / "-work-repo" / f"{session}.jsonl"
+    transcript.parent.mkdir(parents=True)
+    transcript.write_text('{"type":"user"}\n')
+    seen = reviewer.session_digest(session)
+    assert seen is not None and reviewer.can_resume(session)
+    transcript.write_text('{"type":"tool"}\n')  # the same length
+    assert reviewer.session_digest(session) not in (None, seen)
+    transcript.write_text('{"type":"user"}\n')
+    assert reviewer.session_digest(session) == seen
+    # The same bytes under another project folder are another session's file.
+    moved = config / "projects" / "-other" / f"{session}.jsonl"
+    moved.parent.mkdir()
+    transcript.rename(moved)
+    assert reviewer.session_digest(session) not in (None, seen)
+    assert reviewer.session_digest("../not-a-uuid") is None
