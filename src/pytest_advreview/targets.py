@@ -59,6 +59,8 @@ __all__ = [
 _PREFIX = "pytest-advreview"
 #: Branches tried in order when neither an explicit base nor ``GITHUB_BASE_REF`` decides.
 FALLBACK_BASES = ("origin/HEAD", "main", "master")
+#: The repository's tracked files and its untracked ones that are not ignored.
+_LISTED = ("ls-files", "-z", "--cached", "--others", "--exclude-standard")
 
 
 class TargetError(Exception):
@@ -112,14 +114,8 @@ def repo_info(path: Path) -> GitRepoInfo | None:
         (there is no work tree to review), or git refused to run (unsafe ownership, git
         missing); the message carries git's own words.
     """
-    proc = run_git(
-        path,
-        "rev-parse",
-        "--is-bare-repository",
-        "--is-inside-work-tree",
-        check=False,
-        error=TargetError,
-    )
+    asked = ("rev-parse", "--is-bare-repository", "--is-inside-work-tree")
+    proc = run_git(path, *asked, check=False, error=TargetError)
     if proc.returncode != 0:
         said = os.fsdecode(proc.stderr).strip()
         if "not a git repository" in said:
@@ -136,9 +132,8 @@ def repo_info(path: Path) -> GitRepoInfo | None:
             f"{_PREFIX}: {path} is inside a .git directory, not a work tree; "
             "run pytest from the repository's work tree"
         )
-    out = run_git(
-        path, "rev-parse", "--show-toplevel", "--show-superproject-working-tree", error=TargetError
-    ).stdout
+    asked = ("rev-parse", "--show-toplevel", "--show-superproject-working-tree")
+    out = run_git(path, *asked, error=TargetError).stdout
     lines = [line for line in _lines(out) if line]
     superproject = Path(lines[1]) if len(lines) > 1 else None
     return GitRepoInfo(root=Path(lines[0]), superproject=superproject)
@@ -412,9 +407,7 @@ def plan_files(
                 outside.append(found[real].relative_to(root_abs).as_posix())
     else:
         prefix = _prefix(root, repo.root)
-        out = run_git(
-            root, "ls-files", "-z", "--cached", "--others", "--exclude-standard", error=TargetError
-        ).stdout
+        out = run_git(root, *_LISTED, error=TargetError).stdout
         listed = split_z(out)
         rels = sorted({p for p in listed if match_any(p, compiled)})
         matched = _real_plans(root_abs, repo.root, prefix, rels, listed, outside)
@@ -502,17 +495,7 @@ def _real_plans(
 
 def _listed_at_top(top: Path, key: str) -> bool:
     """``key`` (top-relative) is a tracked or untracked-not-ignored file of the repository."""
-    out = run_git(
-        top,
-        "ls-files",
-        "-z",
-        "--cached",
-        "--others",
-        "--exclude-standard",
-        "--",
-        literal_pathspec(key),
-        error=TargetError,
-    ).stdout
+    out = run_git(top, *_LISTED, "--", literal_pathspec(key), error=TargetError).stdout
     return key in split_z(out)
 
 
@@ -752,9 +735,8 @@ def _left_out(
     if not filtered:
         return ()
     top = _toplevel(root)
-    start = run_git(
-        top, "rev-parse", "--verify", "--quiet", f"{old}^{{commit}}", check=False, error=TargetError
-    )
+    verify = ("rev-parse", "--verify", "--quiet", f"{old}^{{commit}}")
+    start = run_git(top, *verify, check=False, error=TargetError)
     if "..." in old:
         start = run_git(top, "merge-base", *old.split("..."), check=False, error=TargetError)
     commit = _lines(start.stdout)[0] if start.returncode == 0 else None
