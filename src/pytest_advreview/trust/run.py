@@ -164,8 +164,8 @@ TRUST_KEY: pytest.StashKey[Trust] = pytest.StashKey()
 
 
 def of_run(config: pytest.Config, settings: Settings) -> Trust:
-    """The run's trust for a review with ``settings``: the one decided at configure, or,
-    in a run without ``--adversarial-review`` (a fixture review), decided once here."""
+    """The run's trust for a review with ``settings``: the one decided with the settings,
+    or, on an xdist worker (its settings come resolved), decided once here."""
     found = config.stash.get(TRUST_KEY, None)
     if found is None:
         found = decide(os.environ, strict_exit=settings.strict_exit, head=settings.head)
