@@ -467,16 +467,8 @@ class StateStore:
         for name in sorted(listing):
             if not name.endswith(".json") or name.startswith("."):
                 continue
-            data = _read_json(directory / name)
-            if not isinstance(data, dict) or data.get("schema_version") != STATE_SCHEMA:
-                continue
-            if not key.verify(_canonical(data.get("state")), data.get("mac")):
-                continue
-            try:
-                entry = StoredEntry.model_validate(data)
-            except ValidationError:
-                continue
-            for spend in entry.state.spend:
+            entry = _verified(_read_json(directory / name), key)
+            for spend in entry.state.spend if entry is not None else ():
                 if spend.run != self.run_id:
                     tokens += spend.tokens
                     cost += spend.cost or 0.0
@@ -507,20 +499,11 @@ class StateStore:
             if not name.endswith(".json") or name.startswith("."):
                 continue
             data = _read_json(directory / name)
-            if not isinstance(data, dict):
-                continue
-            state = data.get("state")
+            state = data.get("state") if isinstance(data, dict) else None
             if not isinstance(state, dict) or not state.get("operator_open"):
                 continue
-            if data.get("schema_version") != STATE_SCHEMA or not key.verify(
-                _canonical(state), data.get("mac")
-            ):
-                continue  # not trusted: the item that reads it warns
-            try:
-                entry = StoredEntry.model_validate(data)
-            except ValidationError:
-                continue
-            if f"{state_key(entry.state.key)}.json" == name:
+            entry = _verified(data, key)  # not trusted: the item that reads it warns
+            if entry is not None and f"{state_key(entry.state.key)}.json" == name:
                 self._remember(entry.state)
 
     def _remember(self, state: ReviewState) -> None:
@@ -746,15 +729,24 @@ def _read_json(path: Path) -> object:
         return None
 
 
+def _verified(data: object, key: StateKey) -> StoredEntry | None:
+    """The entry ``data`` holds when it is of this schema and verifies under ``key``."""
+    if not isinstance(data, dict) or data.get("schema_version") != STATE_SCHEMA:
+        return None
+    if not key.verify(_canonical(data.get("state")), data.get("mac")):
+        return None
+    try:
+        return StoredEntry.model_validate(data)
+    except ValidationError:
+        return None
+
+
 def _first_error(exc: ValidationError) -> str:
     errors = exc.errors()
     first = errors[0]
     where = ".".join(str(part) for part in first["loc"]) or "top level"
     more = f" and {len(errors) - 1} more" if len(errors) > 1 else ""
     return f"{where}: {first['msg']}{more}"
-
-
-# -- the "Applied" diff ----------------------------------------------------------------------
 
 
 # -- what to do next ---------------------------------------------------------------------------

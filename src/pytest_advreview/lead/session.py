@@ -7,7 +7,6 @@ plugin fixes; :mod:`.turn` runs one turn and checks what the lead changed.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -15,6 +14,8 @@ from typing import TYPE_CHECKING
 
 from ..loop import FixFailed, LoopResult
 from ..models import TokenUsage
+from ..prompts import diff_lines
+from ..runner._process import read_text
 from ..workspace.guard import unwatchable
 from . import LeadError
 from .factory import make_lead
@@ -27,13 +28,6 @@ if TYPE_CHECKING:
     from ..workspace.guard import ReviewGuard
 
 __all__ = ["LeadTurns"]
-
-
-def _read_text(path: Path) -> str | None:
-    try:
-        return path.read_bytes().decode("utf-8", "replace")
-    except FileNotFoundError:
-        return None
 
 
 @dataclass
@@ -102,7 +96,7 @@ class LeadTurns:
             return None
         for path in allowed:
             if path not in self.originals:
-                self.originals[path] = _read_text(guard.repo_root / path)
+                self.originals[path] = read_text(guard.repo_root / path)
         failed: LeadError | None = None
         try:
             turn = run_turn(
@@ -166,18 +160,8 @@ class LeadTurns:
             return ""
         parts = []
         for path, old in sorted(self.originals.items()):
-            new = _read_text(repo_root / path)
+            new = read_text(repo_root / path)
             if new == old:
                 continue
-            lines = difflib.unified_diff(
-                (old or "").splitlines(keepends=True),
-                (new or "").splitlines(keepends=True),
-                fromfile=f"a/{path}",
-                tofile=f"b/{path}",
-            )
-            parts.append(
-                "".join(
-                    x if x.endswith("\n") else x + "\n\\ No newline at end of file\n" for x in lines
-                )
-            )
+            parts.append("".join(f"{x}\n" for x in diff_lines(old or "", new or "", path)))
         return "".join(parts)
