@@ -714,11 +714,8 @@ def render_decisions(decisions: Sequence[Decision], review: Review | None = None
 
 
 def _label(finding_id: str, review: Review | None) -> str:
-    if review is not None:
-        for f in review.findings:
-            if f.id == finding_id:
-                return f"{finding_id} ({f.title})"
-    return finding_id
+    findings = review.findings if review is not None else ()
+    return next((f"{f.id} ({f.title})" for f in findings if f.id == finding_id), finding_id)
 
 
 _ANSWERED = """\

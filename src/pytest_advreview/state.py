@@ -93,10 +93,6 @@ _STATE_SUBDIR = "state"
 _NO_CACHE_WARNED = pytest.StashKey[bool]()
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
 class StateWarning(pytest.PytestWarning):
     """Stored review state could not be read or written; the review starts afresh."""
 
@@ -139,7 +135,9 @@ class ReviewState(WireModel):
     #: does not make the tokens already spent free).
     spend: tuple[Spend, ...] = ()
     #: When the state was written (ISO 8601, UTC).
-    updated_at: str = Field(default_factory=_now)
+    updated_at: str = Field(
+        default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds")
+    )
 
     @property
     def last_round(self) -> RoundRecord | None:
@@ -352,34 +350,32 @@ class StateStore:
             return None, None
         path = directory / name
         self._read_names.add(name)
+
+        def unusable(problem: str, tail: str | None = None) -> tuple[None, str]:
+            return None, self._problem(key, path, problem, tail=tail)
+
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return None, None
         except (OSError, UnicodeDecodeError) as exc:
-            return None, self._problem(key, path, f"it could not be read ({_oserror(exc)})")
+            return unusable(f"it could not be read ({_oserror(exc)})")
         try:
             data = json.loads(text)
         except ValueError as exc:
-            return None, self._problem(key, path, f"it is not valid JSON ({exc})")
+            return unusable(f"it is not valid JSON ({exc})")
         if not isinstance(data, dict):
-            return None, self._problem(
-                key, path, "it does not match the state schema (top level: not a JSON object)"
-            )
+            return unusable("it does not match the state schema (top level: not a JSON object)")
         if data.get("schema_version") != STATE_SCHEMA:
-            return None, self._problem(
-                key,
-                path,
+            return unusable(
                 f"it has schema version {data.get('schema_version')!r}, this plugin "
-                f"reads version {STATE_SCHEMA} (written by another pytest-advreview version)",
+                f"reads version {STATE_SCHEMA} (written by another pytest-advreview version)"
             )
         mac_key = self.state_key()
         if mac_key is None:
             return None, None  # warned once already: nothing can be checked
         if not mac_key.verify(_canonical(data.get("state")), data.get("mac")):
-            return None, self._problem(
-                key,
-                path,
+            return unusable(
                 "it was not written by pytest-advreview under this state key "
                 f"({mac_key.where}): a forged or copied entry, or one written with another "
                 "key (a CI job with another ADVREVIEW_STATE_KEY, another user's machine)",
@@ -392,13 +388,9 @@ class StateStore:
         try:
             entry = StoredEntry.model_validate(data)
         except ValidationError as exc:
-            return None, self._problem(
-                key, path, f"it does not match the state schema ({_first_error(exc)})"
-            )
+            return unusable(f"it does not match the state schema ({_first_error(exc)})")
         if entry.state.key != key:
-            return None, self._problem(
-                key, path, f"it belongs to another target ({entry.state.key!r})"
-            )
+            return unusable(f"it belongs to another target ({entry.state.key!r})")
         self._remember(entry.state)
         return entry.state, None
 

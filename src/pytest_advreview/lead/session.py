@@ -18,7 +18,6 @@ from ..prompts import diff_lines
 from ..runner._process import read_text
 from ..workspace.guard import unwatchable
 from . import LeadError
-from .factory import make_lead
 from .turn import run_turn
 
 if TYPE_CHECKING:
@@ -26,8 +25,29 @@ if TYPE_CHECKING:
     from ..models import Decision, LeadRecord, Review
     from ..settings import Settings
     from ..workspace.guard import ReviewGuard
+    from ._attempt import CliLead
 
-__all__ = ["LeadTurns"]
+__all__ = ["LeadTurns", "make_lead"]
+
+
+def make_lead(settings: Settings) -> CliLead | None:
+    """The lead backend the settings ask for; ``None`` for ``--advreview-lead=none``.
+
+    Imported here, not at the top: the backends import the package.
+    """
+    if settings.lead == "codex":
+        from .codex import CodexLead
+
+        return CodexLead(settings)
+    if settings.lead == "claude":
+        from .claude import ClaudeLead
+
+        return ClaudeLead(settings)
+    if settings.lead == "command":
+        from .command import CommandLead
+
+        return CommandLead(settings)
+    return None
 
 
 @dataclass
@@ -158,10 +178,9 @@ class LeadTurns:
         """The combined diff of the lead's edits in this run (``""`` when it made none)."""
         if not self.records:
             return ""
-        parts = []
-        for path, old in sorted(self.originals.items()):
-            new = read_text(repo_root / path)
-            if new == old:
-                continue
-            parts.append("".join(f"{x}\n" for x in diff_lines(old or "", new or "", path)))
-        return "".join(parts)
+        # A file the lead left as it was diffs to nothing.
+        return "".join(
+            f"{line}\n"
+            for path, old in sorted(self.originals.items())
+            for line in diff_lines(old or "", read_text(repo_root / path) or "", path)
+        )
