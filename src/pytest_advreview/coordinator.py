@@ -238,9 +238,7 @@ class Coordinator:
 
     def stored(self, key: str) -> ReviewState | None:
         """The stored state of ``key`` (``None`` with ``--advreview-fresh``)."""
-        if self.settings.fresh:
-            return None
-        return self._read(key)
+        return None if self.settings.fresh else self._read(key)
 
     def _read(self, key: str) -> ReviewState | None:
         """The stored state of ``key``, also under ``--advreview-fresh``."""

@@ -185,11 +185,7 @@ class ReviewState(WireModel):
     @property
     def decisions_sent(self) -> tuple[Decision, ...]:
         """Every decision sent with any round, first occurrence first."""
-        seen: dict[Decision, None] = {}
-        for record in self.rounds:
-            for decision in record.decisions:
-                seen.setdefault(decision, None)
-        return tuple(seen)
+        return tuple(dict.fromkeys(d for record in self.rounds for d in record.decisions))
 
     @property
     def known_finding_ids(self) -> frozenset[str]:
