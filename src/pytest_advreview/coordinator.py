@@ -514,11 +514,8 @@ class Coordinator:
                 raise ReviewInputError(str(exc)) from None
             if lines <= limits.max_change_lines:
                 return None
-            spec_, size, limit = (
-                BY_FIELD["max_change_lines"],
-                f"{lines} changed lines",
-                limits.max_change_lines,
-            )
+            spec_, size = BY_FIELD["max_change_lines"], f"{lines} changed lines"
+            limit = limits.max_change_lines
         return (
             f"the change ({change.description}) has {size}, more than {spec_.ini_key} = "
             f"{limit}: too large to review, so it was not reviewed and this item fails. "
