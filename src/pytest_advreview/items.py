@@ -47,9 +47,9 @@ from .outcome import (
 )
 from .report.files import Anchors, find_repo_root
 from .review import ReviewRun
-from .runstash import RunStash
+from .runstash import Plans, RunStash
 
-__all__ = ["FirstReview", "PlanFile", "ReviewItem", "claim_ahead"]
+__all__ = ["FirstReview", "PlanFile", "ReviewItem", "claim_ahead", "plan_spec"]
 
 _OWN_ERRORS = (ReviewFailed, ReviewerUnavailable, WorkspaceMutated)
 #: Built once: looking a marker up by name per item costs more than the item at 5,000 plans.
@@ -147,15 +147,18 @@ class PlanFile(pytest.File):
 
     def collect(self) -> Iterable[ReviewItem]:
         """One review item per plan, named ``adversarial-review``."""
-        plans = _run(self.config).plans
-        key = plans.relpath(self.path)
-        spec = TargetSpec(
-            kind="plan",
-            key=key,
-            path=plans.plan_source(self.path),
-            error=unpassable_path(os.fspath(self.path), "the plan"),
-        )
+        spec = plan_spec(_run(self.config).plans, self.path)
         yield ReviewItem.from_parent(self, name=PLAN_ITEM_NAME, spec=spec)
+
+
+def plan_spec(plans: Plans, path: Path) -> TargetSpec:
+    """The target of the plan at ``path`` (as collected there)."""
+    return TargetSpec(
+        kind="plan",
+        key=plans.relpath(path),
+        path=plans.plan_source(path),
+        error=unpassable_path(os.fspath(path), "the plan"),
+    )
 
 
 class ReviewItem(pytest.Item):

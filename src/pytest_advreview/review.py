@@ -73,9 +73,6 @@ def make_reviewer(
         instead: the registered ones carry the run's settings, not a fixture call's
         overrides, and a run without ``--adversarial-review`` registers none.
     """
-    # Before any review: what runs after one is then in memory, whatever a reviewer
-    # writes to the plugin's files meanwhile.
-    containment.preload()
     name = settings.reviewer if name is None else name
     made: Reviewer | None = config.hook.pytest_advreview_make_reviewer(config=config, name=name)
     if builtin is not None and (made is None or made.name in BUILTIN_REVIEWERS):
@@ -85,6 +82,12 @@ def make_reviewer(
             f"pytest-advreview: no reviewer backend is called {name!r}; use "
             "codex, claude, command, or install the plugin that provides it"
         )
+    if made.name not in BUILTIN_REVIEWERS:
+        # Before any review: what runs after one is then in memory, whatever a reviewer
+        # writes to the plugin's files meanwhile. A built-in backend loads them when it
+        # launches its first process (runner/_process.py), and a run that may review
+        # before its first item (session.py): a cached rerun need not.
+        containment.preload()
     return made
 
 
