@@ -1,11 +1,11 @@
 """A cached rerun needs no Codex; a run with a review to do still refuses a missing one.
 
-After collection the run decides whether any collected target lacks a stored verdict
+Before its items run, the run decides whether any of its targets lacks a stored verdict
 that stands (session.py): only then does it check the Codex CLI (``--version``), start
 the sandbox probe and load the plugin's modules. A fully cached run therefore starts
 no Codex process at all, and a run with one target to review and no usable Codex stops
-with one usage error before any item, as before. Under xdist the controller decides
-from its own selection (it collects nothing) and each worker from its own collection.
+with one usage error before any item, as before. The controller decides from the run's
+selection (under xdist it collects nothing), each xdist worker from its own collection.
 End to end: the real Codex CLI against the scripted server, real xdist workers.
 """
 
@@ -107,7 +107,7 @@ def test_one_target_to_review_and_codex_missing_is_one_usage_error_before_any_it
     assert len(review_repo.server.response_requests) == requests
 
 
-#: A conftest that edits the plan ``a.md`` as its item is set up: after collection decided
+#: A conftest that edits the plan ``a.md`` as its item is set up: after the run decided
 #: that every verdict stands, so that the review is due only when the item runs (as when
 #: something else rewrites a plan during the run).
 EDIT_AT_SETUP = """
@@ -126,7 +126,7 @@ def pytest_runtest_setup(item):
 def test_a_review_due_only_after_collection_with_codex_missing_errors_never_passes(
     review_repo: ReviewRepo, tmp_path: Path, xdist: tuple[str, ...]
 ) -> None:
-    """The guess after collection said no reviewer is needed, and was wrong: the item's
+    """The guess before the items said no reviewer is needed, and was wrong: the item's
     own review still runs, and a missing Codex is its launch error."""
     _approve_all(review_repo, "a.md", "b.md")
     review_repo.write("conftest.py", EDIT_AT_SETUP)
@@ -145,3 +145,28 @@ def test_a_review_due_only_after_collection_with_codex_missing_errors_never_pass
     assert "docs/plans/a.md" in " ".join(
         line for line in result.stdout.lines if line.startswith("ERROR")
     ), out
+
+
+@XDIST
+def test_a_cached_code_item_and_plan_pass_with_codex_missing(
+    review_repo: ReviewRepo, tmp_path: Path, xdist: tuple[str, ...]
+) -> None:
+    """The code change's stored verdict is looked up as the item will (its content hash
+    over the changed files), not taken for a review to do."""
+    review_repo.plan("a.md")
+    review_repo.write("src/feature.py", "def feature():\n    return 1\n")
+    review_repo.answer("", {"message": approved_review()})
+    first = review_repo.run_subprocess()
+    first.assert_outcomes(passed=2)
+    assert "code-review" in first.stdout.str()
+    missing = tmp_path / "no-such-codex"
+
+    result = review_repo.run_subprocess(f"--advreview-codex={missing}", *xdist)
+
+    out = result.stdout.str() + result.stderr.str()
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.OK, out
+    # The change edited again: its review is due, and Codex is missing.
+    review_repo.write("src/feature.py", "def feature():\n    return 2\n")
+    again = review_repo.run_subprocess(f"--advreview-codex={missing}", *xdist)
+    assert again.ret == pytest.ExitCode.USAGE_ERROR, again.stdout.str() + again.stderr.str()

@@ -189,8 +189,8 @@ def test_a_plugin_file_rewritten_during_the_review_does_not_change_the_verdict(
     assert f"the pytest-advreview package at {vendor / 'pytest_advreview'}" in out
 
 
-#: A conftest that edits the plan ``x.md`` as its item is set up: after collection, when
-#: the run found every stored verdict standing (no reviewer needed, nothing preloaded).
+#: A conftest that edits the plan ``x.md`` as its item is set up: after the run found
+#: every stored verdict standing (no reviewer needed, nothing preloaded).
 EDIT_AT_SETUP = """
 import pathlib
 import pytest
@@ -207,7 +207,7 @@ def test_a_review_due_only_after_collection_still_runs_with_the_plugin_in_memory
     review_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A cached rerun loads the plugin's modules only when a review starts a reviewer:
-    here the run decided after collection that none would (the verdict stood), then the
+    here the run decided before its items that none would (the verdict stood), then the
     plan changed, and the reviewer that ran rewrote the report code before it was
     imported. The launch of the reviewer loaded it first."""
     target = _vendored_plugin(review_repo, monkeypatch)

@@ -153,23 +153,29 @@ class ReviewSession:
             # Nothing is reviewed, and a built-in name always finds its backend: building
             # it (importing the runner) would only slow collection down.
             return
-        reviewer = self.reviewer()
+        self.reviewer()
         # At session start: pytest's terminal reporter is configured by now.
         display = progress_plugin(self.config, self.settings.progress)
         if display is not None:
             self.config.pluginmanager.register(display, "advreview-progress")
             self._progress = display.progress
-        if self._from_controller is None and self.config.pluginmanager.has_plugin("dsession"):
-            # The xdist controller collects nothing and writes the reports after the
-            # workers' reviewers ran: its modules are loaded now, whatever they write.
+
+    def prepare_run(self) -> None:
+        """On the controller, once the decisions file is checked and before collection:
+        whether the run may review is decided from its selection (what is collected, at
+        most; the xdist controller collects nothing), so that a missing Codex is one
+        usage error before any item and the sandbox probe overlaps collection."""
+        if self.config.option.collectonly:
+            return
+        if self.config.pluginmanager.has_plugin("dsession"):
+            # The xdist controller writes the reports after the workers' reviewers ran:
+            # its modules are loaded now, whatever those write.
             containment.preload()
-            # Its own selection (what every worker collects, at most) decides whether the
-            # run may review: then a missing Codex is one usage error before any item.
-            self._prepare_reviews(reviewer, self._selected_specs())
+        self._prepare_reviews(self.reviewer(), self._selected_specs())
 
     def _selected_specs(self) -> list[TargetSpec] | None:
-        """The targets of the run's selection (the xdist controller's, which collects
-        nothing): every selected plan and the code item; ``None``: it cannot tell."""
+        """The targets of the run's selection: every selected plan and the code item;
+        ``None``: the selection cannot tell (plans named on the command line)."""
         if self.targets.explicit_plans():
             return None  # plans named on the command line are found by collecting
         specs = [plan_spec(self.targets, path) for path in self.targets.keys]
@@ -177,8 +183,9 @@ class ReviewSession:
         return [*specs, code] if code is not None else specs
 
     def _prepare_reviews(self, reviewer: Reviewer, specs: Iterable[TargetSpec] | None) -> None:
-        """What a review that starts the reviewer needs, done once before the first item,
-        and only when one of ``specs`` may start it (its stored verdict does not stand;
+        """What a review that starts the reviewer needs, done once before the first item
+        (before collection on the controller, after it on an xdist worker), and
+        only when one of ``specs`` may start it (its stored verdict does not stand;
         ``None``: as if one may):
         a cached rerun starts no Codex at all (docs/performance.md, row 6).
 
@@ -213,9 +220,15 @@ class ReviewSession:
         stored verdict does not stand (the coordinator's cache hit, asked without its
         effects).  A target whose material cannot be read errors without a reviewer."""
         for spec in specs:
+            if spec.error is None and self.coordinator.stored(spec.key) is None:
+                return True  # nothing stored (or --advreview-fresh): reviewed, unread
             try:
                 material = build_material(
-                    spec, self.settings, self.targets.repo_root, self._shared.resolve
+                    spec,
+                    self.settings,
+                    self.targets.repo_root,
+                    self._shared.resolve,
+                    with_hunks=False,
                 )
             except ReviewInputError:
                 continue
@@ -233,8 +246,8 @@ class ReviewSession:
         if self.config.option.collectonly:
             return
         reviewer = self.reviewer()
-        if not self.config.pluginmanager.has_plugin("dsession"):
-            # This process's own items (an xdist worker collects every item of the run).
+        if self._from_controller is not None:
+            # An xdist worker: its own items (it collects every item of the run).
             specs = [item.spec for item in session.items if isinstance(item, ReviewItem)]
             self._prepare_reviews(reviewer, specs)
         context = ReviewContext(
@@ -595,7 +608,8 @@ class Controller:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection(self, session: pytest.Session) -> None:
-        """Check the decisions file against the targets and their stored findings.
+        """Check the decisions file against the targets and their stored findings, then
+        decide whether the run may review (:meth:`ReviewSession.prepare_run`).
 
         Here rather than at configure: stored state may warn, and pytest applies the
         ``filterwarnings`` of the run to warnings of collection.  (An xdist controller
@@ -610,6 +624,7 @@ class Controller:
                 self.session.coordinator.check_decisions(self.session.targets.repo_root)
         except DecisionsError as exc:
             raise pytest.UsageError(str(exc)) from None
+        self.session.prepare_run()
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
