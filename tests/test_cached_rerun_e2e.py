@@ -170,3 +170,20 @@ def test_a_cached_code_item_and_plan_pass_with_codex_missing(
     review_repo.write("src/feature.py", "def feature():\n    return 2\n")
     again = review_repo.run_subprocess(f"--advreview-codex={missing}", *xdist)
     assert again.ret == pytest.ExitCode.USAGE_ERROR, again.stdout.str() + again.stderr.str()
+
+
+def test_an_unreadable_plan_is_its_own_error_and_needs_no_codex(
+    review_repo: ReviewRepo, tmp_path: Path
+) -> None:
+    """A plan emptied since its approval errors without a reviewer (its input error), so
+    it does not make the run need Codex: the cached plan beside it still passes."""
+    _approve_all(review_repo, "a.md", "b.md")
+    (review_repo.path / "docs" / "plans" / "b.md").write_text("")
+    missing = tmp_path / "no-such-codex"
+
+    result = review_repo.run_subprocess("--advreview-diff=none", f"--advreview-codex={missing}")
+
+    out = result.stdout.str() + result.stderr.str()
+    result.assert_outcomes(passed=1, errors=1)
+    assert "plan file" in out and "is empty" in out, out
+    assert "does not exist" not in out
