@@ -264,10 +264,7 @@ class _Run:
         return self.all_rounds[-1].number if self.all_rounds else 0
 
     def last_review(self) -> Review | None:
-        for record in reversed(self.all_rounds):
-            if record.review is not None:
-                return record.review
-        return None
+        return next((r.review for r in reversed(self.all_rounds) if r.review is not None), None)
 
     def finish(
         self,
@@ -294,18 +291,18 @@ class _Run:
 
     def resume_prompt(self, decisions: Sequence[Decision]) -> str:
         review = self.last_review()
-        applied = [decision_item(d, review) for d in decisions if d.action is DecisionAction.ACCEPT]
+
+        def taken(action: DecisionAction) -> list[str]:
+            return [decision_item(d, review) for d in decisions if d.action is action]
+
+        applied = taken(DecisionAction.ACCEPT)
         summary = self.hooks.applied_summary()
         if summary:
             applied.insert(0, summary)
         body = rereview_prompt(
             applied=applied,
-            rescoped=[
-                decision_item(d, review) for d in decisions if d.action is DecisionAction.RESCOPE
-            ],
-            rejected=[
-                decision_item(d, review) for d in decisions if d.action is DecisionAction.REJECT
-            ],
+            rescoped=taken(DecisionAction.RESCOPE),
+            rejected=taken(DecisionAction.REJECT),
             answered=answered_text(self.all_rounds, decisions),
             language=self.target.language,
             output_format=self.target.output_format,

@@ -217,13 +217,11 @@ def _operator_summary(result: ItemResult, settings: Settings) -> list[str]:
     earlier.update((f.id, f) for f in record.findings)
     if record.rounds:
         lines.append(f"- **Rounds:** {len(record.rounds)}")
-        previous: RoundRecord | None = None
         performed: list[str] = []
         missing: list[str] = []
-        for round_ in record.rounds:
+        for previous, round_ in zip((None, *record.rounds), record.rounds, strict=False):
             line = _round_line(round_, previous)
             (performed if round_.runner.result is RunnerStatus.SUCCESS else missing).append(line)
-            previous = round_
         if performed:
             lines.append("- **Verification performed:** " + "; ".join(performed))
         if missing:

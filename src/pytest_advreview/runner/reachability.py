@@ -284,12 +284,8 @@ def _value(raw: str) -> object:
 
 
 def _pairs(config: Sequence[str]) -> dict[str, object]:
-    found: dict[str, object] = {}
-    for pair in config:
-        key, sep, raw = pair.partition("=")
-        if sep:
-            found[key.strip()] = _value(raw)
-    return found
+    split = (pair.partition("=") for pair in config)
+    return {key.strip(): _value(raw) for key, sep, raw in split if sep}
 
 
 def _dig(table: object, *keys: str) -> object:
