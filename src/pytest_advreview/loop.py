@@ -587,24 +587,20 @@ def run_loop(
         target, reviewer, max_rounds, hooks or LoopHooks(), history, limit, samples, verifier
     )
 
-    operation: Operation
     pending: tuple[Decision, ...] = tuple(decisions)
+    step: tuple[Operation, str] | LoopResult
     if not run.history:
-        operation = Operation.INITIAL
-        prompt = run.hooks.modify_prompt(operation, target.initial_prompt)
+        step = Operation.INITIAL, run.hooks.modify_prompt(Operation.INITIAL, target.initial_prompt)
     elif run.last_round >= max_rounds:
         # Every round is spent already; a further dispatch would break the limit.
         return run.finish(ReviewStatus.MAX_ROUNDS)
-    elif run.can_resume():
-        operation = Operation.RESUME
-        prompt = run.resume_prompt(pending)
     else:
-        step = _fallback(run, pending, "the thread cannot be resumed on this machine")
+        step = _next_round(run, pending, "the thread cannot be resumed on this machine")
+
+    while True:
         if isinstance(step, LoopResult):
             return step
         operation, prompt = step
-
-    while True:
         number = run.last_round + 1
         spent = run.out_of_time()
         if spent is not None:
@@ -643,9 +639,6 @@ def run_loop(
                     error=f"the fresh review (round {number}) failed: {why}",
                 )
             step = _fallback(run, pending, f"resume failed: {why}")
-            if isinstance(step, LoopResult):
-                return step
-            operation, prompt = step
             continue
 
         if runner.review_quality is ReviewQuality.DEGRADED_CONTENT:
@@ -706,13 +699,7 @@ def run_loop(
         if fixed is None:
             return run.finish(ReviewStatus.REVISE)
         pending = tuple(fixed)
-        if run.can_resume():
-            operation, prompt = Operation.RESUME, run.resume_prompt(pending)
-            continue
-        step = _fallback(run, pending, "the thread cannot be resumed")
-        if isinstance(step, LoopResult):
-            return step
-        operation, prompt = step
+        step = _next_round(run, pending, "the thread cannot be resumed")
 
 
 def _failure_reason(result: DispatchResult) -> str:
@@ -724,6 +711,15 @@ def _failure_reason(result: DispatchResult) -> str:
             runner, "the reviewer's environment failed (degraded_environmental review)"
         )
     return _runner_error(runner, "the reviewer returned no review with a verdict")
+
+
+def _next_round(
+    run: _Run, pending: Sequence[Decision], why: str
+) -> tuple[Operation, str] | LoopResult:
+    """A resume of the thread when it can continue, else :func:`_fallback` for ``why``."""
+    if run.can_resume():
+        return Operation.RESUME, run.resume_prompt(pending)
+    return _fallback(run, pending, why)
 
 
 def _fallback(

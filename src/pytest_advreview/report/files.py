@@ -85,13 +85,8 @@ def section_line(text: str, section: str) -> int | None:
         for number, (line, fenced) in enumerate(zip(lines, code, strict=True), start=1)
         if not fenced and (match := _HEADING.match(line))
     ]
-    for number, heading in headings:
-        if heading == wanted:
-            return number
-    for number, heading in headings:
-        if wanted in heading:
-            return number
-    return None
+    exact = next((number for number, heading in headings if heading == wanted), None)
+    return exact or next((number for number, heading in headings if wanted in heading), None)
 
 
 class Anchors:
