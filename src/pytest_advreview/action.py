@@ -650,17 +650,15 @@ def summarise(returncode: int, json_path: Path) -> Summary:
         gate = str(data["totals"]["gate"])
         outcomes = [str(item["pytest_outcome"]) for item in data.get("items", [])]
     except (OSError, ValueError, KeyError, TypeError):
-        data, gate, outcomes = None, "", []
-    passed = outcomes.count("passed")
-    failed = outcomes.count("failed")
-    errored = outcomes.count("error")
-    if data is None:
         return Summary(
             "error",
             exit_code=returncode or 1,
             message=f"pytest exited {returncode} without the JSON report {json_path}: "
             "the gate could not run (see the log above)",
         )
+    passed = outcomes.count("passed")
+    failed = outcomes.count("failed")
+    errored = outcomes.count("error")
     if returncode == 5 and gate == "empty":
         return Summary("empty", message="nothing to review: no plan and no code change")
     if returncode == 0 and gate == "passed":

@@ -208,7 +208,6 @@ ASSUMED: Mapping[str, tuple[bool, str, str]] = {
 _ROLLOUT_GLOB = CodexCapabilities().rollout_glob
 #: The remedy of a Codex that is missing, broken or too old: the pinned install command.
 INSTALL_REMEDY = f"Fix: {INSTALL_HINT}."
-_SHOW = 160
 _WRITE_PROBE = "Write the probe file."
 
 
@@ -1268,6 +1267,6 @@ def _tagged_pids(tag: str, grace: float = 0.0) -> list[int]:
         time.sleep(0.05)
 
 
-def _clip(text: str, limit: int = _SHOW) -> str:
+def _clip(text: str, limit: int = 160) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -319,18 +319,16 @@ class _Run:
         # A round's decisions travel with the *next* round's prompt, so the decisions on
         # round k are stored on round k+1 -- or, for the last round, are still pending.
         counted = self.all_rounds
-        previous: list[PreviousRound] = []
-        for index, record in enumerate(counted):
-            if record.review is None:
-                continue
-            answered = counted[index + 1].decisions if index + 1 < len(counted) else pending
-            previous.append(
-                PreviousRound(
-                    number=record.number,
-                    review=record.review.raw,
-                    decisions=render_decisions(answered, record.review),
-                )
+        answered = (*(record.decisions for record in counted[1:]), pending)
+        previous = [
+            PreviousRound(
+                number=record.number,
+                review=record.review.raw,
+                decisions=render_decisions(decided, record.review),
             )
+            for record, decided in zip(counted, answered, strict=False)
+            if record.review is not None
+        ]
         current = self.hooks.current_content() or self.target.content
         summary = self.hooks.applied_summary()
         if summary:

@@ -231,9 +231,7 @@ class Review(WireModel):
     @property
     def max_severity(self) -> Severity | None:
         """The worst severity among the findings, or ``None`` without findings."""
-        if not self.findings:
-            return None
-        return max((f.severity for f in self.findings), key=lambda s: s.rank)
+        return max((f.severity for f in self.findings), key=lambda s: s.rank, default=None)
 
     def contradiction(self, fail_on: Severity) -> str | None:
         """Why this review contradicts itself at the ``fail_on`` threshold, else ``None``.

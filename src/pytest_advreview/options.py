@@ -170,9 +170,8 @@ class Spec:
     def dest(self) -> str:
         return "advreview_" + self.field
 
-    @property
-    def ini_key(self) -> str:
-        return "advreview_" + self.field
+    #: The ini key has the option's dest for its name.
+    ini_key = dest
 
     @property
     def env_var(self) -> str:
