@@ -91,10 +91,6 @@ class TokenLedger:
             self.directory.mkdir(parents=True, exist_ok=True)
             write_atomic(self._mine, json.dumps({"tokens": self._spent, "cost": self._cost}))
 
-    def total(self) -> int:
-        """Tokens used so far by every process of the run."""
-        return self.spent()[0]
-
     def spent(self) -> tuple[int, float]:
         """Tokens and money used so far by every process of the run."""
         tokens, cost = 0, 0.0
@@ -242,9 +238,7 @@ class Coordinator:
 
     def stored(self, key: str) -> ReviewState | None:
         """The stored state of ``key`` (``None`` with ``--advreview-fresh``)."""
-        if self.settings.fresh:
-            return None
-        return self._read(key)
+        return None if self.settings.fresh else self._read(key)
 
     def _read(self, key: str) -> ReviewState | None:
         """The stored state of ``key``, also under ``--advreview-fresh``."""
@@ -520,11 +514,8 @@ class Coordinator:
                 raise ReviewInputError(str(exc)) from None
             if lines <= limits.max_change_lines:
                 return None
-            spec_, size, limit = (
-                BY_FIELD["max_change_lines"],
-                f"{lines} changed lines",
-                limits.max_change_lines,
-            )
+            spec_, size = BY_FIELD["max_change_lines"], f"{lines} changed lines"
+            limit = limits.max_change_lines
         return (
             f"the change ({change.description}) has {size}, more than {spec_.ini_key} = "
             f"{limit}: too large to review, so it was not reviewed and this item fails. "
@@ -767,41 +758,35 @@ def _left_open(
     """
     if not lead.needs_operator:
         return ()
-    rounds = (*history, *result.rounds)
     last_hash = result.rounds[-1].content_hash if result.rounds else None
+    # The latest of each: the last round's finding with the id, the lead's last row on it.
+    found = {
+        f.id: f
+        for record in (*history, *result.rounds)
+        if record.review is not None
+        for f in reversed(record.review.findings)
+    }
+    rows = {
+        e.finding: (turn.round, e)
+        for turn in lead.records
+        for e in reversed(turn.evaluations)
+        if e.action is LeadAction.NEEDS_OPERATOR
+    }
     left: list[OpenFinding] = []
     for fid in lead.needs_operator:
-        finding = next(
-            (
-                f
-                for record in reversed(rounds)
-                if record.review is not None
-                for f in record.review.findings
-                if f.id == fid
-            ),
-            None,
-        )
-        row = next(
-            (
-                (turn.round, e)
-                for turn in reversed(lead.records)
-                for e in turn.evaluations
-                if e.finding == fid and e.action is LeadAction.NEEDS_OPERATOR
-            ),
-            None,
-        )
-        number, reason = (row[0], row[1].reason) if row is not None else (0, "")
+        number, row = rows.get(fid, (0, None))
+        finding = found.get(fid)
         if finding is None:
             # The lead's contract admits only ids of the review it was given, so this is
             # defensive: keep what the lead's row knew rather than lose the finding.
-            severity = row[1].severity if row is not None else None
-            title = row[1].title if row is not None else ""
+            severity = row.severity if row is not None else None
+            title = row.title if row is not None else ""
             finding = Finding(id=fid, severity=severity or Severity.HIGH, title=title or fid)
         left.append(
             OpenFinding(
                 finding=finding,
                 round=number,
-                reason=reason,
+                reason=row.reason if row is not None else "",
                 content_hash=last_hash or content_hash,
             )
         )
@@ -815,18 +800,14 @@ def _settled(item: OpenFinding, told: Decision | None, result: LoopResult) -> bo
     finding was left open on, whose review no longer lists it: the reviewer judged the
     changed artifact knowing a person was asked.
     """
-    if told is None:
-        return False
-    for record in result.rounds:
-        if (
-            record.operation in (Operation.RESUME, Operation.FRESH_EXEC)
-            and told in record.decisions
-            and record.content_hash != item.content_hash
-            and record.review is not None
-            and all(f.id != item.finding.id for f in record.review.findings)
-        ):
-            return True
-    return False
+    return told is not None and any(
+        record.operation in (Operation.RESUME, Operation.FRESH_EXEC)
+        and told in record.decisions
+        and record.content_hash != item.content_hash
+        and record.review is not None
+        and all(f.id != item.finding.id for f in record.review.findings)
+        for record in result.rounds
+    )
 
 
 def _find_base(config: pytest.Config, settings: Settings) -> GateBase | None:

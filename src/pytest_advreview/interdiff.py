@@ -333,34 +333,27 @@ def since(
     :param now: :func:`reviewed` of the change this run reviews.
     """
     try:
-        return _since(root, before, now, change, round_no)
-    except GitError as exc:  # git could not be started: nothing to compare with
-        return _whole(before, round_no, f"git failed: {exc}", change)
-
-
-def _since(
-    root: Path, before: ReviewedChange, now: ReviewedChange, change: ChangeSet, round_no: int
-) -> Interdiff:
-    if before.head is not None and now.head is not None:
-        if before.head == now.head:
+        if before.head is not None and now.head is not None:
+            if before.head == now.head:
+                return _interdiff(root, before, now, change, round_no)
+            if _commit(root, before.head) is None:
+                why = (
+                    f"the commit it reviewed ({before.head[:12]}) is not in this clone (a "
+                    "force-push, or too little history fetched), so there is no interdiff"
+                )
+                return _files_or_whole(before, now, change, round_no, why)
+            try:
+                run_git(root, "merge-base", "--is-ancestor", before.head, now.head)
+            except GitError:
+                return _range_diff(root, before, now, change, round_no)
             return _interdiff(root, before, now, change, round_no)
-        if _commit(root, before.head) is None:
-            why = (
-                f"the commit it reviewed ({before.head[:12]}) is not in this clone (a "
-                "force-push, or too little history fetched), so there is no interdiff"
-            )
-            return _files_or_whole(before, now, change, round_no, why)
-        try:
-            run_git(root, "merge-base", "--is-ancestor", before.head, now.head)
-        except GitError:
-            return _range_diff(root, before, now, change, round_no)
-        return _interdiff(root, before, now, change, round_no)
-    if before.head is None and now.head is None and before.digests and now.digests:
-        # Two working-tree changes (a commit's object ids and a file's sha256 differ).
-        return _files(before, now, change, round_no)
-    return _whole(
-        before, round_no, "the earlier round's change is not comparable with this one", change
-    )
+        if before.head is None and now.head is None and before.digests and now.digests:
+            # Two working-tree changes (a commit's object ids and a file's sha256 differ).
+            return _files(before, now, change, round_no)
+        why = "the earlier round's change is not comparable with this one"
+    except GitError as exc:  # git could not be started: nothing to compare with
+        why = f"git failed: {exc}"
+    return _whole(before, round_no, why, change)
 
 
 def _path(location: Location | None) -> str | None:

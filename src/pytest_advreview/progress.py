@@ -45,7 +45,7 @@ from .runner.reachability import claude_retry_of, event_batches, reconnect_of
 if TYPE_CHECKING:
     from _pytest._io import TerminalWriter
 
-__all__ = ["Progress", "ProgressPlugin", "activity_of", "printable", "progress_plugin"]
+__all__ = ["Progress", "ProgressPlugin", "activity_of", "progress_plugin"]
 
 #: Seconds between redraws on a terminal.
 LIVE_INTERVAL_S = 1.0
@@ -82,7 +82,7 @@ def activity_of(event: dict[str, Any], attempt: int = 1) -> str | None:
     if reconnect is not None:
         number = reconnect.number or attempt
         of = f" of {reconnect.of}" if reconnect.of else ""
-        cause = f": {printable(reconnect.cause)}" if reconnect.cause else ""
+        cause = f": {one_line(reconnect.cause)}" if reconnect.cause else ""
         return f"reconnecting to the model, try {number}{of}{cause}"
     kind = event.get("type")
     item = event.get("item")
@@ -130,7 +130,14 @@ def _claude_activity(message: object) -> str | None:
 
 
 def _command(raw: object) -> str:
-    """The command as the reviewer wrote it: Codex wraps it in ``/bin/bash -lc '…'``."""
+    """The command as the reviewer wrote it: Codex wraps it in ``/bin/bash -lc '…'``.
+
+    Shown through :func:`~.outbound.one_line`, as everything this display prints: the
+    command comes from the reviewer, which the plan under review may have talked into
+    anything; an escape sequence in it (``ESC ]52`` sets the clipboard, ``ESC [2K`` erases
+    a line, a fake "PASSED") must reach the terminal as text, and a secret it echoes must
+    not reach the log.
+    """
     text = raw if isinstance(raw, str) else str(raw)
     for shell in ("/bin/bash -lc ", "/bin/bash -c ", "bash -lc ", "/bin/sh -c "):
         if text.startswith(shell):
@@ -138,21 +145,8 @@ def _command(raw: object) -> str:
             if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
                 text = text[1:-1]
             break
-    text = " ".join(printable(text).split())
+    text = " ".join(one_line(text).split())
     return text if len(text) <= _COMMAND_CHARS else text[: _COMMAND_CHARS - 1] + "…"
-
-
-def printable(text: str) -> str:
-    """``text`` on one line, redacted, control characters shown escaped and no workflow
-    command (:func:`~.outbound.one_line`): nothing the reviewer ran can drive the terminal
-    or the CI log.
-
-    The command comes from the reviewer, which the plan under review may have talked into
-    anything; an escape sequence in it (``ESC ]52`` sets the clipboard, ``ESC [2K`` erases
-    a line, a fake "PASSED") must reach the terminal as text, not as an instruction, and a
-    secret it echoes must not reach the log.
-    """
-    return one_line(text)
 
 
 @dataclass
@@ -292,7 +286,7 @@ class Progress:
         seconds = int(now - entry.started)
         elapsed = f"{seconds // 60}:{seconds % 60:02d}"
         where = f"round {entry.round}" if entry.round else "before round 1"
-        return printable(f"advreview: {key}  {where}  {elapsed}  {entry.activity}")
+        return one_line(f"advreview: {key}  {where}  {elapsed}  {entry.activity}")
 
     def _draw(self) -> None:
         """Redraw the block below pytest's current line and return to where it ends."""

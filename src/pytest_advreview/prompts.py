@@ -714,11 +714,8 @@ def render_decisions(decisions: Sequence[Decision], review: Review | None = None
 
 
 def _label(finding_id: str, review: Review | None) -> str:
-    if review is not None:
-        for f in review.findings:
-            if f.id == finding_id:
-                return f"{finding_id} ({f.title})"
-    return finding_id
+    findings = review.findings if review is not None else ()
+    return next((f"{f.id} ({f.title})" for f in findings if f.id == finding_id), finding_id)
 
 
 _ANSWERED = """\
@@ -855,6 +852,25 @@ def head_lines(lines: Sequence[str], *, max_lines: int, max_chars: int) -> list[
     return shown
 
 
+def diff_lines(old: str, new: str, path: str) -> list[str]:
+    """The unified diff of ``path`` from ``old`` to ``new``, one entry per line."""
+    lines: list[str] = []
+    for line in difflib.unified_diff(
+        old.splitlines(keepends=True),
+        new.splitlines(keepends=True),
+        fromfile=f"a/{path}",
+        tofile=f"b/{path}",
+    ):
+        if line.endswith("\n"):
+            lines.append(line[:-1])
+        else:
+            # The last line of a file without a final newline: say so like git does, or
+            # a diff that only adds the newline would look empty.
+            lines.append(line)
+            lines.append("\\ No newline at end of file")
+    return lines
+
+
 def plan_diff(
     old: str, new: str, *, path: str, max_lines: int = 200, max_chars: int = 20_000
 ) -> str:
@@ -873,20 +889,7 @@ def plan_diff(
     """
     if old == new:
         return ""
-    lines: list[str] = []
-    for line in difflib.unified_diff(
-        old.splitlines(keepends=True),
-        new.splitlines(keepends=True),
-        fromfile=f"a/{path}",
-        tofile=f"b/{path}",
-    ):
-        if line.endswith("\n"):
-            lines.append(line[:-1])
-        else:
-            # The last line of a file without a final newline: say so like git does, or
-            # a diff that only adds the newline would look empty.
-            lines.append(line)
-            lines.append("\\ No newline at end of file")
+    lines = diff_lines(old, new, path)
     added = sum(1 for ln in lines[2:] if ln.startswith("+"))
     removed = sum(1 for ln in lines[2:] if ln.startswith("-"))
     shown = head_lines(lines, max_lines=max_lines, max_chars=max_chars)

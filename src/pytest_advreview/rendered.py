@@ -36,13 +36,11 @@ def _walk(tokens: Iterable[Token]) -> Iterable[Token]:
 def html_and_images(text: str) -> list[str]:
     """Every piece of raw HTML in ``text`` (blocks and inline tags, comments included)
     and every image (``![alt](src)``, shown as its ``src``) GitHub would render."""
-    found = []
-    for token in _walk(parser().parse(text)):
-        if token.type in ("html_block", "html_inline"):
-            found.append(token.content)
-        elif token.type == "image":
-            found.append(f"image {token.attrGet('src')}")
-    return found
+    return [
+        f"image {token.attrGet('src')}" if token.type == "image" else token.content
+        for token in _walk(parser().parse(text))
+        if token.type in ("html_block", "html_inline", "image")
+    ]
 
 
 def checked(build: Callable[[bool], str], own: str = MENTION_CODE) -> str:

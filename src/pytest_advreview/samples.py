@@ -42,16 +42,6 @@ def _place(finding: Finding) -> str | None:
     return where or None
 
 
-def _mention(sample: Sampled, finding: Finding) -> SampleMention:
-    return SampleMention(
-        sample=sample.sample,
-        reviewer=sample.reviewer,
-        id=finding.id,
-        title=finding.title,
-        what_can_go_wrong=finding.what_can_go_wrong,
-    )
-
-
 def merge(samples: Sequence[Sampled]) -> Review:
     """The one review of K samples (see the module's docstring).
 
@@ -79,10 +69,17 @@ def merge(samples: Sequence[Sampled]) -> Review:
                 None,
             )
             if index is None:
-                merged.append((finding, [_mention(sample, finding)]))
+                merged.append((finding, []))
                 index = len(merged) - 1
-            else:
-                merged[index][1].append(_mention(sample, finding))
+            merged[index][1].append(
+                SampleMention(
+                    sample=sample.sample,
+                    reviewer=sample.reviewer,
+                    id=finding.id,
+                    title=finding.title,
+                    what_can_go_wrong=finding.what_can_go_wrong,
+                )
+            )
             taken.add(index)
     verdicts = [s.review.verdict for s in samples]
     verdict = (

@@ -432,7 +432,6 @@ class TargetSelection:
             self._change = (None, None)
             return self._change
         assert self.selection is not None
-        ci = trust.of_run(self.config, self.settings).in_ci
         change: ChangeSet | None = None
         dropped: set[str] = set()
         note: str | None = None
@@ -473,7 +472,7 @@ class TargetSelection:
                 change,
                 self.settings.diff,
                 self.base,
-                ci=ci,
+                ci=trust.of_run(self.config, self.settings).in_ci,
                 note=note,
             )
             if change is None and note is not None and note.startswith("every changed"):

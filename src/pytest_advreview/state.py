@@ -93,10 +93,6 @@ _STATE_SUBDIR = "state"
 _NO_CACHE_WARNED = pytest.StashKey[bool]()
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
 class StateWarning(pytest.PytestWarning):
     """Stored review state could not be read or written; the review starts afresh."""
 
@@ -139,7 +135,9 @@ class ReviewState(WireModel):
     #: does not make the tokens already spent free).
     spend: tuple[Spend, ...] = ()
     #: When the state was written (ISO 8601, UTC).
-    updated_at: str = Field(default_factory=_now)
+    updated_at: str = Field(
+        default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds")
+    )
 
     @property
     def last_round(self) -> RoundRecord | None:
@@ -187,11 +185,7 @@ class ReviewState(WireModel):
     @property
     def decisions_sent(self) -> tuple[Decision, ...]:
         """Every decision sent with any round, first occurrence first."""
-        seen: dict[Decision, None] = {}
-        for record in self.rounds:
-            for decision in record.decisions:
-                seen.setdefault(decision, None)
-        return tuple(seen)
+        return tuple(dict.fromkeys(d for record in self.rounds for d in record.decisions))
 
     @property
     def known_finding_ids(self) -> frozenset[str]:
@@ -352,34 +346,32 @@ class StateStore:
             return None, None
         path = directory / name
         self._read_names.add(name)
+
+        def unusable(problem: str, tail: str | None = None) -> tuple[None, str]:
+            return None, self._problem(key, path, problem, tail=tail)
+
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return None, None
         except (OSError, UnicodeDecodeError) as exc:
-            return None, self._problem(key, path, f"it could not be read ({_oserror(exc)})")
+            return unusable(f"it could not be read ({_oserror(exc)})")
         try:
             data = json.loads(text)
         except ValueError as exc:
-            return None, self._problem(key, path, f"it is not valid JSON ({exc})")
+            return unusable(f"it is not valid JSON ({exc})")
         if not isinstance(data, dict):
-            return None, self._problem(
-                key, path, "it does not match the state schema (top level: not a JSON object)"
-            )
+            return unusable("it does not match the state schema (top level: not a JSON object)")
         if data.get("schema_version") != STATE_SCHEMA:
-            return None, self._problem(
-                key,
-                path,
+            return unusable(
                 f"it has schema version {data.get('schema_version')!r}, this plugin "
-                f"reads version {STATE_SCHEMA} (written by another pytest-advreview version)",
+                f"reads version {STATE_SCHEMA} (written by another pytest-advreview version)"
             )
         mac_key = self.state_key()
         if mac_key is None:
             return None, None  # warned once already: nothing can be checked
         if not mac_key.verify(_canonical(data.get("state")), data.get("mac")):
-            return None, self._problem(
-                key,
-                path,
+            return unusable(
                 "it was not written by pytest-advreview under this state key "
                 f"({mac_key.where}): a forged or copied entry, or one written with another "
                 "key (a CI job with another ADVREVIEW_STATE_KEY, another user's machine)",
@@ -392,13 +384,9 @@ class StateStore:
         try:
             entry = StoredEntry.model_validate(data)
         except ValidationError as exc:
-            return None, self._problem(
-                key, path, f"it does not match the state schema ({_first_error(exc)})"
-            )
+            return unusable(f"it does not match the state schema ({_first_error(exc)})")
         if entry.state.key != key:
-            return None, self._problem(
-                key, path, f"it belongs to another target ({entry.state.key!r})"
-            )
+            return unusable(f"it belongs to another target ({entry.state.key!r})")
         self._remember(entry.state)
         return entry.state, None
 
@@ -467,16 +455,8 @@ class StateStore:
         for name in sorted(listing):
             if not name.endswith(".json") or name.startswith("."):
                 continue
-            data = _read_json(directory / name)
-            if not isinstance(data, dict) or data.get("schema_version") != STATE_SCHEMA:
-                continue
-            if not key.verify(_canonical(data.get("state")), data.get("mac")):
-                continue
-            try:
-                entry = StoredEntry.model_validate(data)
-            except ValidationError:
-                continue
-            for spend in entry.state.spend:
+            entry = _verified(_read_json(directory / name), key)
+            for spend in entry.state.spend if entry is not None else ():
                 if spend.run != self.run_id:
                     tokens += spend.tokens
                     cost += spend.cost or 0.0
@@ -507,20 +487,11 @@ class StateStore:
             if not name.endswith(".json") or name.startswith("."):
                 continue
             data = _read_json(directory / name)
-            if not isinstance(data, dict):
-                continue
-            state = data.get("state")
+            state = data.get("state") if isinstance(data, dict) else None
             if not isinstance(state, dict) or not state.get("operator_open"):
                 continue
-            if data.get("schema_version") != STATE_SCHEMA or not key.verify(
-                _canonical(state), data.get("mac")
-            ):
-                continue  # not trusted: the item that reads it warns
-            try:
-                entry = StoredEntry.model_validate(data)
-            except ValidationError:
-                continue
-            if f"{state_key(entry.state.key)}.json" == name:
+            entry = _verified(data, key)  # not trusted: the item that reads it warns
+            if entry is not None and f"{state_key(entry.state.key)}.json" == name:
                 self._remember(entry.state)
 
     def _remember(self, state: ReviewState) -> None:
@@ -746,15 +717,24 @@ def _read_json(path: Path) -> object:
         return None
 
 
+def _verified(data: object, key: StateKey) -> StoredEntry | None:
+    """The entry ``data`` holds when it is of this schema and verifies under ``key``."""
+    if not isinstance(data, dict) or data.get("schema_version") != STATE_SCHEMA:
+        return None
+    if not key.verify(_canonical(data.get("state")), data.get("mac")):
+        return None
+    try:
+        return StoredEntry.model_validate(data)
+    except ValidationError:
+        return None
+
+
 def _first_error(exc: ValidationError) -> str:
     errors = exc.errors()
     first = errors[0]
     where = ".".join(str(part) for part in first["loc"]) or "top level"
     more = f" and {len(errors) - 1} more" if len(errors) > 1 else ""
     return f"{where}: {first['msg']}{more}"
-
-
-# -- the "Applied" diff ----------------------------------------------------------------------
 
 
 # -- what to do next ---------------------------------------------------------------------------

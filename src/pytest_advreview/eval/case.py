@@ -19,7 +19,7 @@ from typing import Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from .._toml import tomllib
-from ..models import WireModel
+from ..models import Severity, WireModel
 
 __all__ = [
     "CASE_FILE",
@@ -56,15 +56,7 @@ class CaseSeverity(str, Enum):
     @property
     def rank(self) -> int:
         """Higher is worse, on the scale of :attr:`.models.Severity.rank` (low is 0)."""
-        return _RANK[self]
-
-
-_RANK = {
-    CaseSeverity.CRITICAL: 3,
-    CaseSeverity.HIGH: 2,
-    CaseSeverity.MEDIUM: 1,
-    CaseSeverity.LOW: 0,
-}
+        return 0 if self is CaseSeverity.LOW else Severity(self.value).rank
 
 
 class Defect(WireModel):

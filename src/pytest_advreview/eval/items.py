@@ -47,7 +47,6 @@ class EvalItem(pytest.Item):
     def from_parent(  # type: ignore[override]
         cls, parent: pytest.Session, *, case: Case, epoch: int
     ) -> EvalItem:
-        """The public named constructor."""
         name = f"{case.id}[{epoch}]"
         item: EvalItem = super().from_parent(
             parent, name=name, nodeid=NODE_PREFIX + name, case=case, epoch=epoch

@@ -63,19 +63,25 @@ def _number(value: float | None, unit: str) -> str:
     return "n/a" if value is None else f"{value:,.1f}{unit}"
 
 
+def _rates(report: EvalReport) -> list[tuple[str, Rate]]:
+    """The report's rates by name, in the order every output shows."""
+    return [
+        ("recall", report.recall),
+        *((f"recall {name}", rate) for name, rate in report.recall_by_severity.items()),
+        *((f"recall [{name}]", rate) for name, rate in report.recall_by_category.items()),
+        ("blocking precision", report.precision),
+        ("false-block rate (clean cases)", report.false_block),
+        ("flip rate (across epochs)", report.flip),
+    ]
+
+
 def rows(report: EvalReport) -> list[tuple[str, str]]:
     """The report's lines as (metric, value) pairs, in the order every output shows."""
-    out = [
-        ("recall", _rate(report.recall)),
-        *((f"recall {name}", _rate(rate)) for name, rate in report.recall_by_severity.items()),
-        *((f"recall [{name}]", _rate(rate)) for name, rate in report.recall_by_category.items()),
-        ("blocking precision", _rate(report.precision)),
-        ("false-block rate (clean cases)", _rate(report.false_block)),
-        ("flip rate (across epochs)", _rate(report.flip)),
+    return [
+        *((name, _rate(rate)) for name, rate in _rates(report)),
         ("tokens per run", _number(report.tokens_per_run, "")),
         ("seconds per run", _number(report.seconds_per_run, " s")),
     ]
-    return out
 
 
 def _delta(now: Rate, then: Rate) -> str:
@@ -85,23 +91,12 @@ def _delta(now: Rate, then: Rate) -> str:
 
 
 def _compared(report: EvalReport, baseline: EvalReport) -> list[tuple[str, str, str, str]]:
-    pairs: list[tuple[str, Rate, Rate | None]] = [
-        ("recall", report.recall, baseline.recall),
-        *(
-            (f"recall {k}", v, baseline.recall_by_severity.get(k))
-            for k, v in report.recall_by_severity.items()
-        ),
-        *(
-            (f"recall [{k}]", v, baseline.recall_by_category.get(k))
-            for k, v in report.recall_by_category.items()
-        ),
-        ("blocking precision", report.precision, baseline.precision),
-        ("false-block rate (clean cases)", report.false_block, baseline.false_block),
-        ("flip rate (across epochs)", report.flip, baseline.flip),
-    ]
+    before = dict(_rates(baseline))
     return [
-        (name, _rate(now), _rate(then) if then else "n/a", _delta(now, then) if then else "n/a")
-        for name, now, then in pairs
+        (name, _rate(now), _rate(then), _delta(now, then))
+        if (then := before.get(name))
+        else (name, _rate(now), "n/a", "n/a")
+        for name, now in _rates(report)
     ]
 
 

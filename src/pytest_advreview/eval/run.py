@@ -9,6 +9,7 @@ to the run), no stored state (no coordinator: nothing is kept as a gate verdict)
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
@@ -111,24 +112,19 @@ def run_case(ctx: EvalContext, case: Case, epoch: int) -> CaseResult:
 def _run_case(ctx: EvalContext, case: Case, epoch: int) -> CaseResult:
     settings = ctx.settings
     key = transcript_key(ctx.identity, settings.fail_on.value, case.reviewed, epoch)
+    result_of = functools.partial(_result, case, epoch, settings=settings)
     kept = None
     if ctx.transcripts is not None and not settings.fresh:  # --advreview-fresh asks again
         kept = ctx.transcripts.get(case.id, epoch, key)
     if kept is not None:
-        return _result(
-            case,
-            epoch,
+        return result_of(
             findings=kept.review.findings,
-            settings=settings,
             tokens=kept.tokens.total,
             seconds=kept.seconds,
             rescored=True,
         )
     if ctx.rescore_only:
-        return _result(
-            case,
-            epoch,
-            settings=settings,
+        return result_of(
             error=(
                 f"no kept transcript of case {case.id} epoch {epoch} for this reviewer "
                 "configuration, and --advreview-eval-rescore asks no reviewer; run once "
@@ -141,7 +137,7 @@ def _run_case(ctx: EvalContext, case: Case, epoch: int) -> CaseResult:
         try:
             scratch = build(case, folder / "repo")
         except (CaseError, GitError, OSError) as exc:
-            return _result(case, epoch, settings=settings, error=str(exc))
+            return result_of(error=str(exc))
         context = ReviewContext(
             ctx.config,
             settings,
@@ -159,7 +155,7 @@ def _run_case(ctx: EvalContext, case: Case, epoch: int) -> CaseResult:
         except pytest.UsageError as exc:
             warned = [str(exc)]
         if warned:
-            return _result(case, epoch, settings=settings, error="; ".join(warned))
+            return result_of(error="; ".join(warned))
         run = ReviewRun(context, scratch.spec)
         started = time.monotonic()
         result: LoopResult | None = None
@@ -171,24 +167,15 @@ def _run_case(ctx: EvalContext, case: Case, epoch: int) -> CaseResult:
             finally:
                 kept_folder = run.guard.finish(result, outcome)
         except (ReviewInputError, ReviewerUnavailable) as exc:
-            return _result(case, epoch, settings=settings, error=str(exc))
+            return result_of(error=str(exc))
         except WorkspaceMutated as exc:
-            return _result(
-                case, epoch, settings=settings, error=f"the reviewer changed files: {exc}"
-            )
+            return result_of(error=f"the reviewer changed files: {exc}")
         seconds = time.monotonic() - started
         assert result is not None and outcome is not None
         usage = result.usage
         if outcome.kind is OutcomeKind.ERROR or result.review is None:
             where = f" (reviewer files kept in {kept_folder})" if kept_folder else ""
-            return _result(
-                case,
-                epoch,
-                settings=settings,
-                error=f"{outcome.summary}{where}",
-                tokens=usage.total,
-                seconds=seconds,
-            )
+            return result_of(error=f"{outcome.summary}{where}", tokens=usage.total, seconds=seconds)
         review = result.review
         if ctx.transcripts is not None:
             # Redacted before it is written: a kept transcript may be committed.
@@ -205,13 +192,6 @@ def _run_case(ctx: EvalContext, case: Case, epoch: int) -> CaseResult:
                     )
                 )
             )
-        return _result(
-            case,
-            epoch,
-            findings=review.findings,
-            settings=settings,
-            tokens=usage.total,
-            seconds=seconds,
-        )
+        return result_of(findings=review.findings, tokens=usage.total, seconds=seconds)
     finally:
         shutil.rmtree(folder, ignore_errors=True)

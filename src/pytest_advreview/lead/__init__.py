@@ -5,7 +5,7 @@ every REVISE round the lead decides on each finding (:mod:`.contract`), edits th
 and the loop resumes the reviewer's thread with the structured re-review prompt.  A
 plugin's ``pytest_advreview_fix`` hook wins over the built-in lead.  :mod:`.turn` runs one
 turn and checks what the lead changed; the backends only launch a CLI, and
-:mod:`.factory` picks the one the settings ask for.
+:mod:`.session` picks the one the settings ask for.
 """
 
 from __future__ import annotations

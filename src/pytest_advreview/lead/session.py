@@ -7,7 +7,6 @@ plugin fixes; :mod:`.turn` runs one turn and checks what the lead changed.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -15,9 +14,10 @@ from typing import TYPE_CHECKING
 
 from ..loop import FixFailed, LoopResult
 from ..models import TokenUsage
+from ..prompts import diff_lines
+from ..runner._process import read_text
 from ..workspace.guard import unwatchable
 from . import LeadError
-from .factory import make_lead
 from .turn import run_turn
 
 if TYPE_CHECKING:
@@ -25,15 +25,29 @@ if TYPE_CHECKING:
     from ..models import Decision, LeadRecord, Review
     from ..settings import Settings
     from ..workspace.guard import ReviewGuard
+    from ._attempt import CliLead
 
-__all__ = ["LeadTurns"]
+__all__ = ["LeadTurns", "make_lead"]
 
 
-def _read_text(path: Path) -> str | None:
-    try:
-        return path.read_bytes().decode("utf-8", "replace")
-    except FileNotFoundError:
-        return None
+def make_lead(settings: Settings) -> CliLead | None:
+    """The lead backend the settings ask for; ``None`` for ``--advreview-lead=none``.
+
+    Imported here, not at the top: the backends import the package.
+    """
+    if settings.lead == "codex":
+        from .codex import CodexLead
+
+        return CodexLead(settings)
+    if settings.lead == "claude":
+        from .claude import ClaudeLead
+
+        return ClaudeLead(settings)
+    if settings.lead == "command":
+        from .command import CommandLead
+
+        return CommandLead(settings)
+    return None
 
 
 @dataclass
@@ -102,7 +116,7 @@ class LeadTurns:
             return None
         for path in allowed:
             if path not in self.originals:
-                self.originals[path] = _read_text(guard.repo_root / path)
+                self.originals[path] = read_text(guard.repo_root / path)
         failed: LeadError | None = None
         try:
             turn = run_turn(
@@ -164,20 +178,9 @@ class LeadTurns:
         """The combined diff of the lead's edits in this run (``""`` when it made none)."""
         if not self.records:
             return ""
-        parts = []
-        for path, old in sorted(self.originals.items()):
-            new = _read_text(repo_root / path)
-            if new == old:
-                continue
-            lines = difflib.unified_diff(
-                (old or "").splitlines(keepends=True),
-                (new or "").splitlines(keepends=True),
-                fromfile=f"a/{path}",
-                tofile=f"b/{path}",
-            )
-            parts.append(
-                "".join(
-                    x if x.endswith("\n") else x + "\n\\ No newline at end of file\n" for x in lines
-                )
-            )
-        return "".join(parts)
+        # A file the lead left as it was diffs to nothing.
+        return "".join(
+            f"{line}\n"
+            for path, old in sorted(self.originals.items())
+            for line in diff_lines(old or "", read_text(repo_root / path) or "", path)
+        )

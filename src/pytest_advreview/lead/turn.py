@@ -143,12 +143,7 @@ def run_turn(
     by_id = {f.id: f for f in review.findings}
     evaluations = tuple(
         LeadEvaluation(
-            finding=d.finding,
-            severity=by_id[d.finding].severity,
-            title=by_id[d.finding].title,
-            action=d.action,
-            reason=d.reason,
-            changed=d.changed,
+            **d.model_dump(), severity=by_id[d.finding].severity, title=by_id[d.finding].title
         )
         for d in answer.decisions
     )

@@ -312,13 +312,10 @@ def vet(comments: Iterable[Mapping[str, Any]], permission: PermissionLookup) -> 
         for item in parse(str(comment.get("body") or "")):
             if item.command is None and _bot(user):
                 continue  # a bot's mention of a command (advice in a report) is no attempt
-            why: str | None
             if item.command is None:
-                why = item.why
-            elif edited:
-                why = EDITED
+                why: str | None = item.why
             else:
-                why = _refused(user, login, known, permission)
+                why = EDITED if edited else _refused(user, login, known, permission)
             if why is None and item.command is not None:
                 fields = {**item.command, "login": login, "permission": known[login], "url": url}
                 commands.append(PullRequestCommand.model_validate(fields))

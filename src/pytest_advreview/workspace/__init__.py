@@ -185,16 +185,6 @@ class Adoptions:
         return digest is not None and self._record(path, digest).exists()
 
 
-@dataclass
-class _Baseline:
-    """What the watch compares against, and what it reported already."""
-
-    before: mutation.Snapshot | None = None
-    #: The user's checkout, when it is watched besides the worktree.
-    checkout: mutation.Snapshot | None = None
-    seen: set[str] = field(default_factory=set)
-
-
 class Workspace:
     """One review's workspace: its folder, its watch, its worktree's life.
 
@@ -230,7 +220,11 @@ class Workspace:
         self._allow_untracked = tuple(allow_untracked)
         self._tree: Worktree | None = None
         self._closed = False
-        self._watch = _Baseline()
+        #: What the watch compares against (the user's checkout too, when it is watched
+        #: besides the worktree), and the paths it reported already.
+        self._before: mutation.Snapshot | None = None
+        self._checkout_before: mutation.Snapshot | None = None
+        self._seen: set[str] = set()
 
     @property
     def repo_root(self) -> Path:
@@ -303,8 +297,8 @@ class Workspace:
 
     def rebaseline(self) -> None:
         """Take a new baseline: the folder as it is now is what the reviewer found."""
-        self._watch.before = self.snapshot()
-        self._watch.checkout = self._checkout()
+        self._before = self.snapshot()
+        self._checkout_before = self._checkout()
 
     def changes(self, *, checkout_only: bool = False) -> list[mutation.Mutation]:
         """The changes since the baseline not reported before (each path once).
@@ -312,16 +306,15 @@ class Workspace:
         :param checkout_only: only those in the user's checkout (a writer no sandbox holds
             wrote there from its worktree), not the reviewer's own folder.
         """
-        watch = self._watch
         found: list[mutation.Mutation] = []
-        if watch.before is not None and not checkout_only:
-            found += self.compare(watch.before, self.snapshot())
-        if watch.checkout is not None:
+        if self._before is not None and not checkout_only:
+            found += self.compare(self._before, self.snapshot())
+        if self._checkout_before is not None:
             after = self._checkout()
             assert after is not None
             found += [
                 mutation.Mutation(c.path, c.kind, f"in the checkout, not the worktree: {c.detail}")
-                for c in self.compare(watch.checkout, after)
+                for c in self.compare(self._checkout_before, after)
                 if not self._adopted(c, after)
             ]
         return [change for change in found if not self.seen(change.path)]
@@ -337,8 +330,8 @@ class Workspace:
 
     def seen(self, path: str) -> bool:
         """Whether ``path`` was reported already; marks it reported."""
-        known = path in self._watch.seen
-        self._watch.seen.add(path)
+        known = path in self._seen
+        self._seen.add(path)
         return known
 
     # -- the user's files and the reviewer's copy ------------------------------------------
