@@ -812,21 +812,6 @@ def _posted(entries: list[dict[str, Any]], kind: str) -> list[Posted]:
     return out
 
 
-def _head_reader(workspace: Path, head: str) -> Any:
-    """Reads a file of the reviewed head as data (``git show``), else of the work tree."""
-
-    def read(relpath: str) -> str | None:
-        text = show_file(workspace, head, relpath)
-        if text is not None:
-            return text
-        try:
-            return (workspace / relpath).read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return None
-
-    return read
-
-
 def review_comments(env: Mapping[str, str]) -> int:
     """The ``review-comments`` command: the pull-request review with line comments."""
     number = _input("pr", env)
@@ -852,7 +837,8 @@ def review_comments(env: Mapping[str, str]) -> int:
     posted = _posted(_pages(env, f"{base}/comments"), "comment")
     posted += _posted(_pages(env, f"{base}/reviews"), "review")
     workspace = Path(env.get("GITHUB_WORKSPACE") or os.getcwd())
-    anchors = Anchors(workspace, read=_head_reader(workspace, head))
+    # A file of the reviewed head is read as data (``git show``), else the work tree's.
+    anchors = Anchors(workspace, read=lambda relpath: show_file(workspace, head, relpath))
     plan = plan_review(
         [item.record for item in results.items],
         hunks,
