@@ -17,7 +17,7 @@ from pytest_advreview.models import (
 )
 from pytest_advreview.options import Invalid, price_line
 from pytest_advreview.pricing import PriceError, PriceTable, money, per_round, run_cost, tokens_text
-from pytest_advreview.review import ReviewRun
+from pytest_advreview.record import priced
 from pytest_advreview.runner.claude import result_model as _model
 from pytest_advreview.settings import Settings
 
@@ -97,7 +97,7 @@ def test_claude_names_its_model_only_when_it_used_one() -> None:
 
 
 def _run(settings: Settings, *turns: LeadRecord) -> Any:
-    """The parts of a review :meth:`ReviewRun._priced` reads."""
+    """The parts of a review :func:`~pytest_advreview.record.priced` reads."""
     return SimpleNamespace(settings=settings, lead=SimpleNamespace(records=list(turns)))
 
 
@@ -107,7 +107,7 @@ def test_an_item_with_a_lead_model_without_a_price_has_no_money_and_says_why() -
         round=1, backend="claude", tokens=TokenUsage(input_tokens=10), model="claude-x"
     )
     usage = TokenUsage(input_tokens=1_000_010)
-    turns, cost, unknown = ReviewRun._priced(_run(settings, turn), usage)
+    turns, cost, unknown = priced(_run(settings, turn), usage)
     assert cost is None
     assert turns[0].cost is None
     assert unknown is not None and "no line for claude-x" in unknown
@@ -122,7 +122,7 @@ def test_an_item_is_the_reviewers_money_plus_the_leads() -> None:
         round=1, backend="codex", tokens=TokenUsage(input_tokens=1_000_000), model="l"
     )
     usage = TokenUsage(input_tokens=2_000_000)  # the reviewer's 1,000,000 and the lead's
-    turns, cost, unknown = ReviewRun._priced(_run(settings, turn), usage)
+    turns, cost, unknown = priced(_run(settings, turn), usage)
     assert (cost, unknown) == (pytest.approx(2.0 + 1.0), None)
     assert turns[0].cost == pytest.approx(1.0)
-    assert ReviewRun._priced(_run(Settings()), usage) == ((), None, None)
+    assert priced(_run(Settings()), usage) == ((), None, None)

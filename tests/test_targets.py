@@ -12,6 +12,7 @@ import os
 import shlex
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -412,9 +413,9 @@ def test_many_plans_cost_three_git_calls_and_no_reads(
     calls: list[tuple[str, ...]] = []
     real_run_git = targets.run_git
 
-    def spy(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+    def spy(cwd: Path, *args: str, **options: Any) -> subprocess.CompletedProcess[bytes]:
         calls.append(args)
-        return real_run_git(cwd, *args, check=check)
+        return real_run_git(cwd, *args, **options)
 
     def no_read(*args: object, **kwargs: object) -> None:
         raise AssertionError("plan_files must not read plan files")

@@ -45,6 +45,7 @@ from .models import (
 from .options import BY_FIELD
 from .pricing import money
 from .prompts import applied_text, operator_open_decision
+from .record import priced
 from .review import ReviewRun
 from .state import ReviewState, Spend, StateStore, StateWarning, decide_next
 from .trust import authority
@@ -583,7 +584,7 @@ class Coordinator:
             applied=applied,
             max_rounds=self.max_rounds(key),
         )
-        cost = run.cost(result.usage)
+        cost = priced(run, result.usage)[1]  # the lead's turns included
         self.ledger.add(result.usage.total, cost)
         if changed is not None and result.rounds:
             # The first round of this run is the one that was shown what changed.

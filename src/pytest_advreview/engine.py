@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Literal
 from . import outbound
 from .hunks import pre_existing
 from .outcome import decide
+from .record import item_record
 
 if TYPE_CHECKING:
     from .coordinator import Coordinator
@@ -121,7 +122,7 @@ def review_target(
         kept = run.guard.finish(result, outcome)
     # 6. The record, redacted at the source: every report is built from it, and report
     # plugins (a report log) write it out as it is.
-    record = run.record(nodeid, result, outcome, history=due.history)
+    record = item_record(run, nodeid, result, outcome, history=due.history)
     record = outbound.redact_model(coordinator.decided_record(record, outcome))
     return Reviewed(
         run=run, result=result, outcome=outcome, record=record, history=due.history, kept=kept

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,6 +82,7 @@ def run_git(
     check: bool = True,
     nosystem: bool = False,
     env: Mapping[str, str | None] | None = None,
+    error: Callable[[str], Exception] | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
     """Run ``git <args>`` in ``cwd`` and return the completed process (bytes output).
 
@@ -97,6 +98,8 @@ def run_git(
     :param nosystem: without the machine's system git configuration (the base's
         configuration files are read as the commit holds them, whatever the runner set).
     :param env: variables to set for git (``None``: unset), over the process's own.
+    :param error: the caller's own error class, raised instead of :class:`GitError` with
+        the plugin's prefix and the same text (:class:`~.targets.TargetError`).
     :raises GitError: git is not installed, ``cwd`` does not exist, or git failed.
     """
     argv = ["git", *args]
@@ -110,22 +113,28 @@ def run_git(
             check=False,
         )
     except OSError as exc:  # git missing from PATH, cwd gone
-        raise GitError(argv, cwd, None, exc.strerror or str(exc)) from exc
+        raise _failed(GitError(argv, cwd, None, exc.strerror or str(exc)), error) from None
     if check and proc.returncode != 0:
-        raise GitError(argv, cwd, proc.returncode, _decode(proc.stderr).strip())
+        raise _failed(GitError(argv, cwd, proc.returncode, _decode(proc.stderr).strip()), error)
     return proc
 
 
-def commit(cwd: Path, ref: str) -> str | None:
+def _failed(failure: GitError, error: Callable[[str], Exception] | None) -> Exception:
+    return failure if error is None else error(f"pytest-advreview: {failure}")
+
+
+def commit(cwd: Path, ref: str, *, error: Callable[[str], Exception] | None = None) -> str | None:
     """The commit ``ref`` names, or ``None`` when it names none.
 
     A ``ref`` that starts with ``-`` names none: git would read it as an option.
 
+    :param error: as :func:`run_git`'s.
     :raises GitError: git could not be started.
     """
     if ref.startswith("-"):
         return None
-    proc = run_git(cwd, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
+    verify = ("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    proc = run_git(cwd, *verify, check=False, error=error)
     return _decode(proc.stdout).strip() if proc.returncode == 0 else None
 
 

@@ -45,6 +45,7 @@ from .outcome import (
     user_properties,
     warning_message,
 )
+from .record import item_record
 from .report.files import Anchors, find_repo_root
 from .review import ReviewRun
 from .runstash import RunStash
@@ -386,7 +387,8 @@ class ReviewItem(pytest.Item):
         """Keep the current :class:`ItemRecord` for the phase reports (see ``session``)."""
         assert self.review is not None
         got = self.reviewed
-        record = self.review.record(
+        record = item_record(
+            self.review,
             self.nodeid,
             got.result if got else None,
             got.outcome if got else None,

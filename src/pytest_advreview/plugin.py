@@ -66,9 +66,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from .trust import run as trust
 
     resolved = settings.from_config(config)
-    # Whether the run gates, decided once for every part of it (trust/run.py).
-    run_trust = trust.decide(os.environ, strict_exit=resolved.strict_exit, head=resolved.head)
-    config.stash[trust.TRUST_KEY] = run_trust
+    # Whether the run gates, decided once for every part of it (trust/run.py): with the
+    # settings, or here on an xdist worker, whose settings come resolved.
+    run_trust = trust.of_run(config, resolved)
     # What is secret is decided once, before anything is printed: every output of the run
     # (and the workers', through workerinput) is redacted the same way.
     redactor = outbound.Redactor.for_run(config, resolved.env_allow)

@@ -12,10 +12,11 @@ Without a table every amount is ``None`` and the reports show tokens only.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
-from .models import RoundRecord, TokenUsage
+from .models import RoundRecord, SampleRecord, TokenUsage, VerificationRecord
 from .options import BY_FIELD, PRICE_KEYS, price_line
 
 __all__ = [
@@ -29,6 +30,8 @@ __all__ = [
 ]
 
 _KEY = BY_FIELD["prices"].ini_key
+#: A round's sample or verification: each is priced at its own backend's model.
+_Turn = TypeVar("_Turn", SampleRecord, VerificationRecord)
 
 
 class PriceError(ValueError):
@@ -74,6 +77,32 @@ class PriceTable:
                     + " ".join(f"{key}=X" for key in PRICE_KEYS)
                     + f" (money per million tokens), or remove {_KEY}"
                 )
+
+    def rounds(
+        self, rounds: Iterable[RoundRecord], model_of: Callable[[str], str | None], reviewer: str
+    ) -> tuple[RoundRecord, ...]:
+        """``rounds`` with their money, each sample's and verification's too.
+
+        :param model_of: the model a backend reviews with, as priced.
+        :param reviewer: the backend of the rounds themselves.
+        """
+
+        def priced(turns: Iterable[_Turn]) -> tuple[_Turn, ...]:
+            return tuple(
+                t.model_copy(update={"cost": self.cost(t.usage, model_of(t.reviewer))})
+                for t in turns
+            )
+
+        return tuple(
+            r.model_copy(
+                update={
+                    "cost": self.cost(r.usage, model_of(reviewer)),
+                    "samples": priced(r.samples),
+                    "verifications": priced(r.verifications),
+                }
+            )
+            for r in rounds
+        )
 
     def cost(self, usage: TokenUsage, model: str | None) -> float | None:
         """What ``usage`` of ``model`` cost; ``None``: no table, or no line for ``model``

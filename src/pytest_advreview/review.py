@@ -1,8 +1,9 @@
 """One target's rounds: material → prompt → loop, inside the workspace guard.
 
 :class:`ReviewRun` is what the engine (:mod:`.engine`) drives for one target: it reads
-the material once, runs the loop (and the built-in lead), watches the workspace and
-builds the item's record.  It decides no outcome: the engine judges the result once.
+the material once, runs the loop (and the built-in lead) and watches the workspace.  It
+decides no outcome (the engine judges the result once) and builds no record
+(:func:`.record.item_record` reads it).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import pytest
 
 from . import targets
 from .constants import BUILTIN_REVIEWERS
-from .git import quote_path
 from .lead.session import LeadTurns
 from .loop import LoopHooks, LoopResult, ReviewLimit, ReviewTarget, run_loop
 from .material import (
@@ -26,18 +26,8 @@ from .material import (
     current_text,
     repo_relative,
 )
-from .models import (
-    Decision,
-    ItemRecord,
-    LeadRecord,
-    Operation,
-    Review,
-    RoundRecord,
-    TokenUsage,
-)
-from .outcome import Outcome
+from .models import Decision, Operation, Review, RoundRecord
 from .pricing import PriceTable
-from .record import item_record
 from .runner import STREAM_FILE, DispatchRequest, DispatchResult, Reviewer
 from .trust import run as trust
 from .workspace import Adoptions, Layout, containment
@@ -276,12 +266,13 @@ def has_fixer_hook(config: pytest.Config) -> bool:
 
 
 class ReviewRun(LoopHooks):
-    """One target's rounds, the workspace guard around them and the item's record.
+    """One target's rounds and the workspace guard around them.
 
     Its input is fixed when it is made (the context, the target, the item); the loop's
     result and the outcome go back to the caller, which ends the workspace guard
-    (:meth:`.ReviewGuard.finish`) and asks for the :meth:`record`.  It is the loop's hooks
-    too: they forward to the pluggy hooks, the built-in lead and the workspace guard.
+    (:meth:`.ReviewGuard.finish`) and builds the record (:func:`.record.item_record`).
+    It is the loop's hooks too: they forward to the pluggy hooks, the built-in lead and
+    the workspace guard.
     """
 
     def __init__(
@@ -302,7 +293,7 @@ class ReviewRun(LoopHooks):
             allow_untracked=context.settings.allow_untracked,
             store=context.store,
             repo_root=context.repo_root,
-            relative=self._relative,
+            relative=self.relative,
             reviewer=self.reviewer,
             adoptions=context.adoptions,
         )
@@ -371,7 +362,7 @@ class ReviewRun(LoopHooks):
             settings=self.settings,
             spec=self.spec,
             guard=self.guard,
-            relative=self._relative,
+            relative=self.relative,
         )
         if decisions is not None:
             self._material = None  # the next fresh exec and the stored state see the new text
@@ -386,7 +377,8 @@ class ReviewRun(LoopHooks):
         last = counted[0] if counted else (history[-1].number if history else 0)
         progress.dispatch(self.item.nodeid, last + 1, request.work_dir / STREAM_FILE)
 
-    def _relative(self, path: Path) -> str:
+    def relative(self, path: Path) -> str:
+        """``path`` as the record and the lead name it (repository-relative)."""
         return repo_relative(path, self.context.repo_root, self.context.shared.resolve)
 
     def material(self) -> ReviewMaterial:
@@ -458,97 +450,6 @@ class ReviewRun(LoopHooks):
         prices = PriceTable.of(self.settings.prices)
         if prices:
             # Each round's money is stored with it: a later run's report shows it too.
-            rounds = tuple(
-                r.model_copy(
-                    update={
-                        "cost": prices.cost(r.usage, self.settings.reviewer_model),
-                        "samples": tuple(
-                            s.model_copy(
-                                update={
-                                    "cost": prices.cost(s.usage, self.settings.model_of(s.reviewer))
-                                }
-                            )
-                            for s in r.samples
-                        ),
-                        "verifications": tuple(
-                            v.model_copy(
-                                update={
-                                    "cost": prices.cost(v.usage, self.settings.model_of(v.reviewer))
-                                }
-                            )
-                            for v in r.verifications
-                        ),
-                    }
-                )
-                for r in result.rounds
-            )
-            result = replace(result, rounds=rounds)
+            priced = prices.rounds(result.rounds, self.settings.model_of, self.settings.reviewer)
+            result = replace(result, rounds=priced)
         return result
-
-    def cost(self, usage: TokenUsage) -> float | None:
-        """What ``usage`` (this run's tokens, the lead's included) cost (``None``: no
-        prices, or a model without one)."""
-        return self._priced(usage)[1]
-
-    def _priced(self, usage: TokenUsage) -> tuple[tuple[LeadRecord, ...], float | None, str | None]:
-        """The lead's turns with their money, what ``usage`` (this run's tokens, the
-        lead's included) cost, and why that is unknown (``None`` without prices)."""
-        prices = PriceTable.of(self.settings.prices)
-        turns = tuple(self.lead.records)
-        if not prices:
-            return turns, None, None
-        turns = tuple(t.model_copy(update={"cost": prices.cost(t.tokens, t.model)}) for t in turns)
-        lead_usage = sum((t.tokens for t in turns), TokenUsage())
-        parts = [prices.cost(usage.minus(lead_usage), self.settings.reviewer_model)]
-        parts += [t.cost for t in turns]
-        if all(part is not None for part in parts):
-            return turns, sum(part for part in parts if part is not None), None
-        unpriced = [
-            (self.settings.reviewer_model or f"the {self.settings.reviewer} reviewer's model")
-            if parts[0] is None
-            else None,
-            *(t.model or f"the {t.backend} lead" for t in turns if t.cost is None),
-        ]
-        names = ", ".join(sorted({name for name in unpriced if name is not None}))
-        return (
-            turns,
-            None,
-            f"money unknown: ini advreview_prices has no line for {names}; add one to see "
-            "what this review cost",
-        )
-
-    def record(
-        self,
-        nodeid: str,
-        result: LoopResult | None,
-        outcome: Outcome | None,
-        *,
-        history: Sequence[RoundRecord] = (),
-        error: str | None = None,
-    ) -> ItemRecord:
-        """The item's record (:func:`.record.item_record`)."""
-        path = self.spec.path or self.spec.against_plan
-        record = item_record(
-            nodeid,
-            self.spec,
-            quote_path(self._relative(path)) if path else None,  # reports are text
-            self.settings.fail_on,
-            result,
-            outcome,
-            mutations=self.guard.mutations,
-            lead=self.lead,
-            repo_root=self.context.repo_root,
-            history=history,
-            error=error,
-            pre_existing_policy="warn" if self.settings.pre_existing == "warn" else "block",
-        )
-        if result is None or outcome is None:
-            return record
-        turns, cost, unknown = self._priced(result.usage)
-        return record.model_copy(
-            update={
-                "cost": cost,
-                "lead": turns,
-                "warnings": (*record.warnings, *([unknown] if unknown else [])),
-            }
-        )

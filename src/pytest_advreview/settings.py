@@ -38,7 +38,13 @@ from .options import (
 )
 from .pricing import PriceError, PriceTable
 from .trust import run as trust
-from .trust.baseconfig import BaseConfigError, GateConfig, gate_config, linelist
+from .trust.baseconfig import (
+    BaseConfigError,
+    GateConfig,
+    gate_config,
+    linelist,
+    trust_at_configure,
+)
 
 __all__ = ["Settings", "add_options", "from_config", "header_lines", "resolve", "runtime_hints"]
 
@@ -352,8 +358,11 @@ def resolve(config: pytest.Config, environ: Mapping[str, str] | None = None) -> 
         command, a missing ``--advreview-against-plan`` file).
     """
     environ = os.environ if environ is None else environ
+    # The run's trust first, from the workflow's view (never the checkout's ini): the
+    # gate's configuration and every later reader use it and the base it resolves.
+    run_trust = config.stash[trust.TRUST_KEY] = trust_at_configure(config, environ)
     try:
-        gate = gate_config(config, environ)
+        gate = gate_config(config, environ, run_trust)
     except BaseConfigError as exc:
         raise pytest.UsageError(f"{PREFIX}: {exc}") from None
     resolver = _Resolver(config, environ, gate)
@@ -406,12 +415,7 @@ def resolve(config: pytest.Config, environ: Mapping[str, str] | None = None) -> 
                 "uncommitted changes, but with --advreview-head the change under review is "
                 "BASE...REF; pass --advreview-diff=branch (or auto), or drop --advreview-head"
             )
-    elif (
-        trust.decide(
-            resolver.environ, strict_exit=values.get("strict_exit") is True, head=None
-        ).enforced_by
-        is not None
-    ):
+    elif run_trust.with_mode(values.get("strict_exit") is True, None).enforced_by is not None:
         _approvals_never(values, found, "gate default")
     for name in ("codex", "claude"):
         executable = values.get(name)
@@ -442,6 +446,8 @@ def resolve(config: pytest.Config, environ: Mapping[str, str] | None = None) -> 
             )
     settings = Settings.model_validate(values)
     _check_prices(settings)
+    # The ini may turn strict exit on outside a gate: the run keeps its final mode.
+    config.stash[trust.TRUST_KEY] = run_trust.for_settings(settings)
     return settings
 
 

@@ -15,7 +15,6 @@ import os
 import re
 import shlex
 import stat
-import subprocess
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +59,8 @@ __all__ = [
 _PREFIX = "pytest-advreview"
 #: Branches tried in order when neither an explicit base nor ``GITHUB_BASE_REF`` decides.
 FALLBACK_BASES = ("origin/HEAD", "main", "master")
+#: The repository's tracked files and its untracked ones that are not ignored.
+_LISTED = ("ls-files", "-z", "--cached", "--others", "--exclude-standard")
 
 
 class TargetError(Exception):
@@ -72,21 +73,6 @@ class BaseRefError(TargetError):
     Only what needs the base fails on it (the code item, scope ``changed``); a plan named
     on the command line is still reviewed.
     """
-
-
-def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
-    """:func:`run_git`, with failures turned into a :class:`TargetError`."""
-    try:
-        return run_git(cwd, *args, check=check)
-    except GitError as exc:
-        raise TargetError(f"{_PREFIX}: {exc}") from None
-
-
-def _commit(root: Path, ref: str) -> str | None:
-    try:
-        return commit(root, ref)
-    except GitError as exc:
-        raise TargetError(f"{_PREFIX}: {exc}") from None
 
 
 # -- the repository ------------------------------------------------------------------------
@@ -128,7 +114,8 @@ def repo_info(path: Path) -> GitRepoInfo | None:
         (there is no work tree to review), or git refused to run (unsafe ownership, git
         missing); the message carries git's own words.
     """
-    proc = _git(path, "rev-parse", "--is-bare-repository", "--is-inside-work-tree", check=False)
+    asked = ("rev-parse", "--is-bare-repository", "--is-inside-work-tree")
+    proc = run_git(path, *asked, check=False, error=TargetError)
     if proc.returncode != 0:
         said = os.fsdecode(proc.stderr).strip()
         if "not a git repository" in said:
@@ -145,7 +132,8 @@ def repo_info(path: Path) -> GitRepoInfo | None:
             f"{_PREFIX}: {path} is inside a .git directory, not a work tree; "
             "run pytest from the repository's work tree"
         )
-    out = _git(path, "rev-parse", "--show-toplevel", "--show-superproject-working-tree").stdout
+    asked = ("rev-parse", "--show-toplevel", "--show-superproject-working-tree")
+    out = run_git(path, *asked, error=TargetError).stdout
     lines = [line for line in _lines(out) if line]
     superproject = Path(lines[1]) if len(lines) > 1 else None
     return GitRepoInfo(root=Path(lines[0]), superproject=superproject)
@@ -164,7 +152,7 @@ def resolve_base(repo: Path, explicit: str | None, env: Mapping[str, str]) -> st
     :raises BaseRefError: the named base is not a commit git knows.
     """
     if explicit is not None:
-        if _commit(repo, explicit) is None:
+        if commit(repo, explicit, error=TargetError) is None:
             raise BaseRefError(
                 f"{_PREFIX}: the base {explicit!r} (--advreview-base / ini advreview_base) "
                 f"is not a commit, branch or tag of the repository at {repo}; "
@@ -176,7 +164,7 @@ def resolve_base(repo: Path, explicit: str | None, env: Mapping[str, str]) -> st
         # A pull request names its base: a clone without it (a shallow CI checkout) must
         # not fall back to another branch or to "no base", which reviews nothing.
         ref = f"origin/{github}"
-        if github.startswith("-") or _commit(repo, ref) is None:
+        if github.startswith("-") or commit(repo, ref, error=TargetError) is None:
             raise BaseRefError(
                 f"{_PREFIX}: GITHUB_BASE_REF names the base {github!r}, but {ref} is not in "
                 f"the clone at {repo}; {fetch_hint(repo, ref)}check out with fetch-depth: 0, "
@@ -184,13 +172,13 @@ def resolve_base(repo: Path, explicit: str | None, env: Mapping[str, str]) -> st
             )
         return ref
     for ref in FALLBACK_BASES:
-        if _commit(repo, ref) is not None:
+        if commit(repo, ref, error=TargetError) is not None:
             return ref
     return None
 
 
 def _remotes(repo: Path) -> list[str]:
-    proc = _git(repo, "remote", check=False)
+    proc = run_git(repo, "remote", check=False, error=TargetError)
     return [line for line in _lines(proc.stdout) if line] if proc.returncode == 0 else []
 
 
@@ -222,7 +210,7 @@ def status_entries(root: Path) -> list[StatusEntry]:
     command and parser as the mutation snapshots (:data:`~.git.STATUS_V2_ARGS`), so the
     two can never read ``git status`` differently.
     """
-    _head, entries = parse_status_v2_z(_git(root, *STATUS_V2_ARGS).stdout)
+    _head, entries = parse_status_v2_z(run_git(root, *STATUS_V2_ARGS, error=TargetError).stdout)
     return entries
 
 
@@ -355,7 +343,7 @@ def _prefix(root: Path, top: Path) -> str:
     try:
         rel = root.resolve().relative_to(top.resolve())
     except ValueError:
-        rel_str = _git(root, "rev-parse", "--show-prefix").stdout
+        rel_str = run_git(root, "rev-parse", "--show-prefix", error=TargetError).stdout
         return _lines(rel_str)[0]
     return "" if rel == Path(".") else rel.as_posix() + "/"
 
@@ -419,7 +407,7 @@ def plan_files(
                 outside.append(found[real].relative_to(root_abs).as_posix())
     else:
         prefix = _prefix(root, repo.root)
-        out = _git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard").stdout
+        out = run_git(root, *_LISTED, error=TargetError).stdout
         listed = split_z(out)
         rels = sorted({p for p in listed if match_any(p, compiled)})
         matched = _real_plans(root_abs, repo.root, prefix, rels, listed, outside)
@@ -507,16 +495,7 @@ def _real_plans(
 
 def _listed_at_top(top: Path, key: str) -> bool:
     """``key`` (top-relative) is a tracked or untracked-not-ignored file of the repository."""
-    out = _git(
-        top,
-        "ls-files",
-        "-z",
-        "--cached",
-        "--others",
-        "--exclude-standard",
-        "--",
-        literal_pathspec(key),
-    ).stdout
+    out = run_git(top, *_LISTED, "--", literal_pathspec(key), error=TargetError).stdout
     return key in split_z(out)
 
 
@@ -551,7 +530,7 @@ def _selection(
 
 
 def _toplevel(root: Path) -> Path:
-    out = _git(root, "rev-parse", "--show-toplevel").stdout
+    out = run_git(root, "rev-parse", "--show-toplevel", error=TargetError).stdout
     return Path(_lines(out)[0])
 
 
@@ -604,7 +583,7 @@ def _branch_error(root: Path, base: str, exc: GitError) -> BaseRefError:
     fetching more history.
     """
     said = f"{_PREFIX}: cannot diff {base}...HEAD in {root}: {exc.stderr or exc}"
-    shallow = _git(root, "rev-parse", "--is-shallow-repository", check=False)
+    shallow = run_git(root, "rev-parse", "--is-shallow-repository", check=False, error=TargetError)
     if _lines(shallow.stdout)[0] == "true":
         return BaseRefError(
             f"{said}; this is a shallow clone, and its history stops before {base} and "
@@ -612,7 +591,7 @@ def _branch_error(root: Path, base: str, exc: GitError) -> BaseRefError:
             "Actions: actions/checkout with fetch-depth: 0), or pass "
             "--advreview-diff=uncommitted"
         )
-    merge_base = _git(root, "merge-base", base, "HEAD", check=False)
+    merge_base = run_git(root, "merge-base", base, "HEAD", check=False, error=TargetError)
     if merge_base.returncode == 1 and not merge_base.stderr.strip():
         return BaseRefError(
             f"{said}; {base} and HEAD have unrelated histories (no commit in common), so "
@@ -756,9 +735,10 @@ def _left_out(
     if not filtered:
         return ()
     top = _toplevel(root)
-    start = _git(top, "rev-parse", "--verify", "--quiet", f"{old}^{{commit}}", check=False)
+    verify = ("rev-parse", "--verify", "--quiet", f"{old}^{{commit}}")
+    start = run_git(top, *verify, check=False, error=TargetError)
     if "..." in old:
-        start = _git(top, "merge-base", *old.split("..."), check=False)
+        start = run_git(top, "merge-base", *old.split("..."), check=False, error=TargetError)
     commit = _lines(start.stdout)[0] if start.returncode == 0 else None
     return leftout.describe(top, filtered, old=commit or None, new=new)
 
@@ -969,7 +949,7 @@ def change_set_info(
     :param ci: :attr:`.trust.run.Trust.in_ci` of the run.
     :param note: why there is no change set, when the caller knows better than git.
     """
-    head = _commit(root, "HEAD")
+    head = commit(root, "HEAD", error=TargetError)
     if change is None:
         if note is None:
             if requested == "none":
@@ -1002,13 +982,13 @@ def change_set_info(
             converted=_quoted(change.converted),
             filtered=_quoted(change.filtered),
         )
-    merge = _git(root, "merge-base", change.base, "HEAD", check=False)
+    merge = run_git(root, "merge-base", change.base, "HEAD", check=False, error=TargetError)
     return ChangeSetInfo(
         requested=requested,
         ci=ci,
         mode="branch",
         base=change.base,
-        base_commit=_commit(root, change.base),
+        base_commit=commit(root, change.base, error=TargetError),
         merge_base=_lines(merge.stdout)[0] if merge.returncode == 0 else None,
         head_commit=head,
         files=len(change.files),

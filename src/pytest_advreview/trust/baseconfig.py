@@ -20,8 +20,8 @@ import pytest
 from .._toml import tomllib
 from ..git import GitError, commit, run_git
 from ..options import SPECS
-from ..targets import TargetError, fetch_hint, lexical_key, repo_info, resolve_base
-from .run import Trust, decide
+from ..targets import TargetError, fetch_hint, lexical_key, repo_info
+from .run import TRUST_KEY, Trust, decide
 
 __all__ = [
     "CONFIG_FILES",
@@ -36,6 +36,7 @@ __all__ = [
     "keys_of",
     "linelist",
     "show_file",
+    "trust_at_configure",
 ]
 
 #: pytest's configuration files, in the order pytest looks for them in one folder.
@@ -314,40 +315,64 @@ def _branch_base_only(root: Path, named: str) -> str:
     )
 
 
-def gate_config(config: pytest.Config, environ: Mapping[str, str]) -> GateConfig | None:
+def _command_line(config: pytest.Config, environ: Mapping[str, str]) -> tuple[str, ...]:
+    """The plugin's arguments of the command line and ``PYTEST_ADDOPTS``: the workflow's
+    (the ini's ``addopts`` is not)."""
+    try:
+        extra = shlex.split(environ.get("PYTEST_ADDOPTS", ""))
+    except ValueError:
+        extra = []
+    return advreview_args([*map(str, config.invocation_params.args), *extra])
+
+
+def _chosen(command_line: tuple[str, ...], environ: Mapping[str, str], field: str) -> str | None:
+    """The setting ``field`` as the command line or the environment gives it, else ``None``."""
+    values = GateConfig(command_line, (), {}, "").option(f"--advreview-{field.replace('_', '-')}")
+    if values:
+        return values[-1][0] if values[-1][0] is not None else "1"
+    return environ.get(f"ADVREVIEW_{field.upper()}", "").strip() or None
+
+
+def trust_at_configure(config: pytest.Config, environ: Mapping[str, str]) -> Trust:
+    """The run's trust, decided once before its settings (:func:`~.settings.resolve`).
+
+    Its strict exit and head are the command line's, ``PYTEST_ADDOPTS``' and the
+    environment's, never the checkout's ini: under a gate the checkout must not switch
+    the gate off (:func:`gate_config` decides from this value whether it reads the ini).
+    A trust the run holds already keeps what it resolved and read, in this mode.
+    """
+    command_line = _command_line(config, environ)
+    strict = (_chosen(command_line, environ, "strict_exit") or "0").lower()
+    strict_exit = strict not in ("0", "false", "no", "off")
+    head = _chosen(command_line, environ, "head")
+    found = config.stash.get(TRUST_KEY, None)
+    if found is not None:
+        return found.with_mode(strict_exit, head)
+    return decide(environ, strict_exit=strict_exit, head=head)
+
+
+def gate_config(
+    config: pytest.Config, environ: Mapping[str, str], run_trust: Trust
+) -> GateConfig | None:
     """The sources of a gated run's settings (:class:`GateConfig`); ``None`` when the run
     gates nothing or its configuration is not the checkout's to write.
 
-    Gated: ``CI`` / ``GITHUB_ACTIONS`` true, or ``--advreview-strict-exit`` on the command
-    line or in the environment; not with ``--advreview-head`` (the checkout is the base).
+    Gated: ``run_trust`` (:func:`trust_at_configure`) enforces the exit status: ``CI`` /
+    ``GITHUB_ACTIONS`` true, or ``--advreview-strict-exit`` on the command line or in the
+    environment; not with ``--advreview-head`` (the checkout is the base).
     Not the checkout's: no configuration file, or one outside the repository (the
     Action's gate file, written from the base).  The base is the one the command line or
     the environment names (``--advreview-base``), else ``origin/$GITHUB_BASE_REF``,
-    ``origin/HEAD``, ``main``, ``master``: never the checkout's own ``advreview_base``.
+    ``origin/HEAD``, ``main``, ``master``: never the checkout's own ``advreview_base``;
+    it is resolved once per run (:meth:`.Trust.base`), for this and every later reader.
     With no base found, nothing of the checkout's file counts (the defaults do).
 
     :raises BaseConfigError: the base's configuration does not parse, or the base named
         on the command line is not a commit.
     """
-    # The command line and PYTEST_ADDOPTS are the workflow's; the ini's addopts is not.
-    try:
-        extra = shlex.split(environ.get("PYTEST_ADDOPTS", ""))
-    except ValueError:
-        extra = []
-    command_line = advreview_args([*map(str, config.invocation_params.args), *extra])
-    given = GateConfig(command_line, (), {}, "")
-
-    def chosen(field: str) -> str | None:
-        values = given.option(f"--advreview-{field.replace('_', '-')}")
-        if values:
-            return values[-1][0] if values[-1][0] is not None else "1"
-        value = environ.get(f"ADVREVIEW_{field.upper()}", "").strip()
-        return value or None
-
-    strict = (chosen("strict_exit") or "0").lower() not in ("0", "false", "no", "off")
+    command_line = _command_line(config, environ)
     inipath = config.inipath
-    gate = decide(environ, strict_exit=strict, head=chosen("head"))
-    if gate.head is not None or gate.enforced_by is None or inipath is None:
+    if run_trust.head is not None or run_trust.enforced_by is None or inipath is None:
         return None
     rootpath = Path(config.rootpath)
     try:
@@ -364,7 +389,7 @@ def gate_config(config: pytest.Config, environ: Mapping[str, str]) -> GateConfig
     except (BaseConfigError, OSError):
         branch = {}  # pytest read it: what it could not parse, pytest reports
     try:
-        ref = resolve_base(repo.root, chosen("base"), environ)
+        ref = run_trust.base(repo.root, _chosen(command_line, environ, "base"))
         sha = commit(repo.root, ref) if ref is not None else None
     except (TargetError, GitError) as exc:
         raise BaseConfigError(_unprefixed(str(exc))) from None

@@ -138,9 +138,13 @@ class Trust:
     def for_settings(self, settings: Settings) -> Trust:
         """This run's trust for a review with other settings (a fixture's overrides of
         ``strict_exit`` or ``head``); the environment is not read again."""
-        if (settings.strict_exit, settings.head) == (self.strict_exit, self.head):
+        return self.with_mode(settings.strict_exit, settings.head)
+
+    def with_mode(self, strict_exit: bool, head: str | None) -> Trust:
+        """This run's trust with that strict exit and head, sharing what it holds."""
+        if (strict_exit, head) == (self.strict_exit, self.head):
             return self
-        return dataclasses.replace(self, strict_exit=settings.strict_exit, head=settings.head)
+        return dataclasses.replace(self, strict_exit=strict_exit, head=head)
 
 
 def decide(environ: Mapping[str, str], *, strict_exit: bool, head: str | None) -> Trust:
@@ -153,14 +157,15 @@ def decide(environ: Mapping[str, str], *, strict_exit: bool, head: str | None) -
     )
 
 
-#: The run's trust, decided at configure (every process of the run decides it the same
-#: way, from the same environment and settings).
+#: The run's trust, decided at configure before the settings (:func:`~.settings.resolve`,
+#: :func:`.baseconfig.trust_at_configure`) and kept with the final settings' strict exit
+#: and head; an xdist worker, whose settings come resolved, decides it in :func:`of_run`.
 TRUST_KEY: pytest.StashKey[Trust] = pytest.StashKey()
 
 
 def of_run(config: pytest.Config, settings: Settings) -> Trust:
-    """The run's trust for a review with ``settings``: the one decided at configure, or,
-    in a run without ``--adversarial-review`` (a fixture review), decided once here."""
+    """The run's trust for a review with ``settings``: the one decided with the settings,
+    or, on an xdist worker (its settings come resolved), decided once here."""
     found = config.stash.get(TRUST_KEY, None)
     if found is None:
         found = decide(os.environ, strict_exit=settings.strict_exit, head=settings.head)
