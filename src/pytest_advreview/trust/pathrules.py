@@ -32,26 +32,20 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 import pytest
 
 from ..git import GitError, commit
-from ..models import ChangeSet, PathRule
+from ..models import PathRule
 from ..options import BY_FIELD, PREFIX, Invalid
 from ..targets import compile_glob, lexical_key
 from . import run as trust
 from .authority import GateBase
 from .baseconfig import BaseConfigError, ini_at, ini_once, linelist
 
-
-class Settings(trust.Settings, Protocol):
-    """What the path rules read of the settings (:class:`~.settings.Settings`)."""
-
-    @property
-    def exclude(self) -> tuple[str, ...]: ...
-    @property
-    def path_instructions(self) -> tuple[str, ...]: ...
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 
 __all__ = ["DEFAULT_EXCLUDE", "PathRules", "RulesError", "for_run", "for_settings"]
@@ -135,10 +129,6 @@ class PathRules:
             if matched:
                 found.append(PathRule(glob=glob.strip(), instruction=text.strip(), files=matched))
         return tuple(found)
-
-    def with_rules(self, change: ChangeSet) -> ChangeSet:
-        """``change`` with the path instructions that apply to its files."""
-        return change.model_copy(update={"rules": self.applying(change.files)})
 
 
 def _parsed(lines: Iterable[str], key: str, where: str) -> tuple[str, ...]:
