@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import pytest
 
@@ -44,8 +44,15 @@ from . import run as trust
 from .authority import GateBase
 from .baseconfig import BaseConfigError, ini_at, ini_once, linelist
 
-if TYPE_CHECKING:
-    from ..settings import Settings
+
+class Settings(trust.Settings, Protocol):
+    """What the path rules read of the settings (:class:`~.settings.Settings`): a
+    Protocol, so that trust/ does not import the settings that import it."""
+
+    @property
+    def exclude(self) -> tuple[str, ...]: ...
+    @property
+    def path_instructions(self) -> tuple[str, ...]: ...
 
 
 __all__ = ["DEFAULT_EXCLUDE", "PathRules", "RulesError", "for_run", "for_settings"]
