@@ -140,8 +140,7 @@ class Coordinator:
         #: Target -> finding id -> its content id in this run (:meth:`bind`).
         self._content: dict[str, dict[str, str]] = {}
         self.decisions_path = Path(settings.decisions)
-        gate = self.trust.gated
-        if gate and base is None:
+        if self.trust.gated and base is None:
             base = _find_base(config, settings)
         #: Who decides what: the author's answers (sent to the reviewer as data), the
         #: operator's decisions (they close needs-operator findings; under a gate the base
