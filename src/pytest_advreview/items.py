@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from _pytest._code.code import (
@@ -48,7 +48,10 @@ from .outcome import (
 from .record import item_record
 from .report.files import Anchors, find_repo_root
 from .review import ReviewRun
-from .runstash import Plans, RunStash
+from .runstash import RunStash
+
+if TYPE_CHECKING:
+    from .selection import TargetSelection
 
 __all__ = ["FirstReview", "PlanFile", "ReviewItem", "claim_ahead", "plan_spec"]
 
@@ -152,7 +155,7 @@ class PlanFile(pytest.File):
         yield ReviewItem.from_parent(self, name=PLAN_ITEM_NAME, spec=spec)
 
 
-def plan_spec(plans: Plans, path: Path) -> TargetSpec:
+def plan_spec(plans: TargetSelection, path: Path) -> TargetSpec:
     """The target of the plan at ``path`` (as collected there)."""
     return TargetSpec(
         kind="plan",
