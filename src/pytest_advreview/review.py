@@ -72,12 +72,8 @@ def make_reviewer(
             f"pytest-advreview: no reviewer backend is called {name!r}; use "
             "codex, claude, command, or install the plugin that provides it"
         )
-    if made.name not in BUILTIN_REVIEWERS:
-        # Before any review: what runs after one is then in memory, whatever a reviewer
-        # writes to the plugin's files meanwhile. A built-in backend loads them when it
-        # launches its first process (runner/_process.py), and a run that may review
-        # before its first item (session.py): a cached rerun need not.
-        containment.preload()
+    # No preload here: a run that may review loads the plugin before its items
+    # (session.py), and every dispatch and lead turn before it starts (below).
     return made
 
 
@@ -189,6 +185,10 @@ class _WatchedReviewer:
         return False
 
     def dispatch(self, request: DispatchRequest) -> DispatchResult:
+        # Before the reviewer starts: every module of the plugin a run may use is then in
+        # memory, whatever it writes to the plugin's files (once per process; a run that
+        # may review has done it before its items, session.py).
+        containment.preload()
         self.last = None
         self.dispatches += 1
         self._on_dispatch(request)
@@ -359,6 +359,7 @@ class ReviewRun(LoopHooks):
 
     def lead_turn(self, review: Review, round_no: int) -> tuple[Decision, ...] | None:
         """The built-in lead's turn (:meth:`.LeadTurns.turn`); ``None``: no lead here."""
+        containment.preload()  # as before a dispatch: the lead may write the plugin's files
         decisions = self.lead.turn(
             review,
             round_no,

@@ -193,8 +193,8 @@ class ReviewSession:
         reviewer that rewrites their files changes nothing this run executes; a reviewer
         that cannot start (a missing or old Codex) is one usage error (asked on the
         controller only); the Codex sandbox probe begins in the background.  A review this
-        guess missed still gets all three: the launch of a built-in backend loads the
-        modules, a missing Codex is that item's launch error, the dispatch probes.
+        guess missed still gets all three: each dispatch and lead turn loads the modules
+        first (review.py), a missing Codex is that item's launch error, the dispatch probes.
         """
         if specs is not None and not self._needs_reviewer(specs):
             return

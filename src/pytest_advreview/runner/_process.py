@@ -59,12 +59,6 @@ def launch(
 
     :raises OSError: ``argv`` cannot be started (as ``Popen`` raises it).
     """
-    # Before the first reviewer or lead of this process starts: every module of the
-    # plugin a run may use is then in memory, whatever the child writes to the plugin's
-    # files (a run that may review loads them earlier, session.py; once per process).
-    from ..workspace import containment
-
-    containment.preload()
     with (
         stdin_file.open("rb") as stdin,
         stdout_file.open("wb") as out,
