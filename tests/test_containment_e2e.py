@@ -143,13 +143,10 @@ def exit_status(*args, **kwargs):
 """
 
 
-@pytest.mark.real_codex
-def test_a_plugin_file_rewritten_during_the_review_does_not_change_the_verdict(
-    review_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The plugin runs from an ignored folder in the workspace (like a .venv in the
-    # checkout): the reviewer can write it, and mutation detection does not watch it.
-    # Its report code (imported at session finish before) must already be in memory.
+def _vendored_plugin(review_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The plugin run from an ignored folder in the workspace (like a .venv in the
+    checkout): the reviewer can write it, and mutation detection does not watch it.
+    Returns its report module (imported at session finish before the preload)."""
     vendor = review_repo.path / "vendor"
     shutil.copytree(
         Path(pytest_advreview.__file__).parent,
@@ -162,7 +159,16 @@ def test_a_plugin_file_rewritten_during_the_review_does_not_change_the_verdict(
     review_repo.write("tamper.py", TAMPER)
     review_repo.commit("ignore the vendored plugin")
     monkeypatch.setenv("PYTHONPATH", str(vendor))
-    target = vendor / "pytest_advreview" / "report" / "publish.py"
+    return vendor / "pytest_advreview" / "report" / "publish.py"
+
+
+@pytest.mark.real_codex
+def test_a_plugin_file_rewritten_during_the_review_does_not_change_the_verdict(
+    review_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its report code (imported at session finish before) must already be in memory.
+    target = _vendored_plugin(review_repo, monkeypatch)
+    vendor = target.parent.parent.parent
     review_repo.plan("x.md")
     critical = revise_review(FindingSpec(severity="critical", title="Backdoor in the plan"))
     review_repo.answer(
@@ -181,6 +187,51 @@ def test_a_plugin_file_rewritten_during_the_review_does_not_change_the_verdict(
     assert result.ret == pytest.ExitCode.TESTS_FAILED, out
     # The plugin ran from the vendored copy, and said that it lies in the workspace.
     assert f"the pytest-advreview package at {vendor / 'pytest_advreview'}" in out
+
+
+#: A conftest that edits the plan ``x.md`` as its item is set up: after the run found
+#: every stored verdict standing (no reviewer needed, nothing preloaded).
+EDIT_AT_SETUP = """
+import pathlib
+import pytest
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    plan = pathlib.Path(str(item.config.rootpath), "docs", "plans", "x.md")
+    plan.write_text(plan.read_text() + "2. Edited while the run was going.\\n")
+"""
+
+
+@pytest.mark.real_codex
+def test_a_review_due_only_after_collection_still_runs_with_the_plugin_in_memory(
+    review_repo: ReviewRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cached rerun loads the plugin's modules only when a review starts a reviewer:
+    here the run decided before its items that none would (the verdict stood), then the
+    plan changed, and the reviewer that ran rewrote the report code before it was
+    imported. The launch of the reviewer loaded it first."""
+    target = _vendored_plugin(review_repo, monkeypatch)
+    review_repo.plan("x.md")
+    review_repo.answer("x.md", {"message": approved_review()})
+    first = review_repo.run_subprocess("--advreview-diff=none", "--advreview-isolation=none")
+    first.assert_outcomes(passed=1)
+    review_repo.write("conftest.py", EDIT_AT_SETUP)
+    review_repo.rules = []
+    critical = revise_review(FindingSpec(severity="critical", title="Backdoor in the plan"))
+    review_repo.answer(
+        "Edited while the run was going",
+        shell_step(f"cat tamper.py >> {target} && echo TAMPERED-FILE"),
+        {"message": critical},
+        where="body",
+    )
+
+    result = review_repo.run_subprocess("--advreview-diff=none", "--advreview-isolation=none")
+
+    assert "TAMPERED-FILE" in review_repo.tool_outputs()[0]  # the file was rewritten
+    assert "# Appended by the reviewer" in target.read_text()
+    out = result.stdout.str()
+    assert "TAMPERED-EXIT-STATUS" not in out
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, out
 
 
 # -- the gate's code inside the workspace ----------------------------------------

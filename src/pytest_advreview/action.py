@@ -650,17 +650,15 @@ def summarise(returncode: int, json_path: Path) -> Summary:
         gate = str(data["totals"]["gate"])
         outcomes = [str(item["pytest_outcome"]) for item in data.get("items", [])]
     except (OSError, ValueError, KeyError, TypeError):
-        data, gate, outcomes = None, "", []
-    passed = outcomes.count("passed")
-    failed = outcomes.count("failed")
-    errored = outcomes.count("error")
-    if data is None:
         return Summary(
             "error",
             exit_code=returncode or 1,
             message=f"pytest exited {returncode} without the JSON report {json_path}: "
             "the gate could not run (see the log above)",
         )
+    passed = outcomes.count("passed")
+    failed = outcomes.count("failed")
+    errored = outcomes.count("error")
     if returncode == 5 and gate == "empty":
         return Summary("empty", message="nothing to review: no plan and no code change")
     if returncode == 0 and gate == "passed":
@@ -814,21 +812,6 @@ def _posted(entries: list[dict[str, Any]], kind: str) -> list[Posted]:
     return out
 
 
-def _head_reader(workspace: Path, head: str) -> Any:
-    """Reads a file of the reviewed head as data (``git show``), else of the work tree."""
-
-    def read(relpath: str) -> str | None:
-        text = show_file(workspace, head, relpath)
-        if text is not None:
-            return text
-        try:
-            return (workspace / relpath).read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return None
-
-    return read
-
-
 def review_comments(env: Mapping[str, str]) -> int:
     """The ``review-comments`` command: the pull-request review with line comments."""
     number = _input("pr", env)
@@ -854,7 +837,8 @@ def review_comments(env: Mapping[str, str]) -> int:
     posted = _posted(_pages(env, f"{base}/comments"), "comment")
     posted += _posted(_pages(env, f"{base}/reviews"), "review")
     workspace = Path(env.get("GITHUB_WORKSPACE") or os.getcwd())
-    anchors = Anchors(workspace, read=_head_reader(workspace, head))
+    # A file of the reviewed head is read as data (``git show``), else the work tree's.
+    anchors = Anchors(workspace, read=lambda relpath: show_file(workspace, head, relpath))
     plan = plan_review(
         [item.record for item in results.items],
         hunks,

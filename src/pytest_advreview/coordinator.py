@@ -47,7 +47,7 @@ from .pricing import money
 from .prompts import applied_text, operator_open_decision
 from .record import priced
 from .review import ReviewRun
-from .state import ReviewState, Spend, StateStore, StateWarning, decide_next
+from .state import NextStep, ReviewState, Spend, StateStore, StateWarning, decide_next
 from .trust import authority
 from .trust import run as trust
 from .trust.authority import GateBase, TargetAuthority
@@ -140,8 +140,7 @@ class Coordinator:
         #: Target -> finding id -> its content id in this run (:meth:`bind`).
         self._content: dict[str, dict[str, str]] = {}
         self.decisions_path = Path(settings.decisions)
-        gate = self.trust.gated
-        if gate and base is None:
+        if self.trust.gated and base is None:
             base = _find_base(config, settings)
         #: Who decides what: the author's answers (sent to the reviewer as data), the
         #: operator's decisions (they close needs-operator findings; under a gate the base
@@ -394,18 +393,12 @@ class Coordinator:
             warnings.warn_explicit(
                 StateWarning(problem), StateWarning, filename=str(where or key), lineno=1
             )
-        decisions = self._sent(key, state)
         if state is not None and self.decisions is not None:
             try:
                 check_known(self.decisions, key, state.known_finding_ids, self.decisions_path)
             except DecisionsError as exc:
                 raise ReviewInputError(str(exc)) from None
-        step = decide_next(
-            state,
-            cache_key(self.identity, material.content_hash, decisions),
-            max_rounds=self.max_rounds(key),
-            fresh=self.settings.fresh,
-        )
+        step = self._next_step(key, state, material)
         if step.action in ("cached_approved", "cached_revise", "max_rounds"):
             assert state is not None
             stands = self._with_open(
@@ -459,6 +452,27 @@ class Coordinator:
             applied=applied,
             changed=changed,
         )
+
+    def _next_step(self, key: str, state: ReviewState | None, material: ReviewMaterial) -> NextStep:
+        """What :func:`~.state.decide_next` says of ``key``'s stored state for ``material``."""
+        return decide_next(
+            state,
+            cache_key(self.identity, material.content_hash, self._sent(key, state)),
+            max_rounds=self.max_rounds(key),
+            fresh=self.settings.fresh,
+        )
+
+    def needs_reviewer(self, spec: TargetSpec, material: ReviewMaterial) -> bool:
+        """Whether the review of ``spec``'s target (whose material is ``material``) may
+        start the reviewer or the lead: ``False`` only when its stored verdict stands
+        (:meth:`stored_verdict`'s cache hit), read without its effects (no warning, no
+        binding).  A guess made after collection: the review itself decides again."""
+        state = self.stored(spec.key)
+        action = self._next_step(spec.key, state, material).action
+        if action == "cached_approved":
+            return False
+        # A stored REVISE: the built-in lead (when one is asked for) takes it up.
+        return action not in ("cached_revise", "max_rounds") or self.settings.lead != "none"
 
     def _budget_spent(self) -> str | None:
         """Why no review may start: a budget is spent (``None``: none is).

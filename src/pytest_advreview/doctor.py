@@ -208,7 +208,6 @@ ASSUMED: Mapping[str, tuple[bool, str, str]] = {
 _ROLLOUT_GLOB = CodexCapabilities().rollout_glob
 #: The remedy of a Codex that is missing, broken or too old: the pinned install command.
 INSTALL_REMEDY = f"Fix: {INSTALL_HINT}."
-_SHOW = 160
 _WRITE_PROBE = "Write the probe file."
 
 
@@ -319,42 +318,37 @@ class ModelCheck:
     def _codex_rows(self, codex: str) -> list[DoctorRow]:
         reviewer = CodexReviewer(CodexOptions(executable=codex, config=self.config))
         home = reviewer.home_problem()
-        rows = [
+        return [
             DoctorRow(
                 name="codex-home",
                 status="FAIL" if home else "PASS",
                 observed=home or f"{reviewer.codex_home} is usable",
                 remedy=f"Fix: {home}." if home else None,
-            )
+            ),
+            self._model_row(reviewer),
         ]
+
+    def _model_row(self, reviewer: CodexReviewer) -> DoctorRow:
         provider = reviewer.provider
         missing = reachability.not_configured(provider, reviewer.codex_home, os.environ)
         if missing is not None:
             status: Status = "FAIL" if self.online else "WARN"
-            rows.append(
-                DoctorRow(name="model", status=status, observed=missing, required=self.online)
-            )
-            return rows
+            return DoctorRow(name="model", status=status, observed=missing, required=self.online)
         if provider.base_url is None and not self.online:
             seen = (
                 f"{provider.endpoint} ({provider.where}); not asked without "
                 "--advreview-doctor-online"
             )
-            rows.append(DoctorRow(name="model", status="PASS", observed=seen))
-            return rows
+            return DoctorRow(name="model", status="PASS", observed=seen)
         url = provider.base_url or reachability.BUILTIN_OPENAI_URL
         started = time.monotonic()
         cause = reachability.reach(url)
         seconds = time.monotonic() - started
         if cause is None:
             seen = f"{url} answered in {seconds:.1f}s ({provider.where})"
-            rows.append(DoctorRow(name="model", status="PASS", observed=seen))
-        else:
-            message = reachability.unreachable_message(url, cause, 1, seconds)
-            rows.append(
-                DoctorRow(name="model", status="FAIL", observed=message, remedy=f"Fix: {message}")
-            )
-        return rows
+            return DoctorRow(name="model", status="PASS", observed=seen)
+        message = reachability.unreachable_message(url, cause, 1, seconds)
+        return DoctorRow(name="model", status="FAIL", observed=message, remedy=f"Fix: {message}")
 
 
 def run_and_report(
@@ -1273,6 +1267,6 @@ def _tagged_pids(tag: str, grace: float = 0.0) -> list[int]:
         time.sleep(0.05)
 
 
-def _clip(text: str, limit: int = _SHOW) -> str:
+def _clip(text: str, limit: int = 160) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"

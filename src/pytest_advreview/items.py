@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from _pytest._code.code import (
@@ -50,7 +50,10 @@ from .report.files import Anchors, find_repo_root
 from .review import ReviewRun
 from .runstash import RunStash
 
-__all__ = ["FirstReview", "PlanFile", "ReviewItem", "claim_ahead"]
+if TYPE_CHECKING:
+    from .selection import TargetSelection
+
+__all__ = ["FirstReview", "PlanFile", "ReviewItem", "claim_ahead", "plan_spec"]
 
 _OWN_ERRORS = (ReviewFailed, ReviewerUnavailable, WorkspaceMutated)
 #: Built once: looking a marker up by name per item costs more than the item at 5,000 plans.
@@ -148,15 +151,18 @@ class PlanFile(pytest.File):
 
     def collect(self) -> Iterable[ReviewItem]:
         """One review item per plan, named ``adversarial-review``."""
-        plans = _run(self.config).plans
-        key = plans.relpath(self.path)
-        spec = TargetSpec(
-            kind="plan",
-            key=key,
-            path=plans.plan_source(self.path),
-            error=unpassable_path(os.fspath(self.path), "the plan"),
-        )
+        spec = plan_spec(_run(self.config).plans, self.path)
         yield ReviewItem.from_parent(self, name=PLAN_ITEM_NAME, spec=spec)
+
+
+def plan_spec(plans: TargetSelection, path: Path) -> TargetSpec:
+    """The target of the plan at ``path`` (as collected there)."""
+    return TargetSpec(
+        kind="plan",
+        key=plans.relpath(path),
+        path=plans.plan_source(path),
+        error=unpassable_path(os.fspath(path), "the plan"),
+    )
 
 
 class ReviewItem(pytest.Item):

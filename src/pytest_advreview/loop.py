@@ -264,10 +264,7 @@ class _Run:
         return self.all_rounds[-1].number if self.all_rounds else 0
 
     def last_review(self) -> Review | None:
-        for record in reversed(self.all_rounds):
-            if record.review is not None:
-                return record.review
-        return None
+        return next((r.review for r in reversed(self.all_rounds) if r.review is not None), None)
 
     def finish(
         self,
@@ -294,18 +291,18 @@ class _Run:
 
     def resume_prompt(self, decisions: Sequence[Decision]) -> str:
         review = self.last_review()
-        applied = [decision_item(d, review) for d in decisions if d.action is DecisionAction.ACCEPT]
+
+        def taken(action: DecisionAction) -> list[str]:
+            return [decision_item(d, review) for d in decisions if d.action is action]
+
+        applied = taken(DecisionAction.ACCEPT)
         summary = self.hooks.applied_summary()
         if summary:
             applied.insert(0, summary)
         body = rereview_prompt(
             applied=applied,
-            rescoped=[
-                decision_item(d, review) for d in decisions if d.action is DecisionAction.RESCOPE
-            ],
-            rejected=[
-                decision_item(d, review) for d in decisions if d.action is DecisionAction.REJECT
-            ],
+            rescoped=taken(DecisionAction.RESCOPE),
+            rejected=taken(DecisionAction.REJECT),
             answered=answered_text(self.all_rounds, decisions),
             language=self.target.language,
             output_format=self.target.output_format,
@@ -322,18 +319,16 @@ class _Run:
         # A round's decisions travel with the *next* round's prompt, so the decisions on
         # round k are stored on round k+1 -- or, for the last round, are still pending.
         counted = self.all_rounds
-        previous: list[PreviousRound] = []
-        for index, record in enumerate(counted):
-            if record.review is None:
-                continue
-            answered = counted[index + 1].decisions if index + 1 < len(counted) else pending
-            previous.append(
-                PreviousRound(
-                    number=record.number,
-                    review=record.review.raw,
-                    decisions=render_decisions(answered, record.review),
-                )
+        answered = (*(record.decisions for record in counted[1:]), pending)
+        previous = [
+            PreviousRound(
+                number=record.number,
+                review=record.review.raw,
+                decisions=render_decisions(decided, record.review),
             )
+            for record, decided in zip(counted, answered, strict=False)
+            if record.review is not None
+        ]
         current = self.hooks.current_content() or self.target.content
         summary = self.hooks.applied_summary()
         if summary:
@@ -590,24 +585,20 @@ def run_loop(
         target, reviewer, max_rounds, hooks or LoopHooks(), history, limit, samples, verifier
     )
 
-    operation: Operation
     pending: tuple[Decision, ...] = tuple(decisions)
+    step: tuple[Operation, str] | LoopResult
     if not run.history:
-        operation = Operation.INITIAL
-        prompt = run.hooks.modify_prompt(operation, target.initial_prompt)
+        step = Operation.INITIAL, run.hooks.modify_prompt(Operation.INITIAL, target.initial_prompt)
     elif run.last_round >= max_rounds:
         # Every round is spent already; a further dispatch would break the limit.
         return run.finish(ReviewStatus.MAX_ROUNDS)
-    elif run.can_resume():
-        operation = Operation.RESUME
-        prompt = run.resume_prompt(pending)
     else:
-        step = _fallback(run, pending, "the thread cannot be resumed on this machine")
+        step = _next_round(run, pending, "the thread cannot be resumed on this machine")
+
+    while True:
         if isinstance(step, LoopResult):
             return step
         operation, prompt = step
-
-    while True:
         number = run.last_round + 1
         spent = run.out_of_time()
         if spent is not None:
@@ -646,9 +637,6 @@ def run_loop(
                     error=f"the fresh review (round {number}) failed: {why}",
                 )
             step = _fallback(run, pending, f"resume failed: {why}")
-            if isinstance(step, LoopResult):
-                return step
-            operation, prompt = step
             continue
 
         if runner.review_quality is ReviewQuality.DEGRADED_CONTENT:
@@ -709,13 +697,7 @@ def run_loop(
         if fixed is None:
             return run.finish(ReviewStatus.REVISE)
         pending = tuple(fixed)
-        if run.can_resume():
-            operation, prompt = Operation.RESUME, run.resume_prompt(pending)
-            continue
-        step = _fallback(run, pending, "the thread cannot be resumed")
-        if isinstance(step, LoopResult):
-            return step
-        operation, prompt = step
+        step = _next_round(run, pending, "the thread cannot be resumed")
 
 
 def _failure_reason(result: DispatchResult) -> str:
@@ -727,6 +709,15 @@ def _failure_reason(result: DispatchResult) -> str:
             runner, "the reviewer's environment failed (degraded_environmental review)"
         )
     return _runner_error(runner, "the reviewer returned no review with a verdict")
+
+
+def _next_round(
+    run: _Run, pending: Sequence[Decision], why: str
+) -> tuple[Operation, str] | LoopResult:
+    """A resume of the thread when it can continue, else :func:`_fallback` for ``why``."""
+    if run.can_resume():
+        return Operation.RESUME, run.resume_prompt(pending)
+    return _fallback(run, pending, why)
 
 
 def _fallback(

@@ -102,7 +102,12 @@ class ReviewMaterial:
 
 
 def build_material(
-    spec: TargetSpec, settings: Settings, repo_root: Path, resolve: Callable[[Path], Path]
+    spec: TargetSpec,
+    settings: Settings,
+    repo_root: Path,
+    resolve: Callable[[Path], Path],
+    *,
+    with_hunks: bool = True,
 ) -> ReviewMaterial:
     """What ``spec`` reviews, read once: prompt body, current text and content hash.
 
@@ -111,6 +116,8 @@ def build_material(
     for a head.
 
     :param resolve: resolves paths (the run's shared lookups).
+    :param with_hunks: compute the code change's hunks (one more ``git diff``); the run's
+        look at its stored verdicts before the items needs only the content hash.
     :raises ReviewInputError: the plan is missing, not UTF-8 or empty.
     """
 
@@ -157,7 +164,7 @@ def build_material(
         except cachekey.CacheKeyError as exc:
             raise ReviewInputError(str(exc)) from None
         reviewed = interdiff.reviewed(repo_root, spec.change)
-        changed = hunks.of_change(repo_root, spec.change)
+        changed = hunks.of_change(repo_root, spec.change) if with_hunks else None
     return ReviewMaterial(
         prompt_body=body, content=content, content_hash=digest, reviewed=reviewed, hunks=changed
     )

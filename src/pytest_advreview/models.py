@@ -231,9 +231,7 @@ class Review(WireModel):
     @property
     def max_severity(self) -> Severity | None:
         """The worst severity among the findings, or ``None`` without findings."""
-        if not self.findings:
-            return None
-        return max((f.severity for f in self.findings), key=lambda s: s.rank)
+        return max((f.severity for f in self.findings), key=lambda s: s.rank, default=None)
 
     def contradiction(self, fail_on: Severity) -> str | None:
         """Why this review contradicts itself at the ``fail_on`` threshold, else ``None``.
@@ -416,15 +414,15 @@ class ReviewedChange(WireModel):
         new = tuple(f for f in now.files if f not in self.files)
         return (
             f"the change set is not the one its stored rounds reviewed: they reviewed "
-            f"{self.description} ({_files(self.files)}), this run reviews {now.description} "
-            f"({_files(now.files)})"
+            f"{self.description} ({_files(len(self.files))}), this run reviews "
+            f"{now.description} ({_files(len(now.files))})"
             + (f"; no longer in it: {_some(gone)}" if gone else "")
             + (f"; new in it: {_some(new)}" if new else "")
         )
 
 
-def _files(files: tuple[str, ...]) -> str:
-    return f"{len(files)} file" + ("" if len(files) == 1 else "s")
+def _files(count: int) -> str:
+    return f"{count} file" + ("" if count == 1 else "s")
 
 
 class ChangeSetInfo(WireModel):
@@ -469,7 +467,7 @@ class ChangeSetInfo(WireModel):
             left_out = f"; left out by advreview_exclude: {_some(self.filtered)}"
         if self.mode == "none":
             return f"none ({self.note or chose}){left_out}"
-        files = f"{self.files} file" + ("" if self.files == 1 else "s")
+        files = _files(self.files)
         if self.mode == "uncommitted":
             line = (
                 f"uncommitted: {self.description} against HEAD {_short(self.base_commit)}, "
@@ -768,7 +766,7 @@ class Changed(WireModel):
         if self.how == "range-diff":
             return f"a range-diff of both versions since round {self.since_round}"
         what = "the interdiff" if self.how == "interdiff" else "the changed files"
-        files = _files(tuple(f.path for f in self.files))
+        files = _files(len(self.files))
         return f"{what} since round {self.since_round} ({files})"
 
 

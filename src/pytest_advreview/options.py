@@ -170,9 +170,8 @@ class Spec:
     def dest(self) -> str:
         return "advreview_" + self.field
 
-    @property
-    def ini_key(self) -> str:
-        return "advreview_" + self.field
+    #: The ini key has the option's dest for its name.
+    ini_key = dest
 
     @property
     def env_var(self) -> str:
@@ -233,19 +232,29 @@ AUTO_JOBS = 4
 MAX_PROGRESS_S = 3600
 
 
-def _seconds(raw: object) -> object:
-    expected = (
-        f"expected a number of seconds greater than 0 and at most {MAX_TIMEOUT_S} "
-        "(one day), e.g. 600"
-    )
-    try:
-        value = float(_text(raw).strip().removesuffix("s"))
-    except (ValueError, OverflowError):
-        raise Invalid(expected) from None
-    # ``not 0 < value`` also rejects nan, which compares false with everything.
-    if not 0 < value <= MAX_TIMEOUT_S:
-        raise Invalid(expected)
-    return value
+def _decimal(
+    expected: str, ok: Callable[[float], bool], trim: Callable[[str], str] = str.strip
+) -> _Parser:
+    """A number ``ok`` accepts, read from ``trim`` of the text (``ok`` must refuse nan:
+    a range check such as ``0 < value`` does, as nan compares false with everything)."""
+
+    def parse(raw: object) -> object:
+        try:
+            value = float(trim(_text(raw)))
+        except ValueError:  # Invalid too: not a string
+            raise Invalid(expected) from None
+        if not ok(value):
+            raise Invalid(expected)
+        return value
+
+    return parse
+
+
+_seconds = _decimal(
+    f"expected a number of seconds greater than 0 and at most {MAX_TIMEOUT_S} (one day), e.g. 600",
+    lambda value: 0 < value <= MAX_TIMEOUT_S,
+    lambda text: text.strip().removesuffix("s"),
+)
 
 
 def _whole(
@@ -587,20 +596,15 @@ _max_lines = _whole(1, 10**9, "lines", ({"off", "none"}, None))
 MAX_BUDGET_MONEY = 1e9
 
 
+_money = _decimal(
+    f"expected an amount of money greater than 0 and at most {MAX_BUDGET_MONEY:g}, or off",
+    lambda value: 0 < value <= MAX_BUDGET_MONEY,
+    lambda text: text.strip().removeprefix("$"),
+)
+
+
 def _budget_money(raw: object) -> object:
-    expected = (
-        f"expected an amount of money greater than 0 and at most {MAX_BUDGET_MONEY:g}, or off"
-    )
-    text = _text(raw).strip().removeprefix("$")
-    if text.lower() in ("off", "none"):
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise Invalid(expected) from None
-    if not 0 < value <= MAX_BUDGET_MONEY:  # also rejects nan
-        raise Invalid(expected)
-    return value
+    return None if _text(raw).strip().removeprefix("$").lower() in ("off", "none") else _money(raw)
 
 
 _progress = _whole(0, MAX_PROGRESS_S, "seconds", ({"off"}, 0))
@@ -714,15 +718,7 @@ def _doctor(
 MAX_EPOCHS = 20
 
 
-def _fraction(raw: object) -> object:
-    expected = "expected a fraction from 0 to 1, e.g. 0.8"
-    try:
-        value = float(_text(raw).strip())
-    except (Invalid, ValueError):
-        raise Invalid(expected) from None
-    if not 0 <= value <= 1:  # also rejects nan
-        raise Invalid(expected)
-    return value
+_fraction = _decimal("expected a fraction from 0 to 1, e.g. 0.8", lambda value: 0 <= value <= 1)
 
 
 _EVAL_DESC = (

@@ -23,8 +23,6 @@ from .constants import MARKER
 if TYPE_CHECKING:
     from .exitstatus import GateCheck
 
-_SEVERITY_MARKERS = ("critical", "high", "medium")
-
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Register the ``--adversarial-review`` / ``--advreview-*`` options and ini keys."""
@@ -50,7 +48,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """Register markers; with ``--adversarial-review``, resolve settings and start a run."""
     config.addinivalue_line("markers", f"{MARKER}: an adversarial review item (pytest-advreview)")
-    for level in _SEVERITY_MARKERS:
+    for level in ("critical", "high", "medium"):
         config.addinivalue_line(
             "markers",
             f"severity_{level}: the review's highest open finding is {level} (pytest-advreview)",

@@ -63,9 +63,6 @@ def make_reviewer(
         instead: the registered ones carry the run's settings, not a fixture call's
         overrides, and a run without ``--adversarial-review`` registers none.
     """
-    # Before any review: what runs after one is then in memory, whatever a reviewer
-    # writes to the plugin's files meanwhile.
-    containment.preload()
     name = settings.reviewer if name is None else name
     made: Reviewer | None = config.hook.pytest_advreview_make_reviewer(config=config, name=name)
     if builtin is not None and (made is None or made.name in BUILTIN_REVIEWERS):
@@ -75,6 +72,8 @@ def make_reviewer(
             f"pytest-advreview: no reviewer backend is called {name!r}; use "
             "codex, claude, command, or install the plugin that provides it"
         )
+    # No preload here: a run that may review loads the plugin before its items
+    # (session.py), and every dispatch and lead turn before it starts (below).
     return made
 
 
@@ -186,6 +185,10 @@ class _WatchedReviewer:
         return False
 
     def dispatch(self, request: DispatchRequest) -> DispatchResult:
+        # Before the reviewer starts: every module of the plugin a run may use is then in
+        # memory, whatever it writes to the plugin's files (once per process; a run that
+        # may review has done it before its items, session.py).
+        containment.preload()
         self.last = None
         self.dispatches += 1
         self._on_dispatch(request)
@@ -356,6 +359,7 @@ class ReviewRun(LoopHooks):
 
     def lead_turn(self, review: Review, round_no: int) -> tuple[Decision, ...] | None:
         """The built-in lead's turn (:meth:`.LeadTurns.turn`); ``None``: no lead here."""
+        containment.preload()  # as before a dispatch: the lead may write the plugin's files
         decisions = self.lead.turn(
             review,
             round_no,

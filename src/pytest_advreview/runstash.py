@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -25,18 +25,9 @@ if TYPE_CHECKING:
     from .coordinator import Coordinator
     from .parallel import ReviewPool
     from .review import ReviewContext
+    from .selection import TargetSelection
 
-__all__ = ["RUN_STASH", "Plans", "RunStash", "from_workerinput", "get"]
-
-
-class Plans(Protocol):
-    """What a plan file's collector asks of the run: the plan's key and source."""
-
-    def relpath(self, path: Path) -> str:
-        """The repository-relative key of the plan collected at ``path``."""
-
-    def plan_source(self, path: Path) -> Path:
-        """The file a plan item reviews (under ``--advreview-head``, REF's copy)."""
+__all__ = ["RUN_STASH", "RunStash", "from_workerinput", "get"]
 
 
 @dataclasses.dataclass
@@ -49,7 +40,8 @@ class RunStash:
     #: Tags the state entries this run writes (state.py); held in memory only.
     run_secret: bytes
     coordinator: Coordinator
-    plans: Plans
+    #: What a plan file's collector asks of the run: the plan's key and source.
+    plans: TargetSelection
     #: ``--advreview-head``: the one checkout of REF of the run (the controller removes it).
     head: HeadCheckout | None = None
     #: What every review of the run shares; set when collection has finished (the

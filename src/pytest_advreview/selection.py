@@ -74,7 +74,9 @@ def code_change(
         outside=not_the_change(config, settings, top or root),
         drop=drop,
     )
-    return (None if change is None else rules.with_rules(change)), dropped
+    if change is not None:
+        change = change.model_copy(update={"rules": rules.applying(change.files)})
+    return change, dropped
 
 
 def not_the_change(config: pytest.Config, settings: Settings, top: Path) -> targets.NotTheChange:

@@ -16,7 +16,7 @@ import shutil
 import sys
 import tempfile
 import warnings
-from collections.abc import Generator
+from collections.abc import Generator, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +26,8 @@ from . import outbound, runlock, runstash, warnfilter
 from .constants import BUILTIN_REVIEWERS, CODE_ITEM_NAME, CODE_ITEM_NODEID, RECORD_ATTR
 from .coordinator import Coordinator
 from .git import escaped_text, quote_path
-from .items import PlanFile, ReviewItem, ReviewRepr, claim_ahead
+from .items import PlanFile, ReviewItem, ReviewRepr, claim_ahead, plan_spec
+from .material import ReviewInputError, TargetSpec, build_material
 from .options import DEFAULT_DECISIONS
 from .outcome import ReviewWarning
 from .parallel import ReviewPool, jobs_for
@@ -152,22 +153,60 @@ class ReviewSession:
             # Nothing is reviewed, and a built-in name always finds its backend: building
             # it (importing the runner) would only slow collection down.
             return
-        reviewer = self.reviewer()
-        # A reviewer that cannot start (a missing or old Codex) is one error before any
-        # item, not the same error once per item; asked once, on the controller.
-        check_ready = getattr(reviewer, "check_ready", None)
-        if self._from_controller is None and callable(check_ready):
-            problem = check_ready()
-            if problem is not None:
-                raise pytest.UsageError(f"pytest-advreview: {problem}")
+        self.reviewer()
         # At session start: pytest's terminal reporter is configured by now.
         display = progress_plugin(self.config, self.settings.progress)
         if display is not None:
             self.config.pluginmanager.register(display, "advreview-progress")
             self._progress = display.progress
+
+    def prepare_run(self) -> None:
+        """On the controller, once the decisions file is checked and before collection:
+        whether the run may review is decided from its selection (what is collected, at
+        most; the xdist controller collects nothing), so that a missing Codex is one
+        usage error before any item and the sandbox probe overlaps collection."""
+        if self.config.option.collectonly:
+            return
+        if self.config.pluginmanager.has_plugin("dsession"):
+            # The xdist controller writes the reports after the workers' reviewers ran:
+            # its modules are loaded now, whatever those write.
+            containment.preload()
+        self._prepare_reviews(self.reviewer(), self._selected_specs())
+
+    def _selected_specs(self) -> list[TargetSpec] | None:
+        """The targets of the run's selection: every selected plan and the code item;
+        ``None``: the selection cannot tell (plans named on the command line)."""
+        if self.targets.explicit_plans():
+            return None  # plans named on the command line are found by collecting
+        specs = [plan_spec(self.targets, path) for path in self.targets.keys]
+        code = self.targets.code_spec()
+        return [*specs, code] if code is not None else specs
+
+    def _prepare_reviews(self, reviewer: Reviewer, specs: Iterable[TargetSpec] | None) -> None:
+        """What a review that starts the reviewer needs, done once before the first item
+        (before collection on the controller, after it on an xdist worker), and
+        only when one of ``specs`` may start it (its stored verdict does not stand;
+        ``None``: as if one may):
+        a cached rerun starts no Codex at all (docs/performance.md, row 6).
+
+        The plugin's modules are loaded (:func:`~.workspace.containment.preload`) so a
+        reviewer that rewrites their files changes nothing this run executes; a reviewer
+        that cannot start (a missing or old Codex) is one usage error (asked on the
+        controller only); the Codex sandbox probe begins in the background.  A review this
+        guess missed still gets all three: each dispatch and lead turn loads the modules
+        first (review.py), a missing Codex is that item's launch error, the dispatch probes.
+        """
+        if specs is not None and not self._needs_reviewer(specs):
+            return
+        containment.preload()
+        check_ready = getattr(reviewer, "check_ready", None)
+        if self._from_controller is None and callable(check_ready):
+            problem = check_ready()
+            if problem is not None:
+                raise pytest.UsageError(f"pytest-advreview: {problem}")
         # The Codex backend probes its sandbox before the first review (one Codex start);
-        # begun now, that overlaps collection. Under xdist the controller's probe answers
-        # the workers too (they share it through the run directory).
+        # begun now, that overlaps the items before it. Under xdist the controller's probe
+        # answers the workers too (they share it through the run directory).
         warm_up = getattr(reviewer, "warm_up", None)
         if callable(warm_up):
             warm_up(self.run_dir / f"preflight-{os.getpid()}")
@@ -175,6 +214,27 @@ class ReviewSession:
             if callable(close):
                 # Registered after the run directory's removal, so it runs before it.
                 self.config.add_cleanup(close)
+
+    def _needs_reviewer(self, specs: Iterable[TargetSpec]) -> bool:
+        """Whether reviewing ``specs`` may start the reviewer or the lead: a target whose
+        stored verdict does not stand (the coordinator's cache hit, asked without its
+        effects).  A target whose material cannot be read errors without a reviewer."""
+        for spec in specs:
+            if spec.error is None and self.coordinator.stored(spec.key) is None:
+                return True  # nothing stored (or --advreview-fresh): reviewed, unread
+            try:
+                material = build_material(
+                    spec,
+                    self.settings,
+                    self.targets.repo_root,
+                    self._shared.resolve,
+                    with_hunks=False,
+                )
+            except ReviewInputError:
+                continue
+            if self.coordinator.needs_reviewer(spec, material):
+                return True
+        return False
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -186,6 +246,10 @@ class ReviewSession:
         if self.config.option.collectonly:
             return
         reviewer = self.reviewer()
+        if self._from_controller is not None:
+            # An xdist worker: its own items (it collects every item of the run).
+            specs = [item.spec for item in session.items if isinstance(item, ReviewItem)]
+            self._prepare_reviews(reviewer, specs)
         context = ReviewContext(
             self.config,
             self.settings,
@@ -544,7 +608,8 @@ class Controller:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection(self, session: pytest.Session) -> None:
-        """Check the decisions file against the targets and their stored findings.
+        """Check the decisions file against the targets and their stored findings, then
+        decide whether the run may review (:meth:`ReviewSession.prepare_run`).
 
         Here rather than at configure: stored state may warn, and pytest applies the
         ``filterwarnings`` of the run to warnings of collection.  (An xdist controller
@@ -559,6 +624,7 @@ class Controller:
                 self.session.coordinator.check_decisions(self.session.targets.repo_root)
         except DecisionsError as exc:
             raise pytest.UsageError(str(exc)) from None
+        self.session.prepare_run()
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:

@@ -69,6 +69,7 @@ from .statekey import (
     StateKeyUsageError,
     load_state_key,
 )
+from .validation import first_error
 
 __all__ = [
     "STATE_SCHEMA",
@@ -384,7 +385,8 @@ class StateStore:
         try:
             entry = StoredEntry.model_validate(data)
         except ValidationError as exc:
-            return unusable(f"it does not match the state schema ({_first_error(exc)})")
+            problem = first_error(exc, "top level", more=True)
+            return unusable(f"it does not match the state schema ({problem})")
         if entry.state.key != key:
             return unusable(f"it belongs to another target ({entry.state.key!r})")
         self._remember(entry.state)
@@ -727,14 +729,6 @@ def _verified(data: object, key: StateKey) -> StoredEntry | None:
         return StoredEntry.model_validate(data)
     except ValidationError:
         return None
-
-
-def _first_error(exc: ValidationError) -> str:
-    errors = exc.errors()
-    first = errors[0]
-    where = ".".join(str(part) for part in first["loc"]) or "top level"
-    more = f" and {len(errors) - 1} more" if len(errors) > 1 else ""
-    return f"{where}: {first['msg']}{more}"
 
 
 # -- what to do next ---------------------------------------------------------------------------

@@ -176,7 +176,6 @@ class EvalSession:
             reviewer=reviewer,  # type: ignore[arg-type]  # rescore-only never reviews
             identity=self.identity,
             transcripts=self._transcripts(),
-            rescore_only=self.settings.eval_rescore,
             scratch=self.scratch,
             samples=make_samples(self.config, self.settings, reviewer)
             if reviewer is not None

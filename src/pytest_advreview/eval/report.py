@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from ..validation import first_error
 from .metrics import EvalReport, Rate
 
 __all__ = [
@@ -38,11 +39,10 @@ def load_baseline(path: Path) -> EvalReport:
             f"({exc.strerror}); pass a report an earlier --advreview-eval-report wrote"
         ) from None
     except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
         raise BaselineError(
             f"pytest-advreview: --advreview-eval-baseline={path}: not an eval report "
-            f"({'.'.join(map(str, first['loc'])) or 'document'}: {first['msg']}); pass a "
-            "report an earlier --advreview-eval-report wrote"
+            f"({first_error(exc, 'document')}); pass a report an earlier "
+            "--advreview-eval-report wrote"
         ) from None
 
 

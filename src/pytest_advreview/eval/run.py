@@ -48,7 +48,6 @@ class EvalContext:
     :param settings: the run's settings, with one round and no lead.
     :param identity: the reviewer identity transcripts are kept under.
     :param transcripts: where transcripts are kept (``None``: nowhere).
-    :param rescore_only: never ask the reviewer; a case without a transcript errors.
     :param scratch: the folder the scratch repositories are built in.
     """
 
@@ -57,7 +56,6 @@ class EvalContext:
     reviewer: Reviewer
     identity: dict[str, str]
     transcripts: TranscriptStore | None
-    rescore_only: bool
     scratch: Path
     #: The reviewers of samples 2 to K (:func:`~..review.make_samples`).
     samples: tuple[tuple[str, Reviewer], ...] = ()
@@ -123,7 +121,7 @@ def _run_case(ctx: EvalContext, case: Case, epoch: int) -> CaseResult:
             seconds=kept.seconds,
             rescored=True,
         )
-    if ctx.rescore_only:
+    if settings.eval_rescore:  # asks no reviewer: a case without a transcript errors
         return result_of(
             error=(
                 f"no kept transcript of case {case.id} epoch {epoch} for this reviewer "

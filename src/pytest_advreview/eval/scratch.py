@@ -66,14 +66,13 @@ def _commit(repo: Path, message: str) -> None:
     _git(repo, "commit", "-q", "--no-verify", "--allow-empty", "-m", message)
 
 
-def build(case: Case, into: Path) -> Scratch:
-    """Build ``case``'s repository in the empty folder ``into``.
+def build(case: Case, repo: Path) -> Scratch:
+    """Build ``case``'s repository in the empty folder ``repo``.
 
     :raises CaseError: the patch does not apply, or a defect's location is not there
         (:func:`check_locations`); the message names the case file and the fix.
     """
     spec = case.spec
-    repo = into
     repo.mkdir(parents=True, exist_ok=True)
     _git(repo, "init", "-q", "-b", _BASE_BRANCH)
     if spec.base is not None:

@@ -20,6 +20,7 @@ from pydantic import Field, ValidationError
 
 from ..models import LeadAction, Review, WireModel
 from ..parse import strict_schema
+from ..validation import first_error
 
 __all__ = [
     "LEAD_MARKER",
@@ -185,9 +186,8 @@ def validate_answer(data: object, *, who: str) -> LeadAnswer:
     try:
         return LeadAnswer.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "the answer"
-        raise LeadError(f"{who} returned invalid decisions: {where}: {first['msg']}") from None
+        problem = first_error(exc, "the answer")
+        raise LeadError(f"{who} returned invalid decisions: {problem}") from None
 
 
 def _clip(text: str, limit: int = 300) -> str:

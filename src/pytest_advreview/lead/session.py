@@ -125,7 +125,6 @@ class LeadTurns:
                 round_no=round_no,
                 key=spec.key,
                 kind=spec.kind,
-                cwd=workspace.root,
                 allowed=allowed,
                 work_dir=guard.work_dir,
                 workspace=workspace,

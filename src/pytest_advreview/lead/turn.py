@@ -61,20 +61,19 @@ def run_turn(
     round_no: int,
     key: str,
     kind: str,
-    cwd: Path,
     allowed: Sequence[str],
     work_dir: Path,
     workspace: Workspace,
 ) -> TurnResult:
     """Let the lead evaluate ``review`` and fix the files in ``allowed``.
 
-    :param cwd: the repository (or review worktree) the lead works in; ``allowed`` is
-        relative to it.
-    :param workspace: the review's workspace: its snapshots are the reviewer's checks'.
+    :param workspace: the review's workspace: the lead works in its root (``allowed`` is
+        relative to it), and its snapshots are the reviewer's checks'.
     :raises LeadError: the lead could not run, timed out, answered invalid decisions,
         or changed a file it must not touch (then ``mutations`` names each path).
     """
     who = f"the {backend.name} lead"
+    cwd = workspace.root
     before_text = {path: read_text(cwd / path) for path in allowed}
     before_links = {
         path: os.readlink(cwd / path) if (cwd / path).is_symlink() else None for path in allowed

@@ -85,23 +85,18 @@ def section_line(text: str, section: str) -> int | None:
         for number, (line, fenced) in enumerate(zip(lines, code, strict=True), start=1)
         if not fenced and (match := _HEADING.match(line))
     ]
-    for number, heading in headings:
-        if heading == wanted:
-            return number
-    for number, heading in headings:
-        if wanted in heading:
-            return number
-    return None
+    exact = next((number for number, heading in headings if heading == wanted), None)
+    return exact or next((number for number, heading in headings if wanted in heading), None)
 
 
 class Anchors:
     """Resolves finding locations against one repository, reading each plan once."""
 
     def __init__(self, repo_root: Path, read: Callable[[str], str | None] | None = None) -> None:
-        """:param read: reads a repo-relative file (the Action reads the reviewed head's
-        with ``git show``); by default the file under ``repo_root``."""
+        """:param read: reads a repo-relative file first (the Action reads the reviewed
+        head's with ``git show``); what it cannot read is the file under ``repo_root``."""
         self.repo_root = repo_root
-        self._read = read or self._from_disk
+        self._read = read
         self._texts: dict[str, str | None] = {}
 
     def _from_disk(self, relpath: str) -> str | None:
@@ -112,7 +107,8 @@ class Anchors:
 
     def _text(self, relpath: str) -> str | None:
         if relpath not in self._texts:
-            self._texts[relpath] = self._read(relpath)
+            found = self._read(relpath) if self._read is not None else None
+            self._texts[relpath] = found if found is not None else self._from_disk(relpath)
         return self._texts[relpath]
 
     def relative(self, name: str) -> str | None:

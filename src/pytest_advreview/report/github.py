@@ -46,9 +46,8 @@ AnnotationLevel = Literal["error", "warning"]
 
 def enabled(mode: str, environ: Mapping[str, str]) -> bool:
     """``on``; or ``auto`` inside GitHub Actions (``GITHUB_ACTIONS=true``)."""
-    if mode == "on":
-        return True
-    return mode == "auto" and environ.get("GITHUB_ACTIONS", "").strip().lower() == "true"
+    in_actions = environ.get("GITHUB_ACTIONS", "").strip().lower() == "true"
+    return mode == "on" or (mode == "auto" and in_actions)
 
 
 def escape_data(text: str) -> str:

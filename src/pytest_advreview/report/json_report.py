@@ -157,11 +157,8 @@ def build_report(
     settings: Settings, results: list[ItemResult], *, change: ChangeSetInfo | None = None
 ) -> ResultsReport:
     """The report model of one run (``results`` in node-id order, as collected)."""
-    tokens = TokenUsage()
-    findings: Counter[str] = Counter()
-    for result in results:
-        tokens = tokens + result.record.tokens
-        findings.update(f.severity.value for f in result.record.findings)
+    tokens = sum((r.record.tokens for r in results), TokenUsage())
+    findings = Counter(f.severity.value for r in results for f in r.record.findings)
     cost, unpriced = run_cost(r.record.cost for r in results)
     totals = Totals(
         gate=gate_result(results),

@@ -210,20 +210,16 @@ def _operator_summary(result: ItemResult, settings: Settings) -> list[str]:
     lines = ["**Operator summary**", ""]
     meaning = MEANING.get(status, "")
     lines.append(f"- **Final status:** {status}" + (f" — {meaning}" if meaning else ""))
-    earlier: dict[str, Finding] = {}
-    for round_ in record.rounds:
-        if round_.review is not None:
-            earlier.update((f.id, f) for f in round_.review.findings)
+    reviews = [r.review for r in record.rounds if r.review is not None]
+    earlier = {f.id: f for review in reviews for f in review.findings}
     earlier.update((f.id, f) for f in record.findings)
     if record.rounds:
         lines.append(f"- **Rounds:** {len(record.rounds)}")
-        previous: RoundRecord | None = None
         performed: list[str] = []
         missing: list[str] = []
-        for round_ in record.rounds:
+        for previous, round_ in zip((None, *record.rounds), record.rounds, strict=False):
             line = _round_line(round_, previous)
             (performed if round_.runner.result is RunnerStatus.SUCCESS else missing).append(line)
-            previous = round_
         if performed:
             lines.append("- **Verification performed:** " + "; ".join(performed))
         if missing:

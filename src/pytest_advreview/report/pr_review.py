@@ -46,7 +46,7 @@ from typing import Literal
 
 from .. import outbound, rendered
 from ..hunks import parse as parse_hunks
-from ..models import Finding, ItemRecord, Waiver, WireModel
+from ..models import Finding, ItemRecord, Location, Waiver, WireModel
 from .collect import confidence_text
 from .files import Anchor
 
@@ -250,10 +250,8 @@ def _cut(body: str) -> str:
 def _body_entry(
     finding: Finding, anchor: Anchor, waiver: Waiver | None, strict: bool, *, pre_existing: bool
 ) -> str:
-    where = anchor.path or ""
-    if anchor.path and anchor.line_start is not None:
-        end = anchor.line_end if anchor.line_end is not None else anchor.line_start
-        where += f" line {end}" if end == anchor.line_start else f" lines {anchor.line_start}-{end}"
+    place = Location(file=anchor.path, line_start=anchor.line_start, line_end=anchor.line_end)
+    where = str(place) if anchor.path else ""
     named = str(finding.location) if finding.location is not None else ""
     if named and named not in where:  # the section of a plan, or a place not in the repo
         where = f"{where} ({named})" if where else named

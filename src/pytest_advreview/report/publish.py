@@ -209,11 +209,11 @@ def other_failures(config: pytest.Config, results: list[ItemResult]) -> bool:
     if terminal is None:
         return False
     reviews = {r.record.nodeid for r in results}
-    for key in ("failed", "error"):
-        for report in terminal.stats.get(key, ()):
-            if getattr(report, "nodeid", None) not in reviews:
-                return True
-    return False
+    return any(
+        getattr(report, "nodeid", None) not in reviews
+        for key in ("failed", "error")
+        for report in terminal.stats.get(key, ())
+    )
 
 
 def exit_status(

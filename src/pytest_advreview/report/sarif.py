@@ -254,14 +254,12 @@ def build_sarif(
     :param fallback_path: repo-relative file to anchor a finding at when neither the
         reviewer nor the item names one (the pytest configuration file).
     """
-    rules: dict[str, Rule] = {}
-    pending: list[tuple[ItemRecord, Finding]] = []
+    pending = [(item.record, finding) for item in results for finding in item.record.findings]
+    # Each id's rule from its first finding (the last one written wins).
+    rules = {finding.id: _rule(finding) for _, finding in reversed(pending)}
     notifications: list[Notification] = []
     for item in results:
         record = item.record
-        for finding in record.findings:
-            pending.append((record, finding))
-            rules.setdefault(finding.id, _rule(finding))
         if item.errored:
             physical = _physical(Anchor(anchors.relative(record.path) if record.path else None))
             notifications.append(

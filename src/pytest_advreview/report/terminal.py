@@ -74,10 +74,7 @@ def write_summary(terminal: pytest.TerminalReporter, results: list[ItemResult]) 
         return
     terminal.write_sep("=", "adversarial review summary")
     lines: list[str] = []
-
-    def line(text: str) -> None:
-        lines.append(text)
-
+    line = lines.append
     total = 0
     for result in results:
         record = result.record
@@ -109,10 +106,7 @@ def write_summary(terminal: pytest.TerminalReporter, results: list[ItemResult]) 
             )
         if (placed := pre_existing_text(record)) is not None:
             line(f"    pre-existing: {placed}")
-        for lead in lead_lines(record):
-            line(f"    {lead}")
-        for decided_line in decided_lines(record):
-            line(f"    {decided_line}")
+        lines += [f"    {text}" for text in (*lead_lines(record), *decided_lines(record))]
         for mutation in record.mutations:
             line(f"    changed by the reviewer: {mutation}")
     located, findings = with_line(results)

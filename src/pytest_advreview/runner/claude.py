@@ -51,7 +51,6 @@ from .. import parse
 from ..constants import PINNED_CLAUDE_VERSION
 from ..models import (
     Operation,
-    Review,
     ReviewQuality,
     RunnerResult,
     RunnerStatus,
@@ -73,6 +72,11 @@ from . import (
     review_limit_reached,
 )
 from ._process import clip, launch, read_text, tail
+
+# Shared with the Codex backend: the attempt type (``thread_usage`` holds this launch's
+# own usage here: Claude Code reports no thread total), the session-id shape, the
+# version check's time and the stream's line reader.
+from .codex import _UUID, VERSION_TIMEOUT_S, _Attempt, _lines
 
 __all__ = [
     "INSTALL_HINT",
@@ -116,12 +120,9 @@ INSTALL_HINT = (
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 #: What ``claude --version`` prints: ``2.1.332 (Claude Code)``.
 VERSION_LINE = re.compile(r"^(\d+\.\d+\.\d+\S*) \(Claude Code\)$")
-#: Seconds ``claude --version`` may take at the start of a run.
-VERSION_TIMEOUT_S = 30.0
 #: Set for the Claude process unless the user's environment sets them: no telemetry,
 #: update checks or other traffic besides the model's (measured: zero outside lookups).
 _QUIET_ENV = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}
-_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
 @dataclass(frozen=True)
@@ -153,19 +154,6 @@ class _Stream:
     #: Retries that never reached the model (no HTTP status), and Claude's word for why.
     unreached: int = 0
     cause: str | None = None
-
-
-@dataclass(frozen=True)
-class _Attempt:
-    attempt_id: str
-    status: RunnerStatus = RunnerStatus.SUCCESS
-    terminal: bool = False
-    errors: str | None = None
-    session_id: str | None = None
-    review: Review | None = None
-    quality: ReviewQuality = ReviewQuality.UNKNOWN
-    triage: Triage = field(default_factory=Triage)
-    usage: TokenUsage = field(default_factory=TokenUsage)
 
 
 class ClaudeReviewer:
@@ -361,7 +349,7 @@ class ClaudeReviewer:
         if rc is None and self._cancel.is_set():
             return fail(RunnerStatus.INFRA_ERROR, CANCELLED, terminal=True)
         stream = _read_stream(stream_file)
-        attempt = replace(attempt, usage=result_usage(stream.result))
+        attempt = replace(attempt, thread_usage=result_usage(stream.result))
         if rc is None and watch.gave_up_after is not None:
             cause = watch.cause or "no connection"
             why = reachability.unreachable_message(
@@ -454,7 +442,7 @@ class ClaudeReviewer:
             review_quality=attempt.quality if success else ReviewQuality.UNKNOWN,
             triage=attempt.triage if success else Triage(status="skipped"),
         )
-        usage = sum((a.usage for a in (*earlier, attempt)), TokenUsage())
+        usage = sum((a.thread_usage or TokenUsage() for a in (*earlier, attempt)), TokenUsage())
         prior = request.prior_usage if request.operation is Operation.RESUME else TokenUsage()
         return DispatchResult(
             runner=runner,
@@ -534,18 +522,13 @@ def _diff_outputs(request: DispatchRequest, env: Mapping[str, str]) -> tuple[str
 
 def _events(path: Path) -> Iterator[dict[str, Any]]:
     """The stream's JSON objects, line by line (never the whole stream in memory)."""
-    try:
-        fh = path.open("rb")
-    except FileNotFoundError:
-        return
-    with fh:
-        for raw in fh:
-            try:
-                event = json.loads(raw)
-            except ValueError:
-                continue
-            if isinstance(event, dict):
-                yield event
+    for line in _lines(path):
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict):
+            yield event
 
 
 def _read_stream(path: Path) -> _Stream:

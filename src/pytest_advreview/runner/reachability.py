@@ -284,12 +284,8 @@ def _value(raw: str) -> object:
 
 
 def _pairs(config: Sequence[str]) -> dict[str, object]:
-    found: dict[str, object] = {}
-    for pair in config:
-        key, sep, raw = pair.partition("=")
-        if sep:
-            found[key.strip()] = _value(raw)
-    return found
+    split = (pair.partition("=") for pair in config)
+    return {key.strip(): _value(raw) for key, sep, raw in split if sep}
 
 
 def _dig(table: object, *keys: str) -> object:
@@ -313,20 +309,18 @@ def find_provider(config: Sequence[str], codex_home: Path) -> Provider:
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         user = {}
     profile = pairs.get("profile", _dig(user, "profile"))
-    chosen: object = None
-    where = "Codex's default"
-    for value, origin in (
+    named = (
         (pairs.get("model_provider"), "--advreview-codex-config"),
         (
             _dig(user, "profiles", profile, "model_provider") if isinstance(profile, str) else None,
             str(toml_file),
         ),
         (_dig(user, "model_provider"), str(toml_file)),
-    ):
-        if isinstance(value, str) and value:
-            chosen, where = value, origin
-            break
-    provider_id = chosen if isinstance(chosen, str) else "openai"
+    )
+    provider_id, where = next(
+        ((str(value), origin) for value, origin in named if isinstance(value, str) and value),
+        ("openai", "Codex's default"),
+    )
     base = pairs.get(f"model_providers.{provider_id}.base_url")
     if not isinstance(base, str):
         base = _dig(user, "model_providers", provider_id, "base_url")

@@ -43,6 +43,7 @@ from pydantic import ValidationError
 
 from .. import rendered
 from ..models import CommandsFile, IgnoredCommand, PullRequestCommand
+from ..validation import first_error
 
 __all__ = [
     "ALLOWED",
@@ -379,10 +380,8 @@ def load_commands(path: Path) -> CommandsFile:
     try:
         return CommandsFile.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "the file"
         raise CommandsError(
             path,
-            f"is not a commands file: {where}: {first['msg']}; pass the file the Action's "
-            "commands step wrote (docs/deciding.md)",
+            f"is not a commands file: {first_error(exc, 'the file')}; pass the file the "
+            "Action's commands step wrote (docs/deciding.md)",
         ) from None

@@ -37,7 +37,7 @@ from typing import Protocol
 import pytest
 
 from ..git import GitError, commit
-from ..models import ChangeSet, PathRule
+from ..models import PathRule
 from ..options import BY_FIELD, PREFIX, Invalid
 from ..targets import compile_glob, lexical_key
 from . import run as trust
@@ -46,7 +46,8 @@ from .baseconfig import BaseConfigError, ini_at, ini_once, linelist
 
 
 class Settings(trust.Settings, Protocol):
-    """What the path rules read of the settings (:class:`~.settings.Settings`)."""
+    """What the path rules read of the settings (:class:`~.settings.Settings`): a
+    Protocol, so that trust/ does not import the settings that import it."""
 
     @property
     def exclude(self) -> tuple[str, ...]: ...
@@ -135,10 +136,6 @@ class PathRules:
             if matched:
                 found.append(PathRule(glob=glob.strip(), instruction=text.strip(), files=matched))
         return tuple(found)
-
-    def with_rules(self, change: ChangeSet) -> ChangeSet:
-        """``change`` with the path instructions that apply to its files."""
-        return change.model_copy(update={"rules": self.applying(change.files)})
 
 
 def _parsed(lines: Iterable[str], key: str, where: str) -> tuple[str, ...]:

@@ -272,9 +272,8 @@ class Workspace:
         """The user's checkout as it is now, when it is watched besides the worktree."""
         if not (self.layout.watch_checkout and self._tree is not None):
             return None
-        if self._adoptions is None:
-            return self._take(self.repo_root, self._inputs)
-        with self._adoptions.locked():  # never a lead's edit half copied
+        # Under the run's lock (when there is one): never a lead's edit half copied.
+        with self._adoptions.locked() if self._adoptions else contextlib.nullcontext():
             return self._take(self.repo_root, self._inputs)
 
     def _take(self, where: Path, inputs: Sequence[Path]) -> mutation.Snapshot:
