@@ -21,6 +21,7 @@ import pytest
 import pytest_advreview
 from conftest import commit, init_repo, write
 from pytest_advreview.settings import Settings
+from pytest_advreview.trust import run as trust
 from pytest_advreview.workspace import Layout, containment
 from pytest_advreview.workspace.containment import Exposure
 
@@ -298,3 +299,38 @@ def test_the_first_preload_of_a_process_imports_every_module_it_lists(
         n.startswith(("pytest_advreview.testing", "pytest_advreview.doctor.")) for n in names
     )
     assert "pytest_advreview.doctor" not in names and "pytest_advreview.__main__" not in names
+
+
+@pytest.mark.parametrize("given", [False, True])
+@pytest.mark.parametrize(
+    ("environ", "strict", "why"),
+    [
+        ({}, False, "with --advreview-head"),
+        ({"CI": "true"}, False, "under CI or --advreview-strict-exit"),
+        ({}, True, "under CI or --advreview-strict-exit"),
+    ],
+)
+def test_a_head_reviewed_as_data_gates_and_the_refusal_says_why(
+    repo: Path,
+    tmp_path: Path,
+    base: Path,
+    environ: dict[str, str],
+    strict: bool,
+    why: str,
+    given: bool,
+) -> None:
+    """docs/safety.md, "Reviewing a head as data": outside CI and without the strict
+    option a head reviewed as data still gates containment; the refusal names what made
+    the run gate, the CI or the strict option first.  The same whether the run's trust is
+    handed in or decided from the settings and the environment (a direct call)."""
+    settings = Settings(head="pr-head", strict_exit=strict)
+    environ = {**elsewhere(tmp_path), **environ}
+    run_trust = trust.decide(environ, strict_exit=strict, head="pr-head") if given else None
+    with pytest.raises(pytest.UsageError) as info:
+        containment.check(settings, in_place(repo, settings), environ, run_trust)
+    assert str(info.value) == (
+        f"pytest-advreview: the reviewer may write {repo} (sandbox=workspace-write), and "
+        f"the gate's own code lies inside it: the Python installation (sys.base_prefix) at "
+        f"{base}. A reviewer could change what decides its verdict; {why} this is refused: "
+        f"{FIX}"
+    )

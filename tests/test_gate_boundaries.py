@@ -201,6 +201,24 @@ def test_the_final_status_is_only_ever_raised(
     assert gate.final_status(current, required) == final
 
 
+@pytest.mark.parametrize(
+    ("required", "least"),
+    [
+        (None, 3),  # the records call for nothing: pytest's own internal error
+        (0, 3),  # "passed" is never the status of a run with an internal error
+        (5, 3),  # nor is "no tests collected"
+        (1, 1),  # a failure the records call for says more, and is kept
+        (EXIT_REVIEW_ERRORS, EXIT_REVIEW_ERRORS),
+        (2, 2),
+        (4, 4),
+    ],
+)
+def test_an_internal_error_raises_a_calm_status_to_3_and_keeps_any_other(
+    required: int | None, least: int
+) -> None:
+    assert gate.internal_error_status(required) == least
+
+
 @pytest.mark.parametrize("name", ["CI", "GITHUB_ACTIONS"])
 @pytest.mark.parametrize("value", ["1", "true", "True", " yes ", "ON"])
 def test_every_ci_variable_and_truthy_value_enforces_the_check(name: str, value: str) -> None:
