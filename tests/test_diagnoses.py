@@ -43,8 +43,18 @@ def test_a_broken_codex_home_is_named_before_launch_not_blamed_on_the_sandbox(
     said = {"missing": "does not exist", "file": "is not a folder"}[make]
     result.stderr.fnmatch_lines([f"*CODEX_HOME={home} {said}*writable folder*"])
     text = result.stdout.str() + result.stderr.str()
-    assert "sandbox" not in text
+    # The run's settings header (``advreview: ... sandbox=workspace-write ...``) is printed
+    # before the check now: Codex is checked only once a target needs a reviewer, which is
+    # known after the session starts. What the run says about the failure must not blame
+    # the sandbox, and nothing may have run.
+    # (This test's own folder is named after it, "sandbox" included.)
+    for folder in (tmp_path, review_repo.path):
+        text = text.replace(str(folder), "<tmp>")
+    lines = text.splitlines()
+    said = [line for line in lines if not line.startswith("advreview: ")]
+    assert [line for line in said if "sandbox" in line] == []
     assert "backtrace" not in text.lower()
+    assert "::adversarial-review" not in text, "no item may run"
     assert review_repo.server.response_requests == []
 
 
