@@ -79,13 +79,21 @@ def start_interruptible(argv: Sequence[str], **popen: Any) -> subprocess.Popen[A
     across exec, and a Python that starts with SIGINT ignored never raises
     KeyboardInterrupt: the SIGINT of a Ctrl-C test would do nothing and the test would
     fail on its exit bound.  A caught signal is reset to the default in the child, so
-    SIGINT is caught here while the child starts.
+    SIGINT is caught here while the child starts.  The same holds for SIGHUP under
+    ``nohup`` (a suite started as ``nohup scripts/test``): the plugin leaves an ignored
+    SIGHUP ignored on purpose, so a SIGHUP test's child must start with the default.
     """
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    hangup = signal.signal(signal.SIGHUP, _caught)
     try:
         return subprocess.Popen(list(argv), **popen)
     finally:
+        signal.signal(signal.SIGHUP, hangup)
         signal.signal(signal.SIGINT, previous)
+
+
+def _caught(signum: int, _frame: object) -> None:
+    """A SIGHUP while a child starts: caught (and dropped) so the child gets the default."""
 
 
 def interrupt_when(proc: subprocess.Popen[Any], ready: Callable[[], bool], what: str) -> Any:
