@@ -15,6 +15,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -29,6 +30,9 @@ from pytest_advreview.testing import (
     shell_step,
 )
 from pytest_advreview.testing.reviews import FindingSpec
+
+if TYPE_CHECKING:
+    from _pytest.pytester import RunResult
 
 
 @pytest.fixture
@@ -180,13 +184,20 @@ def test_a_plugin_file_rewritten_during_the_review_does_not_change_the_verdict(
     # In place: the reviewer writes the repository, ignored folders included.
     result = review_repo.run_subprocess("--advreview-diff=none", "--advreview-isolation=none")
 
+    out = _tampered_yet_failed(review_repo, target, result)
+    # The plugin ran from the vendored copy, and said that it lies in the workspace.
+    assert f"the pytest-advreview package at {vendor / 'pytest_advreview'}" in out
+
+
+def _tampered_yet_failed(review_repo: ReviewRepo, target: Path, result: RunResult) -> str:
+    """The reviewer rewrote the plugin's report code, and the run still failed on the
+    critical finding (the rewritten code never ran); the run's output."""
     assert "TAMPERED-FILE" in review_repo.tool_outputs()[0]  # the file was rewritten
     assert "# Appended by the reviewer" in target.read_text()
     out = result.stdout.str()
     assert "TAMPERED-EXIT-STATUS" not in out
     assert result.ret == pytest.ExitCode.TESTS_FAILED, out
-    # The plugin ran from the vendored copy, and said that it lies in the workspace.
-    assert f"the pytest-advreview package at {vendor / 'pytest_advreview'}" in out
+    return out
 
 
 #: A conftest that edits the plan ``x.md`` as its item is set up: after the run found
@@ -227,11 +238,7 @@ def test_a_review_due_only_after_collection_still_runs_with_the_plugin_in_memory
 
     result = review_repo.run_subprocess("--advreview-diff=none", "--advreview-isolation=none")
 
-    assert "TAMPERED-FILE" in review_repo.tool_outputs()[0]  # the file was rewritten
-    assert "# Appended by the reviewer" in target.read_text()
-    out = result.stdout.str()
-    assert "TAMPERED-EXIT-STATUS" not in out
-    assert result.ret == pytest.ExitCode.TESTS_FAILED, out
+    _tampered_yet_failed(review_repo, target, result)
 
 
 # -- the gate's code inside the workspace ----------------------------------------
